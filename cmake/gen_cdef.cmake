@@ -1,0 +1,22 @@
+# Extract the cdef region of core/tunelua.h into a C string (embedded in the
+# tunelua host as package.preload["tunelua.cdef"]) and a Lua file (for using
+# the library from a plain luajit).
+file(READ ${HEADER} text)
+string(FIND "${text}" "/* cdef:begin */" b)
+string(FIND "${text}" "/* cdef:end */" e)
+if(b LESS 0 OR e LESS 0)
+  message(FATAL_ERROR "gen_cdef: ${HEADER} lacks the cdef:begin/cdef:end markers")
+endif()
+string(LENGTH "/* cdef:begin */" blen)
+math(EXPR start "${b} + ${blen}")
+math(EXPR len "${e} - ${start}")
+string(SUBSTRING "${text}" ${start} ${len} region)
+# Escape for a C string literal, line by line.
+string(REPLACE "\\" "\\\\" esc "${region}")
+string(REPLACE "\"" "\\\"" esc "${esc}")
+string(REPLACE "\n" "\\n\"\n\"" esc "${esc}")
+file(WRITE ${OUT_C}.tmp "/* generated from core/tunelua.h by cmake/gen_cdef.cmake */\nconst char tl_cdef_text[] =\n\"${esc}\";\n")
+file(WRITE ${OUT_LUA}.tmp "-- generated from core/tunelua.h by cmake/gen_cdef.cmake\nreturn [==[${region}]==]\n")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different ${OUT_C}.tmp ${OUT_C})
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different ${OUT_LUA}.tmp ${OUT_LUA})
+file(REMOVE ${OUT_C}.tmp ${OUT_LUA}.tmp)

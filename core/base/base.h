@@ -1,0 +1,126 @@
+/*
+** base.h -- internal helpers shared by every area of libtunelua.
+**
+** Not public: clients see only core/tunelua.h. Here live the context struct
+** (sticky error), the arena allocator, growable arrays, hashing, checked
+** allocation and the internal assertion macro.
+*/
+#ifndef TL_BASE_H
+#define TL_BASE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tunelua.h"
+
+#define TL_EXPORT __attribute__((visibility("default")))
+#define TL_UNUSED(x) ((void)(x))
+#define TL_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define TL_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define TL_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define TL_PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+/* Internal invariants: compiled out in release builds (NDEBUG). A broken one
+** is a bug in tunelua, never a user error. */
+#ifdef NDEBUG
+#define tl_assert(c) ((void)0)
+#else
+#define tl_assert(c) ((c) ? (void)0 : tl_assert_fail(#c, __FILE__, __LINE__))
+#endif
+void tl_assert_fail(const char *what, const char *file, int line) __attribute__((noreturn));
+
+/* ---- context: the sticky error --------------------------------------- */
+
+#define TL_ERRMSG_MAX 1024
+
+struct tl_ctx {
+  int code;                    /* TL_OK or the first TL_E_* since clearerr */
+  char msg[TL_ERRMSG_MAX];     /* message for code, NUL-terminated */
+};
+
+/* Record an error and return its code, so callers can `return tl_err(...)`.
+** A later error overwrites an earlier one (the innermost cause is kept by
+** callers that prefix with tl_err_prefix). ctx may be NULL. */
+int tl_err(tl_ctx *ctx, int code, const char *fmt, ...) TL_PRINTF(3, 4);
+int tl_verr(tl_ctx *ctx, int code, const char *fmt, va_list ap);
+/* Prepend context to the current message: "conv2d: " + msg. */
+int tl_err_prefix(tl_ctx *ctx, const char *fmt, ...) TL_PRINTF(2, 3);
+
+/* ---- checked allocation ---------------------------------------------- */
+
+void *tl_malloc(size_t n);           /* aborts on out-of-memory */
+void *tl_calloc(size_t n, size_t sz);
+void *tl_realloc(void *p, size_t n);
+char *tl_strdup(const char *s);
+char *tl_strndup(const char *s, size_t n);
+char *tl_sprintf(const char *fmt, ...) TL_PRINTF(1, 2); /* malloc'd */
+
+/* ---- arena: bump allocation, freed in one call ------------------------ */
+
+typedef struct tl_arena_chunk tl_arena_chunk;
+typedef struct tl_arena {
+  tl_arena_chunk *head;        /* newest chunk first */
+  size_t used;                 /* bytes used in head */
+  size_t total;                /* bytes handed out overall */
+} tl_arena;
+
+void tl_arena_init(tl_arena *a);
+void *tl_arena_alloc(tl_arena *a, size_t n);       /* 16-byte aligned, zeroed */
+char *tl_arena_strdup(tl_arena *a, const char *s);
+void tl_arena_free(tl_arena *a);                   /* frees all; reusable */
+
+/* ---- growable arrays ---------------------------------------------------
+** struct { T *v; int n, cap; } used through TL_VEC_PUSH. */
+#define TL_VEC(T) struct { T *v; int n, cap; }
+#define TL_VEC_RESERVE(vec, want)                                           \
+  do {                                                                      \
+    if ((want) > (vec).cap) {                                               \
+      int nc_ = (vec).cap ? (vec).cap * 2 : 8;                              \
+      while (nc_ < (want)) nc_ *= 2;                                        \
+      (vec).v = tl_realloc((vec).v, (size_t)nc_ * sizeof(*(vec).v));        \
+      (vec).cap = nc_;                                                      \
+    }                                                                       \
+  } while (0)
+#define TL_VEC_PUSH(vec, x)                                                 \
+  do {                                                                      \
+    TL_VEC_RESERVE(vec, (vec).n + 1);                                       \
+    (vec).v[(vec).n++] = (x);                                               \
+  } while (0)
+#define TL_VEC_FREE(vec) (free((vec).v), (vec).v = NULL, (vec).n = (vec).cap = 0)
+
+/* ---- string buffer ------------------------------------------------------ */
+
+typedef struct tl_buf {
+  char *s;                     /* NUL-terminated when non-NULL */
+  size_t n, cap;
+} tl_buf;
+
+void tl_buf_puts(tl_buf *b, const char *s);
+void tl_buf_putn(tl_buf *b, const char *s, size_t n);
+void tl_buf_printf(tl_buf *b, const char *fmt, ...) TL_PRINTF(2, 3);
+void tl_buf_vprintf(tl_buf *b, const char *fmt, va_list ap);
+void tl_buf_free(tl_buf *b);
+char *tl_buf_take(tl_buf *b);        /* hands over the string ("" if empty) */
+
+/* ---- hashing ------------------------------------------------------------- */
+
+uint64_t tl_hash_bytes(const void *p, size_t n, uint64_t seed);
+static inline uint64_t tl_hash_mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h *= 0xff51afd7ed558ccdull;
+  return h ^ (h >> 33);
+}
+
+/* ---- files ----------------------------------------------------------------- */
+
+/* Read a whole file (malloc'd, NUL-terminated). */
+int tl_read_file(tl_ctx *ctx, const char *path, char **out, size_t *len);
+/* Write atomically: temp file in the same directory, fsync, rename. */
+int tl_write_file_atomic(tl_ctx *ctx, const char *path, const void *data, size_t len);
+/* mkdir -p */
+int tl_mkdirs(tl_ctx *ctx, const char *path);
+
+#endif

@@ -1,0 +1,180 @@
+/*
+** main.c -- the tunelua executable: LuaJIT 2.1 with lpeg and the FFI
+** bindings of libtunelua preloaded. Everything the user sees (script
+** running, -e, -i, the REPL, subcommands) is decided by the Lua module
+** tunelua.cli; this file only builds the Lua state, finds the Lua modules
+** (source tree or installed tree, no environment variables needed) and
+** offers line editing to the REPL through the small "tunelua.host" module.
+*/
+#define _GNU_SOURCE
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <luajit.h>
+
+#include "tunelua.h"
+#include <lualib.h>
+#include <readline/history.h>
+#include <readline/readline.h>
+
+extern const char tl_cdef_text[];
+int luaopen_lpeg(lua_State *L);
+
+static int file_exists(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0;
+}
+
+/* The data root holds lua/, networks/ and scripts/. Installed trees put it
+** at <prefix>/share/tunelua next to <prefix>/bin/tunelua; build trees use the
+** source directory the build was configured from. */
+static void find_root(char *root, size_t n, char *exe, size_t en) {
+  ssize_t k = readlink("/proc/self/exe", exe, en - 1);
+  exe[k > 0 ? k : 0] = 0;
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", exe);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = 0;
+  char probe[PATH_MAX + 64];
+  snprintf(probe, sizeof probe, "%s/../share/tunelua/lua/tunelua/init.lua", dir);
+  if (file_exists(probe)) {
+    snprintf(root, n, "%s/../share/tunelua", dir);
+    return;
+  }
+  snprintf(probe, sizeof probe, "%s/lua/tunelua/init.lua", TL_SOURCE_DIR);
+  if (file_exists(probe)) {
+    snprintf(root, n, "%s", TL_SOURCE_DIR);
+    return;
+  }
+  snprintf(root, n, "%s", TL_DATADIR_INSTALLED);
+}
+
+/* ---- tunelua.host: what only the host can offer ------------------------- */
+
+static int host_readline(lua_State *L) {
+  const char *prompt = luaL_optstring(L, 1, "> ");
+  char *line = readline(prompt);
+  if (!line) return 0;
+  lua_pushstring(L, line);
+  free(line);
+  return 1;
+}
+
+static int host_add_history(lua_State *L) {
+  add_history(luaL_checkstring(L, 1));
+  return 0;
+}
+
+static int host_read_history(lua_State *L) {
+  lua_pushboolean(L, read_history(luaL_checkstring(L, 1)) == 0);
+  return 1;
+}
+
+static int host_write_history(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  int keep = (int)luaL_optinteger(L, 2, 1000);
+  int ok = write_history(path) == 0;
+  if (ok) history_truncate_file(path, keep);
+  lua_pushboolean(L, ok);
+  return 1;
+}
+
+static int host_isatty(lua_State *L) {
+  lua_pushboolean(L, isatty((int)luaL_optinteger(L, 1, 0)));
+  return 1;
+}
+
+static const luaL_Reg host_funcs[] = {
+  {"readline", host_readline},
+  {"add_history", host_add_history},
+  {"read_history", host_read_history},
+  {"write_history", host_write_history},
+  {"isatty", host_isatty},
+  {NULL, NULL}
+};
+
+static int open_host(lua_State *L) {
+  luaL_register(L, "tunelua.host", host_funcs);
+  return 1;
+}
+
+static int open_cdef(lua_State *L) {
+  lua_pushstring(L, tl_cdef_text);
+  return 1;
+}
+
+static int traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (!msg) msg = "(error object is not a string)";
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  char root[PATH_MAX], exe[PATH_MAX];
+  find_root(root, sizeof root, exe, sizeof exe);
+
+  lua_State *L = luaL_newstate();
+  if (!L) {
+    fprintf(stderr, "tunelua: cannot create the Lua state (out of memory)\n");
+    return 1;
+  }
+  luaL_openlibs(L);
+
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "preload");
+  lua_pushcfunction(L, luaopen_lpeg);
+  lua_setfield(L, -2, "lpeg");
+  lua_pushcfunction(L, open_cdef);
+  lua_setfield(L, -2, "tunelua.cdef");
+  lua_pushcfunction(L, open_host);
+  lua_setfield(L, -2, "tunelua.host");
+  lua_pop(L, 1);
+  lua_pushfstring(L, "%s/lua/?.lua;%s/lua/?/init.lua;%s/?.lua;%s/?/init.lua;",
+                  root, root, root, root);
+  lua_getfield(L, -2, "path");
+  lua_concat(L, 2);
+  lua_setfield(L, -2, "path");
+  lua_pop(L, 1);
+
+  /* host info, read by tunelua.cli */
+  open_host(L);
+  lua_pushstring(L, root);
+  lua_setfield(L, -2, "root");
+  lua_pushstring(L, exe);
+  lua_setfield(L, -2, "exe");
+  lua_pushstring(L, tl_version()); /* also keeps libtunelua linked for ffi.C */
+  lua_setfield(L, -2, "version");
+  lua_pop(L, 1);
+
+  lua_pushcfunction(L, traceback);
+  lua_getglobal(L, "require");
+  lua_pushstring(L, "tunelua.cli");
+  if (lua_pcall(L, 1, 1, 0) != 0) {
+    fprintf(stderr, "tunelua: cannot load the Lua layer from %s/lua: %s\n", root,
+            lua_tostring(L, -1));
+    lua_close(L);
+    return 1;
+  }
+  lua_getfield(L, -1, "main");
+  lua_createtable(L, argc, 0);
+  for (int i = 0; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i);
+  }
+  int status = 1;
+  if (lua_pcall(L, 1, 1, -4) != 0) {
+    fprintf(stderr, "tunelua: %s\n", lua_tostring(L, -1));
+  } else {
+    status = (int)lua_tointeger(L, -1);
+  }
+  fflush(stdout);
+  lua_close(L);
+  return status;
+}

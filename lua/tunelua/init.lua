@@ -1,0 +1,44 @@
+--- tunelua: the top-level module.
+--
+--   local tl = require "tunelua"
+--   local a = tl.nd.array({{1, 2}, {3, 4}})
+--
+-- Submodules load on first use: tl.nd, tl.testing, tl.te, tl.autotvm, ...
+local core = require "tunelua.core"
+
+local tl = {
+  core = core,
+  version = require("ffi").string(core.C.tl_version()),
+}
+
+local submodules = {
+  nd = "tunelua.nd",
+  testing = "tunelua.testing",
+  te = "tunelua.te",
+  target = "tunelua.target",
+  topi = "tunelua.topi",
+  relay = "tunelua.relay",
+  autotvm = "tunelua.autotvm",
+  auto_scheduler = "tunelua.auto_scheduler",
+  rpc = "tunelua.rpc",
+  repl = "tunelua.repl",
+  cli = "tunelua.cli",
+}
+
+setmetatable(tl, {
+  __index = function(t, k)
+    local name = submodules[k]
+    if not name then return nil end
+    local m = require(name)
+    rawset(t, k, m)
+    return m
+  end,
+})
+
+--- Number of cores of this machine.
+function tl.num_cores() return core.C.tl_num_cores() end
+
+--- Threads used by generated parallel loops.
+function tl.set_num_threads(n) core.C.tl_set_num_threads(n) end
+
+return tl
