@@ -1,0 +1,58 @@
+#!/bin/bash
+# End-to-end checks of the tunelua command line: options, scripts, the REPL
+# (fed through a pipe), and the one-line errors of misuse.
+set -u
+TL=$(realpath "${1:-build/tunelua}")
+fails=0
+passes=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+check() {   # check NAME EXPECTED_STATUS EXPECTED_SUBSTRING ACTUAL_STATUS ACTUAL_OUTPUT
+  local name=$1 want_rc=$2 want=$3 rc=$4 out=$5
+  if [ "$rc" != "$want_rc" ] || [[ "$out" != *"$want"* ]]; then
+    echo "FAIL $name: status $rc (want $want_rc), output:"
+    echo "$out" | head -20
+    echo "  expected to contain: $want"
+    fails=$((fails + 1))
+  else
+    passes=$((passes + 1))
+  fi
+}
+
+out=$("$TL" --version 2>&1); check version 0 "tunelua 0." $? "$out"
+out=$("$TL" --help 2>&1); check help 0 "usage: tunelua" $? "$out"
+out=$("$TL" -e 'print(1 + 2)' 2>&1); check eval 0 "3" $? "$out"
+out=$("$TL" -e 'error("bad thing")' 2>&1); check eval_error 1 "tunelua: (command line):1: bad thing" $? "$out"
+out=$("$TL" "$tmp/missing.lua" 2>&1); check missing_script 1 "tunelua: cannot open script '$tmp/missing.lua': No such file or directory" $? "$out"
+out=$("$TL" --bogus 2>&1); check unknown_option 1 "tunelua: unknown option '--bogus'" $? "$out"
+out=$("$TL" -e 2>&1); check e_without_code 1 "'-e' needs an argument" $? "$out"
+
+cat > "$tmp/args.lua" <<'LUA'
+print(arg[0], #arg, arg[1], arg[2], select("#", ...))
+LUA
+out=$("$TL" "$tmp/args.lua" one two 2>&1); check script_args 0 "$tmp/args.lua	2	one	two	2" $? "$out"
+
+cat > "$tmp/syntax.lua" <<'LUA'
+local x = = 1
+LUA
+out=$("$TL" "$tmp/syntax.lua" 2>&1); check syntax_error 1 "syntax.lua:1:" $? "$out"
+
+cat > "$tmp/exit.lua" <<'LUA'
+os.exit(3)
+LUA
+"$TL" "$tmp/exit.lua" >/dev/null 2>&1; check exit_status 3 "" $? ""
+
+# REPL through a pipe: expression values, statements, multi-line input, errors
+out=$(printf 'x = 20\nx + 1\nfor i = 1, 2 do\nprint("line", i)\nend\nerror("oops")\n"after"\n' | "$TL" 2>&1)
+check repl_expr 0 "21" $? "$out"
+check repl_multiline 0 "line	2" 0 "$out"
+check repl_error_continues 0 "after" 0 "$out"
+out=$(printf 'tl.version\n' | "$TL" 2>&1); check repl_tl_loaded 0 "0." $? "$out"
+out=$(printf 'print(y)\n' | "$TL" -i -e 'y = 42' 2>&1); check interactive_after_e 0 "42" $? "$out"
+
+# modules are found without environment variables, from any directory
+out=$(cd / && "$TL" -e 'print(require("tunelua").version)' 2>&1); check module_path 0 "0." $? "$out"
+
+echo "$passes passed, $fails failed"
+[ "$fails" = 0 ]
