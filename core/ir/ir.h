@@ -309,6 +309,9 @@ int tl_ir_uses_var(const tl_ir *ir, tl_ref root, tl_ref var);
 ** infix with minimal parentheses. Malloc'd. */
 char *tl_ir_print(const tl_ir *ir, tl_ref root);
 void tl_ir_print_buf(const tl_ir *ir, tl_ref root, tl_buf *out);
+/* One line for error messages: statements folded onto one line, cut to at
+** most max bytes (ending in "..." when cut). Malloc'd. */
+char *tl_ir_print_short(const tl_ir *ir, tl_ref root, size_t max);
 
 /* ---- verifier (core/ir/verify.c) ------------------------------------------------
 ** Types agree, variables are defined before use (loop vars, lets, or listed
@@ -340,6 +343,9 @@ tl_ref tl_ir_simplify(tl_ir *ir, tl_ref root, const tl_rangemap *ranges);
 
 /* Constant integer bounds of e, given the ranges: 1 if both found. */
 int tl_ir_const_bound(tl_ir *ir, tl_ref e, const tl_rangemap *ranges, int64_t *lo, int64_t *hi);
+/* The same, each side on its own: *lo = INT64_MIN and/or *hi = INT64_MAX
+** where that side is unbounded (e.g. [0, INT64_MAX] for max(x, 0)). */
+void tl_ir_const_bound_sides(tl_ir *ir, tl_ref e, const tl_rangemap *ranges, int64_t *lo, int64_t *hi);
 
 /* Symbolic range of e when each var in relax takes every value of its range;
 ** other variables stay symbolic. Writes min and extent (simplified) and

@@ -3,7 +3,7 @@
 --   local tl = require "tunelua"
 --   local a = tl.nd.array({{1, 2}, {3, 4}})
 --
--- Submodules load on first use: tl.nd, tl.testing, tl.te, tl.autotvm, ...
+-- Submodules load on first use: tl.nd, tl.testing, tl.te, tl.autotvm, tl.onnx, ...
 local core = require "tunelua.core"
 
 local tl = {
@@ -23,6 +23,7 @@ local submodules = {
   rpc = "tunelua.rpc",
   repl = "tunelua.repl",
   cli = "tunelua.cli",
+  onnx = "tunelua.onnx",
 }
 
 setmetatable(tl, {

@@ -1,0 +1,1846 @@
+/*
+** c.c -- the C code generator: a lowered function printed as one
+** self-contained C11 translation unit (GNU dialect: vector extensions,
+** statement expressions, the cleanup attribute, _Float16).
+**
+** Layout of the generated file, in this order:
+**   prelude      includes, a DLTensor-compatible struct (tlc_tensor, same
+**                layout as DLPack's DLTensor), the error buffer and the
+**                argument-check helpers; the weak declarations of
+**                tl_pool_global/tl_pool_for when there are parallel loops
+**   helpers      vector typedefs (float32x8 ...) and small static inline
+**                functions (broadcast, ramp, select, vector load/store,
+**                gather/scatter, floordiv, min/max, per-lane intrinsics),
+**                each emitted once, on demand, in a fixed sorted order
+**   outlined     one closure struct and one static function per parallel
+**                loop (tlc_par0, tlc_par1, ...)
+**   entry        int32_t NAME(void **args, int32_t nargs) and
+**                const char *NAME_error(void)
+**
+** The entry checks nargs and, for each argument, NULL, device (CPU), dtype,
+** ndim, constant extents and compactness, binds symbolic extents (a shape
+** entry that is a variable defines it) and checks derived ones; a mismatch
+** returns the tunelua error code (TL_E_ARG/DTYPE/SHAPE) and leaves a
+** message naming the argument and the expected dtype and shape, read back
+** through NAME_error. Nothing is dereferenced before the checks pass.
+**
+** Expressions: every operation is fully parenthesized. Index math uses the
+** IR's types (int32 for TL_T_INDEX). floordiv/floormod become shifts and
+** masks for power-of-two divisors, plain / and % when the dividend is
+** provably non-negative (simple sign analysis over loop variables with
+** non-negative minimums and shape variables), and otherwise helpers that
+** round toward minus infinity. Boolean vectors are int32 lane masks (-1/0)
+** whatever the compared type. A vector if_then_else whose branches may
+** fault is printed lane by lane, each lane evaluating only its taken branch.
+**
+** Statements: SERIAL loops are plain for loops; UNROLLED ones get
+** `#pragma GCC unroll N`; VECTORIZED loops left by the vectorizer are scalar
+** loops with `#pragma GCC ivdep` (only when every store is affine in the
+** loop variable with a non-zero constant coefficient and each stored buffer
+** is accessed through one index) and `#pragma GCC unroll`; inside an attr
+** "pragma_auto_unroll_max_step" = N, serial loops whose unrolled body
+** would hold at most N statements are unrolled as well. A PARALLEL loop is
+** outlined into a static function of the iteration number and a closure
+** struct holding every variable and buffer pointer the body uses, run by
+** tl_pool_for on the global pool (serially when the process does not export
+** the pool); parallel loops nested in a parallel body run serially. ALLOC
+** gives a 64-byte aligned stack array for small constant local buffers and
+** aligned heap memory (freed at scope exit through the cleanup attribute)
+** otherwise. Thread-bound loops and barriers are rejected: they are for the
+** OpenCL backend.
+**
+** Output is deterministic: names are assigned in traversal order, helpers
+** are sorted, nothing depends on addresses or hash order.
+*/
+#include "codegen.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#define STACK_ALLOC_MAX (32 * 1024)   /* bytes: larger local buffers go to the heap */
+
+/* Helper kinds, in emission order: a helper only uses kinds before it (or
+** the same kind on the scalar type, which sorts first). */
+enum {
+  H_TYPEDEF = 0, H_BCAST, H_RAMP, H_SEL, H_MIN, H_MAX, H_ABS, H_FLOORDIV, H_FLOORMOD,
+  H_VLOAD, H_VLOADS, H_GATHER32, H_GATHER64, H_VSTORE, H_VSTORES, H_SCATTER32, H_SCATTER64,
+  H_INTRIN   /* + TL_INTRIN_* */
+};
+
+typedef struct cg {
+  tl_ctx *ctx;
+  tl_ir *ir;
+  const tl_lowered *f;
+  tl_buf *o;                      /* where statements go now */
+  int ind;                        /* indentation level */
+  int err;                        /* first error, TL_OK if none */
+  char **vname;                   /* var id -> C name (NULL until bound) */
+  int *vbound;                    /* var id -> binding depth */
+  uint8_t *nonneg;                /* var id -> known >= 0 */
+  int nvars;
+  char **bname;                   /* buffer id -> C name */
+  int *bscope;                    /* buffer id -> declared in scope */
+  int nbufs;
+  TL_VEC(char *) names;           /* every C identifier taken */
+  TL_VEC(uint64_t) helpers;       /* kind << 32 | packed type */
+  int in_par;                     /* inside an outlined parallel body */
+  int npar;
+  tl_buf funcs;                   /* closure structs and outlined functions */
+  int64_t unroll_max;             /* from pragma_auto_unroll_max_step; 0 = none */
+} cg;
+
+#define P(c, s) tl_buf_puts((c)->o, s)
+#define PF(c, ...) tl_buf_printf((c)->o, __VA_ARGS__)
+
+static void cg_err(cg *c, int code, const char *fmt, ...) TL_PRINTF(3, 4);
+static void cg_err(cg *c, int code, const char *fmt, ...) {
+  if (c->err) return;
+  char msg[TL_ERRMSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  c->err = tl_err(c->ctx, code, "codegen_c: %s: %s", c->f->name ? c->f->name : "?", msg);
+}
+
+static void indent(cg *c) {
+  for (int i = 0; i < c->ind; i++) P(c, "  ");
+}
+
+static void line(cg *c, const char *fmt, ...) TL_PRINTF(2, 3);
+static void line(cg *c, const char *fmt, ...) {
+  indent(c);
+  va_list ap;
+  va_start(ap, fmt);
+  tl_buf_vprintf(c->o, fmt, ap);
+  va_end(ap);
+  P(c, "\n");
+}
+
+/* ---- types ----------------------------------------------------------------- */
+
+static const char *ctype_or_null(tl_type t) {
+  if (tl_type_is_bool(t)) return "_Bool";
+  switch (t.code) {
+  case TL_TC_FLOAT:
+    return t.bits == 16 ? "_Float16" : t.bits == 32 ? "float" : t.bits == 64 ? "double" : NULL;
+  case TL_TC_INT:
+    return t.bits == 8 ? "int8_t" : t.bits == 16 ? "int16_t" : t.bits == 32 ? "int32_t"
+         : t.bits == 64 ? "int64_t" : NULL;
+  case TL_TC_UINT:
+    return t.bits == 8 ? "uint8_t" : t.bits == 16 ? "uint16_t" : t.bits == 32 ? "uint32_t"
+         : t.bits == 64 ? "uint64_t" : NULL;
+  case TL_TC_HANDLE:
+    return "void *";
+  default:
+    return NULL;
+  }
+}
+
+/* C type of a scalar value of type t (lanes ignored). */
+static const char *ctype(cg *c, tl_type t) {
+  const char *s = ctype_or_null(t);
+  if (!s) {
+    char b[32];
+    cg_err(c, TL_E_UNSUPPORTED, "type %s has no C equivalent", tl_type_str(t, b));
+    return "int";
+  }
+  return s;
+}
+
+/* Element type in memory: bool is a byte. */
+static tl_type storage_type(tl_type t) {
+  return tl_type_is_bool(t) ? tl_type_make(TL_TC_UINT, 8, t.lanes) : t;
+}
+
+/* Vector values of bool type are int32 lane masks. */
+static tl_type vec_norm(tl_type t) {
+  return tl_type_is_bool(t) ? tl_type_make(TL_TC_INT, 32, t.lanes) : t;
+}
+
+static uint64_t type_pack(tl_type t) {
+  return ((uint64_t)t.code << 24) | ((uint64_t)t.bits << 16) | t.lanes;
+}
+
+static tl_type type_unpack(uint64_t k) {
+  return tl_type_make((int)((k >> 24) & 0xff), (int)((k >> 16) & 0xff), (int)(k & 0xffff));
+}
+
+static void need(cg *c, int kind, tl_type t);
+
+/* Name of a vector type ("float32x8"); registers its typedef. */
+static const char *vtn(cg *c, tl_type t, char *buf) {
+  t = vec_norm(t);
+  if (t.lanes < 2 || (t.lanes & (t.lanes - 1)) || !ctype_or_null(t) || t.code == TL_TC_HANDLE) {
+    char b[32];
+    cg_err(c, TL_E_UNSUPPORTED, "vector type %s is not supported (lanes must be a power of two)",
+           tl_type_str(t, b));
+    strcpy(buf, "int");
+    return buf;
+  }
+  need(c, H_TYPEDEF, t);
+  return tl_type_str(t, buf);
+}
+
+/* Declared C type of a value of type t, scalar or vector. */
+static const char *decl_type(cg *c, tl_type t, char *buf) {
+  if (t.lanes > 1) return vtn(c, t, buf);
+  strcpy(buf, ctype(c, t));
+  return buf;
+}
+
+/* Helper-name suffix: "float32", "int32x8" (bool vectors as int32 masks). */
+static const char *hname(tl_type t, char *buf) { return tl_type_str(vec_norm(t), buf); }
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static void need(cg *c, int kind, tl_type t) {
+  if (t.lanes > 1) t = vec_norm(t);
+  uint64_t key = ((uint64_t)kind << 32) | type_pack(t);
+  for (int i = 0; i < c->helpers.n; i++)
+    if (c->helpers.v[i] == key) return;
+  TL_VEC_PUSH(c->helpers, key);
+  int L = t.lanes;
+  if (L > 1 && kind != H_TYPEDEF) need(c, H_TYPEDEF, t);
+  switch (kind) {
+  case H_RAMP:
+    need(c, H_BCAST, t);
+    break;
+  case H_SEL:
+    need(c, H_TYPEDEF, tl_type_make(TL_TC_INT, t.bits, L));
+    need(c, H_TYPEDEF, tl_type_make(TL_TC_INT, 32, L));
+    break;
+  case H_MIN:
+  case H_MAX:
+    if (L > 1) {
+      need(c, H_SEL, t);
+      need(c, H_TYPEDEF, tl_type_make(TL_TC_INT, 32, L));
+    }
+    break;
+  case H_FLOORDIV:
+  case H_FLOORMOD:
+    if (L > 1 && tl_type_is_float(t)) need(c, kind, tl_type_scalar(t));
+    break;
+  case H_GATHER32:
+  case H_SCATTER32:
+    need(c, H_TYPEDEF, tl_type_make(TL_TC_INT, 32, L));
+    break;
+  case H_GATHER64:
+  case H_SCATTER64:
+    need(c, H_TYPEDEF, tl_type_make(TL_TC_INT, 64, L));
+    break;
+  default:
+    if (kind == H_INTRIN + TL_INTRIN_FABS && t.code == TL_TC_INT)
+      need(c, H_ABS, tl_type_scalar(t));
+    break;
+  }
+}
+
+/* Scalar form of intrinsic k on element type t: a template where %0 and %1
+** stand for the arguments. NULL if unsupported. *widen: arguments are cast
+** to float and the result back (float16). */
+static const char *intrin_template(int k, tl_type t, int *widen) {
+  static const char *const f32[TL_INTRIN__MAX] = {
+    "expf(%0)", "logf(%0)", "sqrtf(%0)", "(1.0f / sqrtf(%0))", "tanhf(%0)",
+    "(1.0f / (1.0f + expf(-(%0))))", "powf(%0, %1)", "fabsf(%0)", "floorf(%0)", "ceilf(%0)",
+    "nearbyintf(%0)", "erff(%0)"};
+  static const char *const f64[TL_INTRIN__MAX] = {
+    "exp(%0)", "log(%0)", "sqrt(%0)", "(1.0 / sqrt(%0))", "tanh(%0)",
+    "(1.0 / (1.0 + exp(-(%0))))", "pow(%0, %1)", "fabs(%0)", "floor(%0)", "ceil(%0)",
+    "nearbyint(%0)", "erf(%0)"};
+  *widen = 0;
+  if (k < 0 || k >= TL_INTRIN__MAX) return NULL;
+  if (t.code == TL_TC_FLOAT) {
+    if (t.bits == 64) return f64[k];
+    if (t.bits == 16) *widen = 1;
+    return f32[k];
+  }
+  if (tl_type_is_int(t) && !tl_type_is_bool(t)) {
+    if (k == TL_INTRIN_FABS) return t.code == TL_TC_INT ? "tlc_abs_%T(%0)" : "(%0)";
+    if (k == TL_INTRIN_FLOOR || k == TL_INTRIN_CEIL || k == TL_INTRIN_ROUND) return "(%0)";
+  }
+  return NULL;
+}
+
+/* Print a template; arguments are strings (a[i]) in helpers. */
+static void put_template_str(tl_buf *o, const char *tmpl, int widen, tl_type et, const char *a0,
+                             const char *a1) {
+  char tn[32];
+  if (widen) tl_buf_puts(o, "((_Float16)");
+  for (const char *p = tmpl; *p; p++) {
+    if (p[0] == '%' && (p[1] == '0' || p[1] == '1')) {
+      const char *a = p[1] == '0' ? a0 : a1;
+      if (widen) tl_buf_printf(o, "(float)(%s)", a);
+      else tl_buf_puts(o, a);
+      p++;
+    } else if (p[0] == '%' && p[1] == 'T') {
+      tl_buf_puts(o, tl_type_str(et, tn));
+      p++;
+    } else {
+      tl_buf_putn(o, p, 1);
+    }
+  }
+  if (widen) tl_buf_puts(o, ")");
+}
+
+static void emit_helper(tl_buf *o, uint64_t key) {
+  int kind = (int)(key >> 32);
+  tl_type t = type_unpack(key & 0xffffffffu);
+  tl_type et = tl_type_scalar(t);
+  int L = t.lanes;
+  char vt[32], tn[32], it[32], mt[32];
+  const char *ec = ctype_or_null(et);
+  tl_type_str(t, vt);
+  tl_type_str(t, tn);
+  tl_type_str(tl_type_make(TL_TC_INT, t.bits, L), it);      /* same-width int vector */
+  tl_type_str(tl_type_make(TL_TC_INT, 32, L), mt);          /* mask vector */
+  switch (kind) {
+  case H_TYPEDEF:
+    tl_buf_printf(o, "typedef %s %s __attribute__((vector_size(%d)));\n", ec, vt,
+                  L * (t.bits / 8));
+    return;
+  case H_BCAST:
+    tl_buf_printf(o, "static inline %s tlc_bcast_%s(%s x) { return (%s){", vt, vt, ec, vt);
+    for (int i = 0; i < L; i++) tl_buf_puts(o, i ? ", x" : "x");
+    tl_buf_puts(o, "}; }\n");
+    return;
+  case H_RAMP:
+    tl_buf_printf(o, "static inline %s tlc_ramp_%s(%s b, %s s) {\n  return tlc_bcast_%s(b) + "
+                  "tlc_bcast_%s(s) * (%s){", vt, vt, ec, ec, vt, vt, vt);
+    for (int i = 0; i < L; i++) tl_buf_printf(o, i ? ", %d" : "%d", i);
+    tl_buf_puts(o, "};\n}\n");
+    return;
+  case H_SEL:
+    tl_buf_printf(o, "static inline %s tlc_sel_%s(%s m, %s a, %s b) {\n", vt, vt, mt, vt, vt);
+    if (t.bits == 32) tl_buf_printf(o, "  %s k = m;\n", it);
+    else tl_buf_printf(o, "  %s k = __builtin_convertvector(m, %s);\n", it, it);
+    tl_buf_printf(o, "  return (%s)(((%s)a & k) | ((%s)b & ~k));\n}\n", vt, it, it);
+    return;
+  case H_MIN:
+  case H_MAX: {
+    const char *nm = kind == H_MIN ? "min" : "max", *op = kind == H_MIN ? "<" : ">";
+    if (L == 1) {
+      tl_buf_printf(o, "static inline %s tlc_%s_%s(%s a, %s b) { return a %s b ? a : b; }\n", ec,
+                    nm, tn, ec, ec, op);
+    } else if (t.bits == 32) {
+      tl_buf_printf(o, "static inline %s tlc_%s_%s(%s a, %s b) { return tlc_sel_%s((%s)(a %s b), "
+                    "a, b); }\n", vt, nm, vt, vt, vt, vt, mt, op);
+    } else {
+      tl_buf_printf(o, "static inline %s tlc_%s_%s(%s a, %s b) {\n  return tlc_sel_%s("
+                    "__builtin_convertvector(a %s b, %s), a, b);\n}\n", vt, nm, vt, vt, vt, vt, op,
+                    mt);
+    }
+    return;
+  }
+  case H_ABS:
+    tl_buf_printf(o, "static inline %s tlc_abs_%s(%s x) { return x < 0 ? (%s)-x : x; }\n", ec, tn,
+                  ec, ec);
+    return;
+  case H_FLOORDIV:
+  case H_FLOORMOD: {
+    const char *nm = kind == H_FLOORDIV ? "floordiv" : "floormod";
+    if (L > 1 && tl_type_is_float(t)) {
+      char sn[32];
+      tl_type_str(et, sn);
+      tl_buf_printf(o, "static inline %s tlc_%s_%s(%s a, %s b) {\n  %s r;\n  for (int i = 0; i < "
+                    "%d; i++) r[i] = tlc_%s_%s(a[i], b[i]);\n  return r;\n}\n", vt, nm, vt, vt, vt,
+                    vt, L, nm, sn);
+    } else if (tl_type_is_float(t)) {
+      const char *fl = t.bits == 64 ? "floor" : "floorf";
+      const char *cast = t.bits == 16 ? "(_Float16)" : "";
+      const char *wid = t.bits == 16 ? "(float)" : "";
+      if (kind == H_FLOORDIV)
+        tl_buf_printf(o, "static inline %s tlc_floordiv_%s(%s a, %s b) { return %s%s(%s(a / b)); "
+                      "}\n", ec, tn, ec, ec, cast, fl, wid);
+      else
+        tl_buf_printf(o, "static inline %s tlc_floormod_%s(%s a, %s b) { return a - %s%s(%s(a / "
+                      "b)) * b; }\n", ec, tn, ec, ec, cast, fl, wid);
+    } else if (L > 1) {
+      tl_buf_printf(o, "static inline %s tlc_%s_%s(%s a, %s b) {\n  %s q = a / b, r = a %% b;\n"
+                    "  %s adj = (%s)((r != 0) & ((r < 0) != (b < 0)));\n", vt, nm, vt, vt, vt, vt,
+                    vt, vt);
+      if (kind == H_FLOORDIV) tl_buf_puts(o, "  (void)r;\n  return q + adj;\n}\n");
+      else tl_buf_puts(o, "  (void)q;\n  return r + (adj & b);\n}\n");
+    } else {
+      tl_buf_printf(o, "static inline %s tlc_%s_%s(%s a, %s b) {\n  %s q = (%s)(a / b), r = (%s)(a "
+                    "%% b);\n  int adj = r != 0 && ((r < 0) != (b < 0));\n", ec, nm, tn, ec, ec, ec,
+                    ec, ec);
+      if (kind == H_FLOORDIV) tl_buf_printf(o, "  (void)r;\n  return (%s)(q - adj);\n}\n", ec);
+      else tl_buf_printf(o, "  (void)q;\n  return (%s)(adj ? r + b : r);\n}\n", ec);
+    }
+    return;
+  }
+  case H_VLOAD:
+    tl_buf_printf(o, "static inline %s tlc_vload_%s(const %s *p) { %s r; memcpy(&r, p, sizeof r); "
+                  "return r; }\n", vt, vt, ec, vt);
+    return;
+  case H_VLOADS:
+    tl_buf_printf(o, "static inline %s tlc_vloads_%s(const %s *p, int64_t s) {\n  %s r;\n  for (int "
+                  "i = 0; i < %d; i++) r[i] = p[i * s];\n  return r;\n}\n", vt, vt, ec, vt, L);
+    return;
+  case H_GATHER32:
+  case H_GATHER64:
+    tl_buf_printf(o, "static inline %s tlc_gather%d_%s(const %s *p, int%dx%d ix) {\n  %s r;\n  for "
+                  "(int i = 0; i < %d; i++) r[i] = p[ix[i]];\n  return r;\n}\n", vt,
+                  kind == H_GATHER32 ? 32 : 64, vt, ec, kind == H_GATHER32 ? 32 : 64, L, vt, L);
+    return;
+  case H_VSTORE:
+    tl_buf_printf(o, "static inline void tlc_vstore_%s(%s *p, %s v) { memcpy(p, &v, sizeof v); }\n",
+                  vt, ec, vt);
+    return;
+  case H_VSTORES:
+    tl_buf_printf(o, "static inline void tlc_vstores_%s(%s *p, int64_t s, %s v) {\n  for (int i = "
+                  "0; i < %d; i++) p[i * s] = v[i];\n}\n", vt, ec, vt, L);
+    return;
+  case H_SCATTER32:
+  case H_SCATTER64:
+    tl_buf_printf(o, "static inline void tlc_scatter%d_%s(%s *p, int%dx%d ix, %s v) {\n  for (int i "
+                  "= 0; i < %d; i++) p[ix[i]] = v[i];\n}\n", kind == H_SCATTER32 ? 32 : 64, vt, ec,
+                  kind == H_SCATTER32 ? 32 : 64, L, vt, L);
+    return;
+  default: {
+    int k = kind - H_INTRIN, widen;
+    const char *tmpl = intrin_template(k, et, &widen);
+    int two = tl_ir_intrinnargs[k] == 2;
+    tl_buf_printf(o, "static inline %s tlc_%s_%s(%s a", vt, tl_ir_intrinname[k], vt, vt);
+    if (two) tl_buf_printf(o, ", %s b", vt);
+    tl_buf_printf(o, ") {\n  %s r;\n  for (int i = 0; i < %d; i++) r[i] = ", vt, L);
+    put_template_str(o, tmpl ? tmpl : "0", widen, et, "a[i]", "b[i]");
+    tl_buf_puts(o, ";\n  return r;\n}\n");
+    return;
+  }
+  }
+}
+
+static int key_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* ---- names ---------------------------------------------------------------------- */
+
+static const char *const reserved_words[] = {
+  "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+  "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict",
+  "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
+  "unsigned", "void", "volatile", "while", "asm", "typeof", "args", "nargs", "main", "errno",
+  "exp", "expf", "log", "logf", "sqrt", "sqrtf", "tanh", "tanhf", "pow", "powf", "fabs", "fabsf",
+  "floor", "floorf", "ceil", "ceilf", "nearbyint", "nearbyintf", "erf", "erff", "memcpy", "free",
+  "malloc", "aligned_alloc", "snprintf", "vsnprintf", "NAN", "INFINITY", "tl_pool_for",
+  "tl_pool_global", "bool", "true", "false", "NULL", "EOF", "BUFSIZ", "SIZE_MAX", "INT8_MIN",
+  "INT8_MAX", "INT16_MIN", "INT16_MAX", "INT32_MIN", "INT32_MAX", "INT64_MIN", "INT64_MAX",
+  "UINT8_MAX", "UINT16_MAX", "UINT32_MAX", "UINT64_MAX", "HUGE_VAL", "HUGE_VALF", "stdin",
+  "stdout", "stderr", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
+  "uint32_t", "uint64_t", "size_t", "va_list", "FILE", "float_t", "double_t", "ptrdiff_t"};
+
+static int name_taken(const cg *c, const char *s) {
+  for (int i = 0; i < c->names.n; i++)
+    if (strcmp(c->names.v[i], s) == 0) return 1;
+  return 0;
+}
+
+/* A fresh C identifier derived from base. Owned by c->names. */
+static const char *fresh_name(cg *c, const char *base) {
+  char b[64];
+  int n = 0;
+  for (const char *p = base ? base : ""; *p && n < 40; p++) {
+    char ch = *p;
+    int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_' ||
+             (ch >= '0' && ch <= '9');
+    b[n++] = ok ? ch : '_';
+  }
+  b[n] = 0;
+  if (n == 0 || (b[0] >= '0' && b[0] <= '9') || strncmp(b, "tlc_", 4) == 0 || b[0] == '_') {
+    memmove(b + 2, b, (size_t)n + 1);
+    b[0] = 'v';
+    b[1] = '_';
+  }
+  char cand[80];
+  snprintf(cand, sizeof cand, "%s", b);
+  for (int k = 1; name_taken(c, cand); k++) snprintf(cand, sizeof cand, "%s_%d", b, k);
+  char *s = tl_strdup(cand);
+  TL_VEC_PUSH(c->names, s);
+  return s;
+}
+
+static int var_id(const cg *c, tl_ref v) { return (int)c->ir->nodes.v[v].imm.u; }
+
+static const char *var_bind(cg *c, tl_ref v, int nonneg) {
+  int id = var_id(c, v);
+  if (!c->vname[id]) c->vname[id] = (char *)fresh_name(c, tl_ir_var(c->ir, v)->name);
+  c->vbound[id]++;
+  c->nonneg[id] = (uint8_t)nonneg;
+  return c->vname[id];
+}
+
+static void var_unbind(cg *c, tl_ref v) { c->vbound[var_id(c, v)]--; }
+
+static const char *var_use(cg *c, tl_ref v) {
+  int id = var_id(c, v);
+  if (!c->vbound[id]) {
+    cg_err(c, TL_E_ARG, "variable '%s' is used where it is not bound (not a loop variable, let or "
+           "argument shape variable in scope)", tl_ir_var(c->ir, v)->name);
+    return "0";
+  }
+  return c->vname[id];
+}
+
+static const char *buf_use(cg *c, int b) {
+  if (b < 0 || b >= c->nbufs) {
+    cg_err(c, TL_E_ARG, "buffer id %d does not exist", b);
+    return "0";
+  }
+  if (!c->bscope[b]) {
+    cg_err(c, TL_E_ARG, "buffer '%s' is used but is neither an argument nor allocated in scope",
+           tl_ir_buffer(c->ir, b)->name);
+    return "0";
+  }
+  return c->bname[b];
+}
+
+static void buf_bind(cg *c, int b) {
+  if (!c->bname[b]) c->bname[b] = (char *)fresh_name(c, tl_ir_buffer(c->ir, b)->name);
+  c->bscope[b]++;
+}
+
+/* ---- expressions ------------------------------------------------------------------ */
+
+static void pe(cg *c, tl_ref e, int lane);
+
+static void put_int(cg *c, tl_type t, int64_t v) {
+  t = tl_type_scalar(t);
+  if (tl_type_is_bool(t)) {
+    P(c, v ? "1" : "0");
+  } else if (t.code == TL_TC_INT && t.bits == 32) {
+    if (v == INT32_MIN) P(c, "(-2147483647 - 1)");
+    else if (v < 0) PF(c, "(%lld)", (long long)v);
+    else PF(c, "%lld", (long long)v);
+  } else if (t.code == TL_TC_INT && t.bits == 64) {
+    if (v == INT64_MIN) P(c, "(-INT64_C(9223372036854775807) - 1)");
+    else PF(c, "INT64_C(%lld)", (long long)v);
+  } else if (t.code == TL_TC_UINT && t.bits == 64) {
+    PF(c, "UINT64_C(%llu)", (unsigned long long)v);
+  } else {
+    PF(c, "((%s)%lld)", ctype(c, t), (long long)v);
+  }
+}
+
+static void put_float(cg *c, tl_type t, double v) {
+  const char *cast = t.bits == 64 ? "(double)" : t.bits == 16 ? "(_Float16)" : "";
+  if (isnan(v)) {
+    PF(c, "(%sNAN)", cast);
+    return;
+  }
+  if (isinf(v)) {
+    PF(c, "(%s%sINFINITY)", cast, v < 0 ? "-" : "");
+    return;
+  }
+  char b[64];
+  snprintf(b, sizeof b, t.bits == 64 ? "%.17g" : "%.9g", v);
+  if (!strpbrk(b, ".e")) strcat(b, ".0");
+  if (t.bits == 16) PF(c, "((_Float16)%sf)", b);
+  else PF(c, v < 0 ? "(%s%s)" : "%s%s", b, t.bits == 64 ? "" : "f");
+}
+
+/* Known >= 0 (conservative). */
+static int nonneg(cg *c, tl_ref e) {
+  const tl_ir *ir = c->ir;
+  const tl_node *n = tl_ir_node(ir, e);
+  if (n->type.code == TL_TC_UINT) return 1;
+  if (n->type.code != TL_TC_INT) return 0;
+  tl_ref a = n->nkids > 0 ? tl_ir_kid(ir, e, 0) : 0, b = n->nkids > 1 ? tl_ir_kid(ir, e, 1) : 0;
+  int64_t k;
+  switch (n->op) {
+  case TL_IR_INT: return n->imm.i >= 0;
+  case TL_IR_VAR: return c->nonneg[n->imm.u];
+  case TL_IR_ADD:
+  case TL_IR_MUL:
+  case TL_IR_MIN:
+  case TL_IR_RAMP:
+  case TL_IR_FLOORDIV:
+  case TL_IR_TRUNCDIV:
+  case TL_IR_TRUNCMOD:
+    return nonneg(c, a) && nonneg(c, b);
+  case TL_IR_FLOORMOD:
+    return (tl_ir_is_int(ir, b, &k) && k > 0) || (nonneg(c, a) && nonneg(c, b));
+  case TL_IR_MAX:
+    return nonneg(c, a) || nonneg(c, b);
+  case TL_IR_BITAND:
+    return nonneg(c, a) || nonneg(c, b);
+  case TL_IR_SHR:
+  case TL_IR_BROADCAST:
+  case TL_IR_CAST:
+    return nonneg(c, a);
+  default:
+    return 0;
+  }
+}
+
+/* A positive constant divisor (scalar or broadcast immediate), else 0. */
+static int64_t const_divisor(cg *c, tl_ref b) {
+  int64_t k;
+  if (tl_ir_op(c->ir, b) == TL_IR_BROADCAST) b = tl_ir_kid(c->ir, b, 0);
+  if (tl_ir_is_int(c->ir, b, &k) && k > 0) return k;
+  return 0;
+}
+
+static void put_call_helper(cg *c, const char *name, tl_type t, tl_ref a, tl_ref b, int lane) {
+  char hn[32];
+  PF(c, "tlc_%s_%s(", name, hname(t, hn));
+  pe(c, a, lane);
+  if (b) {
+    P(c, ", ");
+    pe(c, b, lane);
+  }
+  P(c, ")");
+}
+
+static void print_arith(cg *c, int op, tl_type t, tl_ref a, tl_ref b, int lane, int vec) {
+  tl_type et = tl_type_scalar(t);
+  tl_type ht = vec ? t : et;         /* type the helper works on */
+  int sint = et.code == TL_TC_INT, uint = et.code == TL_TC_UINT, flt = et.code == TL_TC_FLOAT;
+  const char *sym = NULL;
+  switch (op) {
+  case TL_IR_ADD: sym = "+"; break;
+  case TL_IR_SUB: sym = "-"; break;
+  case TL_IR_MUL: sym = "*"; break;
+  case TL_IR_DIV: sym = "/"; break;
+  case TL_IR_SHL: sym = "<<"; break;
+  case TL_IR_SHR: sym = ">>"; break;
+  case TL_IR_BITAND: sym = "&"; break;
+  case TL_IR_BITOR: sym = "|"; break;
+  case TL_IR_BITXOR: sym = "^"; break;
+  case TL_IR_TRUNCDIV:
+  case TL_IR_TRUNCMOD:
+    if (flt) {
+      cg_err(c, TL_E_UNSUPPORTED, "%s on a floating-point type", tl_ir_opname[op]);
+      return;
+    }
+    sym = op == TL_IR_TRUNCDIV ? "/" : "%";
+    break;
+  case TL_IR_FLOORDIV:
+  case TL_IR_FLOORMOD: {
+    if (uint) {
+      sym = op == TL_IR_FLOORDIV ? "/" : "%";
+      break;
+    }
+    if (sint) {
+      int64_t k = const_divisor(c, b);
+      if (k > 0 && (k & (k - 1)) == 0) {
+        int sh = 0;
+        while ((INT64_C(1) << sh) < k) sh++;
+        P(c, "(");
+        pe(c, a, lane);
+        if (op == TL_IR_FLOORDIV) {
+          PF(c, " >> %d)", sh);
+        } else {
+          P(c, " & ");
+          put_int(c, et, k - 1);
+          P(c, ")");
+        }
+        return;
+      }
+      if (k > 0 && nonneg(c, a)) {
+        sym = op == TL_IR_FLOORDIV ? "/" : "%";
+        break;
+      }
+    } else if (!flt) {
+      cg_err(c, TL_E_UNSUPPORTED, "%s on a boolean", tl_ir_opname[op]);
+      return;
+    }
+    int kind = op == TL_IR_FLOORDIV ? H_FLOORDIV : H_FLOORMOD;
+    need(c, kind, ht);
+    put_call_helper(c, op == TL_IR_FLOORDIV ? "floordiv" : "floormod", ht, a, b, lane);
+    return;
+  }
+  case TL_IR_MIN:
+  case TL_IR_MAX:
+    need(c, op == TL_IR_MIN ? H_MIN : H_MAX, ht);
+    put_call_helper(c, op == TL_IR_MIN ? "min" : "max", ht, a, b, lane);
+    return;
+  default:
+    cg_err(c, TL_E_INTERNAL, "unexpected binary op %s", tl_ir_opname[op]);
+    return;
+  }
+  /* narrow integers: C computes in int; wrap back to the IR's type */
+  int narrow = !vec && tl_type_is_int(et) && !tl_type_is_bool(et) && et.bits < 32;
+  if (narrow) PF(c, "((%s)", ctype(c, et));
+  P(c, "(");
+  pe(c, a, lane);
+  PF(c, " %s ", sym);
+  pe(c, b, lane);
+  P(c, ")");
+  if (narrow) P(c, ")");
+}
+
+static void print_cmp(cg *c, int op, tl_type t, tl_ref a, tl_ref b, int lane, int vec) {
+  const char *sym = op == TL_IR_EQ ? "==" : op == TL_IR_NE ? "!=" : op == TL_IR_LT ? "<"
+                  : op == TL_IR_LE ? "<=" : op == TL_IR_GT ? ">" : ">=";
+  if (!vec) {
+    P(c, "(");
+    pe(c, a, lane);
+    PF(c, " %s ", sym);
+    pe(c, b, lane);
+    P(c, ")");
+    return;
+  }
+  tl_type ot = vec_norm(tl_ir_type(c->ir, a));
+  char mt[32];
+  vtn(c, tl_type_make(TL_TC_INT, 32, t.lanes), mt);
+  if (ot.bits == 32) PF(c, "((%s)(", mt);
+  else P(c, "__builtin_convertvector((");
+  pe(c, a, -1);
+  PF(c, " %s ", sym);
+  pe(c, b, -1);
+  if (ot.bits == 32) P(c, "))");
+  else PF(c, "), %s)", mt);
+}
+
+static void print_select(cg *c, tl_ref e, int lane, int vec) {
+  const tl_ir *ir = c->ir;
+  int op = tl_ir_op(ir, e);
+  tl_type t = tl_ir_type(ir, e);
+  tl_ref cond = tl_ir_kid(ir, e, 0), a = tl_ir_kid(ir, e, 1), b = tl_ir_kid(ir, e, 2);
+  int vcond = tl_ir_type(ir, cond).lanes > 1;
+  char vt[32];
+  if (!vec || !vcond) {
+    P(c, "(");
+    pe(c, cond, lane);
+    P(c, " ? ");
+    pe(c, a, lane);
+    P(c, " : ");
+    pe(c, b, lane);
+    P(c, ")");
+    return;
+  }
+  vtn(c, t, vt);
+  if (op == TL_IR_SELECT) {
+    need(c, H_SEL, t);
+    PF(c, "tlc_sel_%s(", vt);
+    pe(c, cond, -1);
+    P(c, ", ");
+    pe(c, a, -1);
+    P(c, ", ");
+    pe(c, b, -1);
+    P(c, ")");
+    return;
+  }
+  /* if_then_else on a vector condition: lane by lane, only the taken branch */
+  PF(c, "((%s){", vt);
+  for (int i = 0; i < t.lanes; i++) {
+    if (i) P(c, ", ");
+    if (tl_type_is_bool(t)) P(c, "-(int32_t)");
+    pe(c, e, i);
+  }
+  P(c, "})");
+}
+
+static void print_cast(cg *c, tl_ref e, int lane, int vec) {
+  const tl_ir *ir = c->ir;
+  tl_type t = tl_ir_type(ir, e);
+  tl_ref a = tl_ir_kid(ir, e, 0);
+  tl_type st = tl_ir_type(ir, a);
+  if (!vec) {
+    if (tl_type_is_bool(t)) {
+      P(c, "(");
+      pe(c, a, lane);
+      P(c, " != 0)");
+    } else {
+      PF(c, "((%s)(", ctype(c, t));
+      pe(c, a, lane);
+      P(c, "))");
+    }
+    return;
+  }
+  char dt[32], sv[32], mt[32];
+  int sb = tl_type_is_bool(st), db = tl_type_is_bool(t);
+  if (sb && db) {
+    pe(c, a, -1);
+  } else if (db) {
+    vtn(c, st, sv);
+    vtn(c, tl_type_make(TL_TC_INT, 32, t.lanes), mt);
+    if (st.bits == 32) PF(c, "((%s)((", mt);
+    else P(c, "__builtin_convertvector(((");
+    pe(c, a, -1);
+    PF(c, ") != (%s){0})", sv);
+    if (st.bits == 32) P(c, ")");
+    else PF(c, ", %s)", mt);
+  } else if (sb) {
+    PF(c, "__builtin_convertvector(-(");
+    pe(c, a, -1);
+    PF(c, "), %s)", vtn(c, t, dt));
+  } else {
+    P(c, "__builtin_convertvector(");
+    pe(c, a, -1);
+    PF(c, ", %s)", vtn(c, t, dt));
+  }
+}
+
+/* Pointer to element base of buffer bn: "(bn + (base))". */
+static void put_addr(cg *c, const char *bn, tl_ref base) {
+  PF(c, "(%s + ", bn);
+  pe(c, base, -1);
+  P(c, ")");
+}
+
+static void print_load(cg *c, tl_ref e, int lane, int vec) {
+  const tl_ir *ir = c->ir;
+  const tl_node *n = tl_ir_node(ir, e);
+  int b = (int)n->imm.u;
+  tl_type t = n->type;
+  if (n->nkids != 1) {
+    cg_err(c, TL_E_ARG, "load from '%s' has %d indices; codegen needs one flattened index",
+           b < c->nbufs ? tl_ir_buffer(ir, b)->name : "?", n->nkids);
+    return;
+  }
+  const char *bn = buf_use(c, b);
+  tl_ref ix = tl_ir_kid(ir, e, 0);
+  if (!vec) {
+    PF(c, "%s[", bn);
+    pe(c, ix, lane);
+    P(c, "]");
+    return;
+  }
+  if (tl_ir_type(ir, ix).lanes != t.lanes) {
+    cg_err(c, TL_E_ARG, "vector load from '%s': index lanes differ from value lanes", bn);
+    return;
+  }
+  tl_type st = storage_type(t);
+  char sv[32], mt[32];
+  vtn(c, st, sv);
+  int isbool = tl_type_is_bool(t);
+  if (isbool) P(c, "__builtin_convertvector(");
+  int64_t k = 0;
+  if (tl_ir_op(ir, ix) == TL_IR_RAMP && tl_ir_is_int(ir, tl_ir_kid(ir, ix, 1), &k) && k == 1) {
+    need(c, H_VLOAD, st);
+    PF(c, "tlc_vload_%s(", sv);
+    put_addr(c, bn, tl_ir_kid(ir, ix, 0));
+    P(c, ")");
+  } else if (tl_ir_op(ir, ix) == TL_IR_RAMP) {
+    need(c, H_VLOADS, st);
+    PF(c, "tlc_vloads_%s(", sv);
+    put_addr(c, bn, tl_ir_kid(ir, ix, 0));
+    P(c, ", (int64_t)(");
+    pe(c, tl_ir_kid(ir, ix, 1), -1);
+    P(c, "))");
+  } else {
+    tl_type it = tl_ir_type(ir, ix);
+    int w = it.bits == 64 ? 64 : 32;
+    need(c, w == 64 ? H_GATHER64 : H_GATHER32, st);
+    PF(c, "tlc_gather%d_%s(%s, ", w, sv, bn);
+    if (it.bits != w || it.code != TL_TC_INT) {
+      char iv[32];
+      P(c, "__builtin_convertvector(");
+      pe(c, ix, -1);
+      PF(c, ", %s)", vtn(c, tl_type_make(TL_TC_INT, w, t.lanes), iv));
+    } else {
+      pe(c, ix, -1);
+    }
+    P(c, ")");
+  }
+  if (isbool) PF(c, " != (%s){0}, %s)", sv, vtn(c, tl_type_make(TL_TC_INT, 32, t.lanes), mt));
+}
+
+static void print_call(cg *c, tl_ref e, int lane, int vec) {
+  const tl_ir *ir = c->ir;
+  const tl_node *n = tl_ir_node(ir, e);
+  int k = (int)n->imm.u, widen;
+  tl_type t = n->type;
+  char tn[32];
+  const char *tmpl = intrin_template(k, tl_type_scalar(t), &widen);
+  if (!tmpl || k < 0 || k >= TL_INTRIN__MAX || n->nkids != tl_ir_intrinnargs[k]) {
+    cg_err(c, TL_E_UNSUPPORTED, "intrinsic %s on %s is not supported",
+           k >= 0 && k < TL_INTRIN__MAX ? tl_ir_intrinname[k] : "?", tl_type_str(t, tn));
+    return;
+  }
+  tl_ref a0 = tl_ir_kid(ir, e, 0), a1 = n->nkids > 1 ? tl_ir_kid(ir, e, 1) : 0;
+  if (vec) {
+    need(c, H_INTRIN + k, t);
+    PF(c, "tlc_%s_%s(", tl_ir_intrinname[k], vtn(c, t, tn));
+    pe(c, a0, -1);
+    if (a1) {
+      P(c, ", ");
+      pe(c, a1, -1);
+    }
+    P(c, ")");
+    return;
+  }
+  tl_type et = tl_type_scalar(t);
+  if (k == TL_INTRIN_FABS && et.code == TL_TC_INT) need(c, H_ABS, et);
+  if (widen) P(c, "((_Float16)");
+  for (const char *p = tmpl; *p; p++) {
+    if (p[0] == '%' && (p[1] == '0' || p[1] == '1')) {
+      if (widen) P(c, "(float)(");
+      pe(c, p[1] == '0' ? a0 : a1, lane);
+      if (widen) P(c, ")");
+      p++;
+    } else if (p[0] == '%' && p[1] == 'T') {
+      P(c, tl_type_str(et, tn));
+      p++;
+    } else {
+      tl_buf_putn(c->o, p, 1);
+    }
+  }
+  if (widen) P(c, ")");
+}
+
+static void print_let(cg *c, tl_ref e, int lane) {
+  const tl_ir *ir = c->ir;
+  tl_ref var = tl_ir_kid(ir, e, 0), val = tl_ir_kid(ir, e, 1), body = tl_ir_kid(ir, e, 2);
+  char dt[32];
+  decl_type(c, tl_ir_type(ir, val), dt);
+  P(c, "({ ");
+  P(c, dt);
+  P(c, " ");
+  int nn = nonneg(c, val);
+  P(c, var_bind(c, var, nn));
+  P(c, " = ");
+  pe(c, val, -1);
+  P(c, "; ");
+  pe(c, body, lane);
+  P(c, "; })");
+  var_unbind(c, var);
+}
+
+/* Print e; lane >= 0 prints lane `lane` of a vector expression as a scalar. */
+static void pe(cg *c, tl_ref e, int lane) {
+  if (c->err) return;
+  const tl_ir *ir = c->ir;
+  const tl_node *n = tl_ir_node(ir, e);
+  tl_type t = n->type;
+  if (t.lanes == 1) lane = -1;
+  int vec = t.lanes > 1 && lane < 0;
+  char vt[32];
+  int op = n->op;
+  switch (op) {
+  case TL_IR_INT:
+    put_int(c, t, n->imm.i);
+    return;
+  case TL_IR_FLOAT:
+    put_float(c, t, n->imm.f);
+    return;
+  case TL_IR_VAR: {
+    const char *nm = var_use(c, e);
+    if (lane < 0) P(c, nm);
+    else if (tl_type_is_bool(t)) PF(c, "(%s[%d] != 0)", nm, lane);
+    else PF(c, "%s[%d]", nm, lane);
+    return;
+  }
+  case TL_IR_RAMP:
+    if (vec) {
+      need(c, H_RAMP, t);
+      PF(c, "tlc_ramp_%s(", vtn(c, t, vt));
+      pe(c, tl_ir_kid(ir, e, 0), -1);
+      P(c, ", ");
+      pe(c, tl_ir_kid(ir, e, 1), -1);
+      P(c, ")");
+    } else {
+      P(c, "(");
+      pe(c, tl_ir_kid(ir, e, 0), -1);
+      P(c, " + ");
+      pe(c, tl_ir_kid(ir, e, 1), -1);
+      PF(c, " * %d)", lane);
+    }
+    return;
+  case TL_IR_BROADCAST:
+    if (vec) {
+      need(c, H_BCAST, t);
+      PF(c, "tlc_bcast_%s(", vtn(c, t, vt));
+      if (tl_type_is_bool(t)) P(c, "-(int32_t)");
+      pe(c, tl_ir_kid(ir, e, 0), -1);
+      P(c, ")");
+    } else {
+      pe(c, tl_ir_kid(ir, e, 0), -1);
+    }
+    return;
+  case TL_IR_LOAD:
+    print_load(c, e, lane, vec);
+    return;
+  case TL_IR_CALL:
+    print_call(c, e, lane, vec);
+    return;
+  case TL_IR_LET:
+    print_let(c, e, lane);
+    return;
+  case TL_IR_CAST:
+    print_cast(c, e, lane, vec);
+    return;
+  case TL_IR_SELECT:
+  case TL_IR_IF_THEN_ELSE:
+    print_select(c, e, lane, vec);
+    return;
+  case TL_IR_NOT:
+    P(c, vec ? "(~" : "(!");
+    pe(c, tl_ir_kid(ir, e, 0), lane);
+    P(c, ")");
+    return;
+  case TL_IR_AND:
+  case TL_IR_OR:
+    P(c, "(");
+    pe(c, tl_ir_kid(ir, e, 0), lane);
+    P(c, vec ? (op == TL_IR_AND ? " & " : " | ") : (op == TL_IR_AND ? " && " : " || "));
+    pe(c, tl_ir_kid(ir, e, 1), lane);
+    P(c, ")");
+    return;
+  default:
+    if (tl_ir_opflags[op] & TL_IRF_P) {
+      print_cmp(c, op, t, tl_ir_kid(ir, e, 0), tl_ir_kid(ir, e, 1), lane, vec);
+      return;
+    }
+    if (tl_ir_opflags[op] & TL_IRF_B) {
+      print_arith(c, op, t, tl_ir_kid(ir, e, 0), tl_ir_kid(ir, e, 1), lane, vec);
+      return;
+    }
+    cg_err(c, TL_E_ARG, "%s node where an expression is expected", tl_ir_opname[op]);
+    return;
+  }
+}
+
+/* ---- analyses for loops --------------------------------------------------------- */
+
+/* Coefficient of v in e when e is affine in v with a constant coefficient. */
+static int affine_coef(const tl_ir *ir, tl_ref e, tl_ref v, int64_t *k) {
+  if (e == v) {
+    *k = 1;
+    return 1;
+  }
+  if (!tl_ir_uses_var(ir, e, v)) {
+    *k = 0;
+    return 1;
+  }
+  int op = tl_ir_op(ir, e);
+  int64_t ka, kb, cst;
+  if (op == TL_IR_ADD || op == TL_IR_SUB) {
+    if (!affine_coef(ir, tl_ir_kid(ir, e, 0), v, &ka) || !affine_coef(ir, tl_ir_kid(ir, e, 1), v, &kb))
+      return 0;
+    *k = op == TL_IR_ADD ? ka + kb : ka - kb;
+    return 1;
+  }
+  if (op == TL_IR_MUL) {
+    tl_ref a = tl_ir_kid(ir, e, 0), b = tl_ir_kid(ir, e, 1);
+    if (tl_ir_is_int(ir, b, &cst) && affine_coef(ir, a, v, &ka)) {
+      *k = ka * cst;
+      return 1;
+    }
+    if (tl_ir_is_int(ir, a, &cst) && affine_coef(ir, b, v, &kb)) {
+      *k = kb * cst;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+typedef struct {
+  TL_VEC(int) buf;
+  TL_VEC(tl_ref) idx;
+  TL_VEC(uint8_t) store;
+  int bad;                        /* allocation or multi-index access inside */
+} access_st;
+
+static int access_fn(const tl_ir *ir, tl_ref r, void *ud) {
+  access_st *a = ud;
+  int op = tl_ir_op(ir, r);
+  if (op == TL_IR_ALLOC) a->bad = 1;
+  if (op == TL_IR_LOAD || op == TL_IR_STORE) {
+    int want = op == TL_IR_LOAD ? 1 : 2;
+    if (tl_ir_nkids(ir, r) != want) {
+      a->bad = 1;
+      return 1;
+    }
+    TL_VEC_PUSH(a->buf, (int)tl_ir_node(ir, r)->imm.u);
+    TL_VEC_PUSH(a->idx, tl_ir_kid(ir, r, want - 1));
+    TL_VEC_PUSH(a->store, (uint8_t)(op == TL_IR_STORE));
+  }
+  return 1;
+}
+
+/* Iterations of the loop provably independent: see the file comment. */
+static int ivdep_ok(cg *c, tl_ref loop) {
+  const tl_ir *ir = c->ir;
+  tl_ref v = tl_ir_kid(ir, loop, 0);
+  access_st a;
+  memset(&a, 0, sizeof a);
+  tl_ir_visit(ir, tl_ir_kid(ir, loop, 3), access_fn, &a);
+  int ok = !a.bad;
+  for (int i = 0; ok && i < a.buf.n; i++) {
+    if (!a.store.v[i]) continue;
+    int64_t k;
+    if (!affine_coef(ir, a.idx.v[i], v, &k) || k == 0) ok = 0;
+    for (int j = 0; ok && j < a.buf.n; j++)
+      if (a.buf.v[j] == a.buf.v[i] && a.idx.v[j] != a.idx.v[i]) ok = 0;
+  }
+  TL_VEC_FREE(a.buf);
+  TL_VEC_FREE(a.idx);
+  TL_VEC_FREE(a.store);
+  return ok;
+}
+
+#define STEPS_INF INT64_C(1000000000)
+
+/* Statements in s once every constant loop in it is unrolled. */
+static int64_t unrolled_steps(const tl_ir *ir, tl_ref s) {
+  if (!s) return 0;
+  int64_t ext, n = 0;
+  switch (tl_ir_op(ir, s)) {
+  case TL_IR_FOR:
+    if (!tl_ir_is_int(ir, tl_ir_kid(ir, s, 2), &ext)) return STEPS_INF;
+    n = unrolled_steps(ir, tl_ir_kid(ir, s, 3));
+    return ext <= 0 ? 0 : n >= STEPS_INF / ext ? STEPS_INF : n * ext;
+  case TL_IR_SEQ:
+    for (int i = 0; i < tl_ir_nkids(ir, s); i++) {
+      n += unrolled_steps(ir, tl_ir_kid(ir, s, i));
+      if (n >= STEPS_INF) return STEPS_INF;
+    }
+    return n;
+  case TL_IR_IF:
+    return unrolled_steps(ir, tl_ir_kid(ir, s, 1)) + unrolled_steps(ir, tl_ir_kid(ir, s, 2));
+  case TL_IR_LET_STMT:
+    return unrolled_steps(ir, tl_ir_kid(ir, s, 2));
+  case TL_IR_ATTR:
+    return unrolled_steps(ir, tl_ir_kid(ir, s, 1));
+  case TL_IR_ALLOC:
+    return unrolled_steps(ir, tl_ir_kid(ir, s, 0));
+  case TL_IR_NOP:
+    return 0;
+  default:
+    return 1;
+  }
+}
+
+/* ---- free variables and buffers of a parallel body ------------------------------ */
+
+typedef struct {
+  cg *c;
+  uint8_t *used, *bound;          /* by var id */
+  uint8_t *ubuf, *abuf;           /* by buffer id */
+} free_st;
+
+static int free_fn(const tl_ir *ir, tl_ref r, void *ud) {
+  free_st *f = ud;
+  const tl_node *n = tl_ir_node(ir, r);
+  switch (n->op) {
+  case TL_IR_VAR:
+    f->used[n->imm.u] = 1;
+    break;
+  case TL_IR_FOR:
+  case TL_IR_LET:
+  case TL_IR_LET_STMT:
+    f->bound[tl_ir_node(ir, tl_ir_kid(ir, r, 0))->imm.u] = 1;
+    break;
+  case TL_IR_LOAD:
+  case TL_IR_STORE:
+    if (n->imm.u < (uint64_t)f->c->nbufs) f->ubuf[n->imm.u] = 1;
+    break;
+  case TL_IR_ALLOC:
+    if (n->imm.u < (uint64_t)f->c->nbufs) {
+      const tl_buffer *b = tl_ir_buffer(ir, (int)n->imm.u);
+      f->abuf[n->imm.u] = 1;
+      for (int d = 0; d < b->ndim; d++) tl_ir_visit(ir, b->shape[d], free_fn, ud);
+    }
+    break;
+  }
+  return 1;
+}
+
+/* ---- statements ------------------------------------------------------------------- */
+
+static void ps(cg *c, tl_ref s);
+
+/* The statement that leaves after a failure (allocation). */
+static void put_fail(cg *c, int code, const char *what) {
+  if (c->in_par)
+    line(c, "{ tlc_error(%d, \"%s: %s\"); __atomic_store_n(tlc_cl->tlc_failed, %d, "
+         "__ATOMIC_RELAXED); return; }", code, c->f->name, what, code);
+  else
+    line(c, "return tlc_error(%d, \"%s: %s\");", code, c->f->name, what);
+}
+
+static void print_body_block(cg *c, tl_ref body) {
+  c->ind++;
+  ps(c, body);
+  c->ind--;
+}
+
+static void print_parallel(cg *c, tl_ref loop) {
+  tl_ir *ir = c->ir;
+  tl_ref var = tl_ir_kid(ir, loop, 0), min = tl_ir_kid(ir, loop, 1), ext = tl_ir_kid(ir, loop, 2);
+  tl_ref body = tl_ir_kid(ir, loop, 3);
+  int id = c->npar++;
+  char dt[32];
+  free_st f = {c, tl_calloc((size_t)c->nvars, 1), tl_calloc((size_t)c->nvars, 1),
+               tl_calloc((size_t)c->nbufs + 1, 1), tl_calloc((size_t)c->nbufs + 1, 1)};
+  tl_ir_visit(ir, body, free_fn, &f);
+  f.used[var_id(c, var)] = 0;
+  tl_type vt = tl_ir_type(ir, var);
+  const char *vtype = ctype(c, vt);
+
+  /* the call site */
+  line(c, "{");
+  c->ind++;
+  indent(c);
+  PF(c, "tlc_par%d_t tlc_c = {", id);
+  pe(c, min, -1);
+  P(c, ", &tlc_failed");
+  for (int i = 0; i < c->nvars; i++)
+    if (f.used[i] && !f.bound[i]) {
+      tl_ref vr = tl_ir_make(ir, TL_IR_VAR, ir->vars.v[i].type, (uint64_t)i, NULL, 0);
+      PF(c, ", %s", var_use(c, vr));
+    }
+  for (int b = 0; b < c->nbufs; b++)
+    if (f.ubuf[b] && !f.abuf[b]) PF(c, ", %s", buf_use(c, b));
+  P(c, "};\n");
+  indent(c);
+  PF(c, "tlc_parallel((int64_t)(");
+  pe(c, ext, -1);
+  PF(c, "), tlc_par%d, &tlc_c);\n", id);
+  line(c, "if (tlc_failed) return tlc_failed;");
+  c->ind--;
+  line(c, "}");
+
+  /* the closure and the outlined function */
+  tl_buf fn = {0};
+  tl_buf *saved = c->o;
+  int saved_ind = c->ind;
+  c->o = &fn;
+  c->ind = 0;
+  PF(c, "typedef struct {\n  %s tlc_min;\n  int32_t *tlc_failed;\n", vtype);
+  for (int i = 0; i < c->nvars; i++)
+    if (f.used[i] && !f.bound[i] && c->vname[i])
+      PF(c, "  %s %s;\n", decl_type(c, ir->vars.v[i].type, dt), c->vname[i]);
+  for (int b = 0; b < c->nbufs; b++)
+    if (f.ubuf[b] && !f.abuf[b] && c->bname[b])
+      PF(c, "  %s *%s;\n", ctype(c, storage_type(tl_ir_buffer(ir, b)->dtype)), c->bname[b]);
+  PF(c, "} tlc_par%d_t;\n\n", id);
+  PF(c, "static void tlc_par%d(int64_t tlc_it, void *tlc_arg) {\n", id);
+  PF(c, "  tlc_par%d_t *tlc_cl = (tlc_par%d_t *)tlc_arg;\n", id, id);
+  for (int i = 0; i < c->nvars; i++)
+    if (f.used[i] && !f.bound[i] && c->vname[i])
+      PF(c, "  %s %s = tlc_cl->%s;\n", decl_type(c, ir->vars.v[i].type, dt), c->vname[i],
+         c->vname[i]);
+  for (int b = 0; b < c->nbufs; b++)
+    if (f.ubuf[b] && !f.abuf[b] && c->bname[b])
+      PF(c, "  %s *restrict %s = tlc_cl->%s;\n",
+         ctype(c, storage_type(tl_ir_buffer(ir, b)->dtype)), c->bname[b], c->bname[b]);
+  const char *vn = var_bind(c, var, nonneg(c, min));
+  PF(c, "  %s %s = (%s)(tlc_cl->tlc_min + tlc_it);\n", vtype, vn, vtype);
+  c->in_par = 1;
+  print_body_block(c, body);
+  c->in_par = 0;
+  var_unbind(c, var);
+  P(c, "}\n\n");
+  c->o = saved;
+  c->ind = saved_ind;
+  tl_buf_putn(&c->funcs, fn.s ? fn.s : "", fn.n);
+  tl_buf_free(&fn);
+  free(f.used);
+  free(f.bound);
+  free(f.ubuf);
+  free(f.abuf);
+}
+
+static void print_for(cg *c, tl_ref loop) {
+  tl_ir *ir = c->ir;
+  int kind = tl_for_kind(ir, loop), tag = tl_for_tag(ir, loop);
+  tl_ref var = tl_ir_kid(ir, loop, 0), min = tl_ir_kid(ir, loop, 1), ext = tl_ir_kid(ir, loop, 2);
+  tl_ref body = tl_ir_kid(ir, loop, 3);
+  const char *vname0 = tl_ir_var(ir, var)->name;
+  if (kind == TL_FOR_THREAD || kind == TL_FOR_VTHREAD || tag != TL_TAG_NONE) {
+    cg_err(c, TL_E_UNSUPPORTED, "loop '%s' is bound to %s: thread and vthread loops need the "
+           "OpenCL backend, not C", vname0,
+           tag > 0 && tag < 8 ? tl_ir_tagname[tag] : kind == TL_FOR_VTHREAD ? "vthread" : "a thread");
+    return;
+  }
+  if (kind == TL_FOR_PARALLEL && !c->in_par) {
+    print_parallel(c, loop);
+    return;
+  }
+  tl_type vt = tl_ir_type(ir, var);
+  if (vt.lanes != 1 || !tl_type_is_int(vt) || tl_type_is_bool(vt)) {
+    cg_err(c, TL_E_ARG, "loop variable '%s' is not a scalar integer", vname0);
+    return;
+  }
+  int64_t kmin, kext;
+  int cmin = tl_ir_is_int(ir, min, &kmin), cext = tl_ir_is_int(ir, ext, &kext);
+  if (kind == TL_FOR_UNROLLED && cext && kext > 1 && kext <= 65534)
+    line(c, "#pragma GCC unroll %lld", (long long)kext);
+  if (kind == TL_FOR_VECTORIZED) {
+    if (ivdep_ok(c, loop)) line(c, "#pragma GCC ivdep");
+    if (cext && kext > 1 && kext <= 64) line(c, "#pragma GCC unroll %lld", (long long)kext);
+  }
+  if ((kind == TL_FOR_SERIAL || kind == TL_FOR_PARALLEL) && c->unroll_max > 0 && cext && kext > 1 &&
+      kext <= 65534) {
+    int64_t steps = unrolled_steps(ir, body);
+    if (steps < 1) steps = 1;
+    if (steps <= c->unroll_max / kext) line(c, "#pragma GCC unroll %lld", (long long)kext);
+  }
+  const char *ty = ctype(c, vt);
+  int nn = nonneg(c, min);
+  indent(c);
+  if (cmin && cext) {
+    const char *vn = var_bind(c, var, nn);
+    PF(c, "for (%s %s = ", ty, vn);
+    put_int(c, vt, kmin);
+    PF(c, "; %s < ", vn);
+    put_int(c, vt, kmin + kext);
+    PF(c, "; ++%s) {\n", vn);
+  } else {
+    char endname[80];
+    snprintf(endname, sizeof endname, "%s_end", vname0);
+    const char *en = fresh_name(c, endname);
+    /* min and extent are evaluated once, in declaration order */
+    tl_buf lo = {0};
+    tl_buf *saved = c->o;
+    c->o = &lo;
+    pe(c, min, -1);
+    c->o = saved;
+    const char *vn = var_bind(c, var, nn);
+    PF(c, "for (%s %s = %s, %s = %s + (", ty, vn, lo.s ? lo.s : "0", en, vn);
+    tl_buf_free(&lo);
+    pe(c, ext, -1);
+    PF(c, "); %s < %s; ++%s) {\n", vn, en, vn);
+  }
+  print_body_block(c, body);
+  var_unbind(c, var);
+  line(c, "}");
+}
+
+static void print_store(cg *c, tl_ref s) {
+  const tl_ir *ir = c->ir;
+  const tl_node *n = tl_ir_node(ir, s);
+  int b = (int)n->imm.u;
+  if (n->nkids != 2) {
+    cg_err(c, TL_E_ARG, "store to '%s' has %d indices; codegen needs one flattened index",
+           b < c->nbufs ? tl_ir_buffer(ir, b)->name : "?", n->nkids - 1);
+    return;
+  }
+  const char *bn = buf_use(c, b);
+  tl_ref val = tl_ir_kid(ir, s, 0), ix = tl_ir_kid(ir, s, 1);
+  tl_type vt = tl_ir_type(ir, val), it = tl_ir_type(ir, ix);
+  tl_type bt = tl_ir_buffer(ir, b < c->nbufs ? b : 0)->dtype;
+  indent(c);
+  if (it.lanes == 1) {
+    if (vt.lanes != 1) {
+      cg_err(c, TL_E_ARG, "vector value stored through a scalar index into '%s'", bn);
+      return;
+    }
+    PF(c, "%s[", bn);
+    pe(c, ix, -1);
+    P(c, "] = ");
+    if (tl_type_is_bool(bt)) P(c, "(uint8_t)(");
+    pe(c, val, -1);
+    P(c, tl_type_is_bool(bt) ? ");\n" : ";\n");
+    return;
+  }
+  if (vt.lanes != it.lanes) {
+    cg_err(c, TL_E_ARG, "vector store into '%s': index and value lanes differ", bn);
+    return;
+  }
+  tl_type st = storage_type(tl_type_lanes(bt, vt.lanes));
+  char sv[32];
+  vtn(c, st, sv);
+  int64_t k = 0;
+  if (tl_ir_op(ir, ix) == TL_IR_RAMP && tl_ir_is_int(ir, tl_ir_kid(ir, ix, 1), &k) && k == 1) {
+    need(c, H_VSTORE, st);
+    PF(c, "tlc_vstore_%s(", sv);
+    put_addr(c, bn, tl_ir_kid(ir, ix, 0));
+  } else if (tl_ir_op(ir, ix) == TL_IR_RAMP) {
+    need(c, H_VSTORES, st);
+    PF(c, "tlc_vstores_%s(", sv);
+    put_addr(c, bn, tl_ir_kid(ir, ix, 0));
+    P(c, ", (int64_t)(");
+    pe(c, tl_ir_kid(ir, ix, 1), -1);
+    P(c, ")");
+  } else {
+    int w = it.bits == 64 ? 64 : 32;
+    need(c, w == 64 ? H_SCATTER64 : H_SCATTER32, st);
+    PF(c, "tlc_scatter%d_%s(%s, ", w, sv, bn);
+    if (it.bits != w || it.code != TL_TC_INT) {
+      char iv[32];
+      P(c, "__builtin_convertvector(");
+      pe(c, ix, -1);
+      PF(c, ", %s)", vtn(c, tl_type_make(TL_TC_INT, w, vt.lanes), iv));
+    } else {
+      pe(c, ix, -1);
+    }
+  }
+  P(c, ", ");
+  if (tl_type_is_bool(bt)) {
+    P(c, "__builtin_convertvector(-(");
+    pe(c, val, -1);
+    PF(c, "), %s)", sv);
+  } else {
+    pe(c, val, -1);
+  }
+  P(c, ");\n");
+}
+
+static void print_alloc(cg *c, tl_ref s) {
+  tl_ir *ir = c->ir;
+  int b = (int)tl_ir_node(ir, s)->imm.u;
+  if (b < 0 || b >= c->nbufs) {
+    cg_err(c, TL_E_ARG, "allocation of buffer id %d, which does not exist", b);
+    return;
+  }
+  const tl_buffer *buf = tl_ir_buffer(ir, b);
+  if (c->bscope[b]) {
+    cg_err(c, TL_E_ARG, "buffer '%s' is allocated while already in scope (an argument or an "
+           "enclosing allocation)", buf->name);
+    return;
+  }
+  tl_type st = storage_type(buf->dtype);
+  const char *et = ctype(c, st);
+  int64_t n = 1;
+  int cst = 1;
+  for (int d = 0; d < buf->ndim; d++) {
+    int64_t k;
+    if (tl_ir_is_int(ir, buf->shape[d], &k)) {
+      if (k < 0) k = 0;
+      n = (n > 0 && k > INT64_MAX / n) ? INT64_MAX : n * k;
+    } else {
+      cst = 0;
+    }
+  }
+  line(c, "{");
+  c->ind++;
+  /* sizes are evaluated before the buffer's name is in scope */
+  int64_t bytes = cst && n < INT64_MAX / 8 ? n * (st.bits / 8 ? st.bits / 8 : 1) : INT64_MAX;
+  buf_bind(c, b);
+  const char *bn = c->bname[b];
+  if (cst && buf->scope != TL_SCOPE_GLOBAL && bytes <= STACK_ALLOC_MAX) {
+    line(c, "%s %s[%lld] __attribute__((aligned(64)));", et, bn, (long long)(n > 0 ? n : 1));
+  } else {
+    indent(c);
+    PF(c, "%s *tlc_heap_%s __attribute__((cleanup(tlc_free))) = (%s *)tlc_alloc(", et, bn, et);
+    if (cst) {
+      PF(c, "(size_t)%lld", (long long)n);
+    } else {
+      for (int d = 0; d < buf->ndim; d++) {
+        if (d) P(c, " * ");
+        P(c, "(size_t)(");
+        pe(c, buf->shape[d], -1);
+        P(c, ")");
+      }
+      if (buf->ndim == 0) P(c, "(size_t)1");
+    }
+    PF(c, ", sizeof(%s));\n", et);
+    char what[160];
+    snprintf(what, sizeof what, "out of memory allocating buffer %s", bn);
+    indent(c);
+    PF(c, "if (!tlc_heap_%s) ", bn);
+    int saved = c->ind;
+    c->ind = 0;
+    put_fail(c, TL_E_NOMEM, what);
+    c->ind = saved;
+    line(c, "%s *restrict %s = tlc_heap_%s;", et, bn, bn);
+  }
+  ps(c, tl_ir_kid(ir, s, 0));
+  c->bscope[b]--;
+  c->ind--;
+  line(c, "}");
+}
+
+static void ps(cg *c, tl_ref s) {
+  if (c->err || !s) return;
+  tl_ir *ir = c->ir;
+  int op = tl_ir_op(ir, s);
+  switch (op) {
+  case TL_IR_SEQ: {
+    int n = tl_ir_nkids(ir, s);
+    for (int i = 0; i < n; i++) {
+      tl_ref k = tl_ir_kid(ir, s, i);
+      if (tl_ir_op(ir, k) == TL_IR_LET_STMT && i < n - 1) {
+        line(c, "{");
+        print_body_block(c, k);
+        line(c, "}");
+      } else {
+        ps(c, k);
+      }
+    }
+    return;
+  }
+  case TL_IR_FOR:
+    print_for(c, s);
+    return;
+  case TL_IR_LET_STMT: {
+    tl_ref var = tl_ir_kid(ir, s, 0), val = tl_ir_kid(ir, s, 1);
+    char dt[32];
+    decl_type(c, tl_ir_type(ir, val), dt);
+    indent(c);
+    int nn = nonneg(c, val);
+    PF(c, "%s ", dt);
+    /* the value is printed before the variable is bound */
+    tl_buf tmp = {0};
+    tl_buf *saved = c->o;
+    c->o = &tmp;
+    pe(c, val, -1);
+    c->o = saved;
+    PF(c, "%s = %s;\n", var_bind(c, var, nn), tmp.s ? tmp.s : "0");
+    tl_buf_free(&tmp);
+    ps(c, tl_ir_kid(ir, s, 2));
+    var_unbind(c, var);
+    return;
+  }
+  case TL_IR_IF: {
+    tl_ref cond = tl_ir_kid(ir, s, 0), el = tl_ir_kid(ir, s, 2);
+    if (tl_ir_type(ir, cond).lanes != 1) {
+      cg_err(c, TL_E_ARG, "IF statement on a vector condition");
+      return;
+    }
+    indent(c);
+    P(c, "if (");
+    pe(c, cond, -1);
+    P(c, ") {\n");
+    print_body_block(c, tl_ir_kid(ir, s, 1));
+    if (el && tl_ir_op(ir, el) != TL_IR_NOP) {
+      line(c, "} else {");
+      print_body_block(c, el);
+    }
+    line(c, "}");
+    return;
+  }
+  case TL_IR_STORE:
+    print_store(c, s);
+    return;
+  case TL_IR_ALLOC:
+    print_alloc(c, s);
+    return;
+  case TL_IR_ATTR: {
+    const char *key = tl_ir_str(ir, (uint32_t)tl_ir_node(ir, s)->imm.u);
+    int64_t v;
+    if (strcmp(key, "pragma_auto_unroll_max_step") == 0 &&
+        tl_ir_is_int(ir, tl_ir_kid(ir, s, 0), &v)) {
+      int64_t saved = c->unroll_max;
+      c->unroll_max = v;
+      ps(c, tl_ir_kid(ir, s, 1));
+      c->unroll_max = saved;
+      return;
+    }
+    ps(c, tl_ir_kid(ir, s, 1));   /* other attributes (pragma_unroll_explicit): hints only */
+    return;
+  }
+  case TL_IR_EVAL:
+    indent(c);
+    P(c, "(void)(");
+    pe(c, tl_ir_kid(ir, s, 0), -1);
+    P(c, ");\n");
+    return;
+  case TL_IR_NOP:
+    return;
+  case TL_IR_BARRIER:
+    cg_err(c, TL_E_UNSUPPORTED, "barrier: thread synchronization needs the OpenCL backend, not C");
+    return;
+  default:
+    cg_err(c, TL_E_ARG, "%s node where a statement is expected", tl_ir_opname[op]);
+    return;
+  }
+}
+
+/* ---- the entry point -------------------------------------------------------------- */
+
+static const char prelude_fmt[] =
+  "/* %s: generated by tunelua's C backend. Entry point:\n"
+  "**   int32_t %s(void **args, int32_t nargs);   args[k]: DLTensor *\n"
+  "**   const char *%s_error(void);               message of the last failure */\n"
+  "#include <math.h>\n"
+  "#include <stdarg.h>\n"
+  "#include <stdint.h>\n"
+  "#include <stdio.h>\n"
+  "#include <stdlib.h>\n"
+  "#include <string.h>\n"
+  "\n"
+  "/* Same layout as DLPack's DLTensor (data, device, ndim, dtype, shape,\n"
+  "** strides, byte_offset). */\n"
+  "typedef struct { int32_t device_type; int32_t device_id; } tlc_device;\n"
+  "typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } tlc_dtype;\n"
+  "typedef struct {\n"
+  "  void *data;\n"
+  "  tlc_device device;\n"
+  "  int32_t ndim;\n"
+  "  tlc_dtype dtype;\n"
+  "  int64_t *shape;\n"
+  "  int64_t *strides;\n"
+  "  uint64_t byte_offset;\n"
+  "} tlc_tensor;\n"
+  "\n"
+  "static char tlc_errbuf[512];\n"
+  "\n"
+  "__attribute__((format(printf, 2, 3)))\n"
+  "static int32_t tlc_error(int32_t code, const char *fmt, ...) {\n"
+  "  va_list ap;\n"
+  "  va_start(ap, fmt);\n"
+  "  vsnprintf(tlc_errbuf, sizeof tlc_errbuf, fmt, ap);\n"
+  "  va_end(ap);\n"
+  "  return code;\n"
+  "}\n"
+  "\n"
+  "static int32_t tlc_arg_error(int32_t code, const char *fn, int k, const char *name,\n"
+  "                             const char *expect, const tlc_tensor *t) {\n"
+  "  char got[320];\n"
+  "  size_t n = 0;\n"
+  "  int c = t->dtype.code, bits = t->dtype.bits;\n"
+  "  if (c == 1 && bits == 1) n += (size_t)snprintf(got, sizeof got, \"bool\");\n"
+  "  else n += (size_t)snprintf(got, sizeof got, \"%%s%%d\", c == 0 ? \"int\" : c == 1 ? \"uint\" :\n"
+  "                             c == 2 ? \"float\" : \"type\", bits);\n"
+  "  if (t->dtype.lanes != 1) n += (size_t)snprintf(got + n, sizeof got - n, \"x%%d\", (int)t->dtype.lanes);\n"
+  "  n += (size_t)snprintf(got + n, sizeof got - n, \" (\");\n"
+  "  for (int d = 0; d < t->ndim && d < 16 && n < sizeof got - 32; d++)\n"
+  "    n += (size_t)snprintf(got + n, sizeof got - n, d ? \", %%lld\" : \"%%lld\", (long long)t->shape[d]);\n"
+  "  snprintf(got + n, sizeof got - n, t->ndim == 1 ? \",)\" : \")\");\n"
+  "  return tlc_error(code, \"%%s: argument %%d (%%s): expected %%s, got %%s\", fn, k, name, expect, got);\n"
+  "}\n"
+  "\n"
+  "static int32_t tlc_check_arg(const char *fn, int k, const char *name, const char *expect,\n"
+  "                             const tlc_tensor *t, int code, int bits, int ndim,\n"
+  "                             const int64_t *shape) {\n"
+  "  if (!t) return tlc_error(%d, \"%%s: argument %%d (%%s) is NULL\", fn, k, name);\n"
+  "  if (t->device.device_type != 1)\n"
+  "    return tlc_error(%d, \"%%s: argument %%d (%%s) is on device type %%d, expected the CPU (1)\",\n"
+  "                     fn, k, name, (int)t->device.device_type);\n"
+  "  if (t->dtype.code != code || t->dtype.bits != bits || t->dtype.lanes != 1)\n"
+  "    return tlc_arg_error(%d, fn, k, name, expect, t);\n"
+  "  if (t->ndim != ndim) return tlc_arg_error(%d, fn, k, name, expect, t);\n"
+  "  int64_t numel = 1;\n"
+  "  for (int d = 0; d < ndim; d++) {\n"
+  "    if (t->shape[d] < 0 || (shape[d] >= 0 && t->shape[d] != shape[d]))\n"
+  "      return tlc_arg_error(%d, fn, k, name, expect, t);\n"
+  "    numel *= t->shape[d];\n"
+  "  }\n"
+  "  if (t->strides) {\n"
+  "    int64_t s = 1;\n"
+  "    for (int d = ndim - 1; d >= 0; d--) {\n"
+  "      if (t->shape[d] != 1 && t->strides[d] != s)\n"
+  "        return tlc_error(%d, \"%%s: argument %%d (%%s) is not compact (row-major strides expected)\",\n"
+  "                         fn, k, name);\n"
+  "      s *= t->shape[d];\n"
+  "    }\n"
+  "  }\n"
+  "  if (!t->data && numel > 0) return tlc_error(%d, \"%%s: argument %%d (%%s) has no data\", fn, k, name);\n"
+  "  return 0;\n"
+  "}\n"
+  "\n"
+  "static void tlc_free(void *p) { free(*(void **)p); }\n"
+  "\n"
+  "static void *tlc_alloc(size_t n, size_t size) {\n"
+  "  if (size && n > SIZE_MAX / size - 64) return NULL;\n"
+  "  size_t bytes = (n * size + 63) & ~(size_t)63;\n"
+  "  return aligned_alloc(64, bytes ? bytes : 64);\n"
+  "}\n"
+  "\n";
+
+static const char parallel_prelude[] =
+  "/* From libtunelua when the process has it; else parallel loops run serially. */\n"
+  "extern void *tl_pool_global(void) __attribute__((weak));\n"
+  "extern void tl_pool_for(void *pool, int64_t n, void (*fn)(int64_t, void *), void *arg)\n"
+  "    __attribute__((weak));\n"
+  "\n"
+  "static void tlc_parallel(int64_t n, void (*fn)(int64_t, void *), void *arg) {\n"
+  "  if (n <= 0) return;\n"
+  "  if (n > 1 && tl_pool_for && tl_pool_global) {\n"
+  "    tl_pool_for(tl_pool_global(), n, fn, arg);\n"
+  "  } else {\n"
+  "    for (int64_t i = 0; i < n; i++) fn(i, arg);\n"
+  "  }\n"
+  "}\n"
+  "\n";
+
+static int valid_ident(const char *s) {
+  if (!s || !*s || strlen(s) > 200) return 0;
+  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
+  for (const char *p = s; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_' ||
+          (*p >= '0' && *p <= '9')))
+      return 0;
+  return 1;
+}
+
+static int has_parallel_fn(const tl_ir *ir, tl_ref r, void *ud) {
+  if (tl_ir_op(ir, r) == TL_IR_FOR && tl_for_kind(ir, r) == TL_FOR_PARALLEL) *(int *)ud = 1;
+  return !*(int *)ud && tl_ir_is_stmt(ir, r);
+}
+
+/* Argument checks and bindings, into c->o. */
+static void print_args(cg *c) {
+  tl_ir *ir = c->ir;
+  const tl_lowered *f = c->f;
+  const char *fn = f->name;
+  line(c, "if (nargs != %d) return tlc_error(%d, \"%s: expected %d arguments, got %%d\", "
+       "(int)nargs);", f->nargs, TL_E_ARG, fn, f->nargs);
+  if (f->nargs > 0) line(c, "if (!args) return tlc_error(%d, \"%s: args is NULL\");", TL_E_ARG, fn);
+  typedef struct {
+    int k, d;
+    tl_ref e;
+  } deferred;
+  TL_VEC(deferred) later = {0};
+  for (int k = 0; k < f->nargs && !c->err; k++) {
+    int b = f->arg_bufs[k];
+    if (b < 0 || b >= c->nbufs) {
+      cg_err(c, TL_E_ARG, "argument %d: buffer id %d does not exist", k, b);
+      break;
+    }
+    if (c->bscope[b]) {
+      cg_err(c, TL_E_ARG, "buffer '%s' is passed as two arguments", tl_ir_buffer(ir, b)->name);
+      break;
+    }
+    const tl_buffer *buf = tl_ir_buffer(ir, b);
+    tl_type dt = buf->dtype;
+    if (dt.lanes != 1 || !ctype_or_null(dt) || dt.code == TL_TC_HANDLE) {
+      char tb[32];
+      cg_err(c, TL_E_DTYPE, "argument %d (%s): dtype %s cannot be a kernel argument", k,
+             buf->name, tl_type_str(dt, tb));
+      break;
+    }
+    buf_bind(c, b);
+    const char *bn = c->bname[b];
+    tl_buf expect = {0};
+    char tb[32];
+    tl_buf_printf(&expect, "%s ", tl_type_str(dt, tb));
+    /* use the IR names in the message; fresh_name above only reserves */
+    tl_buf_puts(&expect, "(");
+    for (int d = 0; d < buf->ndim; d++) {
+      int64_t kk;
+      if (d) tl_buf_puts(&expect, ", ");
+      if (tl_ir_is_int(ir, buf->shape[d], &kk)) tl_buf_printf(&expect, "%lld", (long long)kk);
+      else if (tl_ir_op(ir, buf->shape[d]) == TL_IR_VAR) {
+        const char *nm = tl_ir_var(ir, buf->shape[d])->name;
+        for (const char *p = nm; *p; p++)
+          tl_buf_putn(&expect, (*p == '"' || *p == '\\' || (unsigned char)*p < 32) ? "_" : p, 1);
+      } else tl_buf_puts(&expect, "?");
+    }
+    tl_buf_puts(&expect, buf->ndim == 1 ? ",)" : ")");
+    line(c, "const tlc_tensor *tlc_t%d = (const tlc_tensor *)args[%d];", k, k);
+    indent(c);
+    PF(c, "static const int64_t tlc_shape%d[%d] = {", k, buf->ndim > 0 ? buf->ndim : 1);
+    for (int d = 0; d < buf->ndim; d++) {
+      int64_t kk;
+      PF(c, d ? ", %lld" : "%lld",
+         tl_ir_is_int(ir, buf->shape[d], &kk) ? (long long)(kk < 0 ? 0 : kk) : -1LL);
+    }
+    if (buf->ndim == 0) P(c, "0");
+    P(c, "};\n");
+    line(c, "static const char tlc_expect%d[] = \"%s\";", k, expect.s);
+    line(c, "{ int32_t tlc_rc = tlc_check_arg(\"%s\", %d, \"%s\", tlc_expect%d, tlc_t%d, %d, %d, "
+         "%d, tlc_shape%d); if (tlc_rc) return tlc_rc; }", fn, k, bn, k, k, dt.code, dt.bits, buf->ndim, k);
+    for (int d = 0; d < buf->ndim; d++) {
+      tl_ref e = buf->shape[d];
+      if (tl_ir_op(ir, e) == TL_IR_INT) continue;
+      if (tl_ir_op(ir, e) == TL_IR_VAR && !c->vbound[var_id(c, e)]) {
+        tl_type vt = tl_ir_type(ir, e);
+        if (!tl_type_is_int(vt) || vt.lanes != 1) {
+          cg_err(c, TL_E_ARG, "shape variable '%s' of argument %d is not an integer",
+                 tl_ir_var(ir, e)->name, k);
+          break;
+        }
+        if (vt.bits < 64)
+          line(c, "if (tlc_t%d->shape[%d] > (int64_t)%s) return tlc_arg_error(%d, \"%s\", %d, "
+               "\"%s\", tlc_expect%d, tlc_t%d);", k, d, vt.bits == 32 ? "INT32_MAX" : vt.bits == 16 ?
+               "INT16_MAX" : "INT8_MAX", TL_E_SHAPE, fn, k, bn, k, k);
+        const char *vn = var_bind(c, e, 1);
+        line(c, "%s %s = (%s)tlc_t%d->shape[%d];", ctype(c, vt), vn, ctype(c, vt), k, d);
+        continue;
+      }
+      deferred dd = {k, d, e};
+      TL_VEC_PUSH(later, dd);
+    }
+    tl_buf_free(&expect);
+  }
+  for (int i = 0; i < later.n && !c->err; i++) {
+    deferred *dd = &later.v[i];
+    indent(c);
+    PF(c, "if (tlc_t%d->shape[%d] != (int64_t)(", dd->k, dd->d);
+    pe(c, dd->e, -1);
+    PF(c, ")) return tlc_arg_error(%d, \"%s\", %d, \"%s\", tlc_expect%d, tlc_t%d);\n",
+       TL_E_SHAPE, fn, dd->k, c->bname[f->arg_bufs[dd->k]], dd->k, dd->k);
+  }
+  TL_VEC_FREE(later);
+  for (int k = 0; k < f->nargs && !c->err; k++) {
+    int b = f->arg_bufs[k];
+    const char *et = ctype(c, storage_type(tl_ir_buffer(ir, b)->dtype));
+    line(c, "%s *restrict %s = (%s *)((char *)tlc_t%d->data + tlc_t%d->byte_offset);", et,
+         c->bname[b], et, k, k);
+  }
+}
+
+int tl_codegen_c(tl_ctx *ctx, const tl_lowered *f, tl_buf *out) {
+  if (!f || !f->ir || !out) return tl_err(ctx, TL_E_ARG, "codegen_c: NULL function or output");
+  if (!valid_ident(f->name) || strncmp(f->name, "tlc_", 4) == 0)
+    return tl_err(ctx, TL_E_ARG, "codegen_c: kernel name '%s' is not a C identifier (or uses the "
+                  "reserved prefix tlc_)", f->name ? f->name : "(null)");
+  if (f->nargs < 0 || (f->nargs > 0 && !f->arg_bufs))
+    return tl_err(ctx, TL_E_ARG, "codegen_c: %s: bad argument list", f->name);
+  if (!f->body || f->body >= (tl_ref)f->ir->nodes.n || !tl_ir_is_stmt(f->ir, f->body))
+    return tl_err(ctx, TL_E_ARG, "codegen_c: %s: the body is not a statement", f->name);
+
+  tl_ir *ir = f->ir;
+  tl_ref body = tl_codegen_vectorize(ir, f->body);
+
+  cg c;
+  memset(&c, 0, sizeof c);
+  c.ctx = ctx;
+  c.ir = ir;
+  c.f = f;
+  c.nvars = ir->vars.n;
+  c.vname = tl_calloc((size_t)c.nvars + 1, sizeof(char *));
+  c.vbound = tl_calloc((size_t)c.nvars + 1, sizeof(int));
+  c.nonneg = tl_calloc((size_t)c.nvars + 1, 1);
+  c.nbufs = ir->bufs.n;
+  c.bname = tl_calloc((size_t)c.nbufs + 1, sizeof(char *));
+  c.bscope = tl_calloc((size_t)c.nbufs + 1, sizeof(int));
+  for (size_t i = 0; i < TL_ARRAY_SIZE(reserved_words); i++)
+    TL_VEC_PUSH(c.names, tl_strdup(reserved_words[i]));
+  TL_VEC_PUSH(c.names, tl_strdup(f->name));
+  TL_VEC_PUSH(c.names, tl_sprintf("%s_error", f->name));
+
+  int par = 0;
+  tl_ir_visit(ir, body, has_parallel_fn, &par);
+
+  tl_buf mainb = {0};
+  c.o = &mainb;
+  c.ind = 1;
+  print_args(&c);
+  if (par) line(&c, "int32_t tlc_failed = 0;");
+  ps(&c, body);
+
+  int rc = c.err;
+  if (!rc) {
+    tl_buf_printf(out, prelude_fmt, f->name, f->name, f->name, TL_E_ARG, TL_E_ARG, TL_E_DTYPE,
+                  TL_E_SHAPE, TL_E_SHAPE, TL_E_ARG, TL_E_ARG);
+    if (par) tl_buf_puts(out, parallel_prelude);
+    qsort(c.helpers.v, (size_t)c.helpers.n, sizeof(uint64_t), key_cmp);
+    int ntypedef = 0;
+    for (int i = 0; i < c.helpers.n; i++) {
+      if ((c.helpers.v[i] >> 32) != H_TYPEDEF && ntypedef && i > 0 &&
+          (c.helpers.v[i - 1] >> 32) == H_TYPEDEF)
+        tl_buf_puts(out, "\n");
+      if ((c.helpers.v[i] >> 32) == H_TYPEDEF) ntypedef++;
+      emit_helper(out, c.helpers.v[i]);
+    }
+    if (c.helpers.n) tl_buf_puts(out, "\n");
+    if (c.funcs.n) tl_buf_putn(out, c.funcs.s, c.funcs.n);
+    tl_buf_printf(out, "__attribute__((visibility(\"default\")))\nint32_t %s(void **args, int32_t "
+                  "nargs) {\n", f->name);
+    if (mainb.n) tl_buf_putn(out, mainb.s, mainb.n);
+    tl_buf_printf(out, "  return 0;\n}\n\n__attribute__((visibility(\"default\")))\nconst char "
+                  "*%s_error(void) { return tlc_errbuf; }\n", f->name);
+  }
+  tl_buf_free(&mainb);
+  tl_buf_free(&c.funcs);
+  for (int i = 0; i < c.names.n; i++) free(c.names.v[i]);
+  TL_VEC_FREE(c.names);
+  TL_VEC_FREE(c.helpers);
+  free(c.vname);
+  free(c.vbound);
+  free(c.nonneg);
+  free(c.bname);
+  free(c.bscope);
+  return rc;
+}
+
+int tl_build_c(tl_ctx *ctx, const tl_lowered *f, const char *cflags, tl_module **out) {
+  if (!out) return tl_err(ctx, TL_E_ARG, "tl_build_c: out is NULL");
+  *out = NULL;
+  tl_buf src = {0};
+  int rc = tl_codegen_c(ctx, f, &src);
+  if (rc == TL_OK) rc = tl_module_from_c(ctx, src.s, cflags, 120.0, out);
+  tl_buf_free(&src);
+  return rc;
+}

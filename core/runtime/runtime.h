@@ -1,0 +1,110 @@
+/*
+** runtime.h -- internal view of the runtime: arrays and device APIs.
+**
+** A tl_array is a DLPack DLTensor plus what tunelua needs around it: the
+** tunelua dtype, the shape storage the DLTensor points into, and a counted
+** reference to the storage, so that views (tl_array_reshape, tl_array_wrap)
+** and their base can be freed in any order. Storage is compact row-major
+** (t.strides is NULL) and host storage is 64-byte aligned and starts zeroed.
+**
+** Devices plug in through a tl_device_api table registered per DLPack device
+** type: the CPU API is built in, OpenCL and VTA (kDLExtDev) register theirs
+** when they are brought up. Device memory is addressed as (pointer, byte
+** offset) pairs and never through pointer arithmetic, since an OpenCL
+** "pointer" is a cl_mem handle.
+*/
+#ifndef TL_RUNTIME_H
+#define TL_RUNTIME_H
+
+#include <dlpack/dlpack.h>
+
+#include "../base/base.h"
+
+#define TL_ARRAY_ALIGN 64      /* bytes: alignment of host array storage */
+#define TL_ARRAY_MAX_NDIM 32   /* rank limit, keeps message buffers bounded */
+#define TL_DEV_MAX 32          /* device types are DLPack values below this */
+
+/* ---- storage and arrays -------------------------------------------------- */
+
+typedef struct tl_device_api tl_device_api;
+
+/* Storage shared by an array and its views; freed with the last reference. */
+typedef struct tl_storage {
+  void *data;                  /* host pointer or device handle */
+  size_t nbytes;
+  DLDevice dev;
+  const tl_device_api *api;    /* the API that allocated data (NULL: wrapped) */
+  int refs;                    /* atomic; see ndarray.c */
+  int owns;                    /* free data through the device API at the end */
+  void (*release)(void *arg);  /* wrapped storage: called at the end, or NULL */
+  void *release_arg;
+} tl_storage;
+
+struct tl_array {
+  DLTensor t;                  /* t.shape -> shape; t.strides NULL (compact) */
+  int dtype;                   /* TL_FLOAT32 .. TL_BOOL */
+  int64_t numel;
+  tl_storage *st;              /* never NULL */
+  int64_t shape[];             /* t.ndim entries (one slot for rank 0) */
+};
+
+/* Wrap memory tunelua does not own as an array: data stays the caller's, and
+** release(release_arg), when given, runs once the array and every view of it
+** are freed. byte_offset is where the elements start within data. */
+int tl_array_wrap(tl_ctx *ctx, void *data, uint64_t byte_offset, int ndim,
+                  const int64_t *shape, int dtype, DLDevice dev,
+                  void (*release)(void *arg), void *release_arg, tl_array **out);
+
+/* True when the array's elements can be read through tl_array_data. */
+static inline int tl_array_on_host(const tl_array *a) {
+  return a->t.device.device_type == kDLCPU;
+}
+
+/* "(2, 3)", "(5,)" or "()" into buf (always NUL-terminated); returns buf. */
+char *tl_shape_str(char *buf, size_t n, int ndim, const int64_t *shape);
+
+/* ---- dtypes ------------------------------------------------------------------ */
+
+/* TL_* dtype -> DLDataType (lanes 1). bool is {kDLUInt, 1, 1}, stored in a
+** byte, as in TVM. Returns TL_E_DTYPE for a code outside the enum. */
+int tl_dtype_to_dl(int dtype, DLDataType *out);
+/* DLDataType -> TL_* dtype; TL_E_DTYPE (with a message naming code, bits and
+** lanes) for vector types and types tunelua does not know. ctx may be NULL. */
+int tl_dtype_from_dl(tl_ctx *ctx, DLDataType t, int *dtype);
+int tl_dtype_is_float(int dtype);              /* float16, float32, float64 */
+
+/* IEEE binary16 <-> wider floats. The narrowing conversions round to nearest,
+** ties to even, with overflow to infinity, gradual underflow to subnormals and
+** NaN kept quiet (sign and top payload bits preserved). */
+uint16_t tl_half_from_double(double d);
+uint16_t tl_half_from_float(float f);
+double tl_half_to_double(uint16_t h);
+float tl_half_to_float(uint16_t h);
+
+/* ---- devices ------------------------------------------------------------------ */
+
+struct tl_device_api {
+  const char *name;            /* "cpu", "opencl", "ext_dev" */
+  int dev_type;                /* DLPack device type, < TL_DEV_MAX */
+  /* Allocate nbytes (> 0) aligned to align on device dev_id. */
+  int (*alloc)(tl_ctx *ctx, int dev_id, size_t nbytes, size_t align, void **out);
+  void (*free)(int dev_id, void *p);
+  /* Blocking copy of nbytes between host and this device, or within this
+  ** device. One side may be kDLCPU (then its pointer is a host pointer). */
+  int (*copy)(tl_ctx *ctx, const void *src, size_t src_offset, DLDevice src_dev,
+              void *dst, size_t dst_offset, DLDevice dst_dev, size_t nbytes);
+  /* Wait for the device's queued work. */
+  int (*sync)(tl_ctx *ctx, int dev_id);
+};
+
+/* Register (or replace) the API of api->dev_type; TL_E_ARG for an incomplete
+** table or for kDLCPU (built in). The table must outlive every array
+** allocated through it. Thread-safe. */
+int tl_device_register(const tl_device_api *api);
+/* The API of a device type, or NULL if none is registered. Never NULL for
+** kDLCPU. */
+const tl_device_api *tl_device_get(int dev_type);
+/* "cpu", "opencl", "ext_dev", ... or "unknown" for types without a name. */
+const char *tl_device_type_name(int dev_type);
+
+#endif
