@@ -234,13 +234,16 @@ int tl_dag_compute(tl_ctx *ctx, tl_dag *dag, const char *name, const char *tag, 
                    const int64_t *shape, const uint32_t *axis, int nout,
                    const uint32_t *bodies, int reducer, int nreduce,
                    const uint32_t *reduce_vars, uint32_t cond, int *out_tensors);
-/* Operator attributes (a JSON object text). */
+/* Operator attributes (a JSON object text; NULL clears); op -1 only checks
+** the text. */
 int tl_dag_set_attrs(tl_ctx *ctx, tl_dag *dag, int op, const char *json);
 
 /* The ops reachable from the output tensors, copied into a fresh dag in
 ** post-order from the outputs (inputs in first-use order: a placeholder
-** comes right before its first reader, as TVM prints); tensor_map (src tensor count entries, may be NULL) gets
-** the new id of each src tensor, or -1. The new dag's outputs are these. */
+** comes right before its first reader, as TVM prints). tensor_map (src
+** tensor count entries, may be NULL) gets the new id of each src tensor, or
+** -1. The new dag's outputs are these, and its op names are unique (a clash
+** gets a "_1", "_2"... suffix). */
 int tl_dag_extract(tl_ctx *ctx, const tl_dag *src, const int *outputs, int nout,
                    tl_dag **out, int *tensor_map);
 
@@ -404,6 +407,33 @@ double tl_lowered_seconds(const tl_lowered *f);
 /* Generate C for f (the C backend) and compile it into a module whose
 ** kernel is named like f (cflags NULL: tl_module_from_c's default). */
 int tl_lowered_build(tl_ctx *ctx, tl_lowered *f, const char *cflags, tl_module **out);
+
+/* ---- topi: operators -------------------------------------------------
+** The operator library: TVM's topi operators as compute declarations over a
+** dag (core/topi). tl_topi_op adds the operator's compute ops (a "pad"
+** stage, the main computation, ...) and writes its output tensor ids.
+** attrs_json is a JSON object (NULL or "" for none), e.g. for "conv2d"
+** {"strides":[1,1],"padding":[1,1,1,1],"dilation":[1,1],"groups":1,
+**  "layout":"NCHW","out_dtype":"float32"}; docs in core/topi/topi.h and the
+** operator files. Each op it adds carries a tag ("conv2d_nchw", "elemwise",
+** "broadcast", "injective", ...) and attrs (tl_dag_set_attrs) holding the
+** operator's attributes plus "pattern". Invalid attributes are refused
+** with a message naming the operator, the attribute and the shapes. */
+
+enum {                 /* fusion patterns: TVM's OpPatternKind values */
+  TL_PAT_ELEMWISE = 0, TL_PAT_BROADCAST = 1, TL_PAT_INJECTIVE = 2, TL_PAT_COMM_REDUCE = 3,
+  TL_PAT_OUT_ELEMWISE_FUSABLE = 4, TL_PAT_TUPLE = 7, TL_PAT_OPAQUE = 8
+};
+
+int tl_topi_op(tl_ctx *ctx, tl_dag *dag, const char *op_name, const int *inputs, int ninputs,
+               const char *attrs_json, int *outputs, int max_outputs, int *noutputs);
+/* The i-th operator name (0-based), or NULL past the end. */
+const char *tl_topi_list(int i);
+/* An operator's fusion pattern (TL_PAT_*), or -1 for an unknown name. */
+int tl_topi_pattern(const char *op_name);
+/* "elemwise", "broadcast", "injective", "comm_reduce", "out_elemwise_fusable",
+** "tuple", "opaque" ("?" otherwise). */
+const char *tl_topi_pattern_name(int pattern);
 
 /* ---- graph: ONNX ------------------------------------------------------ */
 /* ONNX models (ModelProto) and ONNX test-data files (serialized TensorProto,

@@ -44,8 +44,12 @@ static void find_root(char *root, size_t n, char *exe, size_t en) {
   char probe[PATH_MAX + 64];
   snprintf(probe, sizeof probe, "%s/../share/tunelua/lua/tunelua/init.lua", dir);
   if (file_exists(probe)) {
-    snprintf(root, n, "%s/../share/tunelua", dir);
-    return;
+    size_t k2 = strlen(dir);
+    if (k2 + 18 < n) {
+      memcpy(root, dir, k2);
+      memcpy(root + k2, "/../share/tunelua", 18);
+      return;
+    }
   }
   snprintf(probe, sizeof probe, "%s/lua/tunelua/init.lua", TL_SOURCE_DIR);
   if (file_exists(probe)) {

@@ -55,14 +55,18 @@ int tl_err(tl_ctx *ctx, int code, const char *fmt, ...) {
 }
 
 int tl_err_prefix(tl_ctx *ctx, const char *fmt, ...) {
-  char pre[TL_ERRMSG_MAX], old[TL_ERRMSG_MAX];
+  char pre[TL_ERRMSG_MAX];
   va_list ap;
   if (!ctx) return TL_E_INTERNAL;
   va_start(ap, fmt);
   vsnprintf(pre, sizeof pre, fmt, ap);
   va_end(ap);
-  memcpy(old, ctx->msg, sizeof old);
-  snprintf(ctx->msg, sizeof ctx->msg, "%s%s", pre, old);
+  size_t lp = strlen(pre), lm = strlen(ctx->msg);
+  if (lp >= TL_ERRMSG_MAX - 1) lp = TL_ERRMSG_MAX - 1;
+  if (lp + lm >= TL_ERRMSG_MAX) lm = TL_ERRMSG_MAX - 1 - lp;  /* keep the prefix whole */
+  memmove(ctx->msg + lp, ctx->msg, lm);
+  memcpy(ctx->msg, pre, lp);
+  ctx->msg[lp + lm] = 0;
   return ctx->code;
 }
 

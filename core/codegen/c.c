@@ -475,15 +475,16 @@ static const char *var_bind(cg *c, tl_ref v, int nonneg) {
 
 static void var_unbind(cg *c, tl_ref v) { c->vbound[var_id(c, v)]--; }
 
-static const char *var_use(cg *c, tl_ref v) {
-  int id = var_id(c, v);
+static const char *var_use_id(cg *c, int id) {
   if (!c->vbound[id]) {
     cg_err(c, TL_E_ARG, "variable '%s' is used where it is not bound (not a loop variable, let or "
-           "argument shape variable in scope)", tl_ir_var(c->ir, v)->name);
+           "argument shape variable in scope)", c->ir->vars.v[id].name);
     return "0";
   }
   return c->vname[id];
 }
+
+static const char *var_use(cg *c, tl_ref v) { return var_use_id(c, var_id(c, v)); }
 
 static const char *buf_use(cg *c, int b) {
   if (b < 0 || b >= c->nbufs) {
@@ -888,15 +889,19 @@ static void print_let(cg *c, tl_ref e, int lane) {
   const tl_ir *ir = c->ir;
   tl_ref var = tl_ir_kid(ir, e, 0), val = tl_ir_kid(ir, e, 1), body = tl_ir_kid(ir, e, 2);
   char dt[32];
-  decl_type(c, tl_ir_type(ir, val), dt);
-  P(c, "({ ");
-  P(c, dt);
-  P(c, " ");
+  tl_type vt = tl_ir_type(ir, val);
+  decl_type(c, vt, dt);
   int nn = nonneg(c, val);
-  P(c, var_bind(c, var, nn));
-  P(c, " = ");
-  pe(c, val, -1);
-  P(c, "; ");
+  tl_buf v = {0};
+  tl_buf *saved = c->o;
+  c->o = &v;
+  if (lane >= 0 && vt.lanes > 1) pe(c, val, lane);   /* only this lane: others may fault */
+  else pe(c, val, -1);
+  c->o = saved;
+  const char *vn = var_bind(c, var, nn);
+  if (lane >= 0 && vt.lanes > 1) PF(c, "({ %s %s = {0}; %s[%d] = %s; ", dt, vn, vn, lane, v.s ? v.s : "0");
+  else PF(c, "({ %s %s = %s; ", dt, vn, v.s ? v.s : "0");
+  tl_buf_free(&v);
   pe(c, body, lane);
   P(c, "; })");
   var_unbind(c, var);
@@ -935,11 +940,18 @@ static void pe(cg *c, tl_ref e, int lane) {
       pe(c, tl_ir_kid(ir, e, 1), -1);
       P(c, ")");
     } else {
+      int64_t k;
       P(c, "(");
       pe(c, tl_ir_kid(ir, e, 0), -1);
-      P(c, " + ");
-      pe(c, tl_ir_kid(ir, e, 1), -1);
-      PF(c, " * %d)", lane);
+      if (tl_ir_is_int(ir, tl_ir_kid(ir, e, 1), &k)) {
+        P(c, " + ");
+        put_int(c, tl_type_scalar(t), k * lane);
+      } else {
+        P(c, " + ");
+        pe(c, tl_ir_kid(ir, e, 1), -1);
+        PF(c, " * %d", lane);
+      }
+      P(c, ")");
     }
     return;
   case TL_IR_BROADCAST:
@@ -1182,10 +1194,7 @@ static void print_parallel(cg *c, tl_ref loop) {
   pe(c, min, -1);
   P(c, ", &tlc_failed");
   for (int i = 0; i < c->nvars; i++)
-    if (f.used[i] && !f.bound[i]) {
-      tl_ref vr = tl_ir_make(ir, TL_IR_VAR, ir->vars.v[i].type, (uint64_t)i, NULL, 0);
-      PF(c, ", %s", var_use(c, vr));
-    }
+    if (f.used[i] && !f.bound[i]) PF(c, ", %s", var_use_id(c, i));
   for (int b = 0; b < c->nbufs; b++)
     if (f.ubuf[b] && !f.abuf[b]) PF(c, ", %s", buf_use(c, b));
   P(c, "};\n");
@@ -1564,7 +1573,7 @@ static const char prelude_fmt[] =
   "\n"
   "static char tlc_errbuf[512];\n"
   "\n"
-  "__attribute__((format(printf, 2, 3)))\n"
+  "__attribute__((format(printf, 2, 3), unused))\n"
   "static int32_t tlc_error(int32_t code, const char *fmt, ...) {\n"
   "  va_list ap;\n"
   "  va_start(ap, fmt);\n"
@@ -1573,6 +1582,7 @@ static const char prelude_fmt[] =
   "  return code;\n"
   "}\n"
   "\n"
+  "__attribute__((unused))\n"
   "static int32_t tlc_arg_error(int32_t code, const char *fn, int k, const char *name,\n"
   "                             const char *expect, const tlc_tensor *t) {\n"
   "  char got[320];\n"
@@ -1589,6 +1599,7 @@ static const char prelude_fmt[] =
   "  return tlc_error(code, \"%%s: argument %%d (%%s): expected %%s, got %%s\", fn, k, name, expect, got);\n"
   "}\n"
   "\n"
+  "__attribute__((unused))\n"
   "static int32_t tlc_check_arg(const char *fn, int k, const char *name, const char *expect,\n"
   "                             const tlc_tensor *t, int code, int bits, int ndim,\n"
   "                             const int64_t *shape) {\n"
@@ -1618,8 +1629,9 @@ static const char prelude_fmt[] =
   "  return 0;\n"
   "}\n"
   "\n"
-  "static void tlc_free(void *p) { free(*(void **)p); }\n"
+  "__attribute__((unused)) static void tlc_free(void *p) { free(*(void **)p); }\n"
   "\n"
+  "__attribute__((unused))\n"
   "static void *tlc_alloc(size_t n, size_t size) {\n"
   "  if (size && n > SIZE_MAX / size - 64) return NULL;\n"
   "  size_t bytes = (n * size + 63) & ~(size_t)63;\n"
@@ -1699,12 +1711,15 @@ static void print_args(cg *c) {
     for (int d = 0; d < buf->ndim; d++) {
       int64_t kk;
       if (d) tl_buf_puts(&expect, ", ");
-      if (tl_ir_is_int(ir, buf->shape[d], &kk)) tl_buf_printf(&expect, "%lld", (long long)kk);
-      else if (tl_ir_op(ir, buf->shape[d]) == TL_IR_VAR) {
-        const char *nm = tl_ir_var(ir, buf->shape[d])->name;
-        for (const char *p = nm; *p; p++)
+      if (tl_ir_is_int(ir, buf->shape[d], &kk)) {
+        tl_buf_printf(&expect, "%lld", (long long)kk);
+      } else {
+        /* the IR's own rendering, made safe for a string literal */
+        char *txt = tl_ir_print(ir, buf->shape[d]);
+        for (const char *p = txt; *p && p - txt < 80; p++)
           tl_buf_putn(&expect, (*p == '"' || *p == '\\' || (unsigned char)*p < 32) ? "_" : p, 1);
-      } else tl_buf_puts(&expect, "?");
+        free(txt);
+      }
     }
     tl_buf_puts(&expect, buf->ndim == 1 ? ",)" : ")");
     line(c, "const tlc_tensor *tlc_t%d = (const tlc_tensor *)args[%d];", k, k);

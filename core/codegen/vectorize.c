@@ -15,11 +15,14 @@
 **
 ** Vector evaluation computes every lane of a statement before the next
 ** statement, where the loop interleaves them; the rewrite is only done when
-** that cannot be observed: each buffer written in the body is accessed
-** everywhere in it through one and the same index, and if it is also read,
-** that index is a ramp with a non-zero constant stride (lane i touches only
-** element i's slot). A store through a lane-invariant index is kept when its
-** value is invariant and the buffer is not read. if_then_else with a vector
+** that cannot be observed: no element is touched by two different lanes
+** through two accesses of which one is a store. Two accesses through one
+** index are fine when both are stores (the lanes write in loop order) or the
+** index is a ramp with a non-zero constant stride (lane k touches only its
+** own slot); accesses through different ramps of one constant stride s whose
+** bases differ by a constant d are fine when d is not a multiple of s or
+** |d| >= |s| * L; anything else that involves a store falls back. A store
+** through a lane-invariant index is kept when its value is invariant. if_then_else with a vector
 ** condition becomes a select when neither branch can fault (no loads, no
 ** integer division), and otherwise stays a vector if_then_else that the
 ** backend evaluates lane by lane.
@@ -332,23 +335,66 @@ static tl_ref vstmt(vec_st *s, tl_ref st) {
   return st;
 }
 
+/* e = rest + constant: peel immediate addends. */
+static tl_ref peel_const(const tl_ir *ir, tl_ref e, int64_t *c) {
+  *c = 0;
+  for (;;) {
+    int op = tl_ir_op(ir, e);
+    int64_t k;
+    if (op == TL_IR_INT) {
+      *c += tl_ir_node(ir, e)->imm.i;
+      return TL_NOREF;
+    }
+    if (op == TL_IR_ADD && tl_ir_is_int(ir, tl_ir_kid(ir, e, 1), &k)) {
+      *c += k;
+      e = tl_ir_kid(ir, e, 0);
+    } else if (op == TL_IR_ADD && tl_ir_is_int(ir, tl_ir_kid(ir, e, 0), &k)) {
+      *c += k;
+      e = tl_ir_kid(ir, e, 1);
+    } else if (op == TL_IR_SUB && tl_ir_is_int(ir, tl_ir_kid(ir, e, 1), &k)) {
+      *c -= k;
+      e = tl_ir_kid(ir, e, 0);
+    } else {
+      return e;
+    }
+  }
+}
+
+/* Constant stride of a ramp index, 0 if not a ramp with one. */
+static int64_t ramp_stride(const tl_ir *ir, tl_ref idx) {
+  int64_t k;
+  if (tl_ir_op(ir, idx) != TL_IR_RAMP || !tl_ir_is_int(ir, tl_ir_kid(ir, idx, 1), &k)) return 0;
+  return k;
+}
+
+/* Can lane k1 of access x and lane k2 != k1 of access y touch one element?
+** (Then vector order, statement by statement, could differ from the loop's
+** order, lane by lane.) */
+static int lanes_may_collide(const vec_st *s, const vec_access *x, const vec_access *y) {
+  const tl_ir *ir = s->ir;
+  if (x->idx == y->idx) {
+    if (x->store && y->store) return 0;     /* same slots written in lane order */
+    return ramp_stride(ir, x->idx) == 0;    /* injective ramps only */
+  }
+  int64_t sx = ramp_stride(ir, x->idx), sy = ramp_stride(ir, y->idx);
+  if (sx == 0 || sx != sy) return 1;
+  int64_t cx, cy;
+  tl_ref rx = peel_const(ir, tl_ir_kid(ir, x->idx, 0), &cx);
+  tl_ref ry = peel_const(ir, tl_ir_kid(ir, y->idx, 0), &cy);
+  if (rx != ry) return 1;
+  int64_t d = cx - cy, as = sx < 0 ? -sx : sx;
+  if (d % sx != 0) return 0;
+  return (d < 0 ? -d : d) < as * s->lanes;
+}
+
 /* The lanes of one statement run before the next: see the file comment. */
 static int deps_ok(const vec_st *s) {
-  const tl_ir *ir = s->ir;
   for (int i = 0; i < s->acc.n; i++) {
     const vec_access *w = &s->acc.v[i];
     if (!w->store) continue;
-    int loaded = 0;
     for (int j = 0; j < s->acc.n; j++) {
       const vec_access *a = &s->acc.v[j];
-      if (a->buf != w->buf) continue;
-      if (a->idx != w->idx) return 0;
-      loaded |= !a->store;
-    }
-    if (loaded) {
-      if (tl_ir_op(ir, w->idx) != TL_IR_RAMP) return 0;
-      int64_t k;
-      if (!tl_ir_is_int(ir, tl_ir_kid(ir, w->idx, 1), &k) || k == 0) return 0;
+      if (a->buf == w->buf && (j != i || !a->store) && lanes_may_collide(s, w, a)) return 0;
     }
   }
   return 1;

@@ -628,7 +628,9 @@ no_period:
   if (A.v.n == 0) {
     if (!div && uabs64(B.k) >= (uint64_t)c) B.k %= c;   /* floormod(x + 9, 8) = floormod(x + 1, 8) */
     lin_norm(st, &B);
-    r = tl_binary(ir, op, lin_build(st, &B, t), imm(st, t, c));
+    tl_ref b = lin_build(st, &B, t);
+    /* a reduced constant may leave a nested floordiv / floormod */
+    r = b != a && tl_ir_op(ir, b) == op ? floor_rule(st, op, b, c) : tl_binary(ir, op, b, imm(st, t, c));
   } else {
     lin_norm(st, &B);
     tl_ref b = lin_build(st, &B, t);

@@ -302,13 +302,8 @@ typedef struct {
 static tl_ref rebuf_fn(tl_ir *ir, tl_ref node, void *ud) {
   rebuf_st *r = ud;
   if (tl_ir_op(ir, node) != TL_IR_LOAD || (int)tl_ir_node(ir, node)->imm.u != r->from) return node;
-  int n = tl_ir_nkids(ir, node);
-  tl_ref idx[16];
-  tl_ref *k = n <= 16 ? idx : tl_malloc(sizeof(tl_ref) * (size_t)n);
-  for (int i = 0; i < n; i++) k[i] = tl_ir_kid(ir, node, i);
-  tl_ref out = tl_load(ir, r->to, k, n);
-  if (k != idx) free(k);
-  return out;
+  /* tl_ir_make copies operands that live in ir->kids before growing it */
+  return tl_load(ir, r->to, tl_ir_kids(ir, node), tl_ir_nkids(ir, node));
 }
 
 /* Point op's loads of tensor `from` at tensor `to`. */

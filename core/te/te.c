@@ -266,7 +266,8 @@ int tl_te_comm_reducer(tl_ctx *ctx, tl_dag *dag, const char *name, tl_ref lhs, t
   comb_st s = {lhs, rhs, 0, 0};
   tl_ir_visit(ir, combiner, comb_visit, &s);
   if (s.bad == 1)
-    return tl_err(ctx, TL_E_ARG, "comm_reducer '%s': combiner uses variable '%s' (only its two arguments may appear)",
+    return tl_err(ctx, TL_E_ARG,
+                  "comm_reducer '%s': combiner uses variable '%s' (only its two arguments may appear)",
                   name, var_name(dag, s.what));
   if (s.bad == 2)
     return tl_err(ctx, TL_E_ARG, "comm_reducer '%s': combiner may not read tensors", name);
@@ -638,21 +639,20 @@ int tl_te_compute(tl_ctx *ctx, tl_dag *dag, const char *name, const char *tag, i
 }
 
 int tl_te_set_attrs(tl_ctx *ctx, tl_dag *dag, int op, const char *json) {
-  if (op < 0 || op >= dag->ops.n) return tl_err(ctx, TL_E_ARG, "set_attrs: no op %d", op);
-  if (!json) {
-    dag->ops.v[op].attrs_json = NULL;
-    dag->ops.v[op].attrs_json_len = 0;
-    return TL_OK;
+  if (op < -1 || op >= dag->ops.n) return tl_err(ctx, TL_E_ARG, "set_attrs: no op %d", op);
+  const char *name = op >= 0 ? dag->ops.v[op].name : "?";
+  if (json) {
+    json_error_t jerr;
+    json_t *j = json_loads(json, 0, &jerr);
+    int parsed = j != NULL, isobj = j && json_is_object(j);
+    json_decref(j);
+    if (!isobj)
+      return tl_err(ctx, TL_E_PARSE, "op '%s': attributes must be a JSON object (%s)", name,
+                    parsed ? "not an object" : jerr.text);
   }
-  json_error_t jerr;
-  json_t *j = json_loads(json, 0, &jerr);
-  int parsed = j != NULL, isobj = j && json_is_object(j);
-  json_decref(j);
-  if (!isobj)
-    return tl_err(ctx, TL_E_PARSE, "op '%s': attributes must be a JSON object (%s)",
-                  dag->ops.v[op].name, parsed ? "not an object" : jerr.text);
-  dag->ops.v[op].attrs_json = tl_arena_strdup(&dag->arena, json);
-  dag->ops.v[op].attrs_json_len = (int)strlen(json);
+  if (op < 0) return TL_OK;
+  dag->ops.v[op].attrs_json = json ? tl_arena_strdup(&dag->arena, json) : NULL;
+  dag->ops.v[op].attrs_json_len = json ? (int)strlen(json) : 0;
   return TL_OK;
 }
 
@@ -821,10 +821,12 @@ TL_EXPORT int tl_dag_binary(tl_ctx *ctx, tl_dag *dag, int op, uint32_t a, uint32
     break;
   case TL_IR_FLOORDIV: case TL_IR_FLOORMOD: case TL_IR_TRUNCDIV: case TL_IR_TRUNCMOD:
   case TL_IR_SHL: case TL_IR_SHR: case TL_IR_BITAND: case TL_IR_BITOR: case TL_IR_BITXOR:
-    if (!isint) return tl_err(ctx, TL_E_DTYPE, "%s: %s operands, expected integers", what, dtname(t, b1));
+    if (!isint)
+      return tl_err(ctx, TL_E_DTYPE, "%s: %s operands, expected integers", what, dtname(t, b1));
     break;
   case TL_IR_AND: case TL_IR_OR:
-    if (!tl_type_is_bool(t)) return tl_err(ctx, TL_E_DTYPE, "%s: %s operands, expected bool", what, dtname(t, b1));
+    if (!tl_type_is_bool(t))
+      return tl_err(ctx, TL_E_DTYPE, "%s: %s operands, expected bool", what, dtname(t, b1));
     break;
   case TL_IR_EQ: case TL_IR_NE:
     break;

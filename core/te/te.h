@@ -165,7 +165,8 @@ int tl_te_compute(tl_ctx *ctx, tl_dag *dag, const char *name, const char *tag, i
                   const int64_t *shape, const tl_ref *axis, int nout, const tl_ref *bodies,
                   int reducer, const tl_ref *reduce_vars, int nreduce, tl_ref cond,
                   int *out_tensors);
-/* Attach operator attributes (a JSON object) to op. */
+/* Attach operator attributes (a JSON object text; NULL clears) to op; op -1
+** only checks the text. */
 int tl_te_set_attrs(tl_ctx *ctx, tl_dag *dag, int op, const char *json);
 
 /* ---- reducers ---------------------------------------------------------------- */

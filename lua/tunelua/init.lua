@@ -36,6 +36,11 @@ setmetatable(tl, {
   end,
 })
 
+--- tl.lower(s, {A, B, C}) and tl.build(s, {A, B, C}, "llvm"): see tunelua.build.
+-- (Tail calls, so that errors point at the caller.)
+function tl.lower(...) return require("tunelua.build").lower(...) end
+function tl.build(...) return require("tunelua.build").build(...) end
+
 --- Number of cores of this machine.
 function tl.num_cores() return core.C.tl_num_cores() end
 

@@ -37,6 +37,12 @@
 --   ComputeDAG (te.extract): d.dag (tl_dag* cdata, garbage-collected),
 --           d.tensor_map[src tensor id] = new id, d:text(), d:workload_key(),
 --           d:flop(), d:flop_ansor(), d.outputs (list of new tensor ids).
+-- Lookups for other modules: te.tensor_from_id(id) (a Tensor of te.dag),
+-- te.expr_from_ref(ref) (an Expr), te.ref_of(x) (the ref of an Expr,
+-- IterVar or number), te.is_tensor/is_expr/is_itervar(x).
+--
+-- (Wrappers never tail-call a helper that raises at a given level: a tail
+-- call would drop their frame and shift the reported position.)
 --
 -- Arithmetic: + - * with numbers on either side; / is floor division on
 -- integers and true division on floats; % is floormod (integers only); ^ is
@@ -168,17 +174,21 @@ local function call(name, args, level)
   return mkexpr(out[0])
 end
 
+local NO_COMPARE = "compare expressions with te.lt/te.le/te.gt/te.ge (Lua's < and <= must return a boolean)"
+
 local arith = {
-  __add = function(a, b) return binary(C.TL_EXPR_ADD, a, b, 2) end,
-  __sub = function(a, b) return binary(C.TL_EXPR_SUB, a, b, 2) end,
-  __mul = function(a, b) return binary(C.TL_EXPR_MUL, a, b, 2) end,
+  __add = function(a, b) local r = binary(C.TL_EXPR_ADD, a, b, 2); return r end,
+  __sub = function(a, b) local r = binary(C.TL_EXPR_SUB, a, b, 2); return r end,
+  __mul = function(a, b) local r = binary(C.TL_EXPR_MUL, a, b, 2); return r end,
   __div = function(a, b)
-    return binary(both_int(a, b) and C.TL_EXPR_FLOORDIV or C.TL_EXPR_DIV, a, b, 2)
+    local r = binary(both_int(a, b) and C.TL_EXPR_FLOORDIV or C.TL_EXPR_DIV, a, b, 2); return r
   end,
-  __mod = function(a, b) return binary(C.TL_EXPR_FLOORMOD, a, b, 2) end,
-  __pow = function(a, b) return call("pow", { a, b }, 2) end,
-  __unm = function(a) return binary(C.TL_EXPR_SUB, 0, a, 2) end,
+  __mod = function(a, b) local r = binary(C.TL_EXPR_FLOORMOD, a, b, 2); return r end,
+  __pow = function(a, b) local r = call("pow", { a, b }, 2); return r end,
+  __unm = function(a) local r = binary(C.TL_EXPR_SUB, 0, a, 2); return r end,
   __tostring = function(e) return ffi.string(C.tl_dag_expr_text(dag, e.ref)) end,
+  __lt = function() error(NO_COMPARE, 2) end,
+  __le = function() error(NO_COMPARE, 2) end,
 }
 
 local expr_methods = {}
@@ -266,9 +276,9 @@ local function load(t, idx, level)
 end
 
 local tensor_methods = {}
-Tensor.__call = function(t, ...) return load(t, { ... }, 2) end
+Tensor.__call = function(t, ...) local r = load(t, { ... }, 2); return r end
 Tensor.__index = function(t, k)
-  if type(k) == "table" then return load(t, k, 2) end
+  if type(k) == "table" then local r = load(t, k, 2); return r end
   return tensor_methods[k]
 end
 Tensor.__tostring = function(t)
@@ -356,7 +366,8 @@ Op.__tostring = function(op) return string.format("Op(%s, %s)", op.kind, op.name
 local function shape_array(what, name, shape, level)
   if type(shape) == "number" then shape = { shape } end
   if type(shape) ~= "table" then
-    error(string.format("%s '%s': shape must be a list of extents, got %s", what, name, type(shape)), level + 1)
+    error(string.format("%s '%s': shape must be a list of extents, got %s", what, name, type(shape)),
+          level + 1)
   end
   local n = #shape
   local arr = i64arr(n > 0 and n or 1)
@@ -413,6 +424,17 @@ function te.compute(shape, fcompute, name, opts)
   if type(fcompute) ~= "function" then
     error(string.format("compute '%s': expected a function, got %s", name, type(fcompute)), 2)
   end
+  if opts.attrs ~= nil then
+    if type(opts.attrs) ~= "string" then
+      error(string.format("compute '%s': attrs must be JSON object text", name), 2)
+    end
+    local rc = C.tl_dag_set_attrs(ctx, dag, -1, opts.attrs)
+    if rc ~= 0 then
+      local msg = core.errmsg():gsub("^op '%?'", "op '" .. name .. "'")
+      C.tl_clearerr(ctx)
+      error(msg, 2)
+    end
+  end
   local names = axis_names(fcompute, n, name, 2)
   local axes, vars = {}, u32arr(n > 0 and n or 1)
   local int32 = dtype_code("int32", 2)
@@ -434,7 +456,9 @@ function te.compute(shape, fcompute, name, opts)
     bodies = { body.source }
   elseif type(body) == "table" and getmetatable(body) == nil then
     bodies = body
-    if #bodies == 0 then error(string.format("compute '%s': the function returned an empty list", name), 2) end
+    if #bodies == 0 then
+      error(string.format("compute '%s': the function returned an empty list", name), 2)
+    end
     for i, b in ipairs(bodies) do
       if getmetatable(b) == Reduce then
         error(string.format("compute '%s': output %d is a reduction; a reduction has one output", name, i), 2)
@@ -488,7 +512,8 @@ local function axis_list(axis, what, level)
   if #list == 0 then error(what .. ": no reduce axis", level + 1) end
   for i, a in ipairs(list) do
     if getmetatable(a) ~= IterVar or a.kind ~= "reduce" then
-      error(string.format("%s: axis %d is not a reduce axis (make one with te.reduce_axis)", what, i), level + 1)
+      error(string.format("%s: axis %d is not a reduce axis (make one with te.reduce_axis)", what, i),
+            level + 1)
     end
   end
   return list
@@ -519,18 +544,24 @@ local function is_axis_arg(b)
 end
 
 --- te.sum(expr, axis_or_list, {where = cond})
-function te.sum(expr, axis, opts) return make_reduce(C.TL_REDUCE_SUM, "sum", expr, axis, opts, 2) end
+function te.sum(expr, axis, opts)
+  local r = make_reduce(C.TL_REDUCE_SUM, "sum", expr, axis, opts, 2)
+  return r
+end
 --- te.prod(expr, axis_or_list, {where = cond})
-function te.prod(expr, axis, opts) return make_reduce(C.TL_REDUCE_PROD, "prod", expr, axis, opts, 2) end
+function te.prod(expr, axis, opts)
+  local r = make_reduce(C.TL_REDUCE_PROD, "prod", expr, axis, opts, 2)
+  return r
+end
 --- te.max(a, b): elementwise; te.max(expr, axis_or_list, {where = cond}): a reduction.
 function te.max(a, b, opts)
-  if is_axis_arg(b) then return make_reduce(C.TL_REDUCE_MAX, "max", a, b, opts, 2) end
-  return binary(C.TL_EXPR_MAX, a, b, 2)
+  if is_axis_arg(b) then local r = make_reduce(C.TL_REDUCE_MAX, "max", a, b, opts, 2); return r end
+  local r = binary(C.TL_EXPR_MAX, a, b, 2); return r
 end
 --- te.min(a, b) or te.min(expr, axis_or_list, {where = cond}).
 function te.min(a, b, opts)
-  if is_axis_arg(b) then return make_reduce(C.TL_REDUCE_MIN, "min", a, b, opts, 2) end
-  return binary(C.TL_EXPR_MIN, a, b, 2)
+  if is_axis_arg(b) then local r = make_reduce(C.TL_REDUCE_MIN, "min", a, b, opts, 2); return r end
+  local r = binary(C.TL_EXPR_MIN, a, b, 2); return r
 end
 
 --- te.comm_reducer(fcombine(x, y), fidentity(dtype), name) -> a reducer used
@@ -561,7 +592,8 @@ Reducer.__call = function(r, expr, axis, opts)
     h = out[0]
     r.handles[src.dtype] = h
   end
-  return make_reduce(h, r.name, src, axis, opts, 2)
+  local res = make_reduce(h, r.name, src, axis, opts, 2)
+  return res
 end
 Reducer.__tostring = function(r) return "comm_reducer(" .. r.name .. ")" end
 
@@ -576,7 +608,7 @@ function te.const(v, dtype)
 end
 
 local function binfn(op)
-  return function(a, b) return binary(op, a, b, 2) end
+  return function(a, b) local r = binary(op, a, b, 2); return r end
 end
 te.floordiv = binfn(C.TL_EXPR_FLOORDIV)
 te.floormod = binfn(C.TL_EXPR_FLOORMOD)
@@ -632,14 +664,14 @@ te.if_then_else = select_op(C.TL_EXPR_IF_THEN_ELSE)
 
 for _, name in ipairs { "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "fabs", "floor",
                         "ceil", "round", "erf" } do
-  te[name] = function(x) return call(name, { x }, 2) end
+  te[name] = function(x) local r = call(name, { x }, 2); return r end
 end
-function te.pow(a, b) return call("pow", { a, b }, 2) end
+function te.pow(a, b) local r = call("pow", { a, b }, 2); return r end
 te.power = te.pow
 --- te.abs: fabs on floats, select(x < 0, -x, x) on integers.
 function te.abs(x)
   local e = mkexpr(ref_of(x, 2))
-  if e.dtype:match("^float") then return call("fabs", { e }, 2) end
+  if e.dtype:match("^float") then local r = call("fabs", { e }, 2); return r end
   if e.dtype:match("^uint") or e.dtype == "bool" then return e end
   return te.select(binary(C.TL_EXPR_LT, e, 0, 2), binary(C.TL_EXPR_SUB, 0, e, 2), e)
 end

@@ -87,8 +87,11 @@ do
   local C3 = te.compute({ n, m }, function(i, j) return te.sum(A3(i, k3) * B3(k3, j), k3) end, "C")
   local R3 = te.compute(C3.shape, function(i, j) return te.max(C3(i, j), 0) end, "T_relu")
   assert(te.extract(R3):workload_key() ~= key)
-  eq(A3.name, "A_1")            -- names are unique within the shared dag
-  eq(C3.op.name, "C_1")
+  eq(A3.name, "A")              -- the shared dag keeps names as given ...
+  local both = te.extract({ R3, relu })
+  eq(both:text():match("^(.-)\n"), "A = PLACEHOLDER [64, 17]")
+  assert(both:text():find("\nA_1 = PLACEHOLDER [64, 16]\n", 1, true), both:text())
+  assert(both:text():find("\nC_1(i, j) += (A_1[i, k]*B_1[k, j])\n", 1, true), both:text())
 end
 
 -- ---- conv2d NCHW with padding ------------------------------------------------------
@@ -224,7 +227,7 @@ do
   eq(te.const(0.5).dtype, "float32")
   eq(te.const(2, "float64").dtype, "float64")
   eq(te.const(true).dtype, "bool")
-  eq(tostring(te.abs(te.const(-3) + idx.op.axis[1])), "select(((-3 + i) < 0), (0 - (-3 + i)), (-3 + i))")
+  eq(tostring(te.abs(te.const(-3) + idx.op.axis[1])), "select(((i + -3) < 0), (0 - (i + -3)), (i + -3))")
   -- a scalar output and A[{i}] indexing
   local kk = te.reduce_axis({ 0, 16 }, "kk")
   local total = te.compute({}, function() return te.sum(A[{ kk }], kk) end, "total")
@@ -232,6 +235,14 @@ do
   eq(te.extract(total):text(), "A = PLACEHOLDER [16]\ntotal() += A[kk]\n")
   local sc = te.compute({ 16 }, function(i) return A(i) * total() end, "scaled")
   eq(#sc.op.input_tensors, 2)
+  -- operator attributes: a "FLOP" entry overrides the auto-scheduler's estimate
+  local at = te.compute({ 16 }, function(i) return A(i) + 1 end, "at", { attrs = '{"FLOP": 1234}' })
+  eq(te.extract(at):flop_ansor(), 1234)
+  eq(te.extract(at):flop(), 16)
+  eq(error_of(te.compute, { 16 }, function(i) return A(i) end, "bad", { attrs = "[1]" }),
+     "op 'bad': attributes must be a JSON object (not an object)")
+  eq(#te.extract(at).outputs, 1)
+  assert(not te.dag_text():find("\nbad(", 1, true), "a failed compute adds nothing")
 end
 
 -- ---- errors -----------------------------------------------------------------------------------
@@ -270,10 +281,12 @@ do
   eq(error_of(te.reduce_axis, { 3, 3 }, "e"), "reduce axis 'e': extent 0 (must be >= 1)")
   eq(error_of(te.compute, { 4 }, function(i) return { A(i, 0), I(i) } end, "B"),
      "compute 'B': outputs have different dtypes float32 and int32")
-  local msg, pos = error_of(function() return A(1) end)
+  local msg, pos = error_of(function() local x = A(1); return x end)
   eq(msg, "tensor 'A' has 2 dimensions, got 1 index")
   assert(pos and pos:match("test_te.lua:%d+$"), "the error names the caller's line: " .. tostring(pos))
   eq(error_of(te.extract, {}), "extract: expected a tensor or a list of tensors")
+  eq(error_of(function() return te.const(1) < te.const(2) end),
+     "compare expressions with te.lt/te.le/te.gt/te.ge (Lua's < and <= must return a boolean)")
 end
 
 print("test_te: ok")

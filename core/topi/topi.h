@@ -1,0 +1,135 @@
+/*
+** topi.h -- the operator library: TVM's topi as compute declarations over a
+** tl_dag, in C.
+**
+** Each operator adds one or more compute ops to a dag (a "pad" stage, the
+** main computation, a normalization stage...) and returns its output tensor
+** id(s). Every op it adds carries a tag ("conv2d_nchw", "pool_max",
+** "elemwise", "broadcast", "injective"...) and an attributes JSON object
+** (tl_te_set_attrs) holding the operator's attributes plus "pattern": the
+** fusion pattern name ("elemwise", "broadcast", "injective", "comm_reduce",
+** "out_elemwise_fusable", "opaque"). The pattern of an operator as a whole
+** (what a graph fuser asks) is tl_topi_pattern(name).
+**
+** Operators are called through one generic entry (tl_topi_op in
+** core/tunelua.h) with their attributes as a JSON object; the table in
+** core/topi/topi.c maps names to the implementations below. Invalid
+** attributes are refused with TL_E_ARG / TL_E_SHAPE and a message naming the
+** operator, the attribute and the shapes ("conv2d: stride must be positive,
+** got (0, 1)").
+**
+** FLOPs: ops count the direct algorithm through tl_dag_flop's rules; the
+** Winograd convolution records "FLOP" (the direct convolution's count) in
+** the attrs of its output op and "FLOP": 0 in its other stages, which the
+** auto-scheduler's estimator (tl_dag_flop_ansor) honours.
+**
+** Files: topi.c (registry, attribute parsing, shared helpers), nn.c
+** (convolutions, dense, matmul), pool.c, elemwise.c, transform.c, winograd.c.
+*/
+#ifndef TL_TOPI_H
+#define TL_TOPI_H
+
+#include <jansson.h>
+
+#include "../te/te.h"
+
+#define TL_TOPI_MAXDIM 16
+
+/* One operator call: inputs, parsed attributes, outputs written by the op. */
+typedef struct tl_topi_call {
+  tl_ctx *ctx;
+  tl_dag *dag;
+  const char *op;                 /* operator name, prefixes messages */
+  const int *in;
+  int nin;
+  json_t *attrs;                  /* a JSON object (never NULL) */
+  int *out;
+  int max_out;
+  int nout;                       /* outputs written */
+} tl_topi_call;
+
+typedef int (*tl_topi_fn)(tl_topi_call *c);
+
+/* ---- shared helpers (topi.c) -------------------------------------------- */
+
+int tl_topi_ndim(const tl_dag *dag, int t);
+const int64_t *tl_topi_shape(const tl_dag *dag, int t);
+tl_type tl_topi_dtype(const tl_dag *dag, int t);
+/* "(1, 3, 224, 224)" into buf (>= 160 bytes). */
+const char *tl_topi_shape_str(const tl_dag *dag, int t, char *buf);
+
+/* Attribute getters: the default when absent; an error naming the op and
+** the attribute when the type is wrong. get_ints accepts a number (repeated
+** n times) or a list of exactly n numbers; n < 0: any length, *count set. */
+int tl_topi_get_int(tl_topi_call *c, const char *key, int64_t dflt, int64_t *out);
+int tl_topi_get_float(tl_topi_call *c, const char *key, double dflt, double *out);
+int tl_topi_get_str(tl_topi_call *c, const char *key, const char *dflt, const char **out);
+int tl_topi_get_ints(tl_topi_call *c, const char *key, int n, const int64_t *dflt,
+                     int64_t *out, int *count);
+/* "out_dtype" (or key) as a tl_type; dflt when absent. */
+int tl_topi_get_dtype(tl_topi_call *c, const char *key, tl_type dflt, tl_type *out);
+/* Check the input count (min..max). */
+int tl_topi_nin(tl_topi_call *c, int min, int max);
+
+/* Add a compute op and attach attrs (+ "pattern") to it. attrs may be NULL
+** (an empty object); it is not consumed. Writes the output tensor. */
+int tl_topi_emit(tl_topi_call *c, const char *name, const char *tag, const char *pattern,
+                 int ndim, const int64_t *shape, const tl_ref *axis, tl_ref body, int reducer,
+                 const tl_ref *rvars, int nreduce, tl_ref cond, json_t *attrs, int *out);
+/* Record an output of the operator. */
+int tl_topi_push_out(tl_topi_call *c, int t);
+
+/* A "pad" stage: out[i] = in-range ? data[i - before] : value, with output
+** extents shape (before + n + after normally). All-zero padding with the
+** same shape returns data itself. */
+int tl_topi_pad_stage(tl_topi_call *c, int data, const int64_t *before, const int64_t *out_shape,
+                      double value, const char *name, int *out);
+/* A typed constant (float or int dtype). */
+tl_ref tl_topi_const(tl_dag *dag, tl_type t, double v);
+/* Comparison helpers over INDEX. */
+tl_ref tl_topi_cmp(tl_dag *dag, int op, tl_ref a, tl_ref b);
+tl_ref tl_topi_and(tl_dag *dag, tl_ref a, tl_ref b);   /* a may be 0 (true) */
+/* Numpy broadcast of shapes a and b into out (ndim *nout); error names op. */
+int tl_topi_broadcast_shape(tl_topi_call *c, int ta, int tb, int64_t *out, int *nout);
+/* Load t broadcast against output axes (right-aligned). */
+tl_ref tl_topi_load_bcast(tl_dag *dag, int t, const tl_ref *axis, int ndim);
+
+/* ---- operators ------------------------------------------------------------ */
+
+/* nn.c */
+int tl_topi_conv2d(tl_topi_call *c);
+int tl_topi_depthwise_conv2d(tl_topi_call *c);
+int tl_topi_conv2d_transpose(tl_topi_call *c);
+int tl_topi_dense(tl_topi_call *c);
+int tl_topi_batch_matmul(tl_topi_call *c);
+int tl_topi_matmul(tl_topi_call *c);
+/* pool.c */
+int tl_topi_pool2d(tl_topi_call *c);
+int tl_topi_global_pool(tl_topi_call *c);
+int tl_topi_adaptive_pool(tl_topi_call *c);
+/* elemwise.c */
+int tl_topi_unary(tl_topi_call *c);
+int tl_topi_binary(tl_topi_call *c);
+int tl_topi_bias_add(tl_topi_call *c);
+int tl_topi_batch_norm(tl_topi_call *c);
+int tl_topi_cast(tl_topi_call *c);
+/* transform.c */
+int tl_topi_softmax(tl_topi_call *c);
+int tl_topi_concatenate(tl_topi_call *c);
+int tl_topi_split(tl_topi_call *c);
+int tl_topi_reshape(tl_topi_call *c);
+int tl_topi_transpose(tl_topi_call *c);
+int tl_topi_squeeze(tl_topi_call *c);
+int tl_topi_expand_dims(tl_topi_call *c);
+int tl_topi_pad(tl_topi_call *c);
+int tl_topi_layout_transform(tl_topi_call *c);
+/* winograd.c */
+int tl_topi_conv2d_winograd(tl_topi_call *c);
+int tl_topi_winograd_weight_transform(tl_topi_call *c);
+/* The transform matrices of F(m x m, r x r) from Cook-Toom interpolation
+** points (alpha = m + r - 1): AT (m x alpha), G (alpha x r), BT (alpha x
+** alpha), row-major doubles. 0, or -1 for an unsupported m (2, 4, 6 with r = 3;
+** any m + r - 1 <= 8 works). */
+int tl_topi_winograd_matrices(int m, int r, double *AT, double *G, double *BT);
+
+#endif

@@ -1,0 +1,188 @@
+--- tunelua.build: tl.lower and tl.build -- a schedule to loop IR, to a
+-- compiled kernel callable on tl.nd arrays.
+--
+--   local tl = require "tunelua"
+--   print(tl.lower(s, {A, B, C}))                      -- the lowered IR
+--   local f = tl.build(s, {A, B, C}, "llvm -mcpu=core-avx2")
+--   f(a, b, c)                                         -- tl.nd arrays
+--   local t = f:time_evaluator({number = 10, repeats = 3})(a, b, c)
+--   print(t.mean, t[1], t[2], t[3])                    -- seconds per call
+--   print(f:get_source())                              -- the generated C
+--
+-- Targets: "c" and "llvm" both go through the C backend (the system C
+-- compiler); the options of an llvm target (-mcpu=, -mtriple=, -mattr=,
+-- -device=, -keys=, -model=, -num-cores=, ...) are parsed and kept in
+-- f.target, not acted upon. opts.cflags overrides the compiler flags
+-- (default "-O3 -march=native"). Errors are raised at the caller's level.
+local ffi = require "ffi"
+local core = require "tunelua.core"
+local schedule = require "tunelua.schedule"
+
+local C, ctx = core.C, core.ctx
+
+local build = {}
+
+local function check(rc, level)
+  if rc ~= 0 then
+    local msg = ffi.string(C.tl_errmsg(ctx))
+    C.tl_clearerr(ctx)
+    if msg == "" then msg = "build: error " .. tonumber(rc) end
+    error(msg, level + 1)
+  end
+end
+
+-- ---- arguments ----------------------------------------------------------------------
+
+local function arg_ids(s, args, verb, level)
+  if not schedule.is_schedule(s) then
+    error(verb .. ": expected a schedule (te.create_schedule) first", level + 1)
+  end
+  if type(args) ~= "table" or #args == 0 then
+    error(verb .. ": expected a list of argument tensors, e.g. {A, B, C}", level + 1)
+  end
+  local arr = ffi.new("int[?]", #args)
+  for i, t in ipairs(args) do arr[i - 1] = s:tensor_id(t, level + 1) end
+  return arr, #args
+end
+
+-- ---- lowered functions --------------------------------------------------------------------
+
+local Lowered = {}
+Lowered.__index = Lowered
+Lowered.__tostring = function(l) return ffi.string(C.tl_lowered_text(l.handle)) end
+
+local function lower(s, args, opts, level)
+  opts = opts or {}
+  local arr, n = arg_ids(s, args, "lower", level + 1)
+  local name = opts.name or "default_function"
+  if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
+    error("lower: the function name must be a C identifier, got " .. tostring(name), level + 1)
+  end
+  local out = ffi.new("tl_lowered *[1]")
+  check(C.tl_lower(ctx, s.handle, arr, n, name, out), level + 1)
+  return setmetatable({ handle = ffi.gc(out[0], C.tl_lowered_free), name = name, nargs = n,
+                        lower_seconds = C.tl_lowered_seconds(out[0]) }, Lowered)
+end
+
+--- tl.lower(s, {A, B, C}, {name = "f"}) -> a lowered function (tostring: the IR)
+function build.lower(s, args, opts)
+  if type(opts) == "string" then opts = { name = opts } end
+  return lower(s, args, opts, 2)
+end
+
+function Lowered:text() return ffi.string(C.tl_lowered_text(self.handle)) end
+
+-- ---- targets ---------------------------------------------------------------------------------
+
+local known_kinds = { c = true, llvm = true }
+
+--- Parse "llvm -mcpu=skylake-avx512 -device=arm_cpu" into {kind=, options={...}, str=}.
+function build.parse_target(t, level)
+  level = level or 1
+  if t == nil then t = "llvm" end
+  if type(t) == "table" then
+    if type(t.str) == "string" then t = t.str
+    elseif type(t.kind) == "string" then t = t.kind
+    else error("build: a target table needs a 'str' or 'kind' field", level + 1) end
+  end
+  if type(t) ~= "string" then error("build: the target must be a string like \"llvm\" or \"c\"", level + 1) end
+  local words = {}
+  for w in t:gmatch("%S+") do words[#words + 1] = w end
+  local kind = words[1]
+  if not kind or not known_kinds[kind] then
+    error(string.format("build: unknown target '%s' (expected \"c\" or \"llvm\" with options)",
+                        kind or t), level + 1)
+  end
+  local options, keys = {}, {}
+  for i = 2, #words do
+    local w = words[i]
+    local k, v = w:match("^%-%-?([%w_%-]+)=(.*)$")
+    if not k then k = w:match("^%-%-?([%w_%-]+)$"); v = true end
+    if not k then
+      error(string.format("build: target option '%s' should look like -key=value", w), level + 1)
+    end
+    options[k] = v
+    keys[#keys + 1] = k
+  end
+  return { kind = kind, options = options, str = t, mcpu = options.mcpu, mtriple = options.mtriple,
+           device = options.device, keys = options.keys }
+end
+
+-- ---- compiled functions -------------------------------------------------------------------------
+
+local Func = {}
+Func.__index = Func
+
+local arrs_t = ffi.typeof("tl_array *[?]")
+
+local function pack_args(f, verb, level, ...)
+  local n = select("#", ...)
+  if n ~= f.nargs then
+    error(string.format("%s: %s takes %d arrays, got %d", verb, f.name, f.nargs, n), level + 1)
+  end
+  local arr = arrs_t(n)
+  for i = 1, n do
+    local a = select(i, ...)
+    if type(a) ~= "cdata" or not ffi.istype("tl_array *", a) then
+      error(string.format("%s: argument %d of %s is not a tl.nd array", verb, i, f.name), level + 1)
+    end
+    arr[i - 1] = a
+  end
+  return arr, n
+end
+
+Func.__call = function(f, ...)
+  local arr, n = pack_args(f, "call", 2, ...)
+  check(C.tl_module_call(ctx, f.module, f.name, arr, n), 2)
+end
+
+--- f:time_evaluator({number = 10, repeats = 3, min_repeat_ms = 0, cache_flush = false})
+-- -> function(a, b, ...) returning {seconds per call of each repeat..., mean = m}
+function Func:time_evaluator(opts)
+  opts = opts or {}
+  local number = opts.number or 10
+  local rep = opts.repeats or opts["repeat"] or 3
+  local min_ms = opts.min_repeat_ms or 0
+  local flush = opts.cache_flush and 1 or 0
+  if type(number) ~= "number" or number < 1 or type(rep) ~= "number" or rep < 1 then
+    error("time_evaluator: number and repeat must be positive integers", 2)
+  end
+  local f = self
+  return function(...)
+    local arr, n = pack_args(f, "time_evaluator", 2, ...)
+    local secs = ffi.new("double[?]", rep)
+    check(C.tl_module_time(ctx, f.module, f.name, arr, n, number, rep, min_ms, flush, secs), 2)
+    local out, sum = {}, 0
+    for i = 0, rep - 1 do
+      out[i + 1] = secs[i]
+      sum = sum + secs[i]
+    end
+    out.mean = sum / rep
+    out.results = { unpack(out) }
+    return out
+  end
+end
+
+function Func:get_source() return ffi.string(C.tl_module_source(self.module)) end
+function Func:lowered() return self.lowered_func end
+Func.__tostring = function(f) return string.format("Function(%s, %s)", f.name, f.target.str) end
+
+--- tl.build(s, {A, B, C}, target, {name = "f", cflags = "-O2"}) -> callable f(a, b, c)
+function build.build(s, args, target, opts)
+  if type(target) == "table" and target.kind == nil and target.str == nil and opts == nil then
+    opts, target = target, nil
+  end
+  opts = opts or {}
+  if type(opts) == "string" then opts = { name = opts } end
+  local tgt = build.parse_target(target, 2)
+  local l = lower(s, args, opts, 2)
+  local out = ffi.new("tl_module *[1]")
+  check(C.tl_lowered_build(ctx, l.handle, opts.cflags, out), 2)
+  local m = ffi.gc(out[0], C.tl_module_free)
+  return setmetatable({ module = m, name = l.name, nargs = l.nargs, target = tgt, lowered_func = l,
+                        lower_seconds = l.lower_seconds,
+                        compile_seconds = C.tl_module_compile_seconds(m),
+                        cache_hit = C.tl_module_cache_hit(m) ~= 0 }, Func)
+end
+
+return build
