@@ -140,6 +140,7 @@ typedef struct {
   TL_VEC(sm_sub) subs;            /* var -> replacement */
   refvec facts;                   /* canonical G, each known to be <= 0 */
   uint32_t ctx, nctx;             /* current context id; ids handed out */
+  int subdepth;                   /* replacements being simplified */
   uint64_t *mkeys;                /* memo: (ctx << 32 | ref) -> result */
   tl_ref *mvals;
   uint32_t mcap, mcount;
@@ -443,7 +444,8 @@ static tl_ref term_times(sm_st *st, tl_ref t, int64_t c, tl_type ty) {
 }
 
 /* Rebuild in output order: positive terms lead, subtraction for negative
-** coefficients, the constant last; c - x when nothing is positive. */
+** coefficients, the constant last; when no term is positive the constant
+** leads: 6 - x, 0 - x, -2 - x*4. */
 static tl_ref lin_build(sm_st *st, const lin *l, tl_type t) {
   tl_ir *ir = st->ir;
   int first = -1;
@@ -456,12 +458,9 @@ static tl_ref lin_build(sm_st *st, const lin *l, tl_type t) {
   int kdone = 0;
   if (first >= 0) {
     acc = term_times(st, l->v.v[first].t, l->v.v[first].c, t);
-  } else if (l->k > 0 || l->v.n == 0) {
+  } else {
     acc = imm(st, t, l->k);
     kdone = 1;
-  } else {
-    first = 0;
-    acc = term_times(st, l->v.v[0].t, l->v.v[0].c, t);
   }
   for (int i = 0; i < l->v.n; i++) {
     if (i == first) continue;
@@ -532,6 +531,13 @@ static int facts_prove_le0(sm_st *st, const lin *d, int64_t s, int64_t k) {
   if (!st->facts.n) return 0;
   lin g;
   lin_affine(&g, d, s, k);
+  /* g*S + k <= 0 <=> S + ceil(k/g) <= 0: the form facts are kept in */
+  uint64_t f = 0;
+  for (int i = 0; i < g.v.n; i++) f = gcd64(f, uabs64(g.v.v[i].c));
+  if (f > 1 && f <= INT64_MAX) {
+    for (int i = 0; i < g.v.n; i++) g.v.v[i].c /= (int64_t)f;
+    g.k = -fdiv64(-g.k, (int64_t)f);
+  }
   int r = fact_le0(st, &g);
   lin_free(&g);
   return r;
@@ -554,6 +560,60 @@ static tl_ref canon_arith(sm_st *st, int op, tl_ref a, tl_ref b) {
   tl_ref r = lin_build(st, &l, tl_ir_type(st->ir, a));
   lin_free(&l);
   return r;
+}
+
+static tl_ref floor_rule(sm_st *st, int op, tl_ref a, int64_t c);
+
+/* L = c1*H + R with c1 dividing c and 0 <= R < c1 (R: the terms whose
+** coefficients c1 does not divide, and the constant's remainder):
+**   floordiv(L, c) = floordiv(H, c/c1), floormod(L, c) = floormod(H, c/c1)*c1 + R.
+** E.g. floormod(i*8 + j, 32) = floormod(i, 4)*8 + j when 0 <= j < 8.
+** Tries the factors gcd(coefficient, c) of each term, largest first; 0 if
+** none applies. */
+static tl_ref partition_rule(sm_st *st, int op, const lin *L, int64_t c, tl_type t) {
+  int64_t cand[8];
+  int nc = 0;
+  for (int i = 0; i < L->v.n && nc < 8; i++) {
+    int64_t g = (int64_t)gcd64(uabs64(L->v.v[i].c), (uint64_t)c);
+    if (g <= 1 || g >= c) continue;
+    int dup = 0;
+    for (int j = 0; j < nc; j++) dup |= cand[j] == g;
+    if (!dup) cand[nc++] = g;
+  }
+  for (int i = 1; i < nc; i++)   /* largest first */
+    for (int j = i; j > 0 && cand[j] > cand[j - 1]; j--) {
+      int64_t x = cand[j];
+      cand[j] = cand[j - 1];
+      cand[j - 1] = x;
+    }
+  for (int ci = 0; ci < nc; ci++) {
+    int64_t c1 = cand[ci];
+    lin H = {0}, R = {0};
+    for (int i = 0; i < L->v.n; i++) {
+      if (L->v.v[i].c % c1 == 0) lin_push(&H, L->v.v[i].t, L->v.v[i].c / c1);
+      else lin_push(&R, L->v.v[i].t, L->v.v[i].c);
+    }
+    H.k = fdiv64(L->k, c1);
+    R.k = fmod64(L->k, c1);
+    int64_t lo, hi;
+    lin_bound(st, &R, &lo, &hi);
+    tl_ref r = 0;
+    if (H.v.n && lo >= 0 && hi < c1) {
+      lin_norm(st, &H);
+      tl_ref q = floor_rule(st, op, lin_build(st, &H, t), c / c1);
+      if (op == TL_IR_FLOORDIV) {
+        r = q;
+      } else {
+        lin_add(st, &R, q, c1);
+        lin_norm(st, &R);
+        r = lin_build(st, &R, t);
+      }
+    }
+    lin_free(&H);
+    lin_free(&R);
+    if (r) return r;
+  }
+  return 0;
 }
 
 /* floordiv / floormod of a canonical integer expression a by c > 0. */
@@ -625,6 +685,7 @@ static tl_ref floor_rule(sm_st *st, int op, tl_ref a, int64_t c) {
     goto done;
   }
 no_period:
+  if (A.v.n == 0 && (r = partition_rule(st, op, &B, c, t)) != 0) goto done;
   if (A.v.n == 0) {
     if (!div && uabs64(B.k) >= (uint64_t)c) B.k %= c;   /* floormod(x + 9, 8) = floormod(x + 1, 8) */
     lin_norm(st, &B);
@@ -719,6 +780,23 @@ static tl_ref cmp_rule(sm_st *st, int op, tl_ref a, tl_ref b) {
   lin_add(st, &d, a, 1);
   lin_add(st, &d, b, -1);
   lin_norm(st, &d);
+  /* a common factor of the terms divides out first (x*4 < 8 -> x < 2), so
+  ** that the facts, which are normalized alike, can match */
+  uint64_t g = 0;
+  for (int i = 0; i < d.v.n; i++) g = gcd64(g, uabs64(d.v.v[i].c));
+  if (g > 1 && g <= INT64_MAX) {
+    int64_t gi = (int64_t)g, k = d.k;
+    if ((op == TL_IR_EQ || op == TL_IR_NE) && k % gi != 0) {
+      lin_free(&d);
+      return tl_bool(ir, op == TL_IR_NE);
+    }
+    for (int i = 0; i < d.v.n; i++) d.v.v[i].c /= gi;
+    switch (op) {
+    case TL_IR_LT: case TL_IR_GE: d.k = fdiv64(k, gi); break;          /* floor(k/g) */
+    case TL_IR_LE: case TL_IR_GT: d.k = -fdiv64(-k, gi); break;        /* ceil(k/g) */
+    default: d.k = k / gi; break;
+    }
+  }
   int r = decide(st, op, &d);
   if (r >= 0) {
     lin_free(&d);
@@ -914,8 +992,23 @@ static tl_ref sx(sm_st *st, tl_ref e) {
   int op = tl_ir_op(ir, e);
   if (op == TL_IR_INT || op == TL_IR_FLOAT) return e;
   if (op == TL_IR_VAR) {
-    for (int i = st->subs.n - 1; i >= 0; i--)
-      if (st->subs.v[i].var == e) return st->subs.v[i].to;
+    for (int i = st->subs.n - 1; i >= 0; i--) {
+      if (st->subs.v[i].var != e) continue;
+      /* the replacement was simplified where it was bound; ranges and
+      ** facts here may say more (valid IR never substitutes a var into
+      ** itself; the depth cap only guards against malformed trees) */
+      if (st->subdepth >= 8) return st->subs.v[i].to;
+      st->subdepth++;
+      tl_ref r = sx(st, st->subs.v[i].to);
+      st->subdepth--;
+      return r;
+    }
+    /* a variable pinned to one value by its range is that value */
+    if (is_sint(tl_ir_type(ir, e))) {
+      int64_t lo, hi;
+      bound_of(st, e, &lo, &hi);
+      if (lo == hi) return imm(st, tl_ir_type(ir, e), lo);
+    }
     return e;
   }
   if (!(tl_ir_opflags[op] & TL_IRF_E)) return e;   /* malformed: left alone */
@@ -950,6 +1043,12 @@ static void add_fact(sm_st *st, const lin *d, int64_t s, int64_t k, tl_type t) {
   if (g.v.n == 0) {
     lin_free(&g);
     return;
+  }
+  uint64_t f = 0;   /* normalized as queries are: S + ceil(k/f) <= 0 */
+  for (int i = 0; i < g.v.n; i++) f = gcd64(f, uabs64(g.v.v[i].c));
+  if (f > 1 && f <= INT64_MAX) {
+    for (int i = 0; i < g.v.n; i++) g.v.v[i].c /= (int64_t)f;
+    g.k = -fdiv64(-g.k, (int64_t)f);
   }
   TL_VEC_PUSH(st->facts, lin_build(st, &g, t));
   if (g.v.n == 1 && tl_ir_op(st->ir, g.v.v[0].t) == TL_IR_VAR && uabs64(g.v.v[0].c) == 1) {
@@ -1001,6 +1100,19 @@ static void add_facts(sm_st *st, tl_ref c, int neg) {
   lin_free(&d);
 }
 
+/* A symbolic range as facts, for what interval arithmetic cannot see:
+** min - var <= 0 and var - min - extent + 1 <= 0 (so i < n holds in
+** for (i, 0, n) and min(i + 1, n) is i + 1). */
+static void push_range_facts(sm_st *st, tl_ref var, tl_ref mn, tl_ref ex) {
+  tl_ir *ir = st->ir;
+  if (!var || !mn || !ex || !is_sint(tl_ir_type(ir, var))) return;
+  if (tl_ir_is_int(ir, mn, NULL) && tl_ir_is_int(ir, ex, NULL)) return;
+  if (!tl_type_eq(tl_ir_type(ir, mn), tl_ir_type(ir, var)) || !tl_type_eq(tl_ir_type(ir, ex), tl_ir_type(ir, var)))
+    return;
+  TL_VEC_PUSH(st->facts, tl_sub(ir, mn, var));
+  TL_VEC_PUSH(st->facts, tl_add(ir, tl_sub(ir, tl_sub(ir, var, mn), ex), imm(st, tl_ir_type(ir, var), 1)));
+}
+
 static tl_ref ss_for(sm_st *st, tl_ref s) {
   tl_ir *ir = st->ir;
   tl_ref var = tl_ir_kid(ir, s, 0), body = tl_ir_kid(ir, s, 3);
@@ -1020,12 +1132,7 @@ static tl_ref ss_for(sm_st *st, tl_ref s) {
     return b;
   }
   push_range(st, var, mn, ex);
-  if (!tl_ir_is_int(ir, mn, NULL) || !tl_ir_is_int(ir, ex, NULL)) {
-    /* symbolic bounds as facts: mn - var <= 0, var - mn - ex + 1 <= 0 */
-    TL_VEC_PUSH(st->facts, tl_sub(ir, mn, var));
-    tl_ref last = tl_add(ir, tl_sub(ir, tl_sub(ir, var, mn), ex), imm(st, tl_ir_type(ir, var), 1));
-    TL_VEC_PUSH(st->facts, last);
-  }
+  push_range_facts(st, var, mn, ex);
   tl_ref b = ss(st, body);
   sm_leave(st, mk);
   if (tl_ir_op(ir, b) == TL_IR_NOP) return b;
@@ -1132,7 +1239,11 @@ tl_ref tl_ir_simplify(tl_ir *ir, tl_ref root, const tl_rangemap *ranges) {
   memset(&st, 0, sizeof st);
   st.ir = ir;
   if (ranges)
-    for (int i = 0; i < ranges->v.n; i++) TL_VEC_PUSH(st.rm.v, ranges->v.v[i]);
+    for (int i = 0; i < ranges->v.n; i++) {
+      tl_range rg = ranges->v.v[i];
+      TL_VEC_PUSH(st.rm.v, rg);
+      push_range_facts(&st, rg.var, rg.min, rg.extent);
+    }
   tl_ref r = tl_ir_is_stmt(ir, root) ? ss(&st, root) : sx(&st, root);
   tl_rangemap_free(&st.rm);
   TL_VEC_FREE(st.subs);

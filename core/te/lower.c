@@ -258,7 +258,7 @@ static int infer_region(lw *L, int st) {
   /* fixed: the loops enclosing the attach point */
   ls->npath = tgt->npath + pos + 1;
   ls->path = lw_alloc(L, sizeof(tl_ref) * (size_t)ls->npath);
-  memcpy(ls->path, tgt->path, sizeof(tl_ref) * (size_t)tgt->npath);
+  if (tgt->npath) memcpy(ls->path, tgt->path, sizeof(tl_ref) * (size_t)tgt->npath);
   memcpy(ls->path + tgt->npath, tgt->lvar, sizeof(tl_ref) * (size_t)(pos + 1));
   tl_ref attach_var = tgt->lvar[pos];
   tl_rangemap relax = {0}, known = {0};

@@ -237,7 +237,7 @@ int tl_topi_get_ints(tl_topi_call *c, const char *key, int n, const int64_t *dfl
 }
 
 int tl_topi_get_dtype(tl_topi_call *c, const char *key, tl_type dflt, tl_type *out) {
-  const char *s;
+  const char *s = NULL;
   int rc = tl_topi_get_str(c, key, NULL, &s);
   if (rc) return rc;
   if (!s || !*s) { *out = dflt; return TL_OK; }

@@ -22,26 +22,28 @@ local C, ctx = core.C, core.ctx
 
 local build = {}
 
-local function check(rc, level)
+-- Helpers take `lvl`: the level error() needs in that very function to
+-- reach the user's code; entry points never tail-call.
+local function check(rc, lvl)
   if rc ~= 0 then
     local msg = ffi.string(C.tl_errmsg(ctx))
     C.tl_clearerr(ctx)
     if msg == "" then msg = "build: error " .. tonumber(rc) end
-    error(msg, level + 1)
+    error(msg, lvl)
   end
 end
 
 -- ---- arguments ----------------------------------------------------------------------
 
-local function arg_ids(s, args, verb, level)
+local function arg_ids(s, args, verb, lvl)
   if not schedule.is_schedule(s) then
-    error(verb .. ": expected a schedule (te.create_schedule) first", level + 1)
+    error(verb .. ": expected a schedule (te.create_schedule) first", lvl)
   end
   if type(args) ~= "table" or #args == 0 then
-    error(verb .. ": expected a list of argument tensors, e.g. {A, B, C}", level + 1)
+    error(verb .. ": expected a list of argument tensors, e.g. {A, B, C}", lvl)
   end
   local arr = ffi.new("int[?]", #args)
-  for i, t in ipairs(args) do arr[i - 1] = s:tensor_id(t, level + 1) end
+  for i, t in ipairs(args) do arr[i - 1] = s:tensor_id(t, lvl + 1) end
   return arr, #args
 end
 
@@ -51,15 +53,15 @@ local Lowered = {}
 Lowered.__index = Lowered
 Lowered.__tostring = function(l) return ffi.string(C.tl_lowered_text(l.handle)) end
 
-local function lower(s, args, opts, level)
+local function lower(s, args, opts, lvl)
   opts = opts or {}
-  local arr, n = arg_ids(s, args, "lower", level + 1)
+  local arr, n = arg_ids(s, args, "lower", lvl + 1)
   local name = opts.name or "default_function"
   if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
-    error("lower: the function name must be a C identifier, got " .. tostring(name), level + 1)
+    error("lower: the function name must be a C identifier, got " .. tostring(name), lvl)
   end
   local out = ffi.new("tl_lowered *[1]")
-  check(C.tl_lower(ctx, s.handle, arr, n, name, out), level + 1)
+  check(C.tl_lower(ctx, s.handle, arr, n, name, out), lvl + 1)
   return setmetatable({ handle = ffi.gc(out[0], C.tl_lowered_free), name = name, nargs = n,
                         lower_seconds = C.tl_lowered_seconds(out[0]) }, Lowered)
 end
@@ -67,7 +69,8 @@ end
 --- tl.lower(s, {A, B, C}, {name = "f"}) -> a lowered function (tostring: the IR)
 function build.lower(s, args, opts)
   if type(opts) == "string" then opts = { name = opts } end
-  return lower(s, args, opts, 2)
+  local l = lower(s, args, opts, 3)
+  return l
 end
 
 function Lowered:text() return ffi.string(C.tl_lowered_text(self.handle)) end
@@ -77,21 +80,21 @@ function Lowered:text() return ffi.string(C.tl_lowered_text(self.handle)) end
 local known_kinds = { c = true, llvm = true }
 
 --- Parse "llvm -mcpu=skylake-avx512 -device=arm_cpu" into {kind=, options={...}, str=}.
-function build.parse_target(t, level)
-  level = level or 1
+function build.parse_target(t, lvl)
+  lvl = lvl or 2
   if t == nil then t = "llvm" end
   if type(t) == "table" then
     if type(t.str) == "string" then t = t.str
     elseif type(t.kind) == "string" then t = t.kind
-    else error("build: a target table needs a 'str' or 'kind' field", level + 1) end
+    else error("build: a target table needs a 'str' or 'kind' field", lvl) end
   end
-  if type(t) ~= "string" then error("build: the target must be a string like \"llvm\" or \"c\"", level + 1) end
+  if type(t) ~= "string" then error("build: the target must be a string like \"llvm\" or \"c\"", lvl) end
   local words = {}
   for w in t:gmatch("%S+") do words[#words + 1] = w end
   local kind = words[1]
   if not kind or not known_kinds[kind] then
     error(string.format("build: unknown target '%s' (expected \"c\" or \"llvm\" with options)",
-                        kind or t), level + 1)
+                        kind or t), lvl)
   end
   local options, keys = {}, {}
   for i = 2, #words do
@@ -99,7 +102,7 @@ function build.parse_target(t, level)
     local k, v = w:match("^%-%-?([%w_%-]+)=(.*)$")
     if not k then k = w:match("^%-%-?([%w_%-]+)$"); v = true end
     if not k then
-      error(string.format("build: target option '%s' should look like -key=value", w), level + 1)
+      error(string.format("build: target option '%s' should look like -key=value", w), lvl)
     end
     options[k] = v
     keys[#keys + 1] = k
@@ -115,16 +118,16 @@ Func.__index = Func
 
 local arrs_t = ffi.typeof("tl_array *[?]")
 
-local function pack_args(f, verb, level, ...)
+local function pack_args(f, verb, lvl, ...)
   local n = select("#", ...)
   if n ~= f.nargs then
-    error(string.format("%s: %s takes %d arrays, got %d", verb, f.name, f.nargs, n), level + 1)
+    error(string.format("%s: %s takes %d arrays, got %d", verb, f.name, f.nargs, n), lvl)
   end
   local arr = arrs_t(n)
   for i = 1, n do
     local a = select(i, ...)
     if type(a) ~= "cdata" or not ffi.istype("tl_array *", a) then
-      error(string.format("%s: argument %d of %s is not a tl.nd array", verb, i, f.name), level + 1)
+      error(string.format("%s: argument %d of %s is not a tl.nd array", verb, i, f.name), lvl)
     end
     arr[i - 1] = a
   end
@@ -132,8 +135,8 @@ local function pack_args(f, verb, level, ...)
 end
 
 Func.__call = function(f, ...)
-  local arr, n = pack_args(f, "call", 2, ...)
-  check(C.tl_module_call(ctx, f.module, f.name, arr, n), 2)
+  local arr, n = pack_args(f, "call", 3, ...)
+  check(C.tl_module_call(ctx, f.module, f.name, arr, n), 3)
 end
 
 --- f:time_evaluator({number = 10, repeats = 3, min_repeat_ms = 0, cache_flush = false})
@@ -149,9 +152,9 @@ function Func:time_evaluator(opts)
   end
   local f = self
   return function(...)
-    local arr, n = pack_args(f, "time_evaluator", 2, ...)
+    local arr, n = pack_args(f, "time_evaluator", 3, ...)
     local secs = ffi.new("double[?]", rep)
-    check(C.tl_module_time(ctx, f.module, f.name, arr, n, number, rep, min_ms, flush, secs), 2)
+    check(C.tl_module_time(ctx, f.module, f.name, arr, n, number, rep, min_ms, flush, secs), 3)
     local out, sum = {}, 0
     for i = 0, rep - 1 do
       out[i + 1] = secs[i]
@@ -174,15 +177,16 @@ function build.build(s, args, target, opts)
   end
   opts = opts or {}
   if type(opts) == "string" then opts = { name = opts } end
-  local tgt = build.parse_target(target, 2)
-  local l = lower(s, args, opts, 2)
+  local tgt = build.parse_target(target, 3)
+  local l = lower(s, args, opts, 3)
   local out = ffi.new("tl_module *[1]")
-  check(C.tl_lowered_build(ctx, l.handle, opts.cflags, out), 2)
+  check(C.tl_lowered_build(ctx, l.handle, opts.cflags, out), 3)
   local m = ffi.gc(out[0], C.tl_module_free)
-  return setmetatable({ module = m, name = l.name, nargs = l.nargs, target = tgt, lowered_func = l,
-                        lower_seconds = l.lower_seconds,
-                        compile_seconds = C.tl_module_compile_seconds(m),
-                        cache_hit = C.tl_module_cache_hit(m) ~= 0 }, Func)
+  local f = setmetatable({ module = m, name = l.name, nargs = l.nargs, target = tgt, lowered_func = l,
+                           lower_seconds = l.lower_seconds,
+                           compile_seconds = C.tl_module_compile_seconds(m),
+                           cache_hit = C.tl_module_cache_hit(m) ~= 0 }, Func)
+  return f
 end
 
 return build

@@ -26,8 +26,21 @@ local submodules = {
   onnx = "tunelua.onnx",
 }
 
+-- Functions that live in a submodule, loaded on first use:
+-- tl.lower(s, {A, B, C}) and tl.build(s, {A, B, C}, "llvm") (tunelua.build).
+local functions = {
+  lower = { "tunelua.build", "lower" },
+  build = { "tunelua.build", "build" },
+}
+
 setmetatable(tl, {
   __index = function(t, k)
+    local fn = functions[k]
+    if fn then
+      local f = require(fn[1])[fn[2]]
+      rawset(t, k, f)
+      return f
+    end
     local name = submodules[k]
     if not name then return nil end
     local m = require(name)
@@ -35,11 +48,6 @@ setmetatable(tl, {
     return m
   end,
 })
-
---- tl.lower(s, {A, B, C}) and tl.build(s, {A, B, C}, "llvm"): see tunelua.build.
--- (Tail calls, so that errors point at the caller.)
-function tl.lower(...) return require("tunelua.build").lower(...) end
-function tl.build(...) return require("tunelua.build").build(...) end
 
 --- Number of cores of this machine.
 function tl.num_cores() return core.C.tl_num_cores() end

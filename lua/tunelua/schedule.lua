@@ -47,12 +47,16 @@ local int1 = ffi.typeof("int[1]")
 local intarr = ffi.typeof("int[?]")
 local i64arr = ffi.typeof("int64_t[?]")
 
-local function check(rc, level)
+-- Every helper below takes `lvl`: the level that error() in that very
+-- function needs to reach the user's code (1 = the helper itself). Public
+-- methods pass 3 when they call a helper (helper, method, user) and never
+-- tail-call, so that messages carry the user's file and line.
+local function check(rc, lvl)
   if rc ~= 0 then
     local msg = ffi.string(C.tl_errmsg(ctx))
     C.tl_clearerr(ctx)
     if msg == "" then msg = "schedule: error " .. tonumber(rc) end
-    error(msg, level + 1)
+    error(msg, lvl)
   end
 end
 
@@ -83,24 +87,24 @@ Axis.__tostring = function(ax) return string.format("Axis(%s.%s)", ax.stage, ax.
 
 -- ---- stages -------------------------------------------------------------------------
 
-local function stage_id(st, verb, level)
+local function stage_id(st, verb, lvl)
   local id = C.tl_sched_stage_find(st.sched.handle, st.name)
-  if id < 0 then error(string.format("%s: the schedule has no stage '%s'", verb, st.name), level + 1) end
+  if id < 0 then error(string.format("%s: the schedule has no stage '%s'", verb, st.name), lvl) end
   return id
 end
 
 -- Current position of axis `ax` in stage `st` (for step `verb`).
-local function axis_pos(st, ax, verb, level)
+local function axis_pos(st, ax, verb, lvl)
   local h = st.sched.handle
-  local id = stage_id(st, verb, level + 1)
+  local id = stage_id(st, verb, lvl + 1)
   local node
   if getmetatable(ax) == Axis then
     if ax.sched ~= st.sched then
-      error(string.format("%s: axis '%s' belongs to another schedule", verb, ax.name), level + 1)
+      error(string.format("%s: axis '%s' belongs to another schedule", verb, ax.name), lvl)
     end
     if ax.stage ~= st.name then
       error(string.format("%s: axis '%s' belongs to stage '%s', not '%s'", verb, ax.name, ax.stage,
-                          st.name), level + 1)
+                          st.name), lvl)
     end
     node = ax.node
   elseif te_mod().is_itervar(ax) then
@@ -121,16 +125,16 @@ local function axis_pos(st, ax, verb, level)
       end
     end
     if not node then
-      error(string.format("%s: stage '%s' has no axis '%s'", verb, st.name, ax.name), level + 1)
+      error(string.format("%s: stage '%s' has no axis '%s'", verb, st.name, ax.name), lvl)
     end
   else
     error(string.format("%s: expected an axis of stage '%s', got %s", verb, st.name,
-                        type(ax) == "table" and tostring(ax) or type(ax)), level + 1)
+                        type(ax) == "table" and tostring(ax) or type(ax)), lvl)
   end
   local pos = C.tl_sched_node_iter(h, id, node)
   if pos < 0 then
     error(string.format("%s: iterator '%s' of stage '%s' is no longer a loop (it was split or fused)",
-                        verb, ffi.string(C.tl_sched_node_name(h, id, node)), st.name), level + 1)
+                        verb, ffi.string(C.tl_sched_node_name(h, id, node)), st.name), lvl)
   end
   return id, pos
 end
@@ -139,9 +143,9 @@ local function axis_at(st, id, pos)
   return new_axis(st.sched, st.name, C.tl_sched_iter_node(st.sched.handle, id, pos))
 end
 
-local function stage_op_view(st)
+local function stage_op_view(st, lvl)
   local h = st.sched.handle
-  local id = stage_id(st, "op", 2)
+  local id = stage_id(st, "op", lvl + 1)
   local dag = C.tl_sched_dag(h)
   local ndim, nred = C.tl_dag_op_ndim(dag, id), C.tl_dag_op_nreduce(dag, id)
   local op = { name = st.name, axis = {}, reduce_axis = {} }
@@ -155,9 +159,12 @@ StageOp.__tostring = function(op) return "Op(" .. op.name .. ")" end
 local stage_methods = {}
 
 Stage.__index = function(st, k)
-  if k == "op" then return stage_op_view(st) end
+  if k == "op" then
+    local op = stage_op_view(st, 3)
+    return op
+  end
   if k == "iters" then
-    local id = stage_id(st, "iters", 2)
+    local id = stage_id(st, "iters", 3)
     local list = {}
     for p = 0, C.tl_sched_num_iters(st.sched.handle, id) - 1 do list[p + 1] = axis_at(st, id, p) end
     return list
@@ -170,30 +177,35 @@ local function new_stage(s, name, te_op)
   return setmetatable({ sched = s, name = name, te_op = te_op }, Stage)
 end
 
---- st:split(axis, {factor = f} | {nparts = n}) -> outer, inner
-function stage_methods.split(st, ax, opts)
+local function split(st, ax, opts, lvl)
   if type(opts) == "number" then opts = { factor = opts } end
   if type(opts) ~= "table" or (opts.factor == nil) == (opts.nparts == nil) then
-    error("split: give exactly one of {factor = f} or {nparts = n}", 2)
+    error("split: give exactly one of {factor = f} or {nparts = n}", lvl)
   end
-  local id, pos = axis_pos(st, ax, "split", 2)
+  local id, pos = axis_pos(st, ax, "split", lvl + 1)
   local n = opts.factor or opts.nparts
   if type(n) ~= "number" or n ~= math.floor(n) then
-    error("split: the factor must be an integer, got " .. tostring(n), 2)
+    error("split: the factor must be an integer, got " .. tostring(n), lvl)
   end
-  check(C.tl_sched_split(ctx, st.sched.handle, id, pos, 1, i64arr(1, n), opts.factor and 1 or 0), 2)
+  check(C.tl_sched_split(ctx, st.sched.handle, id, pos, 1, i64arr(1, n), opts.factor and 1 or 0), lvl + 1)
   return axis_at(st, id, pos), axis_at(st, id, pos + 1)
+end
+
+--- st:split(axis, {factor = f} | {nparts = n}) -> outer, inner
+function stage_methods.split(st, ax, opts)
+  local outer, inner = split(st, ax, opts, 3)
+  return outer, inner
 end
 
 --- st:split_n(axis, {l1, l2, ...}, inner_to_outer) -> the new axes, outer to inner
 -- The auto-scheduler's multi-level split (one SP step).
 function stage_methods.split_n(st, ax, lengths, inner_to_outer)
-  local id, pos = axis_pos(st, ax, "split", 2)
+  local id, pos = axis_pos(st, ax, "split", 3)
   if type(lengths) ~= "table" then error("split: lengths must be a list of integers", 2) end
   local n = #lengths
   local arr = i64arr(math.max(n, 1))
   for i = 1, n do arr[i - 1] = lengths[i] end
-  check(C.tl_sched_split(ctx, st.sched.handle, id, pos, n, arr, inner_to_outer == false and 0 or 1), 2)
+  check(C.tl_sched_split(ctx, st.sched.handle, id, pos, n, arr, inner_to_outer == false and 0 or 1), 3)
   local out = {}
   for i = 0, n do out[i + 1] = axis_at(st, id, pos + i) end
   return unpack(out)
@@ -205,17 +217,14 @@ local function axis_list(...)
   return list
 end
 
---- st:reorder(a, b, c, ...): the given axes take, in this order, the
--- positions they occupy now; the others stay where they are.
-function stage_methods.reorder(st, ...)
-  local list = axis_list(...)
+local function reorder(st, list, lvl)
   local h = st.sched.handle
-  local id = stage_id(st, "reorder", 2)
+  local id = stage_id(st, "reorder", lvl + 1)
   local n = C.tl_sched_num_iters(h, id)
   local pos, seen, sorted = {}, {}, {}
   for i, ax in ipairs(list) do
-    local _, p = axis_pos(st, ax, "reorder", 2)
-    if seen[p] then error(string.format("reorder: axis '%s' is given twice", ax.name), 2) end
+    local _, p = axis_pos(st, ax, "reorder", lvl + 1)
+    if seen[p] then error(string.format("reorder: axis '%s' is given twice", ax.name), lvl) end
     seen[p] = true
     pos[i], sorted[i] = p, p
   end
@@ -223,7 +232,13 @@ function stage_methods.reorder(st, ...)
   local order = intarr(math.max(n, 1))
   for i = 0, n - 1 do order[i] = i end
   for i = 1, #pos do order[sorted[i]] = pos[i] end
-  check(C.tl_sched_reorder(ctx, h, id, n, order), 2)
+  check(C.tl_sched_reorder(ctx, h, id, n, order), lvl + 1)
+end
+
+--- st:reorder(a, b, c, ...): the given axes take, in this order, the
+-- positions they occupy now; the others stay where they are.
+function stage_methods.reorder(st, ...)
+  reorder(st, axis_list(...), 3)
 end
 
 --- st:fuse(a, b, ...) -> fused axis (a outer, consecutive)
@@ -234,24 +249,26 @@ function stage_methods.fuse(st, ...)
   local arr = intarr(#list)
   for i, ax in ipairs(list) do
     local p
-    id, p = axis_pos(st, ax, "fuse", 2)
+    id, p = axis_pos(st, ax, "fuse", 3)
     arr[i - 1] = p
   end
-  check(C.tl_sched_fuse(ctx, st.sched.handle, id, #list, arr), 2)
-  return axis_at(st, id, arr[0])
+  check(C.tl_sched_fuse(ctx, st.sched.handle, id, #list, arr), 3)
+  local fused = axis_at(st, id, arr[0])
+  return fused
 end
 
 --- st:tile(x, y, x_factor, y_factor) -> xo, yo, xi, yi
 function stage_methods.tile(st, x, y, xf, yf)
-  local xo, xi = stage_methods.split(st, x, { factor = xf })
-  local yo, yi = stage_methods.split(st, y, { factor = yf })
-  stage_methods.reorder(st, xo, yo, xi, yi)
+  local xo, xi = split(st, x, { factor = xf }, 3)
+  local yo, yi = split(st, y, { factor = yf }, 3)
+  reorder(st, { xo, yo, xi, yi }, 3)
   return xo, yo, xi, yi
 end
 
+-- (lvl: as seen from annotate's caller's caller, the user)
 local function annotate(st, ax, ann, verb)
-  local id, pos = axis_pos(st, ax, verb, 3)
-  check(C.tl_sched_annotate(ctx, st.sched.handle, id, pos, ann), 3)
+  local id, pos = axis_pos(st, ax, verb, 4)
+  check(C.tl_sched_annotate(ctx, st.sched.handle, id, pos, ann), 4)
 end
 
 function stage_methods.vectorize(st, ax) annotate(st, ax, C.TL_ANN_VECTORIZE, "vectorize") end
@@ -281,15 +298,15 @@ end
 --- st:pragma(axis, "auto_unroll_max_step", 16) / st:pragma(axis, "debug_skip_region")
 function stage_methods.pragma(st, ax, key, value)
   if type(key) ~= "string" then error("pragma: the pragma name must be a string", 2) end
-  local id, pos = axis_pos(st, ax, "pragma", 2)
+  local id, pos = axis_pos(st, ax, "pragma", 3)
   local text = value ~= nil and (key .. "$" .. tostring(value)) or key
-  check(C.tl_sched_pragma(ctx, st.sched.handle, id, pos, text), 2)
+  check(C.tl_sched_pragma(ctx, st.sched.handle, id, pos, text), 3)
 end
 
 --- st:storage_align(axis, factor, offset)
 function stage_methods.storage_align(st, ax, factor, offset)
-  local id, pos = axis_pos(st, ax, "storage_align", 2)
-  check(C.tl_sched_storage_align(ctx, st.sched.handle, id, pos, factor, offset or 0), 2)
+  local id, pos = axis_pos(st, ax, "storage_align", 3)
+  check(C.tl_sched_storage_align(ctx, st.sched.handle, id, pos, factor, offset or 0), 3)
 end
 
 --- st:compute_at(parent_stage, axis_of_parent)
@@ -297,17 +314,17 @@ function stage_methods.compute_at(st, parent, ax)
   if getmetatable(parent) ~= Stage then
     error("compute_at: the target must be a stage (s[T])", 2)
   end
-  local id = stage_id(st, "compute_at", 2)
-  local pid, pos = axis_pos(parent, ax, "compute_at", 2)
-  check(C.tl_sched_compute_at(ctx, st.sched.handle, id, pid, pos), 2)
+  local id = stage_id(st, "compute_at", 3)
+  local pid, pos = axis_pos(parent, ax, "compute_at", 3)
+  check(C.tl_sched_compute_at(ctx, st.sched.handle, id, pid, pos), 3)
 end
 
 function stage_methods.compute_inline(st)
-  check(C.tl_sched_compute_inline(ctx, st.sched.handle, stage_id(st, "compute_inline", 2)), 2)
+  check(C.tl_sched_compute_inline(ctx, st.sched.handle, stage_id(st, "compute_inline", 3)), 3)
 end
 
 function stage_methods.compute_root(st)
-  check(C.tl_sched_compute_root(ctx, st.sched.handle, stage_id(st, "compute_root", 2)), 2)
+  check(C.tl_sched_compute_root(ctx, st.sched.handle, stage_id(st, "compute_root", 3)), 3)
 end
 
 -- ---- tensors made by the schedule ----------------------------------------------------
@@ -326,7 +343,10 @@ local function new_stensor(s, id, value_index)
 end
 
 STensor.__index = function(t, k)
-  if k == "op" then return stage_op_view(new_stage(rawget(t, "sched"), rawget(t, "name"))) end
+  if k == "op" then
+    local op = stage_op_view(new_stage(rawget(t, "sched"), rawget(t, "name")), 3)
+    return op
+  end
   return nil
 end
 STensor.__tostring = function(t) return string.format("Tensor(%s, schedule)", t.name) end
@@ -349,20 +369,21 @@ local function target_name(x)
   return nil
 end
 
-local function get_stage(s, x, level)
+local function get_stage(s, x, lvl)
   local name, _, te_op = target_name(x)
   if not name then
-    error("schedule: expected a tensor, an op or a stage name, got " .. type(x), level + 1)
+    error("schedule: expected a tensor, an op or a stage name, got " .. type(x), lvl)
   end
   if C.tl_sched_stage_find(s.handle, name) < 0 then
-    error(string.format("schedule: no stage '%s' in this schedule", name), level + 1)
+    error(string.format("schedule: no stage '%s' in this schedule", name), lvl)
   end
   return new_stage(s, name, te_op)
 end
 
 Schedule.__index = function(s, k)
   if type(k) == "string" then return sched_methods[k] end
-  return get_stage(s, k, 2)
+  local st = get_stage(s, k, 3)
+  return st
 end
 Schedule.__tostring = function(s) return ffi.string(C.tl_sched_print(s.handle)) end
 
@@ -395,12 +416,16 @@ function schedule.create(outs)
   local arr = intarr(#ids)
   for i, id in ipairs(ids) do arr[i - 1] = id end
   local out = ffi.new("tl_sched *[1]")
-  check(C.tl_sched_new(ctx, te.dag, arr, #ids, out), 2)
-  return wrap(out[0], tensors)
+  check(C.tl_sched_new(ctx, te.dag, arr, #ids, out), 3)
+  local s = wrap(out[0], tensors)
+  return s
 end
 
 --- s:stage(x) -> Stage (same as s[x])
-function sched_methods.stage(s, x) return get_stage(s, x, 2) end
+function sched_methods.stage(s, x)
+  local st = get_stage(s, x, 3)
+  return st
+end
 
 --- s:stages() -> list of stage names, in stage order
 function sched_methods.stage_names(s)
@@ -409,39 +434,42 @@ function sched_methods.stage_names(s)
   return list
 end
 
-local function stage_of(s, x, verb, level)
-  local st = get_stage(s, x, level + 1)
+local function stage_of(s, x, lvl)
+  local st = get_stage(s, x, lvl + 1)
   return C.tl_sched_stage_find(s.handle, st.name)
 end
 
 --- s:cache_read(tensor, scope, readers) -> the cache tensor
 function sched_methods.cache_read(s, t, scope, readers)
-  local id = stage_of(s, t, "cache_read", 2)
+  local id = stage_of(s, t, 3)
   if type(scope) ~= "string" then error("cache_read: scope must be a string like \"shared\"", 2) end
   if type(readers) ~= "table" or target_name(readers) then readers = { readers } end
   local arr = intarr(math.max(#readers, 1))
-  for i, r in ipairs(readers) do arr[i - 1] = stage_of(s, r, "cache_read", 2) end
+  for i, r in ipairs(readers) do arr[i - 1] = stage_of(s, r, 3) end
   local ns = int1()
-  check(C.tl_sched_cache_read(ctx, s.handle, id, scope, #readers, arr, ns), 2)
-  return new_stensor(s, ns[0])
+  check(C.tl_sched_cache_read(ctx, s.handle, id, scope, #readers, arr, ns), 3)
+  local t2 = new_stensor(s, ns[0])
+  return t2
 end
 
 --- s:cache_write(tensor, scope) -> the cache tensor
 function sched_methods.cache_write(s, t, scope)
-  local id = stage_of(s, t, "cache_write", 2)
+  local id = stage_of(s, t, 3)
   if type(scope) ~= "string" then error("cache_write: scope must be a string like \"local\"", 2) end
   local ns = int1()
-  check(C.tl_sched_cache_write(ctx, s.handle, id, scope, ns), 2)
-  return new_stensor(s, ns[0])
+  check(C.tl_sched_cache_write(ctx, s.handle, id, scope, ns), 3)
+  local t2 = new_stensor(s, ns[0])
+  return t2
 end
 
 --- s:rfactor(tensor, axis, factor_axis) -> the rfactor tensor (factor_axis 0-based as in TVM)
 function sched_methods.rfactor(s, t, ax, factor_axis)
-  local st = get_stage(s, t, 2)
-  local id, pos = axis_pos(st, ax, "rfactor", 2)
+  local st = get_stage(s, t, 3)
+  local id, pos = axis_pos(st, ax, "rfactor", 3)
   local ns = int1()
-  check(C.tl_sched_rfactor(ctx, s.handle, id, pos, factor_axis or 0, ns), 2)
-  return new_stensor(s, ns[0])
+  check(C.tl_sched_rfactor(ctx, s.handle, id, pos, factor_axis or 0, ns), 3)
+  local t2 = new_stensor(s, ns[0])
+  return t2
 end
 
 --- s:steps() -> the step list as §2.4 JSON text
@@ -450,34 +478,38 @@ function sched_methods.steps(s) return ffi.string(C.tl_sched_json(s.handle)) end
 --- s:apply_steps(json): apply a step, a step list or a state [[], [steps]] (all or nothing)
 function sched_methods.apply_steps(s, json)
   if type(json) ~= "string" then error("apply_steps: expected JSON text", 2) end
-  check(C.tl_sched_apply_json(ctx, s.handle, json), 2)
+  check(C.tl_sched_apply_json(ctx, s.handle, json), 3)
   return s
 end
 
 --- s:copy() -> an independent schedule with the same steps
 function sched_methods.copy(s)
   local out = ffi.new("tl_sched *[1]")
-  check(C.tl_sched_copy(ctx, s.handle, out), 2)
-  return wrap(out[0], s.outputs)
+  check(C.tl_sched_copy(ctx, s.handle, out), 3)
+  local c = wrap(out[0], s.outputs)
+  return c
 end
 
 --- s:fresh() -> a schedule of the same DAG without steps
 function sched_methods.fresh(s)
   local out = ffi.new("tl_sched *[1]")
-  check(C.tl_sched_fresh(ctx, s.handle, out), 2)
-  return wrap(out[0], s.outputs)
+  check(C.tl_sched_fresh(ctx, s.handle, out), 3)
+  local c = wrap(out[0], s.outputs)
+  return c
 end
 
 function sched_methods.num_steps(s) return C.tl_sched_num_steps(s.handle) end
 function sched_methods.hash(s) return C.tl_sched_hash(s.handle) end
 
---- The schedule-side tensor id of an argument (te tensor, cache tensor, ...).
-function sched_methods.tensor_id(s, x, level)
+--- The schedule-side tensor id of an argument (te tensor, cache tensor, ...);
+-- errors at level lvl (default: the caller of tensor_id).
+function sched_methods.tensor_id(s, x, lvl)
+  lvl = lvl or 2
   local name, vi = target_name(x)
-  if not name then error("lower: arguments must be tensors, got " .. type(x), (level or 1) + 1) end
+  if not name then error("lower: arguments must be tensors, got " .. type(x), lvl) end
   local id = C.tl_sched_stage_find(s.handle, name)
   if id < 0 then
-    error(string.format("lower: tensor '%s' is not computed or read by this schedule", name), (level or 1) + 1)
+    error(string.format("lower: tensor '%s' is not computed or read by this schedule", name), lvl)
   end
   return C.tl_sched_stage_tensor(s.handle, id, vi or 0)
 end
