@@ -298,8 +298,18 @@ static void emit_helper(tl_buf *o, uint64_t key) {
   case H_TYPEDEF:
     tl_buf_printf(o, "typedef %s %s __attribute__((vector_size(%d)));\n", ec, vt,
                   L * (t.bits / 8));
+    /* An element-aligned copy of the vector type: plain dereferences keep
+    ** vectors in registers where memcpy made GCC spill through the stack. */
+    tl_buf_printf(o, "typedef %s tlc_u_%s __attribute__((aligned(sizeof(%s))));\n", vt, vt, ec);
     return;
   case H_BCAST:
+    /* vector + scalar makes GCC emit one register broadcast; a braced list of
+    ** L copies was built through the stack (and stalled store forwarding). */
+    if (!(t.code == TL_TC_FLOAT && t.bits == 16)) {
+      tl_buf_printf(o, "static inline %s tlc_bcast_%s(%s x) { %s z = {0}; return z + x; }\n", vt,
+                    vt, ec, vt);
+      return;
+    }
     tl_buf_printf(o, "static inline %s tlc_bcast_%s(%s x) { return (%s){", vt, vt, ec, vt);
     for (int i = 0; i < L; i++) tl_buf_puts(o, i ? ", x" : "x");
     tl_buf_puts(o, "}; }\n");
@@ -371,8 +381,8 @@ static void emit_helper(tl_buf *o, uint64_t key) {
     return;
   }
   case H_VLOAD:
-    tl_buf_printf(o, "static inline %s tlc_vload_%s(const %s *p) { %s r; memcpy(&r, p, sizeof r); "
-                  "return r; }\n", vt, vt, ec, vt);
+    tl_buf_printf(o, "static inline %s tlc_vload_%s(const %s *p) { return *(const tlc_u_%s *)p; }\n",
+                  vt, vt, ec, vt);
     return;
   case H_VLOADS:
     tl_buf_printf(o, "static inline %s tlc_vloads_%s(const %s *p, int64_t s) {\n  %s r;\n  for (int "
@@ -385,8 +395,8 @@ static void emit_helper(tl_buf *o, uint64_t key) {
                   kind == H_GATHER32 ? 32 : 64, vt, ec, kind == H_GATHER32 ? 32 : 64, L, vt, L);
     return;
   case H_VSTORE:
-    tl_buf_printf(o, "static inline void tlc_vstore_%s(%s *p, %s v) { memcpy(p, &v, sizeof v); }\n",
-                  vt, ec, vt);
+    tl_buf_printf(o, "static inline void tlc_vstore_%s(%s *p, %s v) { *(tlc_u_%s *)p = v; }\n",
+                  vt, ec, vt, vt);
     return;
   case H_VSTORES:
     tl_buf_printf(o, "static inline void tlc_vstores_%s(%s *p, int64_t s, %s v) {\n  for (int i = "

@@ -738,4 +738,10 @@ function te.is_tensor(x) return getmetatable(x) == Tensor end
 function te.is_expr(x) return is_expr(x) end
 function te.is_itervar(x) return getmetatable(x) == IterVar end
 
+--- te.create_schedule(C.op) or te.create_schedule({C1.op, C2.op}): a new
+-- schedule (lua/tunelua/schedule.lua) over the sub-DAG that computes them.
+function te.create_schedule(ops)
+  return require("tunelua.schedule").create(ops)
+end
+
 return te
