@@ -222,6 +222,8 @@ typedef struct {
   uint64_t *keys;                 /* memo: (ctx << 32 | ref) -> interval */
   ival *vals;
   uint32_t cap, n;
+  uint64_t skeys[32];             /* the memo's first table, in place */
+  ival svals[32];
 } bctx;
 
 static int memo_find(const bctx *b, uint64_t key, ival *out) {
@@ -236,8 +238,14 @@ static int memo_find(const bctx *b, uint64_t key, ival *out) {
 }
 
 static void memo_put(bctx *b, uint64_t key, ival v) {
+  if (!b->cap) {   /* small queries never touch the heap */
+    memset(b->skeys, 0, sizeof b->skeys);
+    b->keys = b->skeys;
+    b->vals = b->svals;
+    b->cap = 32;
+  }
   if ((b->n + 1) * 2 > b->cap) {
-    uint32_t nc = b->cap ? b->cap * 2 : 64;
+    uint32_t nc = b->cap * 2;
     uint64_t *nk = tl_calloc(nc, sizeof *nk);
     ival *nv = tl_malloc(nc * sizeof *nv);
     for (uint32_t i = 0; i < b->cap; i++) {
@@ -247,8 +255,10 @@ static void memo_put(bctx *b, uint64_t key, ival v) {
       nk[j] = b->keys[i];
       nv[j] = b->vals[i];
     }
-    free(b->keys);
-    free(b->vals);
+    if (b->keys != b->skeys) {
+      free(b->keys);
+      free(b->vals);
+    }
     b->keys = nk;
     b->vals = nv;
     b->cap = nc;
@@ -409,8 +419,12 @@ static ival bnd(bctx *b, tl_ref e) {
     return iv(n->imm.i, n->imm.i);
   }
   if (!tl_type_is_int(n->type)) return iv_all();
-  /* leaves and ranges without operands are cheap: memoize the rest */
-  int memo = n->nkids > 0 || n->op == TL_IR_VAR;
+  /* operators and variables with symbolic ranges are worth remembering */
+  int memo = n->nkids > 0;
+  if (n->op == TL_IR_VAR) {
+    const tl_range *rg = b->lets.n ? NULL : tl_rangemap_get(b->m, e);
+    memo = b->lets.n || (rg && (!is_const(b->ir, rg->min, NULL) || !is_const(b->ir, rg->extent, NULL)));
+  }
   uint64_t key = ((uint64_t)b->ctx << 32) | e;
   ival r;
   if (memo && memo_find(b, key, &r)) return r;
@@ -423,13 +437,20 @@ void tl_ir_const_bound_sides(tl_ir *ir, tl_ref e, const tl_rangemap *ranges, int
   ival r = iv_all();
   if (e && e < (tl_ref)ir->nodes.n) {
     bctx b;
-    memset(&b, 0, sizeof b);
     b.ir = ir;
     b.m = ranges;
+    memset(&b.lets, 0, sizeof b.lets);
+    b.ctx = b.nctx = 0;
+    b.vdepth = 0;
+    b.keys = NULL;
+    b.vals = NULL;
+    b.cap = b.n = 0;
     r = bnd(&b, e);
     TL_VEC_FREE(b.lets);
-    free(b.keys);
-    free(b.vals);
+    if (b.keys != b.skeys) {
+      free(b.keys);
+      free(b.vals);
+    }
   }
   *lo = r.lo;
   *hi = r.hi;

@@ -967,6 +967,47 @@ static tl_ref rewrite(sm_st *st, int op, tl_type t, uint64_t immv, tl_ref *k, in
 
 static tl_ref ss(sm_st *st, tl_ref s);
 
+/* 1 if var occurs in root: a walk with its own visited set, so the cost is
+** the subtree's, not the whole table's (tl_ir_uses_var clears a byte per
+** node of the IR). */
+static int uses_var(const tl_ir *ir, tl_ref root, tl_ref var) {
+  refvec stack = {0};
+  uint32_t cap = 64, n = 0;
+  tl_ref *seen = tl_calloc(cap, sizeof(tl_ref));
+  int found = 0;
+  TL_VEC_PUSH(stack, root);
+  while (stack.n && !found) {
+    tl_ref r = stack.v[--stack.n];
+    if (!r) continue;
+    if (r == var) {
+      found = 1;
+      break;
+    }
+    uint32_t j = (uint32_t)tl_hash_mix(0, r) & (cap - 1);
+    while (seen[j] && seen[j] != r) j = (j + 1) & (cap - 1);
+    if (seen[j]) continue;
+    seen[j] = r;
+    if (++n * 2 > cap) {
+      uint32_t nc = cap * 2;
+      tl_ref *ns = tl_calloc(nc, sizeof(tl_ref));
+      for (uint32_t i = 0; i < cap; i++) {
+        if (!seen[i]) continue;
+        uint32_t k = (uint32_t)tl_hash_mix(0, seen[i]) & (nc - 1);
+        while (ns[k]) k = (k + 1) & (nc - 1);
+        ns[k] = seen[i];
+      }
+      free(seen);
+      seen = ns;
+      cap = nc;
+    }
+    int nk = tl_ir_nkids(ir, r);
+    for (int i = 0; i < nk; i++) TL_VEC_PUSH(stack, tl_ir_kid(ir, r, i));
+  }
+  free(seen);
+  TL_VEC_FREE(stack);
+  return found;
+}
+
 static tl_ref sx_let(sm_st *st, tl_ref e) {
   tl_ir *ir = st->ir;
   tl_ref var = tl_ir_kid(ir, e, 0), val = tl_ir_kid(ir, e, 1), body = tl_ir_kid(ir, e, 2);
@@ -982,7 +1023,7 @@ static tl_ref sx_let(sm_st *st, tl_ref e) {
   if (is_sint(tl_ir_type(ir, var))) push_range(st, var, v2, imm(st, tl_ir_type(ir, var), 1));
   tl_ref b2 = sx(st, body);
   sm_leave(st, mk);
-  if (!tl_ir_uses_var(ir, b2, var)) return b2;
+  if (!uses_var(ir, b2, var)) return b2;
   return tl_let(ir, var, v2, b2);
 }
 
@@ -1158,7 +1199,7 @@ static tl_ref ss_let(sm_st *st, tl_ref s) {
   }
   tl_ref b = ss(st, body);
   sm_leave(st, mk);
-  if (tl_ir_op(ir, b) == TL_IR_NOP || !tl_ir_uses_var(ir, b, var)) return b;
+  if (tl_ir_op(ir, b) == TL_IR_NOP || !uses_var(ir, b, var)) return b;
   return tl_let_stmt(ir, var, v2, b);
 }
 
