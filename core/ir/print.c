@@ -25,6 +25,11 @@
 **
 ** Statements are one per line with two-space indent; LET_STMT and ATTR do
 ** not open a block (their body follows at the same indent), as in TVM.
+** Loops read `for (i, 0, 64) {` (parallel / vectorized / unrolled for the
+** other kinds, `launch_thread threadIdx.x (tx, 0, 32) {` for bound ones);
+** allocations read `allocate C.local[float32 * 16] {`: the buffer's name
+** with ".scope" appended unless it already ends so, the element type, and
+** the product of the constant dimensions times any symbolic ones.
 ** A root that is an expression prints on one line without newline.
 ** tl_ir_print_short gives a one-line, length-capped rendering for messages;
 ** it stops walking the tree once the cap is reached, so a huge DAG printed

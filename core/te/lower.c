@@ -216,6 +216,70 @@ static int classify(lw *L, const int *args, int nargs) {
 
 /* ---- infer: regions, loops, values, guards, bodies --------------------------------- */
 
+/* ---- constant sizes of symbolic extents ----------------------------------------------
+** A region's extent may depend on the loops outside the attach point, e.g.
+** floordiv(8a + 7, 7) - floordiv(8a, 7) + 1 for a tile of a fused-then-split
+** loop. Interval bounds of such a difference are loose (each floordiv on its
+** own), so when the extent mentions few loop variables with few values in
+** all, its exact maximum is taken by trying them all; otherwise it falls back
+** to tl_ir_const_bound. */
+
+#define ENUM_MAX 1024           /* value combinations tried at most */
+
+typedef struct {
+  tl_ref vars[4];
+  int n, over;
+} var_set;
+
+static int vars_fn(const tl_ir *ir, tl_ref node, void *ud) {
+  var_set *vs = ud;
+  if (tl_ir_op(ir, node) != TL_IR_VAR) return 1;
+  for (int i = 0; i < vs->n; i++)
+    if (vs->vars[i] == node) return 1;
+  if (vs->n == 4) vs->over = 1;
+  else vs->vars[vs->n++] = node;
+  return 1;
+}
+
+static int const_max(lw *L, tl_ref e, const tl_rangemap *known, int64_t *out) {
+  tl_ir *ir = L->ir;
+  if (tl_ir_is_int(ir, e, out)) return 1;
+  var_set vs = {{0}, 0, 0};
+  tl_ir_visit(ir, e, vars_fn, &vs);
+  int64_t lo[4], ext[4], combos = 1;
+  int ok = !vs.over;
+  for (int i = 0; ok && i < vs.n; i++) {
+    const tl_range *r = tl_rangemap_get(known, vs.vars[i]);
+    if (!r || !r->var || !tl_ir_is_int(ir, r->min, &lo[i]) || !tl_ir_is_int(ir, r->extent, &ext[i]) ||
+        ext[i] < 1)
+      ok = 0;
+    else if ((combos *= ext[i]) > ENUM_MAX)
+      ok = 0;
+  }
+  if (ok) {
+    int64_t best = INT64_MIN;
+    for (int64_t c = 0; ok && c < combos; c++) {
+      tl_ref to[4];
+      int64_t rest = c, v;
+      for (int i = 0; i < vs.n; i++) {
+        to[i] = tl_int(ir, lo[i] + rest % ext[i]);
+        rest /= ext[i];
+      }
+      tl_ref x = tl_ir_simplify(ir, tl_ir_substitute(ir, e, vs.vars, to, vs.n), NULL);
+      if (!tl_ir_is_int(ir, x, &v)) ok = 0;
+      else if (v > best) best = v;
+    }
+    if (ok) {
+      *out = best;
+      return 1;
+    }
+  }
+  int64_t l, h;
+  if (!tl_ir_const_bound(ir, e, known, &l, &h)) return 0;
+  *out = h;
+  return 1;
+}
+
 /* Union of two ranges [m1, m1+e1) and [m2, m2+e2); extent kept constant. */
 static int range_union(lw *L, tl_ref *m1, int64_t *e1, tl_ref m2, int64_t e2, const tl_rangemap *known) {
   tl_ir *ir = L->ir;
@@ -230,10 +294,8 @@ static int range_union(lw *L, tl_ref *m1, int64_t *e1, tl_ref m2, int64_t e2, co
   tl_ref mn = tl_ir_simplify(ir, tl_min(ir, *m1, m2), known);
   tl_ref mx = tl_max(ir, tl_add(ir, *m1, tl_int(ir, *e1)), tl_add(ir, m2, tl_int(ir, e2)));
   tl_ref ext = tl_ir_simplify(ir, tl_sub(ir, mx, mn), known);
-  int64_t lo, hi;
-  if (tl_ir_is_int(ir, ext, &c)) hi = c;
-  else if (tl_ir_const_bound(ir, ext, known, &lo, &hi)) (void)lo;
-  else return -1;
+  int64_t hi;
+  if (!const_max(L, ext, known, &hi)) return -1;
   *m1 = mn;
   *e1 = hi;
   return 0;
@@ -288,14 +350,11 @@ static int infer_region(lw *L, int st) {
                     op_name(L, ac->stage), d);
         break;
       }
-      if (!tl_ir_is_int(L->ir, ex, &e)) {
-        int64_t lo;
-        if (!tl_ir_const_bound(L->ir, ex, &known, &lo, &e)) {
-          rc = tl_err(L->ctx, TL_E_UNSUPPORTED,
-                      "lower: the region of '%s' read by '%s' has no constant size (dimension %d)",
-                      op->name, op_name(L, ac->stage), d);
-          break;
-        }
+      if (!const_max(L, ex, &known, &e)) {
+        rc = tl_err(L->ctx, TL_E_UNSUPPORTED,
+                    "lower: the region of '%s' read by '%s' has no constant size (dimension %d)",
+                    op->name, op_name(L, ac->stage), d);
+        break;
       }
       if (e < 1) e = 1;
       if (!found) {

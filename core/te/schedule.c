@@ -302,8 +302,14 @@ typedef struct {
 static tl_ref rebuf_fn(tl_ir *ir, tl_ref node, void *ud) {
   rebuf_st *r = ud;
   if (tl_ir_op(ir, node) != TL_IR_LOAD || (int)tl_ir_node(ir, node)->imm.u != r->from) return node;
-  /* tl_ir_make copies operands that live in ir->kids before growing it */
-  return tl_load(ir, r->to, tl_ir_kids(ir, node), tl_ir_nkids(ir, node));
+  /* copy the indices out of ir->kids: building the new node may grow it */
+  int n = tl_ir_nkids(ir, node);
+  tl_ref stack[16] = {0};
+  tl_ref *idx = n <= 16 ? stack : tl_malloc(sizeof(tl_ref) * (size_t)n);
+  if (n) memcpy(idx, tl_ir_kids(ir, node), sizeof(tl_ref) * (size_t)n);
+  tl_ref out = tl_load(ir, r->to, idx, n);
+  if (idx != stack) free(idx);
+  return out;
 }
 
 /* Point op's loads of tensor `from` at tensor `to`. */
