@@ -1830,7 +1830,7 @@ int tl_codegen_c(tl_ctx *ctx, const tl_lowered *f, tl_buf *out) {
     tl_buf_printf(out, prelude_fmt, f->name, f->name, f->name, TL_E_ARG, TL_E_ARG, TL_E_DTYPE,
                   TL_E_SHAPE, TL_E_SHAPE, TL_E_ARG, TL_E_ARG);
     if (par) tl_buf_puts(out, parallel_prelude);
-    qsort(c.helpers.v, (size_t)c.helpers.n, sizeof(uint64_t), key_cmp);
+    if (c.helpers.n > 0) qsort(c.helpers.v, (size_t)c.helpers.n, sizeof(uint64_t), key_cmp);
     int ntypedef = 0;
     for (int i = 0; i < c.helpers.n; i++) {
       if ((c.helpers.v[i] >> 32) != H_TYPEDEF && ntypedef && i > 0 &&

@@ -168,9 +168,16 @@ tl_ref tl_ir_make(tl_ir *ir, int op, tl_type type, uint64_t imm, const tl_ref *k
   nd.type = type;
   nd.imm.u = imm;
   nd.kids = (uint32_t)ir->kids.n;
-  /* kids may point into ir->kids itself: copy before growing */
+  /* kids may point into ir->kids itself, which growing may move: copy out first */
+  tl_ref stack[16], *tmp = NULL;
+  if (nkids > 0 && kids >= ir->kids.v && kids < ir->kids.v + ir->kids.cap) {
+    tmp = nkids <= 16 ? stack : tl_malloc(sizeof(tl_ref) * (size_t)nkids);
+    memcpy(tmp, kids, sizeof(tl_ref) * (size_t)nkids);
+    kids = tmp;
+  }
   TL_VEC_RESERVE(ir->kids, ir->kids.n + nkids);
   for (int i = 0; i < nkids; i++) ir->kids.v[ir->kids.n + i] = kids[i];
+  if (tmp && tmp != stack) free(tmp);
   ir->kids.n += nkids;
   tl_ref r = (tl_ref)ir->nodes.n;
   TL_VEC_PUSH(ir->nodes, nd);

@@ -481,13 +481,12 @@ static int step_reorder(tl_ctx *ctx, tl_sched *s, const tl_step *t) {
     else seen[v] = 1;
   }
   if (!ok) {
-    tl_buf b = {0}, il = {0};
+    tl_buf b = {0};
     char lst[512];
     for (int i = 0; i < t->nints; i++) tl_buf_printf(&b, "%s%lld", i ? ", " : "", (long long)t->ints[i]);
     tl_err(ctx, TL_E_SCHED, "%s: [%s] is not a permutation of the %d iterators of stage '%s' (%s)",
            verb, b.s ? b.s : "", n, stage_name(s, st), iter_list(s, st, lst, sizeof lst));
     tl_buf_free(&b);
-    tl_buf_free(&il);
     return TL_E_SCHED;
   }
   int *nl = tl_malloc(sizeof(int) * (size_t)n);
@@ -504,8 +503,8 @@ static int step_fuse(tl_ctx *ctx, tl_sched *s, const tl_step *t) {
   tl_stage *sg = &s->stages.v[st];
   if (t->nints < 1) return tl_err(ctx, TL_E_SCHED, "%s: no iterators given for stage '%s'", verb, stage_name(s, st));
   for (int i = 0; i < t->nints; i++) {
-    if (t->ints[i] < INT32_MIN || t->ints[i] > INT32_MAX || check_iter(ctx, s, verb, st, (int)t->ints[i]))
-      return check_iter(ctx, s, verb, st, -1);
+    int it = t->ints[i] < INT32_MIN || t->ints[i] > INT32_MAX ? -1 : (int)t->ints[i];
+    if (check_iter(ctx, s, verb, st, it)) return TL_E_SCHED;
     if (i > 0 && t->ints[i] != t->ints[i - 1] + 1)
       return tl_err(ctx, TL_E_SCHED,
                     "%s: iterators %lld and %lld of stage '%s' are not consecutive ('%s', '%s')",
@@ -529,6 +528,11 @@ static int step_fuse(tl_ctx *ctx, tl_sched *s, const tl_step *t) {
     const tl_iter *it = leaf(sg, first + i);
     tl_buf_printf(&name, "%s.", it->name);
     ext = (ext > 0 && it->extent > 0) ? ext * it->extent : 0;
+    if (ext > INT32_MAX) {
+      tl_buf_free(&name);
+      return tl_err(ctx, TL_E_SCHED, "%s: the fused extent of stage '%s' is too large", verb,
+                    stage_name(s, st));
+    }
     if (it->kind != kind) kind = TL_ITER_MIXED;
   }
   tl_buf_puts(&name, "fused");

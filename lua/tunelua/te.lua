@@ -741,7 +741,8 @@ function te.is_itervar(x) return getmetatable(x) == IterVar end
 --- te.create_schedule(C.op) or te.create_schedule({C1.op, C2.op}): a new
 -- schedule (lua/tunelua/schedule.lua) over the sub-DAG that computes them.
 function te.create_schedule(ops)
-  return require("tunelua.schedule").create(ops)
+  local s = require("tunelua.schedule").create(ops)  -- not a tail call: keeps error positions
+  return s
 end
 
 return te

@@ -168,6 +168,8 @@ TL_TEST(sched_illegal_steps) {
                 "reorder: [0, 2] is not a permutation of the 3 iterators of stage 'C' (i, j, k)");
   CHECK_REFUSED(tl_sched_fuse(f.ctx, s, 2, 2, gap),
                 "fuse: iterators 0 and 2 of stage 'C' are not consecutive ('i', 'k')");
+  CHECK_REFUSED(tl_sched_fuse(f.ctx, s, 2, 2, (int[]){2, 3}),
+                "fuse: stage 'C' has no iterator 3 (it has 3: i, j, k)");
   CHECK_REFUSED(tl_sched_annotate(f.ctx, s, 2, 2, TL_ANN_THREAD_X),
                 "bind: cannot bind reduction iterator 'k' of stage 'C' to threadIdx.x");
   CHECK_REFUSED(tl_sched_annotate(f.ctx, s, 2, 2, TL_ANN_PARALLEL),
@@ -462,5 +464,38 @@ TL_TEST(sched_print_table) {
               "      0 i.outer (4)\n"
               "      1 i.inner (4)\n"
               "      2 j (12) vectorize\n");
+  fx_free(&f);
+}
+
+TL_TEST(sched_follow_fused_split) {
+  fx f = matmul_fx(64, 48, 32);
+  tl_sched *s = f.s;
+  CHECK_EQ_INT(tl_sched_apply_json(f.ctx, s, "[[\"SP\", 2, 0, 64, [4, 2], 1], [\"SP\", 2, 3, 48, [3], 1]]"), 0);
+  CHECK_STREQ(iters(s, 2), "i.0(8) i.1(4) i.2(2) j.outer(16) j.inner(3) k(32)");
+  /* level 0 of steps 0 and 1: 4 * 3 = 12, as a factor, then as nparts */
+  int src[2] = {0, 1};
+  CHECK_EQ_INT(tl_sched_follow_fused_split(f.ctx, s, 2, 5, 2, src, 0, 1), 0);
+  CHECK_STREQ(iters(s, 2), "i.0(8) i.1(4) i.2(2) j.outer(16) j.inner(3) k.outer(3) k.inner(12)");
+  CHECK_EQ_INT(tl_sched_follow_fused_split(f.ctx, s, 2, 3, 2, src, 0, 0), 0);
+  CHECK_STREQ(iters(s, 2), "i.0(8) i.1(4) i.2(2) j.outer.outer(12) j.outer.inner(2) j.inner(3) k.outer(3) k.inner(12)");
+  /* FSP with n_split 1: one length, the product of all */
+  CHECK_EQ_INT(tl_sched_follow_split(f.ctx, s, 2, 0, 0, 1), 0);
+  CHECK_STREQ(iters(s, 2),
+              "i.0.outer(1) i.0.inner(8) i.1(4) i.2(2) j.outer.outer(12) j.outer.inner(2) j.inner(3) k.outer(3) "
+              "k.inner(12)");
+  CHECK_STREQ(tl_sched_json(s), "[[\"SP\", 2, 0, 64, [4, 2], 1], [\"SP\", 2, 3, 48, [3], 1], "
+                                "[\"FFSP\", 2, 5, [0, 1], 0, 1], [\"FFSP\", 2, 3, [0, 1], 0, 0], "
+                                "[\"FSP\", 2, 0, 0, 1]]");
+  CHECK_REFUSED(tl_sched_follow_fused_split(f.ctx, s, 2, 0, 2, src, 1, 1),
+                "follow_fused_split: level 1 out of range for step 1 (1 lengths)");
+  CHECK_REFUSED(tl_sched_follow_split(f.ctx, s, 2, 0, 2, 1), "follow_split: step 2 is FFSP, not a split");
+  /* a replay gives the same iterators */
+  tl_sched *r;
+  CHECK_EQ_INT(tl_sched_fresh(f.ctx, s, &r), 0);
+  CHECK_EQ_INT(tl_sched_apply_json(f.ctx, r, tl_sched_json(s)), 0);
+  char want[1024];
+  snprintf(want, sizeof want, "%s", iters(s, 2));
+  CHECK_STREQ(iters(r, 2), want);
+  tl_sched_free(r);
   fx_free(&f);
 }

@@ -201,6 +201,34 @@ do
   expect_error("lower: placeholder 'X' is not among the arguments", function() tl.lower(s, {Y}) end)
 end
 
+-- ---- two outputs: an intermediate that is also an argument ------------------------------
+
+do
+  local X = te.placeholder({10, 6}, "float32", "X2")
+  local P = te.compute({10, 6}, function(y, x) return X(y, x) * 3.0 end, "P2")
+  local Q = te.compute({10, 6}, function(y, x) return P(y, x) + X(y, x) end, "Q2")
+  local s = create_schedule({P.op, Q.op})
+  assert(table.concat(s:stage_names(), " ") == "X2 P2 Q2")
+  expect_error("compute_inline: stage 'P2' is an output", function() s[P]:compute_inline() end)
+  local yo, yi = s[Q]:split(Q.op.axis[1], {factor = 4})
+  s[P]:compute_at(s[Q], yo)          -- P2 is computed tile by tile, straight into its argument
+  local text = tostring(tl.lower(s, {X, P, Q}))
+  assert(not text:find("allocate"), text)
+  local f = tl.build(s, {X, P, Q}, "c", {cflags = "-O1"})
+  local x = nd.random_uniform({10, 6}, {seed = 3})
+  local p, q = nd.empty({10, 6}), nd.empty({10, 6})
+  f(x, p, q)
+  local pref, qref = nd.empty({10, 6}, "float64"), nd.empty({10, 6}, "float64")
+  for r = 1, 10 do
+    for c = 1, 6 do
+      pref:set(r, c, x:get(r, c) * 3)
+      qref:set(r, c, x:get(r, c) * 4)
+    end
+  end
+  testing.assert_allclose(p, pref, {rtol = 1e-6})
+  testing.assert_allclose(q, qref, {rtol = 1e-6})
+end
+
 -- ---- targets -------------------------------------------------------------------------------
 
 do
