@@ -40,11 +40,10 @@
 ** and folds &&, ||, !) and reports whether it became a constant.
 */
 #include "ir.h"
+#include "arith.h"
 
 #include <limits.h>
 
-#define NEG_INF INT64_MIN
-#define POS_INF INT64_MAX
 #define VAR_DEPTH_MAX 16            /* symbolic ranges resolved this deep */
 
 /* ---- rangemap -------------------------------------------------------------- */
@@ -81,33 +80,9 @@ static ival iv(int64_t lo, int64_t hi) {
   return r;
 }
 static ival iv_all(void) { return iv(NEG_INF, POS_INF); }
-static int fin(int64_t x) { return x != NEG_INF && x != POS_INF; }
 
 static int64_t sneg(int64_t x) { return x == NEG_INF ? POS_INF : x == POS_INF ? NEG_INF : -x; }
 
-static int64_t sadd(int64_t a, int64_t b) {
-  if (a == NEG_INF || b == NEG_INF) return NEG_INF;
-  if (a == POS_INF || b == POS_INF) return POS_INF;
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) return a > 0 ? POS_INF : NEG_INF;
-  return r;
-}
-
-static int64_t smul(int64_t a, int64_t b) {
-  if (a == 0 || b == 0) return 0;
-  int neg = (a < 0) != (b < 0);
-  if (!fin(a) || !fin(b)) return neg ? NEG_INF : POS_INF;
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r) || !fin(r)) return neg ? NEG_INF : POS_INF;
-  return r;
-}
-
-static int64_t fdiv64(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
-  return q;
-}
-static int64_t fmod64(int64_t a, int64_t b) { return a - fdiv64(a, b) * b; }
 
 /* Quotient with infinite operands as limits; *ok = 0 for inf / inf. */
 static int64_t sdiv(int64_t a, int64_t b, int floor, int *ok) {

@@ -5,6 +5,7 @@
 ** simplifier live in their own files of core/ir.
 */
 #include "ir.h"
+#include "arith.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -270,20 +271,14 @@ static tl_ref coerce(tl_ir *ir, tl_ref imm, tl_type t) {
   return imm;
 }
 
-static int64_t floordiv64(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
-  return q;
-}
-static int64_t floormod64(int64_t a, int64_t b) { return a - floordiv64(a, b) * b; }
 
 static int fold_int(int op, int64_t a, int64_t b, int64_t *out) {
   switch (op) {
   case TL_IR_ADD: *out = (int64_t)((uint64_t)a + (uint64_t)b); return 1;
   case TL_IR_SUB: *out = (int64_t)((uint64_t)a - (uint64_t)b); return 1;
   case TL_IR_MUL: *out = (int64_t)((uint64_t)a * (uint64_t)b); return 1;
-  case TL_IR_FLOORDIV: if (!b) return 0; *out = floordiv64(a, b); return 1;
-  case TL_IR_FLOORMOD: if (!b) return 0; *out = floormod64(a, b); return 1;
+  case TL_IR_FLOORDIV: if (!b) return 0; *out = fdiv64(a, b); return 1;
+  case TL_IR_FLOORMOD: if (!b) return 0; *out = fmod64(a, b); return 1;
   case TL_IR_TRUNCDIV: if (!b) return 0; *out = a / b; return 1;
   case TL_IR_TRUNCMOD: if (!b) return 0; *out = a % b; return 1;
   case TL_IR_MIN: *out = a < b ? a : b; return 1;

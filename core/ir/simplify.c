@@ -64,44 +64,18 @@
 ** bool arithmetic is only folded.
 */
 #include "ir.h"
+#include "arith.h"
 
 #include <limits.h>
 
-#define NEG_INF INT64_MIN
-#define POS_INF INT64_MAX
 
 /* ---- arithmetic helpers -------------------------------------------------- */
-
-static int fin(int64_t x) { return x != NEG_INF && x != POS_INF; }
-
-static int64_t sadd(int64_t a, int64_t b) {
-  if (a == NEG_INF || b == NEG_INF) return NEG_INF;
-  if (a == POS_INF || b == POS_INF) return POS_INF;
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) return a > 0 ? POS_INF : NEG_INF;
-  return r;
-}
-
-static int64_t smul(int64_t a, int64_t b) {
-  if (a == 0 || b == 0) return 0;
-  int neg = (a < 0) != (b < 0);
-  if (!fin(a) || !fin(b)) return neg ? NEG_INF : POS_INF;
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r) || !fin(r)) return neg ? NEG_INF : POS_INF;
-  return r;
-}
 
 /* wrapping (two's complement) arithmetic on coefficients */
 static int64_t wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 static int64_t wmul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
 static int64_t wneg(int64_t a) { return (int64_t)(0 - (uint64_t)a); }
 
-static int64_t fdiv64(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
-  return q;
-}
-static int64_t fmod64(int64_t a, int64_t b) { return a - fdiv64(a, b) * b; }
 /* ceil(a / b) for b > 0, without negating a */
 static int64_t cdiv64(int64_t a, int64_t b) { return a / b + (a % b != 0 && a > 0); }
 
