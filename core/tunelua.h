@@ -670,4 +670,12 @@ void tl_module_free(tl_module *m);
 #ifdef __cplusplus
 }
 #endif
+
+/* The parts of the public API, one per subsystem. */
+#include "tunelua_autotvm.h"
+#include "tunelua_graph.h"
+#include "tunelua_opencl.h"
+#include "tunelua_rpc.h"
+#include "tunelua_tune.h"
+
 #endif
