@@ -1,0 +1,165 @@
+--- tunelua.flow: the whole AutoTVM flow of the tutorials, shared by
+--- scripts/tune_mobile_gpu.lua and scripts/tune_relay_x86.lua.
+--
+--   require("tunelua.flow").main(arg, {target = "llvm", key = "local"})
+--
+-- Extract the network's tasks, tune each with the chosen tuner (every trial
+-- appended to the log), compile the network with the best records and
+-- measure its end-to-end latency. Re-running with the same log resumes:
+-- configurations already measured are not measured again. Options come from
+-- the command line (see flow.usage); `defaults` holds the script's own.
+local flow = {}
+
+flow.defaults = {
+  network = "resnet-18",
+  target = "opencl -device=mali",
+  tuner = "xgb",
+  n_trial = 32,
+  early_stopping = 16,
+  log = nil,
+  tracker = nil,
+  key = "rk3399",
+  batch_size = 1,
+  dtype = "float32",
+  ops = "nn.conv2d",
+  image_size = nil,
+  ["repeat"] = 30,
+  number = 10,
+  timeout = 5,
+}
+
+flow.usage = [[
+usage: tunelua %s [options]
+  --network NAME        resnet-18, mobilenet, vgg-16, squeezenet_v1.1, inception_v3 (default %s)
+  --target TARGET       default "%s"
+  --tuner NAME          xgb, xgb_rank, xgb_knob, ..., ga, random, gridsearch (default %s)
+  --n-trial N           trials per task (default %d)
+  --early-stopping N    stop a task after N trials without improvement (default %d)
+  --log FILE            the tuning log (default <key>.<network>.log); re-run to resume
+  --tracker HOST:PORT   measure on devices of an RPC tracker (default: this machine)
+  --key KEY             device key at the tracker (default %s)
+  --ops LIST            operators to tune, comma-separated (default %s)
+  --image-size N        input height and width (default: the network's)
+  --repeat N            end-to-end measurements (default %d)
+  --tutorial            the tutorial's settings: n_trial 1000, early_stopping 450
+]]
+
+--- Parse argv over a copy of defaults; errors are raised with level 0.
+function flow.parse_args(argv, defaults, script)
+  local o = {}
+  for k, v in pairs(flow.defaults) do o[k] = v end
+  for k, v in pairs(defaults or {}) do o[k] = v end
+  local i = 1
+  local function value(name)
+    i = i + 1
+    local v = argv[i]
+    if v == nil then error(name .. ": expected a value", 0) end
+    return v
+  end
+  local function count(name)
+    local v = value(name)
+    local n = tonumber(v)
+    if not n or n < 0 or n ~= math.floor(n) then
+      error(string.format("%s: expected a non-negative integer, got %q", name, v), 0)
+    end
+    return n
+  end
+  local strings = { ["--network"] = "network", ["--target"] = "target", ["--tuner"] = "tuner",
+    ["--log"] = "log", ["--tracker"] = "tracker", ["--key"] = "key", ["--ops"] = "ops" }
+  local counts = { ["--n-trial"] = "n_trial", ["--early-stopping"] = "early_stopping",
+    ["--image-size"] = "image_size", ["--repeat"] = "repeat" }
+  while i <= #argv do
+    local a = argv[i]
+    if strings[a] then o[strings[a]] = value(a)
+    elseif counts[a] then o[counts[a]] = count(a)
+    elseif a == "--tutorial" then o.n_trial, o.early_stopping = 1000, 450
+    elseif a == "-h" or a == "--help" then
+      io.write(string.format(flow.usage, script or "script.lua", o.network, o.target, o.tuner,
+        o.n_trial, o.early_stopping, o.key, o.ops, o["repeat"]))
+      os.exit(0)
+    else
+      error(string.format("unknown option %q (see --help)", a), 0)
+    end
+    i = i + 1
+  end
+  if o.tracker and not o.tracker:match("^[^:]+:%d+$") then
+    error("--tracker: expected HOST:PORT, got " .. o.tracker, 0)
+  end
+  o.log = o.log or string.format("%s.%s.log", o.key, o.network)
+  return o
+end
+
+local function tracker_addr(o)
+  local host, port = o.tracker:match("^([^:]+):(%d+)$")
+  return host, tonumber(port)
+end
+
+--- The tuning_option table of the tutorials for options o.
+function flow.tuning_option(o)
+  local autotvm = require "tunelua.autotvm"
+  local runner
+  if o.tracker then
+    local host, port = tracker_addr(o)
+    runner = autotvm.RPCRunner(o.key, host, port, { number = o.number, timeout = o.timeout })
+  else
+    runner = autotvm.LocalRunner({ number = o.number, timeout = o.timeout })
+  end
+  return {
+    log_filename = o.log,
+    tuner = o.tuner,
+    n_trial = o.n_trial,
+    early_stopping = o.early_stopping,
+    measure_option = autotvm.measure_option({
+      builder = autotvm.LocalBuilder({ timeout = 10 }),
+      runner = runner,
+    }),
+  }
+end
+
+--- Extract, tune, compile with the best records, evaluate.
+function flow.tune_and_evaluate(o, tuning_opt)
+  local tl = require "tunelua"
+  local autotvm = require "tunelua.autotvm"
+  local relay = require "tunelua.relay"
+  local networks = require "networks"
+
+  print("Extract tasks...")
+  local mod, params, input_shape = networks.get_network(o.network, {
+    batch_size = o.batch_size, dtype = o.dtype, image_size = o.image_size,
+  })
+  local ops = {}
+  for op in o.ops:gmatch("[^,%s]+") do ops[#ops + 1] = op end
+  local tasks = autotvm.task.extract_from_program(mod, { target = o.target, params = params, ops = ops })
+
+  print("Tuning...")
+  autotvm.tune_tasks(tasks, tuning_opt.measure_option, tuning_opt)
+
+  print("Compile...")
+  local lib = relay.build(mod, {
+    target = o.target, params = params,
+    history = autotvm.apply_history_best(tuning_opt.log_filename),
+  })
+
+  local module
+  if o.tracker then
+    print("Upload...")
+    local host, port = tracker_addr(o)
+    local remote = require("tunelua.rpc").request_remote(o.key, host, port, { timeout = 10000 })
+    module = remote:graph_module(lib)
+  else
+    module = require("tunelua.graph.executor").GraphModule(lib)
+  end
+  local data = tl.nd.random_uniform(input_shape, { low = 0, high = 1, seed = 1, dtype = o.dtype })
+  module:set_input("data", data)
+
+  print("Evaluate inference time cost...")
+  print(module:benchmark({ number = 1, repeats = o["repeat"] }))
+end
+
+--- The scripts' entry point.
+function flow.main(argv, defaults, script)
+  local o = flow.parse_args(argv or {}, defaults, script)
+  flow.tune_and_evaluate(o, flow.tuning_option(o))
+end
+
+return flow
