@@ -563,5 +563,25 @@ do
   end
 end
 
+-- batch_norm with scale = false (resnet's bn_data) evaluates: gamma is not read
+do
+  local nd = require "tunelua.nd"
+  local x = relay.var("data", { shape = { 1, 3, 2, 2 } })
+  local bn = relay.nn.batch_norm(x, relay.var("g"), relay.var("b"), relay.var("m"), relay.var("v"),
+    { scale = false, epsilon = 0 })
+  local mod = relay.Module(relay.Function(relay.free_vars(relay.tuple_get(bn, 0)),
+    relay.tuple_get(bn, 0)))
+  local data = nd.random_uniform({ 1, 3, 2, 2 }, { seed = 5 })
+  local out = require("tunelua.relay.eval").run(mod, { data = data, g = nd.full({ 3 }, 7),
+    b = nd.full({ 3 }, 1), m = nd.full({ 3 }, 0.5), v = nd.full({ 3 }, 4) })
+  local xs, ys = data:flat(), out:flat()
+  for i = 1, 12 do   -- (x - 0.5) / 2 + 1, gamma ignored
+    local want = (xs[i] - 0.5) / 2 + 1
+    assert(math.abs(ys[i] - want) < 1e-6, "bn scale=false at " .. i)
+  end
+  local g3 = relay.nn.global_avg_pool3d(relay.var("v3", { shape = { 1, 2, 3, 4, 5 } }))
+  assert(table.concat(g3.type.shape, ",") == "1,2,1,1,1")
+end
+
 assert(type(relay.build) == "function" and type(relay.transform.FuseOps) == "function")
 print("test_relay: ok")

@@ -208,15 +208,22 @@ local function topi_kernel(n, vals)
     local opl = {}
     for i, o in ipairs(outs) do opl[i] = o.op end
     local s = te.create_schedule(opl)
-    local args = {}
-    for _, t in ipairs(ins) do args[#args + 1] = t end
+    -- inputs the computation does not read (batch_norm's gamma with
+    -- scale = false, beta with center = false) are not kernel arguments
+    local args, used = {}, {}
+    for i, t in ipairs(ins) do
+      if pcall(s.tensor_id, s, t, 1) then
+        args[#args + 1] = t
+        used[#used + 1] = i
+      end
+    end
     for _, t in ipairs(outs) do args[#args + 1] = t end
     local fn = tl_build.build(s, args, "c", { name = "relay_eval" })
-    f = { fn = fn, outs = outs }
+    f = { fn = fn, outs = outs, used = used }
     kcache[k] = f
   end
   local res, args = {}, {}
-  for i, v in ipairs(vals) do args[i] = v end
+  for j, i in ipairs(f.used) do args[j] = vals[i] end
   for i, o in ipairs(f.outs) do
     res[i] = nd.empty(o.shape, o.dtype)
     args[#args + 1] = res[i]

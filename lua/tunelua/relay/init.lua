@@ -731,6 +731,8 @@ nnb.max_pool3d = builder("nn.max_pool3d", 1)
 nnb.avg_pool3d = builder("nn.avg_pool3d", 1)
 nnb.global_avg_pool2d = builder("nn.global_avg_pool2d", 1)
 nnb.global_max_pool2d = builder("nn.global_max_pool2d", 1)
+nnb.global_avg_pool3d = builder("nn.global_avg_pool3d", 1)
+nnb.global_max_pool3d = builder("nn.global_max_pool3d", 1)
 nnb.batch_flatten = builder("nn.batch_flatten", 1)
 nnb.pad = builder("nn.pad", 1)
 --- relay.nn.dropout(x, {rate}) -> field 0 of the dropout call (as TVM's Python API).

@@ -506,6 +506,12 @@ for _, k in ipairs { "avg", "max" } do
     normalize = function(a) a.layout = a.layout or "NCHW" end,
     to_topi = function(attrs) return { pool_type = k, layout = attrs.layout } end,
   }
+  register {
+    name = "nn.global_" .. k .. "_pool3d", topi = "global_pool3d", pattern = "out_elemwise_fusable",
+    attr_order = { "layout", "out_layout" }, defaults = { layout = "NCDHW", out_layout = "" },
+    normalize = function(a) a.layout = a.layout or "NCDHW" end,
+    to_topi = function(attrs) return { pool_type = k, layout = attrs.layout } end,
+  }
 end
 
 -- ---- transforms -------------------------------------------------------------------------
