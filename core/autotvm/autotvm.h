@@ -1,0 +1,115 @@
+/*
+** autotvm.h -- internals of AutoTVM's config spaces, tasks and templates
+** (core/autotvm/space.c, task.c, template.c; targets/x86/templates.c).
+**
+** A config space is an ordered list of knobs; each knob is a finite list of
+** entities. Split, reorder and annotate entities are fixed-width int vectors
+** (sizes, permutation, annotation codes); "other" entities are JSON scalars.
+** The config of index p takes entity (p / prod(dims[0..j-1])) % dims[j] of
+** knob j (the first-defined knob is the least significant digit).
+**
+** C templates: define(cfg) declares the knobs (define mode) and the fallback
+** digits; compute(...) adds the template's ops to a dag; schedule(cfg, s)
+** reads the chosen entities by knob name (apply mode) and adds steps.
+*/
+#ifndef TL_AUTOTVM_H
+#define TL_AUTOTVM_H
+
+#include <jansson.h>
+
+#include "../base/base.h"
+#include "../te/schedule.h"
+
+/* Annotation codes of "an" entities (formats §1.3 order). */
+enum {
+  TL_AN_NONE = 0, TL_AN_VEC, TL_AN_UNROLL, TL_AN_BLOCK_X, TL_AN_BLOCK_Y, TL_AN_BLOCK_Z,
+  TL_AN_THREAD_X, TL_AN_THREAD_Y, TL_AN_THREAD_Z, TL_AN_VTHREAD, TL_AN_FUSE, TL_AN_NCODES
+};
+extern const char *const tl_an_names[TL_AN_NCODES];
+
+typedef struct tl_knob {
+  char *name;
+  int kind;                    /* TL_KNOB_* */
+  int width;                   /* ints per entity (sp: num_outputs, re/an: n) */
+  int locate_cache;            /* an: values are axis indices */
+  int64_t dim;                 /* number of entities */
+  int64_t *ints;               /* dim * width (sp/re/an) */
+  char **other;                /* dim JSON texts (ot) */
+  double *other_num;           /* dim numeric values (ot; strings: the index) */
+  int64_t fallback;            /* fallback digit */
+  int64_t length;              /* sp: the axis length */
+} tl_knob;
+
+struct tl_atvm_space {
+  TL_VEC(tl_knob) knobs;
+  char *text;                  /* returned by tl_atvm_space_other_json */
+};
+
+/* Entity j of knob k, ints (NULL for ot). */
+static inline const int64_t *tl_knob_entity(const tl_knob *kb, int64_t j) {
+  return kb->ints ? kb->ints + j * kb->width : NULL;
+}
+/* The entity of knob k as its JSON value, appended to out. */
+void tl_knob_entity_json(const tl_knob *kb, int64_t j, tl_buf *out);
+
+/* Keep the entities j with keep[j] (the knob-level filter), in order. */
+void tl_atvm_knob_filter(tl_atvm_space *sp, int k, const unsigned char *keep);
+
+/* ---- config objects for C templates -------------------------------------- */
+
+typedef struct tl_atvm_cfg {
+  tl_ctx *ctx;
+  tl_atvm_space *space;
+  const int64_t *digits;       /* apply mode: one digit per knob */
+  double flop;                 /* cfg.add_flop; 0 = count the dag */
+  const char *target;          /* target string */
+} tl_atvm_cfg;
+
+/* Apply mode: the chosen entity of the knob called name (NULL + error if absent). */
+const int64_t *tl_cfg_ints(tl_atvm_cfg *cfg, const char *name, int *width);
+/* An "ot" knob's value as a number (bools 0/1). */
+double tl_cfg_other(tl_atvm_cfg *cfg, const char *name);
+/* The largest divisor of n that is <= cap (>= 1). */
+int64_t tl_atvm_largest_divisor(int64_t n, int64_t cap);
+/* Fallback helper: set split knob name to sizes (size[0] ignored) if it is an
+** entity of the knob, else the closest by fallback_split with those caps. */
+int tl_cfg_fallback_split(tl_atvm_cfg *cfg, const char *name, const int64_t *sizes, int n);
+void tl_cfg_fallback_other(tl_atvm_cfg *cfg, const char *name, double value);
+
+/* ---- templates ------------------------------------------------------------- */
+
+/* The template's inputs parsed from args: tensors (shape, dtype) and the rest. */
+typedef struct tl_atvm_args {
+  json_t *json;                /* the args array */
+  int ntensors;
+  int ndim[8];
+  int64_t shape[8][8];
+  int dtype[8];
+} tl_atvm_args;
+
+typedef struct tl_atvm_template {
+  const char *name;
+  int (*define)(tl_atvm_cfg *cfg, const tl_atvm_args *a);
+  /* in[0..ntensors) are the tensor args; outputs are written to out */
+  int (*compute)(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
+                 int *out, int max_out, int *nout);
+  /* s holds compute + fused injective consumers; anchor = the op name of
+  ** the template's main compute op in s */
+  int (*schedule)(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s);
+} tl_atvm_template;
+
+int tl_atvm_parse_args(tl_ctx *ctx, const char *args_json, tl_atvm_args *a);
+void tl_atvm_args_free(tl_atvm_args *a);
+const tl_atvm_template *tl_atvm_template_find(const char *name);
+
+/* Schedule helpers for templates (targets/x86). */
+int tl_atvm_stage_by_tag(tl_sched *s, const char *tag_prefix);
+/* Inline every injective compute stage that is not an output and not the
+** anchor, and pad stages; returns the output stage (last). */
+int tl_atvm_inline_injective(tl_ctx *ctx, tl_sched *s, int anchor);
+
+/* x86 templates (targets/x86). */
+extern const tl_atvm_template tl_x86_conv2d_nchwc, tl_x86_depthwise_nchwc, tl_x86_dense_pack,
+    tl_x86_dense_nopack;
+
+#endif

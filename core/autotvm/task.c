@@ -1,0 +1,445 @@
+/*
+** task.c -- AutoTVM tasks: a template applied to args (formats §1.2) for a
+** target. Creating a task runs the template's define step (the config
+** space), builds the compute DAG once and counts its FLOPs; instantiating
+** config i replays the template's schedule on a fresh schedule of that DAG.
+*/
+#include "autotvm.h"
+
+#include <math.h>
+#include <stdio.h>
+
+struct tl_atvm_task {
+  char *name, *args_json, *target;
+  const tl_atvm_template *tmpl;
+  tl_atvm_args args;
+  tl_atvm_space *space;
+  tl_dag *dag;                 /* placeholders + template compute */
+  int ninputs, noutputs;
+  int inputs[8], outputs[8];   /* tensor ids in dag */
+  char *in_names[8];
+  char *out_names[8];
+  double flop;
+  tl_buf text;
+  int64_t *valid_cache;        /* unused: no multi_filter in C templates */
+};
+
+/* ---- template registry ----------------------------------------------------- */
+
+#include "../../targets/mali/mali.h"
+static const tl_atvm_template *const templates[] = {
+    &tl_x86_conv2d_nchwc, &tl_x86_depthwise_nchwc, &tl_x86_dense_pack, &tl_x86_dense_nopack,
+    &tl_mali_conv2d_spatial_pack,
+    &tl_mali_conv2d_winograd,
+    &tl_mali_depthwise_conv2d,
+    &tl_mali_dense};
+
+const tl_atvm_template *tl_atvm_template_find(const char *name) {
+  for (size_t i = 0; name && i < TL_ARRAY_SIZE(templates); i++)
+    if (strcmp(templates[i]->name, name) == 0) return templates[i];
+  return NULL;
+}
+TL_EXPORT const char *tl_atvm_template_list(int i) {
+  return (i >= 0 && (size_t)i < TL_ARRAY_SIZE(templates)) ? templates[i]->name : NULL;
+}
+TL_EXPORT int tl_atvm_template_exists(const char *name) { return tl_atvm_template_find(name) != NULL; }
+
+/* The message lists the known templates of the name's backend suffix
+** (".x86"), or all of them when none shares it. */
+static int unknown_template(tl_ctx *ctx, const char *name) {
+  tl_buf b = {0};
+  const char *dot = name ? strrchr(name, '.') : NULL;
+  int n = 0;
+  for (int pass = 0; pass < 2 && n == 0; pass++)
+    for (size_t i = 0; i < TL_ARRAY_SIZE(templates); i++) {
+      const char *td = strrchr(templates[i]->name, '.');
+      if (pass == 0 && !(dot && td && strcmp(dot, td) == 0)) continue;
+      tl_buf_printf(&b, "%s%s", n++ ? ", " : "", templates[i]->name);
+    }
+  int rc = tl_err(ctx, TL_E_ARG, "autotvm: unknown template '%s' (known%s%s: %s)",
+                  name ? name : "NULL", dot && strstr(b.s, dot) ? " " : "",
+                  dot && strstr(b.s, dot) ? dot : "", b.s);
+  tl_buf_free(&b);
+  return rc;
+}
+
+/* ---- args ------------------------------------------------------------------------ */
+
+int tl_atvm_parse_args(tl_ctx *ctx, const char *args_json, tl_atvm_args *a) {
+  memset(a, 0, sizeof *a);
+  json_error_t err;
+  a->json = json_loads(args_json ? args_json : "", 0, &err);
+  if (!a->json || !json_is_array(a->json)) {
+    json_decref(a->json);
+    a->json = NULL;
+    return tl_err(ctx, TL_E_PARSE, "autotvm: args must be a JSON array, got '%.200s'",
+                  args_json ? args_json : "NULL");
+  }
+  size_t i;
+  json_t *v;
+  json_array_foreach(a->json, i, v) {
+    if (!json_is_array(v) || json_array_size(v) != 3 || !json_is_string(json_array_get(v, 0)) ||
+        strcmp(json_string_value(json_array_get(v, 0)), "TENSOR") != 0)
+      continue;
+    json_t *shape = json_array_get(v, 1), *dt = json_array_get(v, 2);
+    int t = a->ntensors;
+    if (t >= 8 || !json_is_array(shape) || json_array_size(shape) > 8 || !json_is_string(dt)) {
+      tl_atvm_args_free(a);
+      return tl_err(ctx, TL_E_PARSE, "autotvm: args: bad TENSOR entry %zu", i);
+    }
+    a->ndim[t] = (int)json_array_size(shape);
+    for (int d = 0; d < a->ndim[t]; d++) {
+      json_t *e = json_array_get(shape, d);
+      if (!json_is_integer(e) || json_integer_value(e) < 1) {
+        tl_atvm_args_free(a);
+        return tl_err(ctx, TL_E_PARSE, "autotvm: args: TENSOR %zu: dimension %d must be a positive integer", i, d);
+      }
+      a->shape[t][d] = json_integer_value(e);
+    }
+    if (tl_dtype_parse(ctx, json_string_value(dt), &a->dtype[t])) {
+      tl_atvm_args_free(a);
+      return tl_err_prefix(ctx, "autotvm: args: TENSOR %zu: ", i);
+    }
+    a->ntensors++;
+  }
+  return TL_OK;
+}
+
+void tl_atvm_args_free(tl_atvm_args *a) {
+  json_decref(a->json);
+  a->json = NULL;
+}
+
+/* ---- tasks -------------------------------------------------------------------------- */
+
+TL_EXPORT void tl_atvm_task_free(tl_atvm_task *t) {
+  if (!t) return;
+  free(t->name), free(t->args_json), free(t->target);
+  tl_atvm_args_free(&t->args);
+  tl_atvm_space_free(t->space);
+  tl_dag_free(t->dag);
+  for (int i = 0; i < 8; i++) free(t->in_names[i]), free(t->out_names[i]);
+  tl_buf_free(&t->text);
+  free(t);
+}
+
+TL_EXPORT int tl_atvm_task_create(tl_ctx *ctx, const char *template_name, const char *args_json,
+                                  const char *target, tl_atvm_task **out) {
+  *out = NULL;
+  const tl_atvm_template *tm = tl_atvm_template_find(template_name);
+  if (!tm) return unknown_template(ctx, template_name);
+  tl_atvm_task *t = tl_calloc(1, sizeof *t);
+  t->tmpl = tm;
+  t->name = tl_strdup(template_name);
+  t->target = tl_strdup(target && *target ? target : "llvm");
+  int rc;
+  if ((rc = tl_atvm_parse_args(ctx, args_json, &t->args))) goto fail;
+  t->args_json = json_dumps(t->args.json, JSON_COMPACT);
+  t->space = tl_atvm_space_new();
+  tl_atvm_cfg cfg = {ctx, t->space, NULL, 0, t->target};
+  if ((rc = tm->define(&cfg, &t->args))) goto fail;
+  t->dag = tl_dag_new();
+  static const char *const names[] = {"data", "kernel", "bias", "in3", "in4", "in5", "in6", "in7"};
+  static const char *const dnames[] = {"data", "weight", "bias", "in3", "in4", "in5", "in6", "in7"};
+  int dense = strstr(template_name, "dense") != NULL;
+  for (int i = 0; i < t->args.ntensors; i++) {
+    t->in_names[i] = tl_strdup(dense ? dnames[i] : names[i]);
+    if ((rc = tl_dag_placeholder(ctx, t->dag, t->in_names[i], t->args.ndim[i], t->args.shape[i],
+                                 t->args.dtype[i], &t->inputs[i])))
+      goto fail;
+  }
+  t->ninputs = t->args.ntensors;
+  if ((rc = tm->compute(ctx, &t->args, t->dag, t->inputs, t->ninputs, t->outputs, 8, &t->noutputs)))
+    goto fail;
+  for (int i = 0; i < t->noutputs; i++)
+    t->out_names[i] = tl_strdup(tl_dag_tensor_name(t->dag, t->outputs[i]));
+  t->flop = cfg.flop > 0 ? cfg.flop : tl_dag_flop(t->dag);
+  if (!(t->flop > 0)) {
+    rc = tl_err(ctx, TL_E_INTERNAL, "autotvm: task %s: could not count FLOPs", template_name);
+    goto fail;
+  }
+  *out = t;
+  return TL_OK;
+fail:
+  tl_err_prefix(ctx, "autotvm.task.create(%s): ", template_name);
+  tl_atvm_task_free(t);
+  return rc;
+}
+
+TL_EXPORT const char *tl_atvm_task_name(const tl_atvm_task *t) { return t ? t->name : NULL; }
+TL_EXPORT const char *tl_atvm_task_args_json(const tl_atvm_task *t) { return t ? t->args_json : NULL; }
+TL_EXPORT const char *tl_atvm_task_target(const tl_atvm_task *t) { return t ? t->target : NULL; }
+TL_EXPORT double tl_atvm_task_flop(const tl_atvm_task *t) { return t ? t->flop : 0; }
+TL_EXPORT tl_atvm_space *tl_atvm_task_space(tl_atvm_task *t) { return t ? t->space : NULL; }
+
+/* ---- space queries ------------------------------------------------------------------ */
+
+TL_EXPORT int64_t tl_atvm_space_range_length(const tl_atvm_task *t) {
+  return tl_atvm_space_total(t->space);
+}
+TL_EXPORT int64_t tl_atvm_space_len(const tl_atvm_task *t) { return tl_atvm_space_total(t->space); }
+TL_EXPORT int tl_atvm_space_num_knobs(const tl_atvm_task *t) { return t->space->knobs.n; }
+TL_EXPORT const char *tl_atvm_space_knob_name(const tl_atvm_task *t, int k) {
+  return tl_atvm_space_name(t->space, k);
+}
+TL_EXPORT int64_t tl_atvm_space_knob_dim(const tl_atvm_task *t, int k) {
+  return tl_atvm_space_dim(t->space, k);
+}
+TL_EXPORT int tl_atvm_space_knob_kind(const tl_atvm_task *t, int k) {
+  return tl_atvm_space_kind(t->space, k);
+}
+TL_EXPORT const char *tl_atvm_space_entity_json(tl_atvm_task *t, int k, int64_t j) {
+  return tl_atvm_space_other_json(t->space, k, j);
+}
+TL_EXPORT int tl_atvm_space_is_valid(const tl_atvm_task *t, int64_t index) {
+  return index >= 0 && index < tl_atvm_space_total(t->space);
+}
+TL_EXPORT void tl_atvm_space_point2knob(const tl_atvm_task *t, int64_t index, int64_t *digits) {
+  for (int k = 0; k < t->space->knobs.n; k++) {
+    int64_t d = t->space->knobs.v[k].dim;
+    digits[k] = index % d;
+    index /= d;
+  }
+}
+TL_EXPORT int64_t tl_atvm_space_knob2point(const tl_atvm_task *t, const int64_t *digits) {
+  int64_t p = 0, m = 1;
+  for (int k = 0; k < t->space->knobs.n; k++) {
+    p += digits[k] * m;
+    m *= t->space->knobs.v[k].dim;
+  }
+  return p;
+}
+TL_EXPORT void tl_atvm_fallback_knobs(const tl_atvm_task *t, int64_t *digits) {
+  for (int k = 0; k < t->space->knobs.n; k++) digits[k] = t->space->knobs.v[k].fallback;
+}
+
+/* Value equality as Python compares the log's values: numbers by value (bools too). */
+static int json_value_eq(json_t *a, json_t *b) {
+  int an = json_is_number(a) || json_is_boolean(a), bn = json_is_number(b) || json_is_boolean(b);
+  if (an && bn) {
+    double x = json_is_number(a) ? json_number_value(a) : json_is_true(a);
+    double y = json_is_number(b) ? json_number_value(b) : json_is_true(b);
+    return x == y;
+  }
+  return json_equal(a, b);
+}
+
+static int64_t find_entity_json(tl_knob *kb, json_t *v) {
+  if (kb->kind == TL_KNOB_OTHER) {
+    for (int64_t j = 0; j < kb->dim; j++) {
+      json_t *c = json_loads(kb->other[j], JSON_DECODE_ANY, NULL);
+      int eq = c && json_value_eq(c, v);
+      json_decref(c);
+      if (eq) return j;
+    }
+    return -1;
+  }
+  if (!json_is_array(v) || (int)json_array_size(v) != kb->width) return -1;
+  int64_t e[16];
+  for (int i = 0; i < kb->width; i++) {
+    json_t *x = json_array_get(v, i);
+    if (kb->kind == TL_KNOB_ANNOTATE && !kb->locate_cache) {
+      if (!json_is_string(x)) return -1;
+      e[i] = -1;
+      for (int c = 0; c < TL_AN_NCODES; c++)
+        if (strcmp(tl_an_names[c], json_string_value(x)) == 0) e[i] = c;
+      if (e[i] < 0) return -1;
+    } else {
+      if (!json_is_number(x)) return -1;
+      e[i] = (int64_t)json_number_value(x);
+    }
+  }
+  int first = kb->kind == TL_KNOB_SPLIT ? 1 : 0;   /* size[0] is never used */
+  for (int64_t j = 0; j < kb->dim; j++) {
+    const int64_t *c = kb->ints + j * kb->width;
+    int same = 1;
+    for (int i = first; i < kb->width && same; i++) same = c[i] == e[i];
+    if (same) return j;
+  }
+  return -1;
+}
+
+TL_EXPORT int64_t tl_atvm_space_find_entity(tl_atvm_task *t, int k, const char *value_json) {
+  if (k < 0 || k >= t->space->knobs.n) return -1;
+  json_t *v = json_loads(value_json ? value_json : "", JSON_DECODE_ANY, NULL);
+  if (!v) return -1;
+  int64_t j = find_entity_json(&t->space->knobs.v[k], v);
+  json_decref(v);
+  return j;
+}
+
+static const char *kind_str[4] = {"sp", "re", "an", "ot"};
+
+TL_EXPORT int tl_atvm_space_index_of_entity(tl_ctx *ctx, tl_atvm_task *t, const char *entity_json,
+                                            int64_t *index) {
+  *index = -1;
+  json_error_t err;
+  json_t *e = json_loads(entity_json ? entity_json : "", 0, &err);
+  if (!e || !json_is_array(e)) {
+    json_decref(e);
+    return tl_err(ctx, TL_E_PARSE, "autotvm: entity must be a JSON array of [name, kind, value]");
+  }
+  tl_atvm_space *sp = t->space;
+  int64_t digits[64] = {0};
+  int rc = TL_OK;
+  if ((int)json_array_size(e) != sp->knobs.n) {
+    rc = tl_err(ctx, TL_E_ARG, "autotvm: %s: entity has %zu knobs, the space has %d", t->name,
+                json_array_size(e), sp->knobs.n);
+    goto done;
+  }
+  for (int k = 0; k < sp->knobs.n; k++) {
+    json_t *it = json_array_get(e, k);
+    tl_knob *kb = &sp->knobs.v[k];
+    const char *nm = json_string_value(json_array_get(it, 0));
+    const char *kd = json_string_value(json_array_get(it, 1));
+    if (!json_is_array(it) || json_array_size(it) != 3 || !nm || !kd) {
+      rc = tl_err(ctx, TL_E_PARSE, "autotvm: entity item %d is not [name, kind, value]", k);
+      goto done;
+    }
+    if (strcmp(nm, kb->name) != 0 || strcmp(kd, kind_str[kb->kind]) != 0) {
+      rc = tl_err(ctx, TL_E_ARG, "autotvm: %s: entity knob %d is '%s' (%s), the space has '%s' (%s)",
+                  t->name, k, nm, kd, kb->name, kind_str[kb->kind]);
+      goto done;
+    }
+    digits[k] = find_entity_json(kb, json_array_get(it, 2));
+    if (digits[k] < 0) {
+      char *txt = json_dumps(json_array_get(it, 2), JSON_ENCODE_ANY);
+      rc = tl_err(ctx, TL_E_ARG, "autotvm: %s: knob '%s' has no entity %s", t->name, kb->name,
+                  txt ? txt : "?");
+      free(txt);
+      goto done;
+    }
+  }
+  *index = tl_atvm_space_knob2point(t, digits);
+done:
+  json_decref(e);
+  return rc;
+}
+
+static void digits_of(const tl_atvm_task *t, int64_t index, int64_t *digits) {
+  if (index < 0) tl_atvm_fallback_knobs(t, digits);
+  else tl_atvm_space_point2knob(t, index, digits);
+}
+
+TL_EXPORT const char *tl_atvm_config_json(tl_atvm_task *t, int64_t index) {
+  int64_t digits[64];
+  digits_of(t, index, digits);
+  t->text.n = 0;
+  if (t->text.s) t->text.s[0] = 0;
+  tl_buf_printf(&t->text, "{\"index\": %lld, \"code_hash\": null, \"entity\": [",
+                (long long)(index < 0 ? tl_atvm_space_knob2point(t, digits) : index));
+  for (int k = 0; k < t->space->knobs.n; k++) {
+    tl_knob *kb = &t->space->knobs.v[k];
+    tl_buf_printf(&t->text, "%s[\"%s\", \"%s\", ", k ? ", " : "", kb->name, kind_str[kb->kind]);
+    tl_knob_entity_json(kb, digits[k], &t->text);
+    tl_buf_puts(&t->text, "]");
+  }
+  tl_buf_puts(&t->text, "]}");
+  return t->text.s;
+}
+
+TL_EXPORT int tl_atvm_config_knob_features(const tl_atvm_task *t, int64_t index, float *out,
+                                           int cap) {
+  int64_t digits[64];
+  digits_of(t, index, digits);
+  int n = 0;
+#define PUT(v) do { if (n < cap) out[n] = (float)(v); n++; } while (0)
+  for (int k = 0; k < t->space->knobs.n; k++) {
+    const tl_knob *kb = &t->space->knobs.v[k];
+    const int64_t *e = tl_knob_entity(kb, digits[k]);
+    switch (kb->kind) {
+    case TL_KNOB_SPLIT:
+    case TL_KNOB_REORDER:
+      for (int i = 0; i < kb->width; i++) PUT(e[i]);
+      break;
+    case TL_KNOB_ANNOTATE:
+      for (int i = 0; i < kb->width; i++) {
+        if (kb->locate_cache) { PUT(e[i]); continue; }
+        for (int c = 0; c < TL_AN_NCODES; c++) PUT(e[i] == c);
+      }
+      break;
+    default: PUT(kb->other_num[digits[k]]); break;
+    }
+  }
+#undef PUT
+  return TL_MIN(n, cap);
+}
+
+/* ---- instantiation ------------------------------------------------------------------- */
+
+static int check_index(tl_ctx *ctx, const tl_atvm_task *t, int64_t index) {
+  if (index < -1 || index >= tl_atvm_space_total(t->space))
+    return tl_err(ctx, TL_E_ARG, "autotvm: %s: config index %lld out of range [-1, %lld)", t->name,
+                  (long long)index, (long long)tl_atvm_space_total(t->space));
+  return TL_OK;
+}
+
+TL_EXPORT int tl_atvm_template_schedule(tl_ctx *ctx, tl_atvm_task *t, int64_t index, tl_sched *s) {
+  int rc;
+  if ((rc = check_index(ctx, t, index))) return rc;
+  int64_t digits[64];
+  digits_of(t, index, digits);
+  tl_atvm_cfg cfg = {ctx, t->space, digits, 0, t->target};
+  if ((rc = t->tmpl->schedule(&cfg, &t->args, s)))
+    return tl_err_prefix(ctx, "%s config %lld: ", t->name, (long long)index);
+  return TL_OK;
+}
+
+TL_EXPORT int tl_atvm_instantiate(tl_ctx *ctx, tl_atvm_task *t, int64_t index, tl_sched **sched,
+                                  int *args, int max_args, int *nargs) {
+  *sched = NULL;
+  int rc;
+  if ((rc = check_index(ctx, t, index))) return rc;
+  if (max_args < t->ninputs + t->noutputs)
+    return tl_err(ctx, TL_E_ARG, "autotvm: instantiate: room for %d args, need %d", max_args,
+                  t->ninputs + t->noutputs);
+  tl_sched *s;
+  if ((rc = tl_sched_new(ctx, t->dag, t->outputs, t->noutputs, &s))) return rc;
+  if ((rc = tl_atvm_template_schedule(ctx, t, index, s))) {
+    tl_sched_free(s);
+    return rc;
+  }
+  int n = 0;
+  for (int i = 0; i < t->ninputs; i++)
+    args[n++] = tl_sched_stage_tensor(s, tl_sched_stage_find(s, t->in_names[i]), 0);
+  for (int i = 0; i < t->noutputs; i++)
+    args[n++] = tl_sched_stage_tensor(s, tl_sched_stage_find(s, t->out_names[i]), 0);
+  for (int i = 0; i < n; i++)
+    if (args[i] < 0) {
+      tl_sched_free(s);
+      return tl_err(ctx, TL_E_INTERNAL, "autotvm: instantiate: lost an argument tensor");
+    }
+  *nargs = n;
+  *sched = s;
+  return TL_OK;
+}
+
+TL_EXPORT int tl_atvm_lower(tl_ctx *ctx, tl_atvm_task *t, int64_t index, const char *name,
+                            tl_lowered **out) {
+  *out = NULL;
+  tl_sched *s;
+  int args[16], n, rc;
+  if ((rc = tl_atvm_instantiate(ctx, t, index, &s, args, 16, &n))) return rc;
+  rc = tl_lower(ctx, s, args, n, name ? name : "default_function", out);
+  tl_sched_free(s);
+  return rc;
+}
+
+TL_EXPORT int tl_atvm_template_compute(tl_ctx *ctx, const char *template_name,
+                                       const char *args_json, tl_dag *dag, const int *in, int nin,
+                                       int *out, int max_out, int *nout) {
+  *nout = 0;
+  const tl_atvm_template *tm = tl_atvm_template_find(template_name);
+  if (!tm) return unknown_template(ctx, template_name);
+  tl_atvm_args a;
+  int rc;
+  if ((rc = tl_atvm_parse_args(ctx, args_json, &a))) return rc;
+  if (nin != a.ntensors) {
+    tl_atvm_args_free(&a);
+    return tl_err(ctx, TL_E_ARG, "%s: %d input tensors given, args name %d", template_name, nin,
+                  a.ntensors);
+  }
+  rc = tm->compute(ctx, &a, dag, in, nin, out, max_out, nout);
+  tl_atvm_args_free(&a);
+  return rc;
+}

@@ -1,0 +1,479 @@
+--- tunelua.autotvm.record: AutoTVM's JSON-lines tuning log (formats §1).
+--
+--   local record = require "tunelua.autotvm.record"
+--   local line = record.encode(inp, res)     -- one line, no newline
+--   local inp, res = record.decode(line)     -- or nil, reason
+--   for _, r in ipairs(record.load_from_file("t.log")) do ... r.inp, r.res end
+--   record.pick_best("t.log", "t.best.log")
+--
+-- A decoded input is {target = str, task_name = str, args = list, kwargs = {},
+-- config = {index = n, code_hash = str|nil, entity = {{name, kind, value}, ...}},
+-- workload = {task_name, args...}}; a result is {costs = {...}, error_no = n,
+-- all_cost = s, timestamp = t}. MeasureInputs of Contract D ({task, config})
+-- encode as well. JSON null is record.null (args keep their positions).
+-- The legacy v0.1 format ("i"/"r"/"v": 0.1) decodes (its workload and config
+-- in the short keys); auto-scheduler lines ("v" a string) are refused.
+local record = {}
+
+record.AUTOTVM_LOG_VERSION = 0.2
+record.TVM_VERSION = "0.8.dev0"
+
+-- ---- JSON ----------------------------------------------------------------------------
+
+local null = setmetatable({}, { __tostring = function() return "null" end })
+record.null = null
+
+-- Floats as Python's repr prints them: the shortest digits that round-trip,
+-- fixed notation for decimal exponents in [-4, 16), else d.ddde+XX.
+local function float_text(v)
+  if v ~= v then return "NaN" end
+  if v == math.huge then return "Infinity" elseif v == -math.huge then return "-Infinity" end
+  if v == 0 then return (1 / v < 0) and "-0.0" or "0.0" end
+  local e
+  for p = 0, 16 do
+    e = string.format("%." .. p .. "e", v)
+    if tonumber(e) == v then break end
+  end
+  local sign, int, frac, exp = e:match("^(-?)(%d)%.?(%d*)e([-+]%d+)$")
+  local digits = (int .. frac):gsub("0+$", "")
+  if digits == "" then digits = "0" end
+  local x = tonumber(exp)
+  if x >= -4 and x < 16 then
+    local s
+    if x >= 0 then
+      if #digits <= x + 1 then
+        s = digits .. string.rep("0", x + 1 - #digits) .. ".0"
+      else
+        s = digits:sub(1, x + 1) .. "." .. digits:sub(x + 2)
+      end
+    else
+      s = "0." .. string.rep("0", -x - 1) .. digits
+    end
+    return sign .. s
+  end
+  local m = digits:sub(1, 1) .. (#digits > 1 and ("." .. digits:sub(2)) or "")
+  return string.format("%s%se%s%02d", sign, m, x < 0 and "-" or "+", math.abs(x))
+end
+record.float_text = float_text
+
+local function is_list(t)
+  if getmetatable(t) == null then return false end
+  local n = #t
+  if n > 0 then return true end
+  return next(t) == nil
+end
+
+local function encode_str(s)
+  return '"' .. s:gsub('[%c"\\]', function(ch)
+    local map = { ['"'] = '\\"', ['\\'] = '\\\\', ['\n'] = '\\n', ['\t'] = '\\t', ['\r'] = '\\r' }
+    return map[ch] or string.format("\\u%04x", ch:byte())
+  end) .. '"'
+end
+
+-- Python json.dumps style: ", " and ": " separators. Numbers that are
+-- integral print as ints unless floats[v] marks the path; use record.float(v)
+-- to force a float.
+local Float = {}
+Float.__index = Float
+function record.float(v) return setmetatable({ v = v }, Float) end
+
+local function encode(v, key_order)
+  local tv = type(v)
+  if v == nil or v == null then return "null" end
+  if tv == "boolean" then return tostring(v) end
+  if tv == "number" then
+    if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return string.format("%d", v) end
+    return float_text(v)
+  end
+  if tv == "string" then return encode_str(v) end
+  if tv == "cdata" then return encode(tonumber(v)) end
+  if tv == "table" then
+    if getmetatable(v) == Float then return float_text(v.v) end
+    local parts = {}
+    if is_list(v) then
+      for i = 1, #v do parts[i] = encode(v[i]) end
+      return "[" .. table.concat(parts, ", ") .. "]"
+    end
+    local keys = {}
+    if v.__order then
+      keys = v.__order
+    else
+      for k in pairs(v) do keys[#keys + 1] = tostring(k) end
+      table.sort(keys)
+    end
+    for _, k in ipairs(keys) do
+      if v[k] ~= nil or v.__order then parts[#parts + 1] = encode_str(k) .. ": " .. encode(v[k]) end
+    end
+    return "{" .. table.concat(parts, ", ") .. "}"
+  end
+  error("record: cannot encode a " .. tv, 3)
+end
+record.json_encode = encode
+
+-- Decoder: returns value or nil, message.
+local function decode(s)
+  local pos = 1
+  local function err(msg) error({ msg = msg .. " at offset " .. (pos - 1) }, 0) end
+  local function ws() pos = s:find("[^ \t\r\n]", pos) or (#s + 1) end
+  local value
+  local function str()
+    pos = pos + 1
+    local out = {}
+    while true do
+      local a, b = s:find('["\\]', pos)
+      if not a then err("unterminated string") end
+      out[#out + 1] = s:sub(pos, a - 1)
+      if s:sub(a, a) == '"' then pos = a + 1; break end
+      local c = s:sub(a + 1, a + 1)
+      local map = { ['"'] = '"', ['\\'] = '\\', ['/'] = '/', b = '\b', f = '\f', n = '\n', r = '\r', t = '\t' }
+      if map[c] then out[#out + 1] = map[c]; pos = a + 2
+      elseif c == "u" then
+        local h = tonumber(s:sub(a + 2, a + 5), 16)
+        if not h then err("bad \\u escape") end
+        if h < 128 then out[#out + 1] = string.char(h)
+        elseif h < 2048 then out[#out + 1] = string.char(192 + math.floor(h / 64), 128 + h % 64)
+        else out[#out + 1] = string.char(224 + math.floor(h / 4096), 128 + math.floor(h / 64) % 64, 128 + h % 64) end
+        pos = a + 6
+      else err("bad escape") end
+    end
+    return table.concat(out)
+  end
+  function value()
+    ws()
+    local c = s:sub(pos, pos)
+    if c == "{" then
+      pos = pos + 1
+      local obj, order = {}, {}
+      ws()
+      if s:sub(pos, pos) == "}" then pos = pos + 1; return obj end
+      while true do
+        ws()
+        if s:sub(pos, pos) ~= '"' then err("expected a key") end
+        local k = str()
+        ws()
+        if s:sub(pos, pos) ~= ":" then err("expected ':'") end
+        pos = pos + 1
+        obj[k] = value()
+        order[#order + 1] = k
+        ws()
+        local d = s:sub(pos, pos)
+        pos = pos + 1
+        if d == "}" then break elseif d ~= "," then err("expected ',' or '}'") end
+      end
+      return obj
+    elseif c == "[" then
+      pos = pos + 1
+      local arr = {}
+      ws()
+      if s:sub(pos, pos) == "]" then pos = pos + 1; return arr end
+      while true do
+        arr[#arr + 1] = value()
+        ws()
+        local d = s:sub(pos, pos)
+        pos = pos + 1
+        if d == "]" then break elseif d ~= "," then err("expected ',' or ']'") end
+      end
+      return arr
+    elseif c == '"' then
+      return str()
+    elseif s:sub(pos, pos + 3) == "true" then pos = pos + 4; return true
+    elseif s:sub(pos, pos + 4) == "false" then pos = pos + 5; return false
+    elseif s:sub(pos, pos + 3) == "null" then pos = pos + 4; return null
+    elseif s:sub(pos, pos + 2) == "NaN" then pos = pos + 3; return 0 / 0
+    elseif s:sub(pos, pos + 7) == "Infinity" then pos = pos + 8; return math.huge
+    elseif s:sub(pos, pos + 8) == "-Infinity" then pos = pos + 9; return -math.huge
+    else
+      local a, b = s:find("^-?%d+%.?%d*[eE]?[-+]?%d*", pos)
+      if not a then err("unexpected character '" .. c .. "'") end
+      local v = tonumber(s:sub(a, b))
+      if not v then err("bad number") end
+      pos = b + 1
+      return v
+    end
+  end
+  local ok, r = pcall(function()
+    local v = value()
+    ws()
+    if pos <= #s then err("trailing text") end
+    return v
+  end)
+  if ok then return r end
+  if type(r) == "table" then return nil, r.msg end
+  error(r, 0)
+end
+record.json_decode = decode
+
+-- ---- workload identity ------------------------------------------------------------------
+
+-- Python equality of nested tuples: numbers by value (True == 1), null only null.
+local function canon(v)
+  local tv = type(v)
+  if v == null or v == nil then return "N" end
+  if tv == "boolean" then return v and "1" or "0" end
+  if tv == "number" then return string.format("%.17g", v) end
+  if tv == "string" then return encode_str(v) end
+  if tv == "table" then
+    local p = {}
+    for i = 1, #v do p[i] = canon(v[i]) end
+    return "(" .. table.concat(p, ",") .. ")"
+  end
+  return tostring(v)
+end
+record.workload_key = function(wkl) return canon(wkl) end
+
+-- ---- targets ------------------------------------------------------------------------------
+
+local kind_keys = { llvm = { "cpu" }, c = { "cpu" }, cuda = { "cuda", "gpu" }, nvptx = { "cuda", "gpu" },
+  rocm = { "rocm", "gpu" }, opencl = { "opencl", "gpu" }, vulkan = { "vulkan", "gpu" },
+  metal = { "metal", "gpu" } }
+
+--- record.target_info("llvm -mcpu=x -model=m") -> {kind, keys = {...}, model, device, options}
+function record.target_info(str)
+  local words = {}
+  for w in tostring(str):gmatch("%S+") do words[#words + 1] = w end
+  local info = { kind = words[1] or "", options = {} }
+  for i = 2, #words do
+    local k, v = words[i]:match("^%-%-?([%w_]+)=(.*)$")
+    if k then info.options[k == "target" and "mtriple" or k] = v
+    else
+      local f = words[i]:match("^%-%-?([%w_]+)$")
+      if f then info.options[f] = true end
+    end
+  end
+  info.model = info.options.model or "unknown"
+  info.device = info.options.device
+  local keys, seen = {}, {}
+  local function add(k) if k and k ~= "" and not seen[k] then seen[k] = true; keys[#keys + 1] = k end end
+  if info.options.keys then for k in tostring(info.options.keys):gmatch("[^,]+") do add(k) end end
+  add(info.device)
+  if not info.options.keys then for _, k in ipairs(kind_keys[info.kind] or {}) do add(k) end end
+  info.keys = keys
+  return info
+end
+
+-- ---- encode / decode -------------------------------------------------------------------------
+
+local function ordered(t, order) t.__order = order; return t end
+
+local function input_fields(inp)
+  if inp.task then
+    local task = inp.task
+    local cfg = inp.config
+    if type(cfg) == "number" then cfg = task.config_space:get(cfg) end
+    local entity
+    if type(cfg) == "table" and type(cfg.entity) == "table" then
+      entity = cfg.entity
+    elseif type(cfg) == "table" and type(cfg.entity) == "function" then
+      entity = cfg:entity()
+    elseif type(cfg) == "table" and cfg.index then
+      entity = task.config_space:get(cfg.index):entity()
+    else
+      error("record.encode: the measure input's config must be a config or an index", 3)
+    end
+    return task.target, task.name, task.args, { index = cfg.index, code_hash = cfg.code_hash, entity = entity }
+  end
+  return inp.target, inp.task_name, inp.args, inp.config
+end
+
+local function floats(list)
+  local out = {}
+  for i, v in ipairs(list or {}) do out[i] = record.float(tonumber(v)) end
+  return out
+end
+
+--- record.encode(inp, res) -> one JSON line (no newline)
+function record.encode(inp, res)
+  if type(inp) ~= "table" or type(res) ~= "table" then
+    error("record.encode: expected a measure input and a measure result", 2)
+  end
+  local target, name, args, config = input_fields(inp)
+  local costs = res.costs or {}
+  local error_no = res.error_no or 0
+  if error_no ~= 0 then costs = { 1e9 } end
+  local obj = ordered({
+    input = { tostring(target), name, args or {}, setmetatable({}, { __index = {} }) },
+    config = ordered({ index = config.index or -1, code_hash = config.code_hash or null,
+                       entity = config.entity or {} }, { "index", "code_hash", "entity" }),
+    result = { floats(costs), error_no, record.float(res.all_cost or 0), record.float(res.timestamp or os.time()) },
+    version = record.float(record.AUTOTVM_LOG_VERSION),
+    tvm_version = record.TVM_VERSION,
+  }, { "input", "config", "result", "version", "tvm_version" })
+  -- kwargs {} must print as an object
+  obj.input[4] = ordered({}, {})
+  return encode(obj)
+end
+
+local function mk_result(r)
+  if type(r) ~= "table" or type(r[1]) ~= "table" then return nil end
+  local costs = {}
+  for i, c in ipairs(r[1]) do
+    if type(c) ~= "number" then return nil end
+    costs[i] = c
+  end
+  if type(r[2]) ~= "number" then return nil end
+  return { costs = costs, error_no = r[2], all_cost = tonumber(r[3]) or 0, timestamp = tonumber(r[4]) or 0 }
+end
+
+local function check_entity(e)
+  if type(e) ~= "table" then return false end
+  for _, it in ipairs(e) do
+    if type(it) ~= "table" or type(it[1]) ~= "string" or type(it[2]) ~= "string" then return false end
+    local k = it[2]
+    if k ~= "sp" and k ~= "re" and k ~= "an" and k ~= "ot" then return false end
+  end
+  return true
+end
+
+--- record.decode(line) -> inp, res | nil, reason
+function record.decode(line)
+  if type(line) ~= "string" then return nil, "not a string" end
+  if line:match("^%s*$") then return nil, "an empty line" end
+  local obj, err = decode(line)
+  if not obj then return nil, "invalid JSON: " .. err end
+  if type(obj) ~= "table" then return nil, "not a JSON object" end
+  if obj.input then
+    local i, c = obj.input, obj.config
+    if type(i) ~= "table" or type(i[1]) ~= "string" or type(i[2]) ~= "string" or type(i[3]) ~= "table" then
+      return nil, "bad \"input\" (expected [target, task_name, args, kwargs])"
+    end
+    if type(c) ~= "table" or not check_entity(c.entity) then
+      return nil, "bad \"config\" (expected {index, code_hash, entity: [[name, kind, value]...]})"
+    end
+    local res = mk_result(obj.result)
+    if not res then return nil, "bad \"result\" (expected [costs, error_no, all_cost, timestamp])" end
+    local inp = { target = i[1], task_name = i[2], args = i[3], kwargs = i[4] or {},
+                  config = { index = tonumber(c.index) or -1, code_hash = c.code_hash ~= null and c.code_hash or nil,
+                             entity = c.entity },
+                  version = obj.version, tvm_version = obj.tvm_version }
+    inp.workload = { inp.task_name, unpack(inp.args) }
+    return inp, res
+  end
+  if type(obj.v) == "string" then return nil, "an auto-scheduler record (\"v\": " .. obj.v .. ")" end
+  if obj.i and type(obj.v) == "number" then
+    local i = obj.i
+    if type(i) ~= "table" or #i < 6 or type(i[6]) ~= "table" then return nil, "bad legacy \"i\"" end
+    local c = i[6]
+    if not check_entity(c.e) then return nil, "bad legacy config" end
+    local res = mk_result(obj.r)
+    if not res then return nil, "bad legacy \"r\"" end
+    local inp = { target = i[1], task_name = i[2], args = i[3], kwargs = i[4] or {}, legacy = true,
+                  legacy_workload = i[5], template_key = c.t,
+                  config = { index = tonumber(c.i) or -1, code_hash = c.c ~= null and c.c or nil, entity = c.e },
+                  version = obj.v }
+    inp.workload = { inp.task_name, unpack(inp.args) }
+    return inp, res
+  end
+  return nil, "not an AutoTVM record (no \"input\" or \"i\")"
+end
+
+--- record.load_from_file(path, {legacy = true}) -> list of {inp = ..., res = ...}
+-- Lines starting with '#' are skipped; malformed lines warn with file:line.
+-- Legacy v0.1 lines are skipped (as TVM does) unless opts.legacy.
+function record.load_from_file(path, opts)
+  opts = opts or {}
+  if type(path) ~= "string" then error("record.load_from_file: expected a file name", 2) end
+  local f, ferr = io.open(path, "r")
+  if not f then error("record.load_from_file: cannot open " .. tostring(ferr), 2) end
+  local out, ln, warned_legacy = {}, 0, false
+  local warn = opts.warn or function(msg) io.stderr:write("warning: ", msg, "\n") end
+  for line in f:lines() do
+    ln = ln + 1
+    if line:sub(1, 1) ~= "#" then
+      local inp, res = record.decode(line)
+      if not inp then
+        warn(string.format("%s:%d: skipped a malformed record: %s", path, ln, res))
+      elseif inp.legacy and not opts.legacy then
+        if not warned_legacy then
+          warn(string.format("%s:%d: skipped legacy v0.1 records", path, ln))
+          warned_legacy = true
+        end
+      else
+        inp.line = ln
+        out[#out + 1] = { inp = inp, res = res }
+      end
+    end
+  end
+  f:close()
+  return out
+end
+
+--- record.mean_cost(res)
+function record.mean_cost(res)
+  local s, n = 0, 0
+  for _, c in ipairs(res.costs) do s = s + c; n = n + 1 end
+  return n > 0 and s / n or math.huge
+end
+
+--- record.writer(path) -> {write = function(inp, res), close = function()} (append, flushed per record)
+function record.writer(path)
+  local f, err = io.open(path, "a")
+  if not f then error("record.writer: cannot open " .. tostring(err), 2) end
+  local w = {}
+  function w.write(inp, res)
+    f:write(record.encode(inp, res), "\n")
+    f:flush()
+  end
+  function w.close() f:close() end
+  return w
+end
+
+-- measure_str_key: target, task, args, entities
+local function str_key(inp)
+  return table.concat({ tostring(inp.target), canon(inp.workload), canon(inp.config.entity) }, "|")
+end
+record.measure_str_key = str_key
+
+--- record.best_index(records) -> best_by_targetkey, best_by_model (formats §5.4)
+function record.best_index(records)
+  local by_key, by_model = {}, {}
+  for _, r in ipairs(records) do
+    if r.res.error_no == 0 then
+      local info = record.target_info(r.inp.target)
+      local wk = canon(r.inp.workload)
+      local cost = record.mean_cost(r.res)
+      r.cost = cost
+      for _, k in ipairs(info.keys) do
+        local id = k .. "\0" .. wk
+        local cur = by_key[id]
+        if not cur or cur.cost > cost then by_key[id] = r end
+      end
+      if info.model ~= "unknown" then
+        local id = info.model .. "\0" .. wk
+        local cur = by_model[id]
+        if not cur or cur.cost > cost then by_model[id] = r end
+      end
+    end
+  end
+  return by_key, by_model
+end
+
+--- record.pick_best(in_file, out_file) -> number of records written (formats §6.1)
+function record.pick_best(in_file, out_file)
+  if type(in_file) ~= "string" then error("record.pick_best: expected an input file name", 2) end
+  out_file = out_file or (in_file .. ".best.log")
+  local all = record.load_from_file(in_file)
+  local fo = io.open(out_file, "r")
+  if fo then
+    fo:close()
+    for _, r in ipairs(record.load_from_file(out_file)) do all[#all + 1] = r end
+  end
+  local by_key, by_model = record.best_index(all)
+  local keep = {}
+  for _, r in pairs(by_key) do keep[str_key(r.inp)] = true end
+  for _, r in pairs(by_model) do keep[str_key(r.inp)] = true end
+  local f, err = io.open(out_file, "w")
+  if not f then error("record.pick_best: cannot write " .. tostring(err), 2) end
+  local n = 0
+  for _, r in ipairs(all) do
+    local k = str_key(r.inp)
+    if keep[k] then
+      f:write(record.encode(r.inp, r.res), "\n")
+      keep[k] = nil
+      n = n + 1
+    end
+  end
+  f:close()
+  return n
+end
+
+return record

@@ -1,0 +1,605 @@
+/*
+** templates.c -- AutoTVM templates for the host CPU (x86): conv2d_NCHWc.x86,
+** depthwise_conv2d_NCHWc.x86, dense_pack.x86, dense_nopack.x86.
+**
+** The knobs are TVM's (names, policies, filters, definition order), so a
+** TVM log's entity (e.g. tophub llvm_v0.04) maps to a config of ours. The
+** computes are the plain topi operators (NCHW data, OIHW kernel; dense data
+** [M, K] x weight [N, K]); the schedules express the NCHWc blocking of
+** TVM's templates with splits of the channel axes (oc_bn = tile_oc[-1],
+** ic_bn = tile_ic[-1]) instead of a packed data layout, so the compute does
+** not depend on the config and injective consumers fuse after the anchor.
+** Fallback configs follow TVM's defaults for a 16-lane (AVX-512) machine.
+*/
+#include "../../core/autotvm/autotvm.h"
+
+#include <stdio.h>
+
+/* float32 lanes of the target's vectors: 16 with AVX-512, else 8 (AVX2). */
+static int64_t simd_lanes(const tl_atvm_cfg *cfg) {
+  static const char *const avx512[] = {"avx512", "skylake-avx512", "cascadelake", "icelake",
+                                       "cooperlake", "sapphirerapids", "tigerlake", "znver4"};
+  for (size_t i = 0; cfg->target && i < TL_ARRAY_SIZE(avx512); i++)
+    if (strstr(cfg->target, avx512[i])) return 16;
+  return 8;
+}
+#define SIMD_LANES simd_lanes(cfg)
+
+/* ---- schedule helpers --------------------------------------------------------- */
+
+int tl_atvm_stage_by_tag(tl_sched *s, const char *tag_prefix) {
+  tl_dag *dag = tl_sched_dag(s);
+  for (int i = 0; i < tl_sched_num_stages(s); i++) {
+    const char *tag = tl_dag_op_tag(dag, i);
+    if (tl_sched_stage_op_kind(s, i) == TL_DAG_COMPUTE && tag &&
+        strncmp(tag, tag_prefix, strlen(tag_prefix)) == 0)
+      return i;
+  }
+  return -1;
+}
+
+int tl_atvm_inline_injective(tl_ctx *ctx, tl_sched *s, int anchor) {
+  tl_dag *dag = tl_sched_dag(s);
+  int last = tl_sched_num_stages(s) - 1;
+  for (int i = 0; i < last; i++) {
+    if (i == anchor || tl_sched_stage_op_kind(s, i) != TL_DAG_COMPUTE) continue;
+    const char *nm = tl_sched_stage_name(s, i);
+    if (i < anchor && (strcmp(nm, "pad_temp") == 0 || strcmp(nm, "PaddedInput") == 0)) continue;
+    if (tl_dag_op_nreduce(dag, i) > 0) continue;
+    int rc = tl_sched_compute_inline(ctx, s, i);
+    if (rc) return rc;
+  }
+  return TL_OK;
+}
+
+/* The padding stage feeding the anchor: kept at root, computed once with
+** its outer loops fused and parallel, so the inner loops read no guards. */
+static int pad_at_root(tl_ctx *ctx, tl_sched *s, const char *name) {
+  int p = tl_sched_stage_find(s, name);
+  if (p < 0 || tl_sched_stage_op_kind(s, p) != TL_DAG_COMPUTE) return TL_OK;
+  if (tl_sched_stage_compute_at(s, p, NULL, NULL) != TL_CA_ROOT) return TL_OK;
+  int f[2] = {0, 1};
+  int rc = tl_sched_fuse(ctx, s, p, 2, f);
+  if (rc) return rc;
+  return tl_sched_annotate(ctx, s, p, 0, TL_ANN_PARALLEL);
+}
+
+static int pos(tl_sched *s, int st, int node) { return tl_sched_node_iter(s, st, node); }
+static int node_at(tl_sched *s, int st, int p) { return tl_sched_iter_node(s, st, p); }
+
+/* Split the iterator node by factors (inner_to_outer, innermost last); writes
+** the n+1 resulting nodes outer..inner. */
+static int split_node(tl_ctx *ctx, tl_sched *s, int st, int node, int n, const int64_t *f,
+                      int *out) {
+  int p = pos(s, st, node);
+  if (p < 0) return tl_err(ctx, TL_E_INTERNAL, "template: lost an iterator");
+  int rc = tl_sched_split(ctx, s, st, p, n, f, 1);
+  if (rc) return rc;
+  for (int i = 0; i <= n; i++) out[i] = node_at(s, st, p + i);
+  return TL_OK;
+}
+
+/* Reorder: the listed nodes take the positions they occupy, in list order. */
+static int reorder_nodes(tl_ctx *ctx, tl_sched *s, int st, const int *nodes, int n) {
+  int ni = tl_sched_num_iters(s, st), order[64], slots[64], ns = 0;
+  for (int i = 0; i < ni; i++) order[i] = i;
+  int ps[64];
+  for (int i = 0; i < n; i++) {
+    ps[i] = pos(s, st, nodes[i]);
+    if (ps[i] < 0) return tl_err(ctx, TL_E_INTERNAL, "template: reorder: lost an iterator");
+  }
+  for (int i = 0; i < ni; i++)
+    for (int j = 0; j < n; j++)
+      if (ps[j] == i) slots[ns++] = i;
+  for (int j = 0; j < n; j++) order[slots[j]] = ps[j];
+  return tl_sched_reorder(ctx, s, st, ni, order);
+}
+
+/* Fuse consecutive nodes (outer..inner); writes the fused node. */
+static int fuse_nodes(tl_ctx *ctx, tl_sched *s, int st, const int *nodes, int n, int *out) {
+  int ps[16];
+  for (int i = 0; i < n; i++) ps[i] = pos(s, st, nodes[i]);
+  int rc = n > 1 ? tl_sched_fuse(ctx, s, st, n, ps) : TL_OK;
+  if (rc) return rc;
+  *out = node_at(s, st, ps[0]);
+  return TL_OK;
+}
+
+static int ann(tl_ctx *ctx, tl_sched *s, int st, int node, int a) {
+  int p = pos(s, st, node);
+  if (p < 0) return tl_err(ctx, TL_E_INTERNAL, "template: annotate: lost an iterator");
+  if (tl_sched_iter_extent(s, st, p) == 1 && a != TL_ANN_PARALLEL) return TL_OK;
+  return tl_sched_annotate(ctx, s, st, p, a);
+}
+
+static int same_shape(tl_sched *s, int a, int b) {
+  tl_dag *dag = tl_sched_dag(s);
+  int ta = tl_sched_stage_tensor(s, a, 0), tb = tl_sched_stage_tensor(s, b, 0);
+  int n = tl_dag_tensor_ndim(dag, ta);
+  if (n != tl_dag_tensor_ndim(dag, tb)) return 0;
+  return memcmp(tl_dag_tensor_shape(dag, ta), tl_dag_tensor_shape(dag, tb),
+                (size_t)n * sizeof(int64_t)) == 0;
+}
+
+/* The stage named name (after stage-id shifts). */
+static int find(tl_sched *s, const char *name) { return tl_sched_stage_find(s, name); }
+
+#define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
+
+static int64_t last_of(tl_atvm_cfg *cfg, const char *name) {
+  int w;
+  const int64_t *e = tl_cfg_ints(cfg, name, &w);
+  return e ? e[w - 1] : 0;
+}
+
+/* ---- args helpers ----------------------------------------------------------------- */
+
+static int get_ints(tl_ctx *ctx, const tl_atvm_args *a, int i, int n, int64_t *out, const char *what) {
+  json_t *v = json_array_get(a->json, i);
+  if (json_is_integer(v)) {
+    for (int k = 0; k < n; k++) out[k] = json_integer_value(v);
+    return TL_OK;
+  }
+  if (!json_is_array(v)) return tl_err(ctx, TL_E_ARG, "args[%d] (%s) must be a list of ints", i, what);
+  size_t m = json_array_size(v);
+  if (n == 4 && m == 2) {
+    out[0] = out[2] = json_integer_value(json_array_get(v, 0));
+    out[1] = out[3] = json_integer_value(json_array_get(v, 1));
+    return TL_OK;
+  }
+  if ((int)m != n) return tl_err(ctx, TL_E_ARG, "args[%d] (%s) must have %d values", i, what, n);
+  for (int k = 0; k < n; k++) out[k] = json_integer_value(json_array_get(v, k));
+  return TL_OK;
+}
+
+/* conv args: data, kernel, strides, padding, dilation, layout, out_layout, out_dtype
+** (depthwise: data, kernel, strides, padding, dilation, out_dtype). */
+typedef struct conv_info {
+  int64_t N, C, H, W, O, KH, KW, OH, OW, stride[2], pad[4], dil[2];
+  const char *out_dtype;
+} conv_info;
+
+static int conv_info_of(tl_ctx *ctx, const tl_atvm_args *a, int depthwise, conv_info *ci) {
+  if (a->ntensors < 2)
+    return tl_err(ctx, TL_E_ARG, "expected args [data, kernel, strides, padding, dilation, ...] with 2 tensors, got %d",
+                  a->ntensors);
+  if (a->ndim[0] != 4 || a->ndim[1] != 4)
+    return tl_err(ctx, TL_E_SHAPE, "data and kernel must be 4-D (NCHW, OIHW), got %d-D and %d-D",
+                  a->ndim[0], a->ndim[1]);
+  TRY(get_ints(ctx, a, 2, 2, ci->stride, "strides"));
+  TRY(get_ints(ctx, a, 3, 4, ci->pad, "padding"));
+  TRY(get_ints(ctx, a, 4, 2, ci->dil, "dilation"));
+  size_t n = json_array_size(a->json);
+  ci->out_dtype = json_string_value(json_array_get(a->json, n - 1));
+  if (!depthwise && n >= 6) {
+    const char *layout = json_string_value(json_array_get(a->json, 5));
+    if (layout && strcmp(layout, "NCHW") != 0)
+      return tl_err(ctx, TL_E_UNSUPPORTED, "data layout '%s' is not supported (NCHW)", layout);
+  }
+  ci->N = a->shape[0][0], ci->C = a->shape[0][1], ci->H = a->shape[0][2], ci->W = a->shape[0][3];
+  ci->KH = a->shape[1][2], ci->KW = a->shape[1][3];
+  ci->O = depthwise ? a->shape[1][0] * a->shape[1][1] : a->shape[1][0];
+  int64_t KHd = (ci->KH - 1) * ci->dil[0] + 1, KWd = (ci->KW - 1) * ci->dil[1] + 1;
+  if (ci->stride[0] < 1 || ci->stride[1] < 1)
+    return tl_err(ctx, TL_E_ARG, "strides must be positive");
+  ci->OH = (ci->H + ci->pad[0] + ci->pad[2] - KHd) / ci->stride[0] + 1;
+  ci->OW = (ci->W + ci->pad[1] + ci->pad[3] - KWd) / ci->stride[1] + 1;
+  if (ci->OH < 1 || ci->OW < 1) return tl_err(ctx, TL_E_SHAPE, "the kernel is larger than the padded input");
+  return TL_OK;
+}
+
+static int conv_compute_common(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in,
+                               int nin, int *out, int max_out, int *nout, int depthwise) {
+  conv_info ci;
+  TRY(conv_info_of(ctx, a, depthwise, &ci));
+  char attrs[512];
+  snprintf(attrs, sizeof attrs,
+           "{\"strides\":[%lld,%lld],\"padding\":[%lld,%lld,%lld,%lld],\"dilation\":[%lld,%lld],"
+           "\"layout\":\"NCHW\"%s%s%s}",
+           (long long)ci.stride[0], (long long)ci.stride[1], (long long)ci.pad[0],
+           (long long)ci.pad[1], (long long)ci.pad[2], (long long)ci.pad[3], (long long)ci.dil[0],
+           (long long)ci.dil[1], ci.out_dtype ? ",\"out_dtype\":\"" : "",
+           ci.out_dtype ? ci.out_dtype : "", ci.out_dtype ? "\"" : "");
+  return tl_topi_op(ctx, dag, depthwise ? "depthwise_conv2d" : "conv2d", in, 2, attrs, out,
+                    max_out, nout);
+}
+
+/* ---- conv2d_NCHWc.x86 -------------------------------------------------------------- */
+
+static int filter_ow64(tl_atvm_cfg *cfg, int k) {
+  /* filter=lambda y: y.size[-1] <= 64 */
+  tl_knob *kb = &cfg->space->knobs.v[k];
+  unsigned char keep[4096];
+  if (kb->dim > 4096) return TL_OK;
+  for (int64_t j = 0; j < kb->dim; j++) keep[j] = tl_knob_entity(kb, j)[kb->width - 1] <= 64;
+  tl_atvm_knob_filter(cfg->space, k, keep);
+  return TL_OK;
+}
+
+static int define_split2(tl_atvm_cfg *cfg, const char *name, int64_t len, int nout) {
+  int k = tl_atvm_space_define_split(cfg->ctx, cfg->space, name, len, "factors", nout, 0, -1, NULL, 0);
+  return k < 0 ? tl_errcode(cfg->ctx) : TL_OK;
+}
+
+static int conv_nchwc_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
+  conv_info ci;
+  TRY(conv_info_of(cfg->ctx, a, 0, &ci));
+  TRY(define_split2(cfg, "tile_ic", ci.C, 2));
+  TRY(define_split2(cfg, "tile_oc", ci.O, 2));
+  TRY(define_split2(cfg, "tile_ow", ci.OW, 2));
+  TRY(filter_ow64(cfg, 2));
+  int is1x1 = ci.KH == 1 && ci.KW == 1;
+  if (is1x1) {
+    if (tl_atvm_space_define_knob(cfg->ctx, cfg->space, "tile_oh", ci.OH > 1 ? "[1, 2]" : "[1]") < 0)
+      return tl_errcode(cfg->ctx);
+  } else if (tl_atvm_space_define_knob(cfg->ctx, cfg->space, "unroll_kw", "[true, false]") < 0) {
+    return tl_errcode(cfg->ctx);
+  }
+  /* fallback: oc_bn <= simd lanes, ic_bn <= oc_bn, reg_n <= 31 (1x1: ow*oh < 32) */
+  int64_t oc_bn = tl_atvm_largest_divisor(ci.O, SIMD_LANES);
+  int64_t ic_bn = tl_atvm_largest_divisor(ci.C, oc_bn);
+  int64_t reg_n = tl_atvm_largest_divisor(ci.OW, 31);
+  int64_t s_ic[2] = {-1, ic_bn}, s_oc[2] = {-1, oc_bn}, s_ow[2] = {-1, reg_n};
+  TRY(tl_cfg_fallback_split(cfg, "tile_ic", s_ic, 2));
+  TRY(tl_cfg_fallback_split(cfg, "tile_oc", s_oc, 2));
+  if (is1x1) {
+    int64_t oh_f = ci.OH > 1 && ci.OH % 2 == 0 && reg_n * 2 < 32 ? 2 : 1;
+    tl_cfg_fallback_other(cfg, "tile_oh", (double)oh_f);
+  } else {
+    tl_cfg_fallback_other(cfg, "unroll_kw", 0);
+  }
+  return tl_cfg_fallback_split(cfg, "tile_ow", s_ow, 2);
+}
+
+static int conv_nchwc_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in,
+                              int nin, int *out, int max_out, int *nout) {
+  return conv_compute_common(ctx, a, dag, in, nin, out, max_out, nout, 0);
+}
+
+/* The outer (output) stage: n, oc, oh, ow -> par(n, oco, oho), owo, [ohi], owi, oci.
+** Writes the attach node for the inner stage (owo, or par when at_par). */
+static int conv_outer(tl_ctx *ctx, tl_sched *s, int O, int64_t oc_bn, int64_t oh_f, int64_t reg_n,
+                      int at_par, int vec_oc, int *attach) {
+  int n = 0, oc = 1, oh = 2, ow = 3, t[3], oco, oci, oho = oh, ohi = -1, owo, owi;
+  TRY(split_node(ctx, s, O, oc, 1, &oc_bn, t)); oco = t[0], oci = t[1];
+  if (oh_f > 1) { TRY(split_node(ctx, s, O, oh, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
+  TRY(split_node(ctx, s, O, ow, 1, &reg_n, t)); owo = t[0], owi = t[1];
+  int order[7], no = 0;
+  order[no++] = n, order[no++] = oco, order[no++] = oho, order[no++] = owo;
+  if (ohi >= 0) order[no++] = ohi;
+  if (vec_oc) order[no++] = owi, order[no++] = oci;
+  else order[no++] = oci, order[no++] = owi;
+  TRY(reorder_nodes(ctx, s, O, order, no));
+  int par, f3[3] = {n, oco, oho};
+  TRY(fuse_nodes(ctx, s, O, f3, 3, &par));
+  TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
+  if (vec_oc) TRY(ann(ctx, s, O, oci, TL_ANN_VECTORIZE));
+  else TRY(ann(ctx, s, O, owi, TL_ANN_VECTORIZE));
+  *attach = at_par ? par : owo;
+  return TL_OK;
+}
+
+static int conv_nchwc_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
+  tl_ctx *ctx = cfg->ctx;
+  conv_info ci;
+  TRY(conv_info_of(ctx, a, 0, &ci));
+  int C = tl_atvm_stage_by_tag(s, "conv2d_nchw");
+  if (C < 0) return tl_err(ctx, TL_E_SCHED, "conv2d_NCHWc.x86: no conv2d_nchw stage");
+  TRY(tl_atvm_inline_injective(ctx, s, C));
+  int64_t ic_bn = last_of(cfg, "tile_ic"), oc_bn = last_of(cfg, "tile_oc"),
+          reg_n = last_of(cfg, "tile_ow");
+  if (!ic_bn || !oc_bn || !reg_n) return tl_errcode(ctx);
+  int is1x1 = ci.KH == 1 && ci.KW == 1;
+  int64_t oh_f = is1x1 ? (int64_t)tl_cfg_other(cfg, "tile_oh") : 1;
+  int unroll_kw = is1x1 ? 0 : tl_cfg_other(cfg, "unroll_kw") != 0;
+  if (oh_f > 1 && ci.OH % oh_f != 0) oh_f = 1;
+  char cname[128];
+  snprintf(cname, sizeof cname, "%s", tl_sched_stage_name(s, C));
+  int last = tl_sched_num_stages(s) - 1, O, CC;
+  if (last == C) {
+    int ns;
+    TRY(tl_sched_cache_write(ctx, s, C, "local", &ns));
+    O = find(s, cname);
+    CC = ns;
+  } else if (same_shape(s, C, last)) {
+    O = last;
+    CC = C;
+  } else {
+    /* an output of another shape: the anchor at root, the output left to its defaults */
+    int ns;
+    TRY(tl_sched_cache_write(ctx, s, C, "local", &ns));
+    O = find(s, cname);
+    CC = ns;
+  }
+  int attach;
+  TRY(pad_at_root(ctx, s, "pad_temp"));
+  TRY(conv_outer(ctx, s, O, oc_bn, oh_f, reg_n, is1x1, 0, &attach));
+  TRY(tl_sched_compute_at(ctx, s, CC, O, pos(s, O, attach)));
+  /* the inner (accumulating) stage: n oc oh ow | rc ry rx */
+  int oc = 1, oh = 2, ow = 3, rc = 4, ry = 5, rx = 6, t[3];
+  int oco, oci, oho = oh, ohi = -1, owo, owi, rco, rci;
+  TRY(split_node(ctx, s, CC, oc, 1, &oc_bn, t)); oco = t[0], oci = t[1];
+  if (oh_f > 1) { TRY(split_node(ctx, s, CC, oh, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
+  TRY(split_node(ctx, s, CC, ow, 1, &reg_n, t)); owo = t[0], owi = t[1];
+  TRY(split_node(ctx, s, CC, rc, 1, &ic_bn, t)); rco = t[0], rci = t[1];
+  int order[12], no = 0;
+  order[no++] = 0, order[no++] = oco, order[no++] = oho, order[no++] = owo, order[no++] = rco;
+  if (is1x1) {
+    order[no++] = rci, order[no++] = ry, order[no++] = rx, order[no++] = ohi >= 0 ? ohi : -1;
+    if (ohi < 0) no--;
+  } else if (unroll_kw) {
+    order[no++] = ry, order[no++] = rci, order[no++] = rx;
+  } else {
+    order[no++] = ry, order[no++] = rx, order[no++] = rci;
+  }
+  /* NCHW: ow is the contiguous axis, so the reg_n block is the vector and
+  ** the oc_bn block of accumulators is the loop around it */
+  order[no++] = oci, order[no++] = owi;
+  TRY(reorder_nodes(ctx, s, CC, order, no));
+  if (unroll_kw) TRY(ann(ctx, s, CC, rx, TL_ANN_UNROLL));
+  if (ohi >= 0) TRY(ann(ctx, s, CC, ohi, TL_ANN_UNROLL));
+  TRY(ann(ctx, s, CC, owi, TL_ANN_VECTORIZE));
+  return TL_OK;
+}
+
+const tl_atvm_template tl_x86_conv2d_nchwc = {"conv2d_NCHWc.x86", conv_nchwc_define,
+                                              conv_nchwc_compute, conv_nchwc_schedule};
+
+/* ---- depthwise_conv2d_NCHWc.x86 --------------------------------------------------- */
+
+static int dw_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
+  conv_info ci;
+  TRY(conv_info_of(cfg->ctx, a, 1, &ci));
+  TRY(define_split2(cfg, "tile_ic", ci.C, 2));
+  TRY(define_split2(cfg, "tile_oc", ci.O, 2));
+  TRY(define_split2(cfg, "tile_ow", ci.OW, 2));
+  TRY(filter_ow64(cfg, 2));
+  int64_t oc_bn = tl_atvm_largest_divisor(ci.O, SIMD_LANES);
+  int64_t ic_bn = tl_atvm_largest_divisor(ci.C, oc_bn);
+  int64_t reg_n = tl_atvm_largest_divisor(ci.OW, 31);
+  int64_t s_ic[2] = {-1, ic_bn}, s_oc[2] = {-1, oc_bn}, s_ow[2] = {-1, reg_n};
+  TRY(tl_cfg_fallback_split(cfg, "tile_ic", s_ic, 2));
+  TRY(tl_cfg_fallback_split(cfg, "tile_oc", s_oc, 2));
+  return tl_cfg_fallback_split(cfg, "tile_ow", s_ow, 2);
+}
+
+static int dw_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
+                      int *out, int max_out, int *nout) {
+  return conv_compute_common(ctx, a, dag, in, nin, out, max_out, nout, 1);
+}
+
+static int dw_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
+  tl_ctx *ctx = cfg->ctx;
+  int C = tl_atvm_stage_by_tag(s, "depthwise_conv2d_nchw");
+  if (C < 0) return tl_err(ctx, TL_E_SCHED, "depthwise_conv2d_NCHWc.x86: no depthwise stage");
+  TRY(tl_atvm_inline_injective(ctx, s, C));
+  int64_t oc_bn = last_of(cfg, "tile_oc"), reg_n = last_of(cfg, "tile_ow");
+  if (!oc_bn || !reg_n) return tl_errcode(ctx);
+  char cname[128];
+  snprintf(cname, sizeof cname, "%s", tl_sched_stage_name(s, C));
+  int last = tl_sched_num_stages(s) - 1, O, CC, attach;
+  if (last != C && same_shape(s, C, last)) {
+    O = last;
+    CC = C;
+  } else {
+    int ns;
+    TRY(tl_sched_cache_write(ctx, s, C, "local", &ns));
+    O = find(s, cname);
+    CC = ns;
+  }
+  TRY(pad_at_root(ctx, s, "PaddedInput"));
+  TRY(conv_outer(ctx, s, O, oc_bn, 1, reg_n, 0, 0, &attach));
+  TRY(tl_sched_compute_at(ctx, s, CC, O, pos(s, O, attach)));
+  /* the accumulating stage: n c oh ow | ry rx -> ..., ry, rx, c_bn, ow_inner (vectorized) */
+  int t[2], oco, oci, owo, owi;
+  TRY(split_node(ctx, s, CC, 1, 1, &oc_bn, t)); oco = t[0], oci = t[1];
+  TRY(split_node(ctx, s, CC, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
+  int order[8] = {0, oco, 2, owo, 4, 5, oci, owi};
+  TRY(reorder_nodes(ctx, s, CC, order, 8));
+  TRY(ann(ctx, s, CC, 5, TL_ANN_UNROLL));
+  TRY(ann(ctx, s, CC, owi, TL_ANN_VECTORIZE));
+  return TL_OK;
+}
+
+const tl_atvm_template tl_x86_depthwise_nchwc = {"depthwise_conv2d_NCHWc.x86", dw_define,
+                                                 dw_compute, dw_schedule};
+
+/* ---- dense ---------------------------------------------------------------------------- */
+
+/* args: data [M, K], weight [N, K], bias (TENSOR or null), out_dtype */
+static int dense_dims(tl_ctx *ctx, const tl_atvm_args *a, int64_t *M, int64_t *N, int64_t *K) {
+  if (a->ntensors < 2)
+    return tl_err(ctx, TL_E_ARG, "expected args [data, weight, bias or null, out_dtype] with 2 or 3 tensors, got %d",
+                  a->ntensors);
+  if (a->ndim[0] != 2 || a->ndim[1] != 2)
+    return tl_err(ctx, TL_E_SHAPE, "data and weight must be 2-D, got %d-D and %d-D", a->ndim[0], a->ndim[1]);
+  *M = a->shape[0][0], *K = a->shape[0][1], *N = a->shape[1][0];
+  if (a->shape[1][1] != *K)
+    return tl_err(ctx, TL_E_SHAPE, "data has K=%lld but weight has K=%lld", (long long)*K,
+                  (long long)a->shape[1][1]);
+  return TL_OK;
+}
+
+static int dense_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
+                         int *out, int max_out, int *nout) {
+  int64_t M = 0, N = 0, K = 0;
+  TRY(dense_dims(ctx, a, &M, &N, &K));
+  size_t n = json_array_size(a->json);
+  const char *od = json_string_value(json_array_get(a->json, n - 1));
+  char attrs[128];
+  snprintf(attrs, sizeof attrs, "{\"units\":%lld%s%s%s}", (long long)N, od ? ",\"out_dtype\":\"" : "",
+           od ? od : "", od ? "\"" : "");
+  return tl_topi_op(ctx, dag, "dense", in, nin >= 3 ? 3 : 2, attrs, out, max_out, nout);
+}
+
+static int dense_nopack_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
+  int64_t M = 0, N = 0, K = 0;
+  TRY(dense_dims(cfg->ctx, a, &M, &N, &K));
+  TRY(define_split2(cfg, "tile_y", M, 2));
+  TRY(define_split2(cfg, "tile_x", N, 2));
+  TRY(define_split2(cfg, "tile_k", K, 2));
+  int64_t tk = tl_atvm_largest_divisor(K, SIMD_LANES * 2);
+  int64_t sy[2] = {-1, M}, sx[2] = {-1, 1}, sk[2] = {-1, tk};
+  TRY(tl_cfg_fallback_split(cfg, "tile_y", sy, 2));
+  TRY(tl_cfg_fallback_split(cfg, "tile_x", sx, 2));
+  return tl_cfg_fallback_split(cfg, "tile_k", sk, 2);
+}
+
+/* The output stage O (2-D [M, N]) tiled by tile_y/tile_x; writes the fused
+** parallel node and the inner nodes. */
+static int dense_outer(tl_ctx *ctx, tl_sched *s, int O, const int64_t *ty, int nty,
+                       const int64_t *tx, int ntx, int *par, int *yi, int *xi) {
+  int yt[4], xt[4];
+  TRY(split_node(ctx, s, O, 0, nty - 1, ty + 1, yt));
+  TRY(split_node(ctx, s, O, 1, ntx - 1, tx + 1, xt));
+  int order[8], no = 0;
+  for (int i = 0; i < nty - 1; i++) order[no++] = yt[i], order[no++] = xt[i];
+  order[no++] = yt[nty - 1], order[no++] = xt[ntx - 1];
+  TRY(reorder_nodes(ctx, s, O, order, no));
+  int f2[2] = {yt[0], xt[0]};
+  TRY(fuse_nodes(ctx, s, O, f2, 2, par));
+  TRY(ann(ctx, s, O, *par, TL_ANN_PARALLEL));
+  *yi = yt[nty - 1], *xi = xt[ntx - 1];
+  return TL_OK;
+}
+
+static int dense_nopack_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
+  tl_ctx *ctx = cfg->ctx;
+  int C = tl_atvm_stage_by_tag(s, "dense");
+  if (C < 0) return tl_err(ctx, TL_E_SCHED, "dense_nopack.x86: no dense stage");
+  TRY(tl_atvm_inline_injective(ctx, s, C));
+  int wy, wx, wk;
+  const int64_t *ty = tl_cfg_ints(cfg, "tile_y", &wy), *tx = tl_cfg_ints(cfg, "tile_x", &wx),
+                *tk = tl_cfg_ints(cfg, "tile_k", &wk);
+  if (!ty || !tx || !tk) return tl_errcode(ctx);
+  char cname[128];
+  snprintf(cname, sizeof cname, "%s", tl_sched_stage_name(s, C));
+  /* C(y, x) = sum_k ... -> split k by vec, rfactor the inner part:
+  ** C.rf(y, x, kk) = sum_ko ...; C(y, x) = sum_kk C.rf */
+  int t[2], rf;
+  TRY(split_node(ctx, s, C, 2, 1, &tk[1], t));
+  int kk = t[1];
+  TRY(tl_sched_rfactor(ctx, s, C, pos(s, C, kk), 2, &rf));
+  C = find(s, cname);
+  int last = tl_sched_num_stages(s) - 1;
+  int O = (last != C && same_shape(s, C, last)) ? last : C;
+  int par, yi, xi;
+  TRY(dense_outer(ctx, s, O, ty, wy, tx, wx, &par, &yi, &xi));
+  if (O != C) TRY(tl_sched_compute_at(ctx, s, C, O, pos(s, O, par)));
+  if (O == C) {
+    int p = tl_sched_num_iters(s, C) - 1;   /* kk, the reduction, innermost */
+    TRY(tl_sched_annotate(ctx, s, C, p, TL_ANN_UNROLL));
+  }
+  if (O == C) {
+    TRY(tl_sched_compute_at(ctx, s, rf, O, pos(s, O, par)));
+  } else {
+    /* the anchor runs per output element of the fused stage: rf per (y, x) */
+    TRY(tl_sched_compute_at(ctx, s, rf, C, 1));
+  }
+  /* rf: y x kk | ko -> ko, (y x) fused, kk vectorized */
+  int ni = tl_sched_num_iters(s, rf);
+  if (ni == 4) {
+    int order[4] = {3, 0, 1, 2}, f[2] = {1, 2};
+    TRY(tl_sched_reorder(ctx, s, rf, 4, order));
+    TRY(tl_sched_fuse(ctx, s, rf, 2, f));
+    if (tl_sched_iter_extent(s, rf, 1) > 1 && tl_sched_iter_extent(s, rf, 1) <= 64)
+      TRY(tl_sched_annotate(ctx, s, rf, 1, TL_ANN_UNROLL));
+    TRY(tl_sched_annotate(ctx, s, rf, 2, TL_ANN_VECTORIZE));
+  }
+  return TL_OK;
+}
+
+const tl_atvm_template tl_x86_dense_nopack = {"dense_nopack.x86", dense_nopack_define,
+                                              dense_compute, dense_nopack_schedule};
+
+static int dense_pack_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
+  int64_t M = 0, N = 0, K = 0;
+  TRY(dense_dims(cfg->ctx, a, &M, &N, &K));
+  TRY(define_split2(cfg, "tile_y", M, 3));
+  TRY(define_split2(cfg, "tile_x", N, 3));
+  TRY(define_split2(cfg, "tile_k", K, 2));
+  TRY(define_split2(cfg, "tile_inner", M, 2));
+  {
+    /* filter: size[-1] <= 16 */
+    tl_knob *kb = &cfg->space->knobs.v[3];
+    unsigned char keep[4096];
+    if (kb->dim <= 4096) {
+      for (int64_t j = 0; j < kb->dim; j++) keep[j] = tl_knob_entity(kb, j)[1] <= 16;
+      tl_atvm_knob_filter(cfg->space, 3, keep);
+    }
+  }
+  /* TVM's defaults: x inner = largest divisor of N <= 2 lanes, y inner = the
+  ** largest power of two <= 8 dividing M; the middle levels double while the
+  ** outer extent is even and > 4 */
+  int64_t xii = tl_atvm_largest_divisor(N, 2 * SIMD_LANES), NN = N / xii, xoi = 1;
+  while (NN / xoi > 4 && (NN / xoi) % 2 == 0) xoi *= 2;
+  int64_t yii = 8;
+  while (M % yii) yii /= 2;
+  int64_t MM = M / yii, yoi = 1;
+  while (MM / yoi > 4 && (MM / yoi) % 2 == 0) yoi *= 2;
+  int64_t sy[3] = {-1, yoi, yii}, sx[3] = {-1, xoi, xii}, sk[2] = {-1, 1}, si[2] = {-1, yii};
+  TRY(tl_cfg_fallback_split(cfg, "tile_y", sy, 3));
+  TRY(tl_cfg_fallback_split(cfg, "tile_x", sx, 3));
+  TRY(tl_cfg_fallback_split(cfg, "tile_k", sk, 2));
+  return tl_cfg_fallback_split(cfg, "tile_inner", si, 2);
+}
+
+static int dense_pack_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
+  tl_ctx *ctx = cfg->ctx;
+  int C = tl_atvm_stage_by_tag(s, "dense");
+  if (C < 0) return tl_err(ctx, TL_E_SCHED, "dense_pack.x86: no dense stage");
+  TRY(tl_atvm_inline_injective(ctx, s, C));
+  int wy, wx, wk, wi;
+  const int64_t *ty = tl_cfg_ints(cfg, "tile_y", &wy), *tx = tl_cfg_ints(cfg, "tile_x", &wx),
+                *tk = tl_cfg_ints(cfg, "tile_k", &wk), *tin = tl_cfg_ints(cfg, "tile_inner", &wi);
+  if (!ty || !tx || !tk || !tin) return tl_errcode(ctx);
+  char cname[128];
+  snprintf(cname, sizeof cname, "%s", tl_sched_stage_name(s, C));
+  int last = tl_sched_num_stages(s) - 1, O, CC;
+  if (last == C || !same_shape(s, C, last)) {
+    int ns;
+    TRY(tl_sched_cache_write(ctx, s, C, "local", &ns));
+    CC = ns;
+    O = find(s, cname);
+  } else {
+    O = last;
+    CC = C;
+  }
+  /* O: (xt, yt) fused and parallel, (yo, xo) fused, yi unrolled, xi vectorized */
+  int yt[3], xt[3];
+  TRY(split_node(ctx, s, O, 0, 2, ty + 1, yt));
+  TRY(split_node(ctx, s, O, 1, 2, tx + 1, xt));
+  int order[6] = {xt[0], yt[0], yt[1], xt[1], yt[2], xt[2]};
+  TRY(reorder_nodes(ctx, s, O, order, 6));
+  int xyt, xyo;
+  int f1[2] = {xt[0], yt[0]}, f2[2] = {yt[1], xt[1]};
+  TRY(fuse_nodes(ctx, s, O, f1, 2, &xyt));
+  TRY(ann(ctx, s, O, xyt, TL_ANN_PARALLEL));
+  TRY(fuse_nodes(ctx, s, O, f2, 2, &xyo));
+  TRY(ann(ctx, s, O, yt[2], TL_ANN_UNROLL));
+  TRY(ann(ctx, s, O, xt[2], TL_ANN_VECTORIZE));
+  TRY(tl_sched_compute_at(ctx, s, CC, O, pos(s, O, xyo)));
+  /* CC: y x | k -> ko, [yo,] ki, [yi | y], x with x vectorized */
+  int t[2], y = 0, x = 1;
+  TRY(split_node(ctx, s, CC, 2, 1, &tk[1], t));
+  int ko = t[0], ki = t[1];
+  int64_t inner = tin[1];
+  if (inner > 1) {
+    int yy[2];
+    TRY(split_node(ctx, s, CC, y, 1, &inner, yy));
+    int o2[5] = {ko, yy[0], ki, yy[1], x};
+    TRY(reorder_nodes(ctx, s, CC, o2, 5));
+    TRY(ann(ctx, s, CC, yy[0], TL_ANN_UNROLL));
+    TRY(ann(ctx, s, CC, yy[1], TL_ANN_UNROLL));
+  } else {
+    int o2[4] = {ko, ki, y, x};
+    TRY(reorder_nodes(ctx, s, CC, o2, 4));
+    TRY(ann(ctx, s, CC, y, TL_ANN_UNROLL));
+  }
+  TRY(ann(ctx, s, CC, ki, TL_ANN_UNROLL));
+  TRY(ann(ctx, s, CC, x, TL_ANN_VECTORIZE));
+  return TL_OK;
+}
+
+const tl_atvm_template tl_x86_dense_pack = {"dense_pack.x86", dense_pack_define, dense_compute,
+                                            dense_pack_schedule};

@@ -1,0 +1,65 @@
+#!/bin/bash
+# End-to-end checks of `tunelua log best` and `tunelua log summary` on a
+# small AutoTVM log (two workloads, errors, a malformed line).
+set -u
+TL=$(realpath "${1:-build/tunelua}")
+fails=0
+passes=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+check() {   # check NAME EXPECTED_STATUS EXPECTED_SUBSTRING ACTUAL_STATUS ACTUAL_OUTPUT
+  local name=$1 want_rc=$2 want=$3 rc=$4 out=$5
+  if [ "$rc" != "$want_rc" ] || [[ "$out" != *"$want"* ]]; then
+    echo "FAIL $name: status $rc (want $want_rc), output:"
+    echo "$out" | head -20
+    echo "  expected to contain: $want"
+    fails=$((fails + 1))
+  else
+    passes=$((passes + 1))
+  fi
+}
+
+D='[["TENSOR", [4, 32], "float32"], ["TENSOR", [24, 32], "float32"], null, "float32"]'
+C='[["TENSOR", [1, 64, 56, 56], "float32"], ["TENSOR", [64, 64, 3, 3], "float32"], [1, 1], [1, 1, 1, 1], [1, 1], "NCHW", "NCHW", "float32"]'
+rec() {  # rec TASK ARGS INDEX ENTITY COST ERR
+  echo "{\"input\": [\"llvm -mcpu=core-avx2\", \"$1\", $2, {}], \"config\": {\"index\": $3, \"code_hash\": null, \"entity\": $4}, \"result\": [[$5], $6, 0.5, 1700000000.0], \"version\": 0.2, \"tvm_version\": \"0.8.dev0\"}"
+}
+E1='[["tile_y", "sp", [-1, 1]], ["tile_x", "sp", [-1, 1]], ["tile_k", "sp", [-1, 1]]]'
+E2='[["tile_y", "sp", [-1, 2]], ["tile_x", "sp", [-1, 1]], ["tile_k", "sp", [-1, 1]]]'
+E3='[["tile_ic", "sp", [1, 64]], ["tile_oc", "sp", [2, 32]], ["tile_ow", "sp", [8, 7]], ["unroll_kw", "ot", true]]'
+{
+  rec dense_nopack.x86 "$D" 0 "$E1" 2e-05 0
+  rec dense_nopack.x86 "$D" 1 "$E2" 1e-05 0
+  rec dense_nopack.x86 "$D" 1 "$E2" 1000000000.0 1
+  echo "{broken"
+  rec conv2d_NCHWc.x86 "$C" 188 "$E3" 0.001 0
+  rec conv2d_NCHWc.x86 "$C" 188 "$E3" 1000000000.0 6
+} > "$tmp/t.log"
+
+out=$("$TL" log summary "$tmp/t.log" 2>&1); rc=$?
+check "summary status" 0 "5 records, 2 tasks" "$rc" "$out"
+check "summary warns with file:line" 0 "t.log:4: skipped a malformed record" "$rc" "$out"
+# dense: 2*4*24*32 flop / 1e-05 s = 0.6144 GFLOPS; 3 trials, 1 error
+check "summary dense row" 0 "dense_nopack.x86             (4x32) (24x32)                             3       1       0.0100         0.61" "$rc" "$out"
+check "summary conv row" 0 "conv2d_NCHWc.x86             (1x64x56x56) (64x64x3x3)                   2       1       1.0000" "$rc" "$out"
+
+out=$("$TL" log best "$tmp/t.log" "$tmp/best.log" 2>&1); rc=$?
+check "best status" 0 "wrote 2 records to $tmp/best.log" "$rc" "$out"
+out=$(cat "$tmp/best.log")
+check "best keeps the lowest cost" 0 '"index": 1, "code_hash": null' 0 "$out"
+n=$(wc -l < "$tmp/best.log")
+check "best one per workload" 0 "2" 0 "$n"
+
+out=$("$TL" log best "$tmp/t.log" 2>&1); rc=$?
+check "best default output" 0 "wrote 2 records to $tmp/t.log.best.log" "$rc" "$out"
+
+out=$("$TL" log summary "$tmp/missing.log" 2>&1); rc=$?
+check "summary missing file" 1 "tunelua log: summary: cannot read '$tmp/missing.log'" "$rc" "$out"
+out=$("$TL" log frobnicate 2>&1); rc=$?
+check "unknown subcommand" 1 "tunelua log: unknown command 'frobnicate'" "$rc" "$out"
+out=$("$TL" log 2>&1); rc=$?
+check "usage" 1 "usage: tunelua log best IN [OUT]" "$rc" "$out"
+
+echo "test_log_cli: $passes passed, $fails failed"
+[ "$fails" -eq 0 ]

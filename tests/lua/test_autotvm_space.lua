@@ -1,0 +1,173 @@
+-- AutoTVM tasks, config spaces and the x86 templates: space sizes and index
+-- mapping against TVM's logs, instantiation speed, numerics of lowered
+-- kernels against a naive (unscheduled) reference for several configs.
+local autotvm = require "tunelua.autotvm"
+local te = require "tunelua.te"
+local topi = require "tunelua.topi"
+local nd = require "tunelua.nd"
+local tl = require "tunelua"
+local testing = require "tunelua.testing"
+local record = require "tunelua.autotvm.record"
+
+local function T(shape) return { "TENSOR", shape, "float32" } end
+
+-- ---- spaces match TVM's knob definitions ---------------------------------------------------
+do
+  local args = { T { 1, 3, 224, 224 }, T { 64, 3, 7, 7 }, { 2, 2 }, { 3, 3, 3, 3 }, { 1, 1 }, "NCHW", "NCHW", "float32" }
+  local t = autotvm.task.create("conv2d_NCHWc.x86", args, "llvm -mcpu=skylake-avx512")
+  -- tile_ic 2 (factors of 3) x tile_oc 7 x tile_ow 9 (factors of 112 with size <= 64) x unroll_kw 2
+  assert(#t.config_space == 252, #t.config_space)
+  local knobs = t.config_space:knobs()
+  assert(knobs[1].name == "tile_ic" and knobs[3].dim == 9 and knobs[4].name == "unroll_kw")
+  assert(tostring(t.config_space:get(193)) ==
+         "[('tile_ic', [-1, 3]), ('tile_oc', [-1, 32]), ('tile_ow', [-1, 8]), ('unroll_kw', False)],None,193")
+  assert(t:workload()[1] == "conv2d_NCHWc.x86" and t:workload()[3][2][1] == 64)
+  -- flop (compute_flop rules): 2 * N*O*OH*OW * C*KH*KW plus the padding stage's compares
+  local conv = 2 * 64 * 112 * 112 * 3 * 7 * 7
+  assert(t.flop >= conv and t.flop < conv * 1.01, t.flop)
+  -- fallback: oc_bn 16, ic_bn 3, reg_n 28 (largest divisor of 112 <= 31)
+  assert(tostring(t.config_space:get(-1)) ==
+         "[('tile_ic', [-1, 3]), ('tile_oc', [-1, 16]), ('tile_ow', [-1, 28]), ('unroll_kw', False)],None,233",
+         tostring(t.config_space:get(-1)))
+  -- knob features: split sizes including the -1, then the ot value
+  local f = t.config_space:get(193):features()
+  assert(table.concat(f, ",") == "-1,3,-1,32,-1,8,0", table.concat(f, ","))
+  -- instantiation speed
+  local t0 = os.clock()
+  local n = 300
+  for i = 0, n - 1 do t:instantiate(i % #t.config_space) end
+  local per = (os.clock() - t0) / n * 1e3
+  print(string.format("conv2d_NCHWc.x86 instantiate: %.3f ms per config", per))
+  assert(per < 20)
+end
+
+-- ---- every line of TopHub's llvm log parses and maps into our spaces -----------------------
+do
+  local dir = require("tunelua.autotvm.tophub").dir()
+  local path = dir and (dir .. "/llvm_v0.04.log")
+  if not path then
+    print("skip: no TopHub directory")
+  else
+    local recs = record.load_from_file(path)
+    assert(#recs == 35, #recs)
+    local tasks = {}
+    for _, r in ipairs(recs) do
+      local key = record.workload_key(r.inp.workload)
+      tasks[key] = tasks[key] or autotvm.task.create(r.inp.task_name, r.inp.args, r.inp.target)
+      local t = tasks[key]
+      local idx, why = t.config_space:index_of(r.inp.config.entity)
+      assert(idx, why)
+      -- TVM's index is the same mixed-radix number
+      assert(idx == r.inp.config.index, string.format("line %d: index %d, the log says %d", r.inp.line, idx, r.inp.config.index))
+      local s, args = t:instantiate(idx)
+      assert(#args == 3)
+      assert(tostring(t:lower(idx)):find("^func default_function%(data: float32"))
+    end
+  end
+end
+
+-- ---- numerics: lowered kernels against a naive reference --------------------------------------
+local function naive(op, shapes, attrs)
+  local ins = {}
+  for i, s in ipairs(shapes) do ins[i] = te.placeholder(s, "float32", "in" .. i) end
+  local outs = topi.op(op, ins, attrs)
+  local out = outs[#outs]
+  local s = te.create_schedule(out.op)
+  local args = {}
+  for i, x in ipairs(ins) do args[i] = x end
+  args[#args + 1] = out
+  return tl.build(s, args, "c"), out.shape
+end
+
+local function check_task(t, indices, ref_op, ref_shapes, ref_attrs)
+  local ref, oshape = naive(ref_op, ref_shapes, ref_attrs)
+  local inputs = {}
+  for i, s in ipairs(ref_shapes) do inputs[i] = nd.random_uniform(s, { seed = 7 + i, low = -1, high = 1 }) end
+  local want = nd.empty(oshape, "float32")
+  local call = { unpack(inputs) }
+  call[#call + 1] = want
+  ref(unpack(call))
+  for _, idx in ipairs(indices) do
+    local s, args = t:instantiate(idx)
+    local f = tl.build(s, args, "c")
+    local got = nd.empty(oshape, "float32")
+    local c2 = { unpack(inputs) }
+    c2[#c2 + 1] = got
+    f(unpack(c2))
+    testing.assert_allclose(got, want, { rtol = 1e-4, atol = 1e-4,
+      err_msg = t.name .. " config " .. tostring(t.config_space:get(idx)) })
+  end
+end
+
+do -- conv2d 3x3
+  local args = { T { 1, 16, 14, 14 }, T { 32, 16, 3, 3 }, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "NCHW", "NCHW", "float32" }
+  local t = autotvm.task.create("conv2d_NCHWc.x86", args, "llvm")
+  local sp = t.config_space
+  local picks = { -1, math.floor(#sp / 2) + 1 }
+  check_task(t, picks, "conv2d", { { 1, 16, 14, 14 }, { 32, 16, 3, 3 } },
+             { strides = { 1, 1 }, padding = { 1, 1, 1, 1 }, dilation = { 1, 1 } })
+end
+
+do -- conv2d 1x1 stride 2 (tile_oh knob)
+  local args = { T { 1, 8, 8, 8 }, T { 16, 8, 1, 1 }, { 2, 2 }, { 0, 0, 0, 0 }, { 1, 1 }, "NCHW", "NCHW", "float32" }
+  local t = autotvm.task.create("conv2d_NCHWc.x86", args, "llvm")
+  assert(t.config_space:knobs()[4].name == "tile_oh" and t.config_space:knobs()[4].dim == 2)
+  check_task(t, { -1, 37 }, "conv2d", { { 1, 8, 8, 8 }, { 16, 8, 1, 1 } },
+             { strides = { 2, 2 }, padding = { 0, 0, 0, 0 } })
+end
+
+do -- depthwise
+  local args = { T { 1, 16, 10, 10 }, T { 16, 1, 3, 3 }, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "float32" }
+  local t = autotvm.task.create("depthwise_conv2d_NCHWc.x86", args, "llvm")
+  check_task(t, { -1, 11 }, "depthwise_conv2d", { { 1, 16, 10, 10 }, { 16, 1, 3, 3 } },
+             { strides = { 1, 1 }, padding = { 1, 1, 1, 1 } })
+end
+
+do -- dense_nopack and dense_pack, with and without bias
+  local args = { T { 4, 32 }, T { 24, 32 }, record.null, "float32" }
+  local t = autotvm.task.create("dense_nopack.x86", args, "llvm")
+  assert(#t.config_space == 3 * 8 * 6, #t.config_space)   -- factors of 4, 24, 32
+  check_task(t, { -1, 50 }, "dense", { { 4, 32 }, { 24, 32 } }, { units = 24 })
+  -- with a bias: the template schedules the fused bias stage after the anchor
+  local t1 = autotvm.task.create("dense_nopack.x86", { T { 4, 32 }, T { 24, 32 }, T { 24 }, "float32" }, "llvm")
+  check_task(t1, { 77 }, "dense", { { 4, 32 }, { 24, 32 }, { 24 } }, { units = 24 })
+  local t2 = autotvm.task.create("dense_pack.x86", { T { 4, 32 }, T { 24, 32 }, T { 24 }, "float32" }, "llvm")
+  check_task(t2, { -1, 100 }, "dense", { { 4, 32 }, { 24, 32 }, { 24 } }, { units = 24 })
+end
+
+-- ---- a Lua template --------------------------------------------------------------------------
+do
+  autotvm.task.register("test_matmul.lua", function(cfg, N, L, M)
+    local A = te.placeholder({ N, L }, "float32", "A")
+    local B = te.placeholder({ L, M }, "float32", "B")
+    local k = te.reduce_axis({ 0, L }, "k")
+    local Cm = te.compute({ N, M }, function(i, j) return te.sum(A[{ i, k }] * B[{ k, j }], k) end, "C")
+    local s = te.create_schedule(Cm.op)
+    local y, x = Cm.op.axis[1], Cm.op.axis[2]
+    cfg:define_split("tile_y", N, { num_outputs = 2 })
+    cfg:define_split("tile_x", M, { num_outputs = 2, filter = function(e) return e.size[2] <= 16 end })
+    cfg:define_knob("vec", { true, false })
+    local yo, yi = cfg.tile_y:apply(s, Cm, y)
+    local xo, xi = cfg.tile_x:apply(s, Cm, x)
+    s[Cm]:reorder(yo, xo, k, yi, xi)
+    if cfg.vec.val then s[Cm]:vectorize(xi) end
+    return s, { A, B, Cm }
+  end)
+  local t = autotvm.task.create("test_matmul.lua", { 16, 8, 32 }, "llvm")
+  assert(#t.config_space == 5 * 5 * 2, #t.config_space)   -- tile_x: 1, 2, 4, 8, 16 (filtered)
+  assert(t.flop == 2 * 16 * 8 * 32, t.flop)
+  assert(tostring(t.config_space:get(7)) == "[('tile_y', [-1, 4]), ('tile_x', [-1, 2]), ('vec', True)],None,7",
+         tostring(t.config_space:get(7)))
+  local a = nd.random_uniform({ 16, 8 }, { seed = 1 })
+  local b = nd.random_uniform({ 8, 32 }, { seed = 2 })
+  local want
+  for _, idx in ipairs({ 0, 7 }) do
+    local s, args = t:instantiate(idx)
+    local f = tl.build(s, args, "c")
+    local c = nd.empty({ 16, 32 }, "float32")
+    f(a, b, c)
+    if want then testing.assert_allclose(c, want, { rtol = 1e-5 }) else want = c end
+  end
+end
+
+print("test_autotvm_space: ok")
