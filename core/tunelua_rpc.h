@@ -13,6 +13,110 @@ extern "C" {
 
 /* cdef:begin */
 
+/* ---- measurement (core/measure) ----------------------------------------
+** Error numbers of results are TVM's MeasureErrorNo: 0 no error,
+** 1 instantiation, 2 compile host, 3 compile device, 4 runtime device,
+** 5 wrong answer, 6 build timeout, 7 run timeout, 8 unknown. */
+
+/* Free a string returned by the functions below. */
+void tl_measure_str_free(char *s);
+/* Remove a build directory: its files (one level), then the directory; 0 on success. */
+int tl_measure_remove_dir(const char *path);
+/* C source of f (the C backend) and its argument signature as JSON
+** {"name": "f", "args": [{"name": "A", "dtype": "float32", "shape": [4, 8]}, ...]};
+** both malloc'd (tl_measure_str_free). Symbolic extents are TL_E_UNSUPPORTED. */
+int tl_measure_lowered_source(tl_ctx *ctx, tl_lowered *f, char **source, char **sig);
+/* Compile sources[i] into so_paths[i] on n_parallel threads, each compiler a
+** child process group with a timeout_s limit (cflags NULL: "-O3 -march=native").
+** codes[i]: TL_OK, TL_E_BUILD (msgs[i]: the diagnostics), TL_E_TIMEOUT, TL_E_IO;
+** a NULL source or path is skipped (TL_E_ARG). secs[i]: wall time. msgs[i] is
+** malloc'd or NULL. Returns TL_OK unless the arguments are bad. */
+int tl_measure_build_batch(tl_ctx *ctx, int n, const char *const *sources,
+                           const char *const *so_paths, const char *cflags,
+                           double timeout_s, int n_parallel, int *codes, double *secs,
+                           char **msgs);
+/* Build configs indices[i] of a C task (tunelua_autotvm.h): each is
+** instantiated, lowered and turned into C in a forked child, then compiled
+** into so_paths[i]; n_parallel at a time, timeout_s for both steps together.
+** error_no[i]: 0, 1 (instantiation: msgs[i] is the template's message),
+** 2 (compile error or a crash while instantiating), 6 (timeout), 8.
+** sigs[i]: the argument signature (as tl_measure_lowered_source) or NULL;
+** msgs[i] and sigs[i] are malloc'd (tl_measure_str_free). */
+int tl_measure_build_task_batch(tl_ctx *ctx, tl_atvm_task *task, int n,
+                                const int64_t *indices, const char *const *so_paths,
+                                const char *cflags, double timeout_s, int n_parallel,
+                                int *error_no, double *secs, char **msgs, char **sigs);
+/* In a forked child with a timeout_s limit: load so_path, allocate random
+** arrays of sig_json, optionally run once and compare every argument with the
+** kernel ref_fname of ref_so_path on the same inputs (rtol; else NULL), then
+** time fname (NULL: the signature's name) with the time evaluator. Fills
+** costs[0..*ncosts), *error_no (0, 4 crash/kernel error, 5, 7) and *msg
+** (malloc'd or NULL). Returns TL_OK unless the machinery itself failed. */
+int tl_measure_run(tl_ctx *ctx, const char *so_path, const char *fname,
+                   const char *sig_json, int number, int repeat, double min_repeat_ms,
+                   int cache_flush, double timeout_s, const char *ref_so_path,
+                   const char *ref_fname, double rtol, double *costs, int *ncosts,
+                   int *error_no, char **msg);
+
+/* ---- the device farm (rpc/; docs/rpc.md) ----------------------------------
+** Tracker: TVM's tracker wire protocol; serves until STOP with stop_key (NULL:
+** a random one) or a signal. Prints "bind to HOST:PORT" on stdout. The port is
+** the first free one in [port, port_end) (port_end <= port: port only; 0: any). */
+int tl_rpc_tracker_run(tl_ctx *ctx, const char *host, int port, int port_end,
+                       const char *stop_key, int verbose);
+/* Server: registers key with the tracker (tracker_host NULL: standalone, the
+** match key is key itself), serves one session at a time, each in a child
+** with a session_timeout limit (<= 0: none), until SIGTERM/SIGINT. */
+int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int tracker_port,
+                      const char *key, const char *host, int port, int port_end,
+                      const char *custom_addr, double session_timeout, int verbose);
+
+typedef struct tl_rpc_sess tl_rpc_sess;
+void tl_rpc_free(void *p);
+/* A session with the server at host:port (handshake with match_key). */
+int tl_rpc_connect(tl_ctx *ctx, const char *host, int port, const char *match_key,
+                   double timeout_s, tl_rpc_sess **out);
+/* Ask the tracker for a device of key and open a session with it; waits up to
+** timeout_s (<= 0: forever) for a free one (TL_E_TIMEOUT). */
+int tl_rpc_request(tl_ctx *ctx, const char *tracker_host, int tracker_port, const char *key,
+                   int priority, double timeout_s, tl_rpc_sess **out);
+const char *tl_rpc_sess_key(const tl_rpc_sess *s);     /* "server:<key>" */
+const char *tl_rpc_sess_addr(const tl_rpc_sess *s);    /* "host:port" */
+void tl_rpc_close(tl_rpc_sess *s);
+/* One request (header: a JSON object text, payload blob[0..n)) and its reply:
+** *resp the reply header (tl_rpc_free), *resp_blob (may be NULL) its payload. */
+int tl_rpc_call(tl_ctx *ctx, tl_rpc_sess *s, const char *header, const void *blob,
+                uint64_t n, double timeout_s, char **resp, void **resp_blob, uint64_t *resp_n);
+/* Upload a local file (zlib-compressed on the wire) as name in the session's directory. */
+int tl_rpc_upload(tl_ctx *ctx, tl_rpc_sess *s, const char *local_path, const char *name,
+                  double timeout_s);
+/* The tracker's SUMMARY ({"queue_info": ..., "server_info": [...]}, tl_rpc_free). */
+int tl_rpc_tracker_summary(tl_ctx *ctx, const char *host, int port, double timeout_s,
+                           char **json_out);
+/* Send one raw tracker message (JSON text) and return the reply text (tl_rpc_free). */
+int tl_rpc_tracker_raw(tl_ctx *ctx, const char *host, int port, const char *req,
+                       double timeout_s, char **json_out);
+/* RPCRunner's batch: measure job i (so_paths[i], fnames[i] or NULL, sigs[i]) on
+** devices of key, n_parallel sessions at once. costs is n x repeat; error_no[i]
+** as MeasureErrorNo, -1 = not measured; msgs[i] malloc'd or NULL (tl_rpc_free).
+** A lost device gives its job error 4 and is re-requested. When no device comes
+** for wait_limit_s, the rest stay -1 and the call returns TL_E_TIMEOUT. */
+int tl_rpc_measure_batch(tl_ctx *ctx, const char *tracker_host, int tracker_port,
+                         const char *key, int priority, int n,
+                         const char *const *so_paths, const char *const *fnames,
+                         const char *const *sigs, int number, int repeat,
+                         double min_repeat_ms, int cache_flush, double timeout_s,
+                         int n_parallel, double cooldown_s, double wait_limit_s,
+                         double *costs, int *ncosts, int *error_no, char **msgs);
+
+/* Tests and fuzzing: connect to host:port, send n raw bytes, and return what
+** comes back until the peer closes or timeout_s passes (*out: tl_rpc_free). */
+int tl_rpc_raw_exchange(tl_ctx *ctx, const char *host, int port, const void *data, size_t n,
+                        double timeout_s, char **out, size_t *outn);
+/* The same on an open session (after the handshake). */
+int tl_rpc_send_raw(tl_ctx *ctx, tl_rpc_sess *s, const void *data, size_t n, double timeout_s,
+                    char **out, size_t *outn);
+
 /* cdef:end */
 
 #ifdef __cplusplus

@@ -1,0 +1,692 @@
+/*
+** measure.c -- the C side of measurement (Contract D): turn a lowered
+** function into C source plus an argument signature, compile many sources in
+** parallel into shared objects (each compiler in its own process group, with a
+** wall-clock limit), and time a compiled kernel in a forked child so that a
+** crash, a hang or a wrong answer becomes a result, never a dead tuner.
+**
+** The signature is JSON: {"name": "f", "args": [{"name": "A", "shape": [4, 8],
+** "dtype": "float32"}, ...]}; the runner allocates host arrays from it, fills
+** them with seeded random values and calls the kernel ABI
+** int32_t f(void **args, int32_t nargs) (args[k] a DLTensor *).
+**
+** The child of tl_measure_run writes a small binary record to its pipe:
+** int32 error_no, int32 ncosts, double costs[ncosts], then the message text.
+*/
+#define _GNU_SOURCE
+#include "../base/base.h"
+#include "../codegen/codegen.h"
+#include "../ir/ir.h"
+#include "../runtime/runtime.h"
+#include "measure.h"
+#include "../tunelua.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef TL_C_COMPILER
+#define TL_C_COMPILER "cc"
+#endif
+
+#define MEASURE_MAX_ARGS 64
+#define MEASURE_MAX_REPEAT 1024
+#define MEASURE_FLUSH_BYTES ((size_t)32 << 20)
+
+/* A crashing kernel must end the child with its signal: no inherited (or
+** sanitizer) handler runs, and the child dies with the process that measures. */
+static void default_crash_signals(void) {
+  static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+TL_EXPORT void tl_measure_str_free(char *s) { free(s); }
+
+TL_EXPORT int tl_measure_remove_dir(const char *path) {
+  if (!path || !*path) return -1;
+  DIR *d = opendir(path);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char *p = tl_sprintf("%s/%s", path, e->d_name);
+      unlink(p);
+      free(p);
+    }
+    closedir(d);
+  }
+  return rmdir(path);
+}
+
+static const char *type_name(tl_type t) {
+  if (t.code == TL_TC_FLOAT) return t.bits == 16 ? "float16" : t.bits == 64 ? "float64" : "float32";
+  if (t.code == TL_TC_UINT) return t.bits == 1 ? "bool" : "uint8";
+  if (t.code == TL_TC_INT) {
+    switch (t.bits) {
+    case 8: return "int8";
+    case 16: return "int16";
+    case 64: return "int64";
+    default: return "int32";
+    }
+  }
+  return "float32";
+}
+
+TL_EXPORT int tl_measure_lowered_source(tl_ctx *ctx, tl_lowered *f, char **source, char **sig) {
+  if (!f || !source || !sig) return tl_err(ctx, TL_E_ARG, "tl_measure_lowered_source: NULL argument");
+  *source = NULL;
+  *sig = NULL;
+  tl_buf b = {0};
+  int rc = tl_codegen_c(ctx, f, &b);
+  if (rc) {
+    tl_buf_free(&b);
+    return rc;
+  }
+  tl_buf s = {0};
+  tl_buf_printf(&s, "{\"name\": \"%s\", \"args\": [", f->name);
+  for (int i = 0; i < f->nargs; i++) {
+    const tl_buffer *buf = tl_ir_buffer(f->ir, f->arg_bufs[i]);
+    tl_buf_printf(&s, "%s{\"name\": \"%s\", \"dtype\": \"%s\", \"shape\": [", i ? ", " : "",
+                  buf->name ? buf->name : "", type_name(buf->dtype));
+    for (int d = 0; d < buf->ndim; d++) {
+      tl_ref e = buf->shape[d];
+      if (tl_ir_op(f->ir, e) != TL_IR_INT) {
+        tl_buf_free(&b);
+        tl_buf_free(&s);
+        return tl_err(ctx, TL_E_UNSUPPORTED, "%s: argument %d (%s) has a symbolic extent: "
+                      "measurement needs constant shapes", f->name, i, buf->name ? buf->name : "?");
+      }
+      tl_buf_printf(&s, "%s%lld", d ? ", " : "", (long long)tl_ir_node(f->ir, e)->imm.i);
+    }
+    tl_buf_puts(&s, "]}");
+  }
+  tl_buf_puts(&s, "]}");
+  *source = tl_buf_take(&b);
+  *sig = tl_buf_take(&s);
+  return TL_OK;
+}
+
+/* ---- compiling ---------------------------------------------------------------- */
+
+static const char *compiler(void) {
+  const char *cc = getenv("TUNELUA_CC");
+  return cc && *cc ? cc : TL_C_COMPILER;
+}
+
+static char *trim_msg(const char *s, size_t n) {
+  if (n > 4000) n = 4000;
+  return tl_strndup(s ? s : "", s ? n : 0);
+}
+
+/* Compile source into so_path: TL_OK, TL_E_BUILD (diagnostics in *msg) or TL_E_TIMEOUT. */
+static int compile_one(tl_ctx *ctx, const char *source, const char *cflags, const char *so_path,
+                       double timeout_s, char **msg) {
+  *msg = NULL;
+  char *src_path = tl_sprintf("%s.c", so_path);
+  FILE *fp = fopen(src_path, "wb");
+  if (!fp) {
+    *msg = tl_sprintf("cannot create '%s': %s", src_path, strerror(errno));
+    free(src_path);
+    return TL_E_IO;
+  }
+  size_t n = strlen(source);
+  int bad = fwrite(source, 1, n, fp) != n;
+  if (fclose(fp) != 0) bad = 1;
+  if (bad) {
+    *msg = tl_sprintf("cannot write '%s'", src_path);
+    unlink(src_path);
+    free(src_path);
+    return TL_E_IO;
+  }
+  const char *argv[64];
+  int a = 0;
+  const char *cc = compiler();
+  argv[a++] = cc;
+  argv[a++] = "-std=gnu11";
+  argv[a++] = "-shared";
+  argv[a++] = "-fPIC";
+  char *flags = tl_strdup(cflags && *cflags ? cflags : "-O3 -march=native");
+  for (char *save = NULL, *tok = strtok_r(flags, " \t", &save); tok && a < 50;
+       tok = strtok_r(NULL, " \t", &save))
+    argv[a++] = tok;
+  argv[a++] = "-o";
+  argv[a++] = so_path;
+  argv[a++] = src_path;
+  argv[a++] = "-lm";
+  argv[a] = NULL;
+  tl_proc_result *res = NULL;
+  int rc = tl_proc_exec(ctx, argv, timeout_s, 64 * 1024, &res);
+  if (rc == TL_OK) {
+    size_t elen = 0;
+    const char *err = tl_proc_stderr(res, &elen);
+    switch (tl_proc_status(res)) {
+    case TL_PROC_OK:
+      break;
+    case TL_PROC_TIMEOUT:
+      rc = TL_E_TIMEOUT;
+      *msg = tl_sprintf("build timed out after %.1f s", timeout_s);
+      break;
+    case TL_PROC_SIGNAL:
+      rc = TL_E_BUILD;
+      *msg = tl_sprintf("C compiler '%s' killed by signal %d", cc, tl_proc_code(res));
+      break;
+    default: {
+      rc = TL_E_BUILD;
+      char *t = trim_msg(err, elen);
+      *msg = tl_sprintf("C compiler '%s' failed (exit %d):\n%s", cc, tl_proc_code(res), t);
+      free(t);
+      break;
+    }
+    }
+  } else {
+    *msg = tl_strdup(tl_errmsg(ctx));
+  }
+  tl_proc_result_free(res);
+  free(flags);
+  unlink(src_path);
+  free(src_path);
+  if (rc) unlink(so_path);
+  return rc;
+}
+
+typedef struct {
+  int n;
+  const char *const *sources;
+  const char *const *so_paths;
+  const char *cflags;
+  double timeout_s;
+  int *codes;
+  double *secs;
+  char **msgs;
+  int next;
+  pthread_mutex_t mu;
+} build_batch;
+
+static void *build_worker(void *arg) {
+  build_batch *bb = arg;
+  tl_ctx *ctx = tl_ctx_new();
+  for (;;) {
+    pthread_mutex_lock(&bb->mu);
+    int i = bb->next++;
+    pthread_mutex_unlock(&bb->mu);
+    if (i >= bb->n) break;
+    if (!bb->sources[i] || !bb->so_paths[i]) {   /* skipped (already failed) */
+      bb->codes[i] = TL_E_ARG;
+      bb->msgs[i] = NULL;
+      bb->secs[i] = 0;
+      continue;
+    }
+    double t0 = tl_now();
+    tl_clearerr(ctx);
+    bb->codes[i] = compile_one(ctx, bb->sources[i], bb->cflags, bb->so_paths[i], bb->timeout_s,
+                               &bb->msgs[i]);
+    bb->secs[i] = tl_now() - t0;
+  }
+  tl_ctx_free(ctx);
+  return NULL;
+}
+
+TL_EXPORT int tl_measure_build_batch(tl_ctx *ctx, int n, const char *const *sources,
+                                     const char *const *so_paths, const char *cflags,
+                                     double timeout_s, int n_parallel, int *codes, double *secs,
+                                     char **msgs) {
+  if (n < 0 || (n > 0 && (!sources || !so_paths || !codes || !secs || !msgs)))
+    return tl_err(ctx, TL_E_ARG, "tl_measure_build_batch: bad arguments");
+  if (n == 0) return TL_OK;
+  if (n_parallel < 1) n_parallel = 1;
+  if (n_parallel > n) n_parallel = n;
+  if (n_parallel > 256) n_parallel = 256;
+  build_batch bb = {n, sources, so_paths, cflags, timeout_s, codes, secs, msgs, 0};
+  pthread_mutex_init(&bb.mu, NULL);
+  pthread_t th[256];
+  int started = 0;
+  for (int t = 0; t < n_parallel; t++) {
+    if (pthread_create(&th[t], NULL, build_worker, &bb) != 0) break;
+    started++;
+  }
+  if (!started) build_worker(&bb);
+  for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+  pthread_mutex_destroy(&bb.mu);
+  return TL_OK;
+}
+
+/* ---- building configs of a C task, each lowered in a child ------------------------------- */
+
+typedef struct {
+  tl_atvm_task *task;
+  int64_t index;
+} lower_arg;
+
+/* Child: instantiate + lower + generate C; writes "sig\0source" (exit 0) or the message (exit 3). */
+static int lower_child(void *argp, int out_fd) {
+  lower_arg *a = argp;
+  default_crash_signals();
+  tl_ctx *ctx = tl_ctx_new();
+  tl_lowered *l = NULL;
+  char *src = NULL, *sig = NULL;
+  int rc = tl_atvm_lower(ctx, a->task, a->index, "default_function", &l);
+  if (!rc) rc = tl_measure_lowered_source(ctx, l, &src, &sig);
+  tl_buf b = {0};
+  if (rc) {
+    tl_buf_puts(&b, tl_errmsg(ctx));
+  } else {
+    tl_buf_puts(&b, sig);
+    tl_buf_putn(&b, "", 1);
+    tl_buf_puts(&b, src);
+  }
+  size_t off = 0;
+  while (off < b.n) {
+    ssize_t w = write(out_fd, b.s + off, b.n - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    off += (size_t)w;
+  }
+  return rc ? 3 : 0;
+}
+
+typedef struct {
+  tl_atvm_task *task;
+  int n;
+  const int64_t *indices;
+  const char *const *so_paths;
+  const char *cflags;
+  double timeout_s;
+  int *error_no;
+  double *secs;
+  char **msgs, **sigs;
+  int next;
+  pthread_mutex_t mu;
+} task_batch;
+
+static void *task_worker(void *arg) {
+  task_batch *tb = arg;
+  tl_ctx *ctx = tl_ctx_new();
+  for (;;) {
+    pthread_mutex_lock(&tb->mu);
+    int i = tb->next++;
+    pthread_mutex_unlock(&tb->mu);
+    if (i >= tb->n) break;
+    double t0 = tl_now();
+    tb->msgs[i] = tb->sigs[i] = NULL;
+    lower_arg la = {tb->task, tb->indices[i]};
+    tl_proc_result *res = NULL;
+    tl_clearerr(ctx);
+    if (tl_proc_call(ctx, lower_child, &la, tb->timeout_s, (size_t)64 << 20, &res)) {
+      tb->error_no[i] = TL_MEASURE_UNKNOWN_ERROR;
+      tb->msgs[i] = tl_strdup(tl_errmsg(ctx));
+      tb->secs[i] = tl_now() - t0;
+      continue;
+    }
+    size_t olen = 0;
+    const char *o = tl_proc_stdout(res, &olen);
+    int st = tl_proc_status(res);
+    if (st == TL_PROC_OK && o && strlen(o) < olen) {
+      size_t sl = strlen(o);
+      tb->sigs[i] = tl_strndup(o, sl);
+      double left = tb->timeout_s > 0 ? tb->timeout_s - (tl_now() - t0) : 0;
+      if (tb->timeout_s > 0 && left < 0.001) left = 0.001;
+      int rc = compile_one(ctx, o + sl + 1, tb->cflags, tb->so_paths[i], left, &tb->msgs[i]);
+      tb->error_no[i] = rc == TL_OK ? TL_MEASURE_NO_ERROR
+                        : rc == TL_E_TIMEOUT ? TL_MEASURE_BUILD_TIMEOUT : TL_MEASURE_COMPILE_HOST;
+    } else if (st == TL_PROC_EXIT && tl_proc_code(res) == 3) {
+      tb->error_no[i] = TL_MEASURE_INSTANTIATION_ERROR;
+      tb->msgs[i] = tl_strndup(o ? o : "", o ? olen : 0);
+    } else if (st == TL_PROC_TIMEOUT) {
+      tb->error_no[i] = TL_MEASURE_BUILD_TIMEOUT;
+      tb->msgs[i] = tl_sprintf("build timed out after %.1f s (instantiating config %lld)",
+                               tb->timeout_s, (long long)tb->indices[i]);
+    } else {
+      size_t el = 0;
+      const char *e = tl_proc_stderr(res, &el);
+      tb->error_no[i] = TL_MEASURE_COMPILE_HOST;
+      tb->msgs[i] = st == TL_PROC_SIGNAL
+        ? tl_sprintf("instantiating config %lld crashed: signal %d (%s)", (long long)tb->indices[i],
+                     tl_proc_code(res), strsignal(tl_proc_code(res)))
+        : tl_sprintf("instantiating config %lld failed (status %d): %.*s", (long long)tb->indices[i],
+                     tl_proc_code(res), (int)(el > 2000 ? 2000 : el), e ? e : "");
+    }
+    tl_proc_result_free(res);
+    tb->secs[i] = tl_now() - t0;
+  }
+  tl_ctx_free(ctx);
+  return NULL;
+}
+
+TL_EXPORT int tl_measure_build_task_batch(tl_ctx *ctx, tl_atvm_task *task, int n,
+                                          const int64_t *indices, const char *const *so_paths,
+                                          const char *cflags, double timeout_s, int n_parallel,
+                                          int *error_no, double *secs, char **msgs, char **sigs) {
+  if (!task || n < 0 || (n > 0 && (!indices || !so_paths || !error_no || !secs || !msgs || !sigs)))
+    return tl_err(ctx, TL_E_ARG, "tl_measure_build_task_batch: bad arguments");
+  if (n == 0) return TL_OK;
+  if (n_parallel < 1) n_parallel = 1;
+  if (n_parallel > n) n_parallel = n;
+  if (n_parallel > 256) n_parallel = 256;
+  task_batch tb = {task, n, indices, so_paths, cflags, timeout_s, error_no, secs, msgs, sigs, 0};
+  pthread_mutex_init(&tb.mu, NULL);
+  pthread_t th[256];
+  int started = 0;
+  for (int t = 0; t < n_parallel; t++)
+    if (pthread_create(&th[started], NULL, task_worker, &tb) == 0) started++;
+  if (!started) task_worker(&tb);
+  for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+  pthread_mutex_destroy(&tb.mu);
+  return TL_OK;
+}
+
+/* ---- running ------------------------------------------------------------------------ */
+
+typedef int32_t (*kernel_fn)(void **args, int32_t nargs);
+typedef const char *(*kernel_err_fn)(void);
+
+typedef struct {
+  int nargs;
+  tl_array *arrs[MEASURE_MAX_ARGS];
+} argset;
+
+static void argset_free(argset *s) {
+  for (int i = 0; i < s->nargs; i++) tl_array_free(s->arrs[i]);
+  s->nargs = 0;
+}
+
+/* Arrays of the signature, random-filled (same seed -> same values). */
+static int argset_make(tl_ctx *ctx, const char *sig_json, argset *s, char *name, size_t name_cap) {
+  s->nargs = 0;
+  json_error_t je;
+  json_t *root = json_loads(sig_json, 0, &je);
+  if (!root || !json_is_object(root)) {
+    json_decref(root);
+    return tl_err(ctx, TL_E_PARSE, "measure: bad signature JSON: %s", je.text);
+  }
+  int rc = TL_OK;
+  const char *nm = json_string_value(json_object_get(root, "name"));
+  if (name) snprintf(name, name_cap, "%s", nm ? nm : "default_function");
+  json_t *args = json_object_get(root, "args");
+  if (!json_is_array(args) || json_array_size(args) > MEASURE_MAX_ARGS) {
+    rc = tl_err(ctx, TL_E_PARSE, "measure: signature needs an 'args' list (at most %d)", MEASURE_MAX_ARGS);
+    goto done;
+  }
+  for (size_t i = 0; i < json_array_size(args); i++) {
+    json_t *a = json_array_get(args, i);
+    json_t *shape = json_object_get(a, "shape");
+    const char *dt = json_string_value(json_object_get(a, "dtype"));
+    int dtype = TL_FLOAT32;
+    if (dt && (rc = tl_dtype_parse(ctx, dt, &dtype))) goto done;
+    if (!json_is_array(shape) || json_array_size(shape) > 16) {
+      rc = tl_err(ctx, TL_E_PARSE, "measure: argument %zu has no shape list", i);
+      goto done;
+    }
+    int64_t sh[16];
+    int nd = (int)json_array_size(shape);
+    double numel = 1;
+    for (int d = 0; d < nd; d++) {
+      sh[d] = json_integer_value(json_array_get(shape, d));
+      if (sh[d] < 0) {
+        rc = tl_err(ctx, TL_E_SHAPE, "measure: argument %zu has a negative extent", i);
+        goto done;
+      }
+      numel *= (double)sh[d];
+    }
+    if (numel > 1e10) {
+      rc = tl_err(ctx, TL_E_SHAPE, "measure: argument %zu is too large", i);
+      goto done;
+    }
+    if ((rc = tl_array_empty(ctx, nd, sh, dtype, TL_DEV_CPU, 0, &s->arrs[s->nargs]))) goto done;
+    s->nargs++;
+    double hi = tl_dtype_is_float(dtype) ? 1.0 : dtype == TL_BOOL ? 2.0 : 10.0;
+    if ((rc = tl_array_random(ctx, s->arrs[s->nargs - 1], 0, 0.0, hi, 1234 + i))) goto done;
+  }
+done:
+  json_decref(root);
+  if (rc) argset_free(s);
+  return rc;
+}
+
+static void pack(argset *s, void **dl) {
+  for (int i = 0; i < s->nargs; i++) dl[i] = tl_array_dltensor(s->arrs[i]);
+}
+
+static char *kernel_msg(void *h, const char *fname, int32_t code) {
+  char ename[300];
+  snprintf(ename, sizeof ename, "%s_error", fname);
+  kernel_err_fn ef;
+  *(void **)&ef = dlsym(h, ename);
+  const char *m = ef ? ef() : NULL;
+  if (m && *m) return tl_sprintf("kernel '%s' failed: %s", fname, m);
+  return tl_sprintf("kernel '%s' failed with code %d", fname, (int)code);
+}
+
+static int open_kernel(const char *so_path, const char *fname, void **h, kernel_fn *fn, char **msg) {
+  *h = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+  if (!*h) {
+    const char *e = dlerror();
+    *msg = tl_sprintf("cannot load '%s': %s", so_path, e ? e : "unknown error");
+    return -1;
+  }
+  void *p = dlsym(*h, fname);
+  if (!p) {
+    *msg = tl_sprintf("module '%s' has no function '%s'", so_path, fname);
+    return -1;
+  }
+  *(void **)fn = p;
+  return 0;
+}
+
+int tl_measure_time_fn(void *fnp, void **dl, int nargs, int number, int repeat,
+                       double min_repeat_ms, int cache_flush, double *costs, int32_t *kcode) {
+  kernel_fn fn;
+  *(void **)&fn = fnp;
+  if (number < 1) number = 1;
+  int32_t kr = fn(dl, nargs);   /* warm-up */
+  if (kr) {
+    *kcode = kr;
+    return -1;
+  }
+  unsigned char *flush = cache_flush ? tl_malloc(MEASURE_FLUSH_BYTES) : NULL;
+  for (int r = 0; r < repeat; r++) {
+    double secs;
+    for (;;) {
+      if (flush) {
+        memset(flush, r & 0xff, MEASURE_FLUSH_BYTES);
+        __asm__ volatile("" : : "r"(flush) : "memory");
+      }
+      double t0 = tl_now();
+      for (int i = 0; i < number; i++) {
+        kr = fn(dl, nargs);
+        if (kr) {
+          free(flush);
+          *kcode = kr;
+          return -1;
+        }
+      }
+      secs = tl_now() - t0;
+      double dur_ms = secs * 1e3;
+      if (min_repeat_ms <= 0 || dur_ms >= min_repeat_ms || number >= 1000000000) break;
+      double next = number * 1.618;
+      if (dur_ms > 0) {
+        double want = min_repeat_ms / (dur_ms / number) + 1;
+        if (want > next) next = want;
+      }
+      if (next < number + 1) next = number + 1;
+      number = next > 1e9 ? 1000000000 : (int)next;
+    }
+    costs[r] = secs / number;
+  }
+  free(flush);
+  return 0;
+}
+
+typedef struct {
+  const char *so_path, *fname, *sig;
+  int number, repeat;
+  double min_repeat_ms;
+  int cache_flush;
+  const char *ref_so, *ref_fname;
+  double rtol, atol;
+} run_args;
+
+static void child_reply(int fd, int error_no, int ncosts, const double *costs, const char *msg) {
+  int32_t h[2] = {error_no, ncosts};
+  tl_buf b = {0};
+  tl_buf_putn(&b, (const char *)h, sizeof h);
+  if (ncosts) tl_buf_putn(&b, (const char *)costs, sizeof(double) * (size_t)ncosts);
+  if (msg) tl_buf_puts(&b, msg);
+  size_t off = 0;
+  while (off < b.n) {
+    ssize_t w = write(fd, b.s + off, b.n - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    off += (size_t)w;
+  }
+  tl_buf_free(&b);
+}
+
+static int run_child(void *arg, int out_fd) {
+  run_args *ra = arg;
+  default_crash_signals();
+  tl_ctx *ctx = tl_ctx_new();
+  argset s = {0}, r = {0};
+  char *msg = NULL;
+  void *h = NULL, *rh = NULL;
+  kernel_fn fn, rfn;
+  int32_t kcode = 0;
+  double costs[MEASURE_MAX_REPEAT];
+  if (argset_make(ctx, ra->sig, &s, NULL, 0)) {
+    child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
+    return 0;
+  }
+  if (open_kernel(ra->so_path, ra->fname, &h, &fn, &msg)) {
+    child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, msg);
+    return 0;
+  }
+  void *dl[MEASURE_MAX_ARGS];
+  pack(&s, dl);
+  if (ra->ref_so) {
+    if (argset_make(ctx, ra->sig, &r, NULL, 0) ||
+        open_kernel(ra->ref_so, ra->ref_fname, &rh, &rfn, &msg)) {
+      child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL,
+                  msg ? msg : tl_errmsg(ctx));
+      return 0;
+    }
+    void *rdl[MEASURE_MAX_ARGS];
+    pack(&r, rdl);
+    int32_t kr = fn(dl, s.nargs);
+    if (kr) {
+      child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, kernel_msg(h, ra->fname, kr));
+      return 0;
+    }
+    kr = rfn(rdl, r.nargs);
+    if (kr) {
+      child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL,
+                  kernel_msg(rh, ra->ref_fname, kr));
+      return 0;
+    }
+    for (int i = 0; i < s.nargs; i++) {
+      int64_t worst = -1;
+      double werr = 0;
+      int c = tl_array_allclose(ctx, s.arrs[i], r.arrs[i], ra->rtol, ra->atol, &worst, &werr);
+      if (c != 0) {
+        char *m = tl_sprintf("wrong answer: argument %d differs from the reference at flat index "
+                             "%lld (|a-b| = %g, got %g, expected %g; rtol %g)", i, (long long)worst,
+                             werr, tl_array_get(s.arrs[i], worst), tl_array_get(r.arrs[i], worst),
+                             ra->rtol);
+        child_reply(out_fd, TL_MEASURE_WRONG_ANSWER, 0, NULL, m);
+        return 0;
+      }
+    }
+  }
+  if (tl_measure_time_fn(*(void **)&fn, dl, s.nargs, ra->number, ra->repeat, ra->min_repeat_ms,
+                         ra->cache_flush, costs, &kcode)) {
+    child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, kernel_msg(h, ra->fname, kcode));
+    return 0;
+  }
+  child_reply(out_fd, TL_MEASURE_NO_ERROR, ra->repeat, costs, NULL);
+  return 0;   /* the process ends here: no need to free */
+}
+
+TL_EXPORT int tl_measure_run(tl_ctx *ctx, const char *so_path, const char *fname,
+                             const char *sig_json, int number, int repeat, double min_repeat_ms,
+                             int cache_flush, double timeout_s, const char *ref_so_path,
+                             const char *ref_fname, double rtol, double *costs, int *ncosts,
+                             int *error_no, char **msg) {
+  if (!so_path || !sig_json || !costs || !ncosts || !error_no || !msg)
+    return tl_err(ctx, TL_E_ARG, "tl_measure_run: NULL argument");
+  if (repeat < 1 || repeat > MEASURE_MAX_REPEAT)
+    return tl_err(ctx, TL_E_ARG, "tl_measure_run: repeat must be in [1, %d], got %d",
+                  MEASURE_MAX_REPEAT, repeat);
+  *ncosts = 0;
+  *msg = NULL;
+  *error_no = TL_MEASURE_UNKNOWN_ERROR;
+  char name[256];
+  if (!fname || !*fname) {
+    /* the signature names the kernel */
+    json_t *root = json_loads(sig_json, 0, NULL);
+    const char *nm = root ? json_string_value(json_object_get(root, "name")) : NULL;
+    snprintf(name, sizeof name, "%s", nm ? nm : "default_function");
+    json_decref(root);
+    fname = name;
+  }
+  char rname[256];
+  if (ref_so_path && (!ref_fname || !*ref_fname)) {
+    snprintf(rname, sizeof rname, "%s", fname);
+    ref_fname = rname;
+  }
+  run_args ra = {so_path, fname, sig_json, number, repeat, min_repeat_ms, cache_flush,
+                 ref_so_path, ref_fname, rtol > 0 ? rtol : 1e-4, 1e-5};
+  tl_proc_result *res = NULL;
+  int rc = tl_proc_call(ctx, run_child, &ra, timeout_s, 1 << 16, &res);
+  if (rc) return rc;
+  size_t olen = 0, elen = 0;
+  const char *o = tl_proc_stdout(res, &olen);
+  const char *e = tl_proc_stderr(res, &elen);
+  switch (tl_proc_status(res)) {
+  case TL_PROC_OK:
+    if (olen >= 8) {
+      int32_t h[2];
+      memcpy(h, o, sizeof h);
+      size_t need = 8 + sizeof(double) * (size_t)(h[1] > 0 ? h[1] : 0);
+      if (h[1] >= 0 && h[1] <= repeat && olen >= need) {
+        *error_no = h[0];
+        *ncosts = h[1];
+        memcpy(costs, o + 8, sizeof(double) * (size_t)h[1]);
+        if (olen > need) *msg = tl_strndup(o + need, olen - need);
+        break;
+      }
+    }
+    *error_no = TL_MEASURE_RUNTIME_DEVICE;
+    *msg = tl_sprintf("the measurement child ended without a result%s%.*s", elen ? ": " : "",
+                      (int)(elen > 2000 ? 2000 : elen), e ? e : "");
+    break;
+  case TL_PROC_SIGNAL: {
+    int sig = tl_proc_code(res);
+    *error_no = TL_MEASURE_RUNTIME_DEVICE;
+    *msg = tl_sprintf("kernel '%s' crashed: signal %d (%s)%s%.*s", fname, sig, strsignal(sig),
+                      elen ? "\n" : "", (int)(elen > 2000 ? 2000 : elen), e ? e : "");
+    break;
+  }
+  case TL_PROC_TIMEOUT:
+    *error_no = TL_MEASURE_RUN_TIMEOUT;
+    *msg = tl_sprintf("kernel '%s' timed out after %.1f s", fname, timeout_s);
+    break;
+  default:
+    *error_no = TL_MEASURE_RUNTIME_DEVICE;
+    *msg = tl_sprintf("the measurement child exited with status %d%s%.*s", tl_proc_code(res),
+                      elen ? ": " : "", (int)(elen > 2000 ? 2000 : elen), e ? e : "");
+    break;
+  }
+  tl_proc_result_free(res);
+  return TL_OK;
+}

@@ -1,0 +1,219 @@
+/*
+** net.c -- sockets for the device farm: listen, connect with a deadline,
+** read and write exactly n bytes with a deadline, and the tracker's framing
+** (int32 little-endian length + JSON text, formats §3.2).
+*/
+#define _GNU_SOURCE
+#include "rpc.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+void rpc_keepalive(int fd) {
+  int one = 1, idle = 10, intvl = 5, cnt = 3;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+int rpc_listen(tl_ctx *ctx, const char *host, int port, int port_end, int *fd_out, int *port_out) {
+  if (port_end <= port) port_end = port + 1;
+  struct addrinfo hints = {0}, *ai = NULL;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  const char *h = host && *host ? host : "0.0.0.0";
+  int e = getaddrinfo(h, NULL, &hints, &ai);
+  if (e || !ai) return tl_err(ctx, TL_E_IO, "cannot resolve '%s': %s", h, gai_strerror(e));
+  struct sockaddr_in sa;
+  memcpy(&sa, ai->ai_addr, sizeof sa);
+  freeaddrinfo(ai);
+  int last = 0;
+  for (int p = port; p < port_end; p++) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return tl_err(ctx, TL_E_IO, "socket: %s", strerror(errno));
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sa.sin_port = htons((uint16_t)p);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 64) == 0) {
+      if (p == 0) {
+        socklen_t len = sizeof sa;
+        getsockname(fd, (struct sockaddr *)&sa, &len);
+        p = ntohs(sa.sin_port);
+      }
+      *fd_out = fd;
+      *port_out = p;
+      return TL_OK;
+    }
+    last = errno;
+    close(fd);
+  }
+  return tl_err(ctx, TL_E_IO, "cannot bind %s to a port in [%d, %d): %s", h, port, port_end,
+                strerror(last));
+}
+
+int rpc_connect(tl_ctx *ctx, const char *host, int port, double timeout_s, int *fd_out) {
+  struct addrinfo hints = {0}, *ai = NULL;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  char ps[16];
+  snprintf(ps, sizeof ps, "%d", port);
+  int e = getaddrinfo(host, ps, &hints, &ai);
+  if (e || !ai) return tl_err(ctx, TL_E_IO, "cannot resolve '%s': %s", host, gai_strerror(e));
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    freeaddrinfo(ai);
+    return tl_err(ctx, TL_E_IO, "socket: %s", strerror(errno));
+  }
+  int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+  freeaddrinfo(ai);
+  if (rc != 0 && errno == EINPROGRESS) {
+    struct pollfd pf = {fd, POLLOUT, 0};
+    int ms = timeout_s > 0 ? (int)(timeout_s * 1000) : -1;
+    int pr;
+    do pr = poll(&pf, 1, ms); while (pr < 0 && errno == EINTR);
+    if (pr == 0) {
+      close(fd);
+      return tl_err(ctx, TL_E_TIMEOUT, "connect to %s:%d timed out", host, port);
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err) {
+      close(fd);
+      return tl_err(ctx, TL_E_IO, "cannot connect to %s:%d: %s", host, port, strerror(err));
+    }
+  } else if (rc != 0) {
+    int err = errno;
+    close(fd);
+    return tl_err(ctx, TL_E_IO, "cannot connect to %s:%d: %s", host, port, strerror(err));
+  }
+  int fl = fcntl(fd, F_GETFL);
+  fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  rpc_keepalive(fd);
+  *fd_out = fd;
+  return TL_OK;
+}
+
+static int wait_fd(int fd, short ev, double deadline) {
+  if (deadline <= 0) return 1;
+  for (;;) {
+    double left = deadline - tl_now();
+    if (left <= 0) return 0;
+    struct pollfd pf = {fd, ev, 0};
+    int pr = poll(&pf, 1, (int)(left * 1000) + 1);
+    if (pr < 0 && errno == EINTR) continue;
+    return pr > 0 ? 1 : pr;
+  }
+}
+
+int rpc_send_all(tl_ctx *ctx, int fd, const void *p, size_t n, double deadline) {
+  const char *s = p;
+  while (n) {
+    if (!wait_fd(fd, POLLOUT, deadline)) return tl_err(ctx, TL_E_TIMEOUT, "send timed out");
+    ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
+    if (w < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (w <= 0) return tl_err(ctx, TL_E_IO, "connection lost while sending: %s", strerror(errno));
+    s += w;
+    n -= (size_t)w;
+  }
+  return TL_OK;
+}
+
+int rpc_recv_all(tl_ctx *ctx, int fd, void *p, size_t n, double deadline) {
+  char *s = p;
+  while (n) {
+    int w = wait_fd(fd, POLLIN, deadline);
+    if (w == 0) return tl_err(ctx, TL_E_TIMEOUT, "receive timed out");
+    ssize_t r = recv(fd, s, n, 0);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (r == 0) return tl_err(ctx, TL_E_IO, "connection closed by the peer");
+    if (r < 0) return tl_err(ctx, TL_E_IO, "connection lost while receiving: %s", strerror(errno));
+    s += r;
+    n -= (size_t)r;
+  }
+  return TL_OK;
+}
+
+int rpc_send_i32(tl_ctx *ctx, int fd, int32_t v, double deadline) {
+  unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                        (unsigned char)(v >> 24)};
+  return rpc_send_all(ctx, fd, b, 4, deadline);
+}
+
+int rpc_recv_i32(tl_ctx *ctx, int fd, int32_t *v, double deadline) {
+  unsigned char b[4];
+  int rc = rpc_recv_all(ctx, fd, b, 4, deadline);
+  if (rc) return rc;
+  *v = (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
+  return TL_OK;
+}
+
+int rpc_send_json(tl_ctx *ctx, int fd, const char *text, double deadline) {
+  size_t n = strlen(text);
+  int rc = rpc_send_i32(ctx, fd, (int32_t)n, deadline);
+  if (!rc) rc = rpc_send_all(ctx, fd, text, n, deadline);
+  return rc;
+}
+
+int rpc_recv_json(tl_ctx *ctx, int fd, size_t max, char **out, double deadline) {
+  int32_t n;
+  *out = NULL;
+  int rc = rpc_recv_i32(ctx, fd, &n, deadline);
+  if (rc) return rc;
+  if (n < 0 || (size_t)n > max)
+    return tl_err(ctx, TL_E_PARSE, "frame of %d bytes (limit %zu)", (int)n, max);
+  char *s = tl_malloc((size_t)n + 1);
+  rc = rpc_recv_all(ctx, fd, s, (size_t)n, deadline);
+  if (rc) {
+    free(s);
+    return rc;
+  }
+  s[n] = 0;
+  *out = s;
+  return TL_OK;
+}
+
+/* One tracker exchange on a connected, handshaken socket: send req, parse the reply. */
+int rpc_tracker_call(tl_ctx *ctx, int fd, const char *req, double timeout_s, json_t **reply) {
+  double dl = timeout_s > 0 ? tl_now() + timeout_s : 0;
+  int rc = rpc_send_json(ctx, fd, req, dl);
+  char *text = NULL;
+  if (!rc) rc = rpc_recv_json(ctx, fd, RPC_TRACKER_MAX_FRAME, &text, dl);
+  if (rc) return rc;
+  json_error_t je;
+  *reply = json_loads(text, JSON_DECODE_ANY, &je);
+  free(text);
+  if (!*reply) return tl_err(ctx, TL_E_PARSE, "tracker sent malformed JSON: %s", je.text);
+  return TL_OK;
+}
+
+int rpc_tracker_open(tl_ctx *ctx, const char *host, int port, double timeout_s, int *fd_out) {
+  int fd;
+  int rc = rpc_connect(ctx, host, port, timeout_s, &fd);
+  if (rc) return tl_err_prefix(ctx, "RPC tracker: ");
+  double dl = tl_now() + (timeout_s > 0 ? timeout_s : 10);
+  int32_t m = 0;
+  rc = rpc_send_i32(ctx, fd, RPC_TRACKER_MAGIC, dl);
+  if (!rc) rc = rpc_recv_i32(ctx, fd, &m, dl);
+  if (!rc && m != RPC_TRACKER_MAGIC)
+    rc = tl_err(ctx, TL_E_IO, "%s:%d is not an RPC tracker (magic %d)", host, port, (int)m);
+  if (rc) {
+    close(fd);
+    return tl_err_prefix(ctx, "tracker %s:%d: ", host, port);
+  }
+  *fd_out = fd;
+  return TL_OK;
+}

@@ -1,0 +1,1033 @@
+/*
+** session.c -- the RPC server, our session protocol (docs/rpc.md) and its client.
+**
+** Handshake (as TVM's, formats §4.1): the client sends int32 RPC_MAGIC, int32
+** key length, "client:<match_key>[ -timeout=S]"; the server answers
+** RPC_CODE_SUCCESS, int32 length, "server:<key>" or RPC_CODE_MISMATCH.
+** Then frames both ways, strictly request/response:
+**   uint32 LE header length (1..64 KiB), header (a JSON object),
+**   uint64 LE payload length (<= 512 MiB), payload bytes.
+** Requests carry "op"; replies carry "ok" (and "error" when false).
+** A frame over its bound or a header that is not a JSON object gets an error
+** reply and closes the session; the server goes on with the next session.
+**
+** The server registers with the tracker (UPDATE_INFO, then PUT of a fresh
+** match key per session), serves one session at a time, each in a child
+** process (tl_proc_call: a time limit and group kill; the child dies with
+** the server), and reconnects to the tracker with back-off when it is gone.
+*/
+#define _GNU_SOURCE
+#include "rpc.h"
+#include "../core/runtime/runtime.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+TL_EXPORT void tl_rpc_free(void *p) { free(p); }
+
+/* ---- frames ------------------------------------------------------------------------ */
+
+int rpc_frame_send(tl_ctx *ctx, int fd, const char *header, const void *blob, uint64_t n,
+                   double deadline) {
+  size_t hl = strlen(header);
+  if (hl == 0 || hl > RPC_SESSION_MAX_HEADER)
+    return tl_err(ctx, TL_E_ARG, "session frame header of %zu bytes (limit %zu)", hl,
+                  (size_t)RPC_SESSION_MAX_HEADER);
+  if (n > RPC_SESSION_MAX_BLOB)
+    return tl_err(ctx, TL_E_ARG, "session payload of %llu bytes (limit %llu)",
+                  (unsigned long long)n, (unsigned long long)RPC_SESSION_MAX_BLOB);
+  unsigned char h[4], b[8];
+  for (int i = 0; i < 4; i++) h[i] = (unsigned char)(hl >> (8 * i));
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(n >> (8 * i));
+  int rc = rpc_send_all(ctx, fd, h, 4, deadline);
+  if (!rc) rc = rpc_send_all(ctx, fd, header, hl, deadline);
+  if (!rc) rc = rpc_send_all(ctx, fd, b, 8, deadline);
+  if (!rc && n) rc = rpc_send_all(ctx, fd, blob, (size_t)n, deadline);
+  return rc;
+}
+
+int rpc_frame_recv(tl_ctx *ctx, int fd, char **header, void **blob, uint64_t *n, double deadline) {
+  *header = NULL;
+  *blob = NULL;
+  *n = 0;
+  unsigned char h[4], b[8];
+  int rc = rpc_recv_all(ctx, fd, h, 4, deadline);
+  if (rc) return rc;
+  uint32_t hl = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+  if (hl == 0 || hl > RPC_SESSION_MAX_HEADER)
+    return tl_err(ctx, TL_E_PARSE, "malformed frame: header of %u bytes (limit %zu)", hl,
+                  (size_t)RPC_SESSION_MAX_HEADER);
+  char *hs = tl_malloc(hl + 1);
+  rc = rpc_recv_all(ctx, fd, hs, hl, deadline);
+  if (!rc) rc = rpc_recv_all(ctx, fd, b, 8, deadline);
+  if (rc) {
+    free(hs);
+    return rc;
+  }
+  hs[hl] = 0;
+  uint64_t bl = 0;
+  for (int i = 0; i < 8; i++) bl |= (uint64_t)b[i] << (8 * i);
+  if (bl > RPC_SESSION_MAX_BLOB) {
+    free(hs);
+    return tl_err(ctx, TL_E_PARSE, "malformed frame: payload of %llu bytes (limit %llu)",
+                  (unsigned long long)bl, (unsigned long long)RPC_SESSION_MAX_BLOB);
+  }
+  void *bs = NULL;
+  if (bl) {
+    bs = malloc((size_t)bl);
+    if (!bs) {
+      free(hs);
+      return tl_err(ctx, TL_E_NOMEM, "cannot allocate a payload of %llu bytes", (unsigned long long)bl);
+    }
+    rc = rpc_recv_all(ctx, fd, bs, (size_t)bl, deadline);
+    if (rc) {
+      free(hs);
+      free(bs);
+      return rc;
+    }
+  }
+  *header = hs;
+  *blob = bs;
+  *n = bl;
+  return TL_OK;
+}
+
+/* ---- the session (server side, in the child) ------------------------------------------------- */
+
+#define SESS_MAX_ARRAYS 256
+#define SESS_MAX_MODULES 64
+
+typedef struct {
+  int fd;
+  const char *key;           /* "server:<key>" */
+  const char *workdir;
+  double timeout_s;          /* idle limit per request */
+  tl_ctx *ctx;
+  tl_array *arrs[SESS_MAX_ARRAYS];
+  struct { char *name; void *h; } mods[SESS_MAX_MODULES];
+  int nmods;
+} session;
+
+static int valid_name(const char *s) {
+  if (!s || !*s || strlen(s) > 200 || s[0] == '.') return 0;
+  for (const char *p = s; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '.' || *p == '_' || *p == '-'))
+      return 0;
+  return 1;
+}
+
+static int reply(session *s, json_t *j, const void *blob, uint64_t n) {
+  char *t = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  int rc = rpc_frame_send(s->ctx, s->fd, t ? t : "{\"ok\":false}", blob, n, tl_now() + 60);
+  free(t);
+  return rc;
+}
+
+static int reply_err(session *s, const char *fmt, ...) {
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return reply(s, json_pack("{s:b, s:s}", "ok", 0, "error", buf), NULL, 0);
+}
+
+static void *module_of(session *s, const char *name) {
+  for (int i = 0; i < s->nmods; i++)
+    if (!strcmp(s->mods[i].name, name)) return s->mods[i].h;
+  return NULL;
+}
+
+static void remove_all(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char *p = tl_sprintf("%s/%s", dir, e->d_name);
+    unlink(p);
+    free(p);
+  }
+  closedir(d);
+}
+
+static tl_array *array_arg(session *s, json_t *v) {
+  if (!json_is_integer(v)) return NULL;
+  json_int_t id = json_integer_value(v);
+  if (id < 0 || id >= SESS_MAX_ARRAYS) return NULL;
+  return s->arrs[id];
+}
+
+/* Handle one request; returns 1 to end the session. */
+static int serve_one(session *s, json_t *req, void *blob, uint64_t n) {
+  const char *op = json_string_value(json_object_get(req, "op"));
+  const char *name = json_string_value(json_object_get(req, "name"));
+  if (!op) return reply_err(s, "request has no 'op'") ? 1 : 0;
+  if (!strcmp(op, "hello")) {
+    return reply(s, json_pack("{s:b, s:i, s:s, s:s}", "ok", 1, "version", RPC_SESSION_VERSION,
+                              "key", s->key, "workdir", s->workdir), NULL, 0) ? 1 : 0;
+  }
+  if (!strcmp(op, "shutdown")) {
+    reply(s, json_pack("{s:b}", "ok", 1), NULL, 0);
+    return 1;
+  }
+  if (!strcmp(op, "upload")) {
+    json_int_t size = json_integer_value(json_object_get(req, "size"));
+    if (!valid_name(name)) return reply_err(s, "upload: bad file name") ? 1 : 0;
+    if (size < 0 || (uint64_t)size > RPC_SESSION_MAX_BLOB)
+      return reply_err(s, "upload: bad size %lld", (long long)size) ? 1 : 0;
+    unsigned char *raw = malloc((size_t)size + 1);
+    uLongf rl = (uLongf)size;
+    int zr = raw ? uncompress(raw, &rl, blob, (uLong)n) : Z_MEM_ERROR;
+    if (zr != Z_OK || rl != (uLongf)size) {
+      free(raw);
+      return reply_err(s, "upload: payload is not zlib data of %lld bytes (zlib %d)",
+                       (long long)size, zr) ? 1 : 0;
+    }
+    char *p = tl_sprintf("%s/%s", s->workdir, name);
+    FILE *f = fopen(p, "wb");
+    int bad = !f || fwrite(raw, 1, rl, f) != rl;
+    if (f && fclose(f) != 0) bad = 1;
+    free(raw);
+    free(p);
+    if (bad) return reply_err(s, "upload: cannot write '%s': %s", name, strerror(errno)) ? 1 : 0;
+    return reply(s, json_pack("{s:b}", "ok", 1), NULL, 0) ? 1 : 0;
+  }
+  if (!strcmp(op, "remove")) {
+    if (name && !*name) {
+      remove_all(s->workdir);
+    } else {
+      if (!valid_name(name)) return reply_err(s, "remove: bad file name") ? 1 : 0;
+      char *p = tl_sprintf("%s/%s", s->workdir, name);
+      unlink(p);
+      free(p);
+    }
+    return reply(s, json_pack("{s:b}", "ok", 1), NULL, 0) ? 1 : 0;
+  }
+  if (!strcmp(op, "load")) {
+    if (!valid_name(name)) return reply_err(s, "load: bad file name") ? 1 : 0;
+    if (module_of(s, name)) return reply(s, json_pack("{s:b}", "ok", 1), NULL, 0) ? 1 : 0;
+    if (s->nmods >= SESS_MAX_MODULES) return reply_err(s, "load: too many modules") ? 1 : 0;
+    char *p = tl_sprintf("%s/%s", s->workdir, name);
+    void *h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+    free(p);
+    if (!h) {
+      const char *e = dlerror();
+      return reply_err(s, "load: %s", e ? e : "cannot load") ? 1 : 0;
+    }
+    s->mods[s->nmods].name = tl_strdup(name);
+    s->mods[s->nmods++].h = h;
+    return reply(s, json_pack("{s:b}", "ok", 1), NULL, 0) ? 1 : 0;
+  }
+  if (!strcmp(op, "alloc")) {
+    json_t *shape = json_object_get(req, "shape");
+    const char *dt = json_string_value(json_object_get(req, "dtype"));
+    int dtype = TL_FLOAT32;
+    if (dt && tl_dtype_parse(s->ctx, dt, &dtype)) return reply_err(s, "alloc: %s", tl_errmsg(s->ctx)) ? 1 : 0;
+    if (!json_is_array(shape) || json_array_size(shape) > 16) return reply_err(s, "alloc: bad shape") ? 1 : 0;
+    int64_t sh[16];
+    double numel = 1;
+    int nd = (int)json_array_size(shape);
+    for (int d = 0; d < nd; d++) {
+      sh[d] = json_integer_value(json_array_get(shape, d));
+      if (sh[d] < 0) return reply_err(s, "alloc: negative extent") ? 1 : 0;
+      numel *= (double)sh[d];
+    }
+    if (numel * tl_dtype_bytes(dtype) > (double)RPC_SESSION_MAX_BLOB)
+      return reply_err(s, "alloc: array too large") ? 1 : 0;
+    int id = -1;
+    for (int i = 0; i < SESS_MAX_ARRAYS; i++)
+      if (!s->arrs[i]) {
+        id = i;
+        break;
+      }
+    if (id < 0) return reply_err(s, "alloc: too many arrays") ? 1 : 0;
+    if (tl_array_empty(s->ctx, nd, sh, dtype, TL_DEV_CPU, 0, &s->arrs[id]))
+      return reply_err(s, "alloc: %s", tl_errmsg(s->ctx)) ? 1 : 0;
+    return reply(s, json_pack("{s:b, s:i}", "ok", 1, "id", id), NULL, 0) ? 1 : 0;
+  }
+  if (!strcmp(op, "free") || !strcmp(op, "copy_to") || !strcmp(op, "copy_from") ||
+      !strcmp(op, "random")) {
+    json_t *idv = json_object_get(req, "id");
+    tl_array *a = array_arg(s, idv);
+    if (!a) return reply_err(s, "%s: no array %s", op, json_is_integer(idv) ? "with that id" : "id") ? 1 : 0;
+    if (!strcmp(op, "free")) {
+      tl_array_free(a);
+      s->arrs[json_integer_value(idv)] = NULL;
+      return reply(s, json_pack("{s:b}", "ok", 1), NULL, 0) ? 1 : 0;
+    }
+    if (!strcmp(op, "random")) {
+      json_int_t seed = json_integer_value(json_object_get(req, "seed"));
+      double hi = tl_dtype_is_float(tl_array_dtype(a)) ? 1.0 : 10.0;
+      tl_array_random(s->ctx, a, 0, 0.0, hi, (uint64_t)seed);
+      return reply(s, json_pack("{s:b}", "ok", 1), NULL, 0) ? 1 : 0;
+    }
+    if (!strcmp(op, "copy_to")) {
+      if (n != tl_array_nbytes(a))
+        return reply_err(s, "copy_to: %llu bytes for an array of %zu", (unsigned long long)n,
+                         tl_array_nbytes(a)) ? 1 : 0;
+      memcpy(tl_array_data(a), blob, (size_t)n);
+      return reply(s, json_pack("{s:b}", "ok", 1), NULL, 0) ? 1 : 0;
+    }
+    return reply(s, json_pack("{s:b}", "ok", 1), tl_array_data(a), tl_array_nbytes(a)) ? 1 : 0;
+  }
+  if (!strcmp(op, "call") || !strcmp(op, "time")) {
+    const char *mod = json_string_value(json_object_get(req, "module"));
+    const char *fn = json_string_value(json_object_get(req, "func"));
+    json_t *args = json_object_get(req, "args");
+    void *h = mod ? module_of(s, mod) : NULL;
+    if (!h) return reply_err(s, "%s: module '%s' is not loaded", op, mod ? mod : "?") ? 1 : 0;
+    void *f = fn ? dlsym(h, fn) : NULL;
+    if (!f) return reply_err(s, "%s: module '%s' has no function '%s'", op, mod, fn ? fn : "?") ? 1 : 0;
+    if (!json_is_array(args) || json_array_size(args) > 64) return reply_err(s, "%s: bad args", op) ? 1 : 0;
+    void *dl[64];
+    int na = (int)json_array_size(args);
+    for (int i = 0; i < na; i++) {
+      tl_array *a = array_arg(s, json_array_get(args, i));
+      if (!a) return reply_err(s, "%s: argument %d is not an array id", op, i) ? 1 : 0;
+      dl[i] = tl_array_dltensor(a);
+    }
+    int32_t (*k)(void **, int32_t);
+    *(void **)&k = f;
+    if (!strcmp(op, "call")) {
+      int32_t kr = k(dl, na);
+      if (kr) return reply_err(s, "call: kernel '%s' failed with code %d", fn, (int)kr) ? 1 : 0;
+      return reply(s, json_pack("{s:b}", "ok", 1), NULL, 0) ? 1 : 0;
+    }
+    int number = (int)json_integer_value(json_object_get(req, "number"));
+    int repeat = (int)json_integer_value(json_object_get(req, "repeat"));
+    double mrm = json_number_value(json_object_get(req, "min_repeat_ms"));
+    int flush = json_is_true(json_object_get(req, "cache_flush"));
+    if (repeat < 1 || repeat > 1024) return reply_err(s, "time: repeat must be in [1, 1024]") ? 1 : 0;
+    double costs[1024];
+    int32_t kc = 0;
+    if (tl_measure_time_fn(f, dl, na, number, repeat, mrm, flush, costs, &kc))
+      return reply_err(s, "time: kernel '%s' failed with code %d", fn, (int)kc) ? 1 : 0;
+    json_t *c = json_array();
+    for (int i = 0; i < repeat; i++) json_array_append_new(c, json_real(costs[i]));
+    return reply(s, json_pack("{s:b, s:o}", "ok", 1, "costs", c), NULL, 0) ? 1 : 0;
+  }
+  if (!strcmp(op, "measure")) {
+    const char *mod = json_string_value(json_object_get(req, "module"));
+    const char *fn = json_string_value(json_object_get(req, "func"));
+    const char *sig = json_string_value(json_object_get(req, "sig"));
+    if (!valid_name(mod) || !sig) return reply_err(s, "measure: needs 'module' and 'sig'") ? 1 : 0;
+    int number = (int)json_integer_value(json_object_get(req, "number"));
+    int repeat = (int)json_integer_value(json_object_get(req, "repeat"));
+    double mrm = json_number_value(json_object_get(req, "min_repeat_ms"));
+    int flush = json_is_true(json_object_get(req, "cache_flush"));
+    double to = json_number_value(json_object_get(req, "timeout"));
+    if (repeat < 1 || repeat > 1024) return reply_err(s, "measure: repeat must be in [1, 1024]") ? 1 : 0;
+    char *p = tl_sprintf("%s/%s", s->workdir, mod);
+    double costs[1024];
+    int nc = 0, eno = 0;
+    char *msg = NULL;
+    int rc = tl_measure_run(s->ctx, p, fn, sig, number, repeat, mrm, flush, to > 0 ? to : 10,
+                            NULL, NULL, 0, costs, &nc, &eno, &msg);
+    free(p);
+    if (rc) return reply_err(s, "measure: %s", tl_errmsg(s->ctx)) ? 1 : 0;
+    json_t *c = json_array();
+    for (int i = 0; i < nc; i++) json_array_append_new(c, json_real(costs[i]));
+    json_t *j = json_pack("{s:b, s:i, s:o}", "ok", 1, "error_no", eno, "costs", c);
+    if (msg) json_object_set_new(j, "error", json_string(msg));
+    free(msg);
+    return reply(s, j, NULL, 0) ? 1 : 0;
+  }
+  return reply_err(s, "unknown op '%s'", op) ? 1 : 0;
+}
+
+typedef struct {
+  int fd;
+  const char *key;
+  const char *workdir;
+  double idle_s;
+  pid_t parent;
+} session_arg;
+
+static int session_main(void *argp, int out_fd) {
+  session_arg *a = argp;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);     /* the device dies with its server */
+  if (getppid() != a->parent) _exit(1);
+  session s = {0};
+  s.fd = a->fd;
+  s.key = a->key;
+  s.workdir = a->workdir;
+  s.ctx = tl_ctx_new();
+  for (;;) {
+    char *h = NULL;
+    void *blob = NULL;
+    uint64_t n = 0;
+    tl_clearerr(s.ctx);
+    int rc = rpc_frame_recv(s.ctx, s.fd, &h, &blob, &n, tl_now() + a->idle_s);
+    if (rc) {
+      if (rc == TL_E_PARSE) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s; closing the session", tl_errmsg(s.ctx));
+        reply_err(&s, "%s", msg);
+        fprintf(stderr, "session: %s\n", msg);
+        return 2;
+      }
+      return 0;   /* peer gone or idle */
+    }
+    json_t *req = json_loads(h, 0, NULL);
+    free(h);
+    if (!req || !json_is_object(req)) {
+      json_decref(req);
+      free(blob);
+      reply_err(&s, "malformed frame: the header is not a JSON object; closing the session");
+      fprintf(stderr, "session: malformed frame header\n");
+      return 2;
+    }
+    int end = serve_one(&s, req, blob, n);
+    json_decref(req);
+    free(blob);
+    if (end) break;
+  }
+  return 0;
+}
+
+/* ---- the server -------------------------------------------------------------------------- */
+
+static volatile sig_atomic_t server_stop;
+static void on_term(int sig) { server_stop = 1; (void)sig; }
+
+static void sleep_s(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  nanosleep(&ts, NULL);
+}
+
+/* Read the client's handshake; 0 = accepted, 1 = mismatch, -1 = broken. */
+static int server_handshake(tl_ctx *ctx, int fd, const char *match_key, const char *key,
+                            double *timeout_opt) {
+  double dl = tl_now() + 5;
+  int32_t m, len;
+  if (rpc_recv_i32(ctx, fd, &m, dl) || m != RPC_MAGIC) return -1;
+  if (rpc_recv_i32(ctx, fd, &len, dl) || len < 0 || len > RPC_MAX_KEY) return -1;
+  char buf[RPC_MAX_KEY + 1];
+  if (rpc_recv_all(ctx, fd, buf, (size_t)len, dl)) return -1;
+  buf[len] = 0;
+  char *sp = strchr(buf, ' ');
+  if (sp) {
+    *sp = 0;
+    const char *t = strstr(sp + 1, "-timeout=");
+    if (t) *timeout_opt = atof(t + 9);
+  }
+  char want[RPC_MAX_KEY + 16];
+  snprintf(want, sizeof want, "client:%s", match_key);
+  if (strcmp(buf, want) != 0) {
+    rpc_send_i32(ctx, fd, RPC_CODE_MISMATCH, dl);
+    return 1;
+  }
+  char skey[RPC_MAX_KEY + 16];
+  snprintf(skey, sizeof skey, "server:%s", key);
+  if (rpc_send_i32(ctx, fd, RPC_CODE_SUCCESS, dl) || rpc_send_i32(ctx, fd, (int32_t)strlen(skey), dl) ||
+      rpc_send_all(ctx, fd, skey, strlen(skey), dl))
+    return -1;
+  return 0;
+}
+
+TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int tracker_port,
+                                const char *key, const char *host, int port, int port_end,
+                                const char *custom_addr, double session_timeout, int verbose) {
+  if (!key || !*key || strlen(key) > 200) return tl_err(ctx, TL_E_ARG, "rpc server: bad key");
+  int lfd, bound;
+  int rc = rpc_listen(ctx, host, port, port_end, &lfd, &bound);
+  if (rc) return rc;
+  signal(SIGPIPE, SIG_IGN);
+  server_stop = 0;
+  struct sigaction sa = {0};
+  sa.sa_handler = on_term;
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  const char *tmp = getenv("TMPDIR");
+  const char *tdir = tmp && *tmp ? tmp : "/tmp";
+  char *workdir = tl_sprintf("%s/tunelua-rpc-%d", tdir, (int)getpid());
+  /* work directories of servers that were killed: their pid is gone */
+  DIR *td = opendir(tdir);
+  if (td) {
+    struct dirent *e;
+    while ((e = readdir(td))) {
+      int pid = 0;
+      char tail = 0;
+      if (sscanf(e->d_name, "tunelua-rpc-%d%c", &pid, &tail) != 1 || pid <= 0) continue;
+      if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+      char *p = tl_sprintf("%s/%s", tdir, e->d_name);
+      remove_all(p);
+      rmdir(p);
+      free(p);
+    }
+    closedir(td);
+  }
+  mkdir(workdir, 0700);
+  printf("bind to %s:%d\n", host && *host ? host : "0.0.0.0", bound);
+  fflush(stdout);
+  char skey[300];
+  snprintf(skey, sizeof skey, "server:%s", key);
+  int tfd = -1;
+  double backoff = 0.5;
+  unsigned long counter = 0;
+  uint64_t salt = tl_hash_bytes(&lfd, sizeof lfd, (uint64_t)(tl_now() * 1e9) ^ (uint64_t)getpid());
+  char match_key[300];
+  while (!server_stop) {
+    /* 1. the tracker connection (with back-off while it is down) */
+    if (tracker_host && tfd < 0) {
+      tl_clearerr(ctx);
+      if (rpc_tracker_open(ctx, tracker_host, tracker_port, 5, &tfd)) {
+        if (verbose || backoff >= 8)
+          fprintf(stderr, "rpc server: %s; retrying in %.1f s\n", tl_errmsg(ctx), backoff);
+        sleep_s(backoff);
+        backoff = backoff * 2 > 30 ? 30 : backoff * 2;
+        continue;
+      }
+      json_t *info = json_pack("{s:s, s:[s?, i]}", "key", skey, "addr", custom_addr, bound);
+      json_t *msg = json_pack("[i, o]", TC_UPDATE_INFO, info);
+      char *req = json_dumps(msg, JSON_COMPACT);
+      json_decref(msg);
+      json_t *r = NULL;
+      int bad = rpc_tracker_call(ctx, tfd, req, 5, &r) || json_integer_value(r) != 0;
+      free(req);
+      json_decref(r);
+      if (bad) {
+        close(tfd);
+        tfd = -1;
+        continue;
+      }
+      backoff = 0.5;
+    }
+    /* 2. a fresh match key, PUT */
+    if (tracker_host) {
+      snprintf(match_key, sizeof match_key, "%s:%llu.%lu", key,
+               (unsigned long long)(salt % 1000000007ull), ++counter);
+      json_t *put = json_pack("[i, s, [i, s], s?]", TC_PUT, key, bound, match_key, custom_addr);
+      char *req = json_dumps(put, JSON_COMPACT);
+      json_decref(put);
+      json_t *r = NULL;
+      int bad = rpc_tracker_call(ctx, tfd, req, 5, &r) || json_integer_value(r) != 0;
+      free(req);
+      json_decref(r);
+      if (bad) {
+        close(tfd);
+        tfd = -1;
+        continue;
+      }
+    } else {
+      snprintf(match_key, sizeof match_key, "%s", key);
+    }
+    /* 3. wait for the client; check the tracker every 2 s */
+    int misses = 0, cfd = -1, lost = 0;
+    double topt = 0;
+    while (!server_stop && cfd < 0) {
+      struct pollfd pf[2] = {{lfd, POLLIN, 0}, {tfd, POLLIN, 0}};
+      int pr = poll(pf, tfd >= 0 ? 2 : 1, 2000);
+      if (pr < 0) continue;
+      if (tfd >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) {   /* tracker gone */
+        lost = 1;
+        break;
+      }
+      if (pf[0].revents & POLLIN) {
+        cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (cfd < 0) continue;
+        rpc_keepalive(cfd);
+        tl_clearerr(ctx);
+        if (server_handshake(ctx, cfd, match_key, key, &topt) == 0) break;
+        close(cfd);   /* not our client (wrong key, junk): keep waiting with the same key */
+        cfd = -1;
+        continue;
+      }
+      if (tfd >= 0) {
+        json_t *r = NULL;
+        if (rpc_tracker_call(ctx, tfd, "[7]", 5, &r)) {
+          lost = 1;
+          break;
+        }
+        int found = 0;
+        for (size_t i = 0; i < json_array_size(r); i++)
+          if (!strcmp(json_string_value(json_array_get(r, i)) ? json_string_value(json_array_get(r, i)) : "", match_key))
+            found = 1;
+        json_decref(r);
+        if (found) {
+          misses = 0;
+        } else if (++misses >= 4) {   /* handed out, but no client came: a new key */
+          break;
+        }
+      }
+    }
+    if (lost) {
+      close(tfd);
+      tfd = -1;
+      continue;
+    }
+    if (cfd < 0) continue;
+    /* 4. the session, in a child */
+    session_arg a = {cfd, skey, workdir, 600, getpid()};
+    double limit = topt > 0 ? topt : session_timeout;
+    tl_proc_result *res = NULL;
+    if (verbose) fprintf(stderr, "rpc server: session start (%s)\n", match_key);
+    if (tl_proc_call(ctx, session_main, &a, limit, 64 * 1024, &res) == TL_OK) {
+      size_t el = 0;
+      const char *e = tl_proc_stderr(res, &el);
+      if (tl_proc_status(res) == TL_PROC_TIMEOUT)
+        fprintf(stderr, "rpc server: session timed out after %.1f s\n", limit);
+      else if (tl_proc_status(res) != TL_PROC_OK)
+        fprintf(stderr, "rpc server: session ended (status %d, code %d): %.*s\n",
+                tl_proc_status(res), tl_proc_code(res), (int)(el > 500 ? 500 : el), e ? e : "");
+    }
+    tl_proc_result_free(res);
+    close(cfd);
+    remove_all(workdir);
+    if (verbose) fprintf(stderr, "rpc server: session end\n");
+  }
+  if (tfd >= 0) close(tfd);
+  close(lfd);
+  remove_all(workdir);
+  rmdir(workdir);
+  free(workdir);
+  return TL_OK;
+}
+
+/* ---- the client ---------------------------------------------------------------------------- */
+
+struct tl_rpc_sess {
+  int fd;
+  char key[300];
+  char addr[300];
+};
+
+TL_EXPORT int tl_rpc_connect(tl_ctx *ctx, const char *host, int port, const char *match_key,
+                             double timeout_s, tl_rpc_sess **out) {
+  *out = NULL;
+  int fd;
+  int rc = rpc_connect(ctx, host, port, timeout_s > 0 ? timeout_s : 10, &fd);
+  if (rc) return rc;
+  double dl = tl_now() + (timeout_s > 0 ? timeout_s : 10);
+  char k[RPC_MAX_KEY];
+  snprintf(k, sizeof k, "client:%s", match_key ? match_key : "");
+  int32_t code = 0, len = 0;
+  rc = rpc_send_i32(ctx, fd, RPC_MAGIC, dl);
+  if (!rc) rc = rpc_send_i32(ctx, fd, (int32_t)strlen(k), dl);
+  if (!rc) rc = rpc_send_all(ctx, fd, k, strlen(k), dl);
+  if (!rc) rc = rpc_recv_i32(ctx, fd, &code, dl);
+  if (!rc && code == RPC_CODE_MISMATCH) rc = tl_err(ctx, TL_E_IO, "%s:%d refused the key '%s'", host, port, k);
+  else if (!rc && code != RPC_CODE_SUCCESS) rc = tl_err(ctx, TL_E_IO, "%s:%d is not an RPC server", host, port);
+  if (!rc) rc = rpc_recv_i32(ctx, fd, &len, dl);
+  if (!rc && (len < 0 || len >= 300)) rc = tl_err(ctx, TL_E_IO, "%s:%d sent a bad key", host, port);
+  tl_rpc_sess *s = tl_calloc(1, sizeof *s);
+  if (!rc) rc = rpc_recv_all(ctx, fd, s->key, (size_t)len, dl);
+  if (rc) {
+    free(s);
+    close(fd);
+    return rc;
+  }
+  s->fd = fd;
+  snprintf(s->addr, sizeof s->addr, "%s:%d", host, port);
+  *out = s;
+  return TL_OK;
+}
+
+TL_EXPORT int tl_rpc_request(tl_ctx *ctx, const char *tracker_host, int tracker_port,
+                             const char *key, int priority, double timeout_s, tl_rpc_sess **out) {
+  *out = NULL;
+  int tfd;
+  int rc = rpc_tracker_open(ctx, tracker_host, tracker_port, 10, &tfd);
+  if (rc) return rc;
+  json_t *req = json_pack("[i, s, s, i]", TC_REQUEST, key, "", priority);
+  char *t = json_dumps(req, JSON_COMPACT);
+  json_decref(req);
+  json_t *r = NULL;
+  rc = rpc_tracker_call(ctx, tfd, t, timeout_s, &r);
+  free(t);
+  close(tfd);
+  if (rc == TL_E_TIMEOUT)
+    return tl_err(ctx, TL_E_TIMEOUT, "no free device of key '%s' within %.0f s", key, timeout_s);
+  if (rc) return rc;
+  json_t *a = json_array_get(r, 1);
+  const char *host = json_string_value(json_array_get(a, 0));
+  int port = (int)json_integer_value(json_array_get(a, 1));
+  const char *mk = json_string_value(json_array_get(a, 2));
+  if (json_integer_value(json_array_get(r, 0)) != 0 || !host || !mk) {
+    json_decref(r);
+    return tl_err(ctx, TL_E_PARSE, "tracker: unexpected answer to REQUEST");
+  }
+  rc = tl_rpc_connect(ctx, host, port, mk, 10, out);
+  json_decref(r);
+  return rc;
+}
+
+TL_EXPORT const char *tl_rpc_sess_key(const tl_rpc_sess *s) { return s ? s->key : ""; }
+TL_EXPORT const char *tl_rpc_sess_addr(const tl_rpc_sess *s) { return s ? s->addr : ""; }
+
+TL_EXPORT void tl_rpc_close(tl_rpc_sess *s) {
+  if (!s) return;
+  close(s->fd);
+  free(s);
+}
+
+TL_EXPORT int tl_rpc_call(tl_ctx *ctx, tl_rpc_sess *s, const char *header, const void *blob,
+                          uint64_t n, double timeout_s, char **resp, void **resp_blob,
+                          uint64_t *resp_n) {
+  *resp = NULL;
+  if (resp_blob) *resp_blob = NULL;
+  if (resp_n) *resp_n = 0;
+  if (!s) return tl_err(ctx, TL_E_ARG, "rpc: the session is closed");
+  double dl = timeout_s > 0 ? tl_now() + timeout_s : 0;
+  int rc = rpc_frame_send(ctx, s->fd, header, blob, n, dl);
+  void *b = NULL;
+  uint64_t bn = 0;
+  if (!rc) rc = rpc_frame_recv(ctx, s->fd, resp, &b, &bn, dl);
+  if (rc) return tl_err_prefix(ctx, "rpc session %s: ", s->addr);
+  if (resp_blob) *resp_blob = b;
+  else free(b);
+  if (resp_n) *resp_n = bn;
+  return TL_OK;
+}
+
+TL_EXPORT int tl_rpc_upload(tl_ctx *ctx, tl_rpc_sess *s, const char *local_path, const char *name,
+                            double timeout_s) {
+  FILE *f = fopen(local_path, "rb");
+  if (!f) return tl_err(ctx, TL_E_IO, "upload: cannot open '%s': %s", local_path, strerror(errno));
+  fseek(f, 0, SEEK_END);
+  long sz = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  if (sz < 0 || (uint64_t)sz > RPC_SESSION_MAX_BLOB) {
+    fclose(f);
+    return tl_err(ctx, TL_E_IO, "upload: '%s' is too large", local_path);
+  }
+  unsigned char *raw = tl_malloc((size_t)sz + 1);
+  size_t got = fread(raw, 1, (size_t)sz, f);
+  fclose(f);
+  if (got != (size_t)sz) {
+    free(raw);
+    return tl_err(ctx, TL_E_IO, "upload: cannot read '%s'", local_path);
+  }
+  uLongf zl = compressBound((uLong)sz);
+  unsigned char *z = tl_malloc(zl);
+  compress2(z, &zl, raw, (uLong)sz, 6);
+  free(raw);
+  json_t *h = json_pack("{s:s, s:s, s:I}", "op", "upload", "name", name, "size", (json_int_t)sz);
+  char *hs = json_dumps(h, JSON_COMPACT);
+  json_decref(h);
+  char *resp = NULL;
+  int rc = tl_rpc_call(ctx, s, hs, z, zl, timeout_s, &resp, NULL, NULL);
+  free(hs);
+  free(z);
+  if (!rc) {
+    json_t *r = json_loads(resp, 0, NULL);
+    if (!json_is_true(json_object_get(r, "ok")))
+      rc = tl_err(ctx, TL_E_IO, "upload: %s", json_string_value(json_object_get(r, "error"))
+                  ? json_string_value(json_object_get(r, "error")) : "refused");
+    json_decref(r);
+  }
+  free(resp);
+  return rc;
+}
+
+TL_EXPORT int tl_rpc_tracker_summary(tl_ctx *ctx, const char *host, int port, double timeout_s,
+                                     char **json_out) {
+  *json_out = NULL;
+  int fd;
+  int rc = rpc_tracker_open(ctx, host, port, timeout_s, &fd);
+  if (rc) return rc;
+  json_t *r = NULL;
+  rc = rpc_tracker_call(ctx, fd, "[6]", timeout_s, &r);
+  close(fd);
+  if (rc) return rc;
+  if (json_integer_value(json_array_get(r, 0)) != 0) {
+    json_decref(r);
+    return tl_err(ctx, TL_E_PARSE, "tracker: SUMMARY failed");
+  }
+  *json_out = json_dumps(json_array_get(r, 1), JSON_COMPACT);
+  json_decref(r);
+  return TL_OK;
+}
+
+TL_EXPORT int tl_rpc_tracker_raw(tl_ctx *ctx, const char *host, int port, const char *req,
+                                 double timeout_s, char **json_out) {
+  *json_out = NULL;
+  int fd;
+  int rc = rpc_tracker_open(ctx, host, port, timeout_s, &fd);
+  if (rc) return rc;
+  json_t *r = NULL;
+  rc = rpc_tracker_call(ctx, fd, req, timeout_s, &r);
+  close(fd);
+  if (rc) return rc;
+  *json_out = json_dumps(r, JSON_COMPACT | JSON_ENCODE_ANY);
+  json_decref(r);
+  return TL_OK;
+}
+
+/* ---- RPCRunner's batch: jobs over every free device of a key, in parallel ------------------- */
+
+typedef struct {
+  const char *thost;
+  int tport;
+  const char *key;
+  int priority;
+  int n;
+  const char *const *so_paths, *const *fnames, *const *sigs;
+  int number, repeat;
+  double min_repeat_ms;
+  int cache_flush;
+  double timeout_s, cooldown_s, wait_limit_s;
+  double *costs;
+  int *ncosts, *error_no;
+  char **msgs;
+  int next;
+  int stop;
+  int active;                /* threads holding a device */
+  double waited;             /* longest wait with no device anywhere */
+  double last_say;
+  pthread_mutex_t mu;
+} rbatch;
+
+static int next_job(rbatch *b) {
+  pthread_mutex_lock(&b->mu);
+  int i = b->stop || b->next >= b->n ? -1 : b->next++;
+  pthread_mutex_unlock(&b->mu);
+  return i;
+}
+
+static void job_err(rbatch *b, int i, int eno, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  b->error_no[i] = eno;
+  b->ncosts[i] = 0;
+  free(b->msgs[i]);
+  b->msgs[i] = tl_strdup(buf);
+}
+
+/* Measure job i on session s; returns non-zero when the device is lost. */
+static int run_job(tl_ctx *ctx, rbatch *b, tl_rpc_sess *s, int i) {
+  char name[64];
+  snprintf(name, sizeof name, "m%d_%d.so", (int)getpid(), i);
+  double io_to = 60 + b->timeout_s;
+  int rc = tl_rpc_upload(ctx, s, b->so_paths[i], name, io_to);
+  if (rc) return rc;
+  json_t *h = json_pack("{s:s, s:s, s:s?, s:s, s:i, s:i, s:f, s:b, s:f}", "op", "measure",
+                        "module", name, "func", b->fnames[i], "sig", b->sigs[i], "number", b->number,
+                        "repeat", b->repeat, "min_repeat_ms", b->min_repeat_ms, "cache_flush",
+                        b->cache_flush, "timeout", b->timeout_s);
+  char *hs = json_dumps(h, JSON_COMPACT);
+  json_decref(h);
+  char *resp = NULL;
+  rc = tl_rpc_call(ctx, s, hs, NULL, 0, io_to, &resp, NULL, NULL);
+  free(hs);
+  if (rc) return rc;
+  json_t *r = json_loads(resp, 0, NULL);
+  free(resp);
+  if (!json_is_true(json_object_get(r, "ok"))) {
+    const char *e = json_string_value(json_object_get(r, "error"));
+    job_err(b, i, TL_MEASURE_RUNTIME_DEVICE, "%s", e ? e : "the device refused the request");
+  } else {
+    json_t *c = json_object_get(r, "costs");
+    int nc = (int)json_array_size(c);
+    if (nc > b->repeat) nc = b->repeat;
+    for (int k = 0; k < nc; k++) b->costs[(size_t)i * b->repeat + k] = json_number_value(json_array_get(c, k));
+    b->ncosts[i] = nc;
+    b->error_no[i] = (int)json_integer_value(json_object_get(r, "error_no"));
+    const char *e = json_string_value(json_object_get(r, "error"));
+    if (e) b->msgs[i] = tl_strdup(e);
+  }
+  json_decref(r);
+  char *rm = tl_sprintf("{\"op\":\"remove\",\"name\":\"%s\"}", name);
+  char *rr = NULL;
+  tl_rpc_call(ctx, s, rm, NULL, 0, 30, &rr, NULL, NULL);
+  free(rm);
+  free(rr);
+  return TL_OK;
+}
+
+static int jobs_left(rbatch *b) {
+  pthread_mutex_lock(&b->mu);
+  int r = !b->stop && b->next < b->n;
+  pthread_mutex_unlock(&b->mu);
+  return r;
+}
+
+/* A device for this thread while jobs remain. Waiting counts toward wait_limit only while no
+** thread holds a device (work going on elsewhere is progress). Requests are short (2 s), so a
+** thread never holds the batch open once the other threads have finished the jobs. */
+static tl_rpc_sess *acquire(tl_ctx *ctx, rbatch *b) {
+  tl_rpc_sess *s = NULL;
+  double waited = 0;
+  while (!s && jobs_left(b)) {
+    double left = b->wait_limit_s - waited;
+    if (left <= 0) {
+      pthread_mutex_lock(&b->mu);
+      b->stop = 1;
+      pthread_mutex_unlock(&b->mu);
+      break;
+    }
+    double slice = left < 2 ? left : 2;
+    double t0 = tl_now();
+    tl_clearerr(ctx);
+    int rc = tl_rpc_request(ctx, b->thost, b->tport, b->key, b->priority, slice, &s);
+    double dt = tl_now() - t0;
+    if (rc && rc != TL_E_TIMEOUT && dt < 1) {   /* tracker down: do not spin */
+      sleep_s(1);
+      dt = tl_now() - t0;
+    }
+    if (!rc) break;
+    pthread_mutex_lock(&b->mu);
+    int busy = b->active > 0;
+    if (!busy) {
+      waited += dt;
+      b->waited = waited > b->waited ? waited : b->waited;
+    } else {
+      waited = 0;
+    }
+    if (!busy && (b->last_say == 0 || tl_now() - b->last_say >= 60)) {
+      b->last_say = tl_now();
+      fprintf(stderr, "rpc: waiting for a free device of key '%s' at %s:%d (%.0f s so far, "
+              "limit %.0f s): %s\n", b->key, b->thost, b->tport, waited, b->wait_limit_s,
+              tl_errmsg(ctx));
+    }
+    pthread_mutex_unlock(&b->mu);
+  }
+  if (s) {
+    pthread_mutex_lock(&b->mu);
+    b->active++;
+    pthread_mutex_unlock(&b->mu);
+  }
+  return s;
+}
+
+static void release(tl_ctx *ctx, rbatch *b, tl_rpc_sess *s, int polite) {
+  if (polite) {
+    char *rr = NULL;
+    tl_rpc_call(ctx, s, "{\"op\":\"shutdown\"}", NULL, 0, 5, &rr, NULL, NULL);
+    free(rr);
+  }
+  tl_rpc_close(s);
+  pthread_mutex_lock(&b->mu);
+  b->active--;
+  pthread_mutex_unlock(&b->mu);
+}
+
+static void *rbatch_worker(void *arg) {
+  rbatch *b = arg;
+  tl_ctx *ctx = tl_ctx_new();
+  tl_rpc_sess *s = NULL;
+  for (;;) {
+    if (!s && !(s = acquire(ctx, b))) break;
+    int i = next_job(b);
+    if (i < 0) break;
+    tl_clearerr(ctx);
+    if (run_job(ctx, b, s, i)) {
+      job_err(b, i, TL_MEASURE_RUNTIME_DEVICE, "device lost (%s at %s): %s", tl_rpc_sess_key(s),
+              tl_rpc_sess_addr(s), tl_errmsg(ctx));
+      release(ctx, b, s, 0);
+      s = NULL;
+      continue;
+    }
+    if (b->cooldown_s > 0) sleep_s(b->cooldown_s);
+  }
+  if (s) release(ctx, b, s, 1);
+  tl_ctx_free(ctx);
+  return NULL;
+}
+
+TL_EXPORT int tl_rpc_measure_batch(tl_ctx *ctx, const char *tracker_host, int tracker_port,
+                                   const char *key, int priority, int n,
+                                   const char *const *so_paths, const char *const *fnames,
+                                   const char *const *sigs, int number, int repeat,
+                                   double min_repeat_ms, int cache_flush, double timeout_s,
+                                   int n_parallel, double cooldown_s, double wait_limit_s,
+                                   double *costs, int *ncosts, int *error_no, char **msgs) {
+  if (n < 0 || repeat < 1 || !tracker_host || !key || (n > 0 && (!so_paths || !sigs || !costs ||
+      !ncosts || !error_no || !msgs)))
+    return tl_err(ctx, TL_E_ARG, "tl_rpc_measure_batch: bad arguments");
+  signal(SIGPIPE, SIG_IGN);
+  static const char *const no_names[1] = {NULL};
+  rbatch b = {tracker_host, tracker_port, key, priority, n, so_paths, fnames, sigs, number, repeat,
+              min_repeat_ms, cache_flush, timeout_s, cooldown_s, wait_limit_s, costs, ncosts,
+              error_no, msgs, 0, 0, 0, 0, 0};
+  (void)no_names;
+  for (int i = 0; i < n; i++) {
+    msgs[i] = NULL;
+    ncosts[i] = 0;
+    error_no[i] = -1;
+  }
+  pthread_mutex_init(&b.mu, NULL);
+  if (n_parallel < 1) n_parallel = 1;
+  if (n_parallel > n) n_parallel = n;
+  if (n_parallel > 64) n_parallel = 64;
+  pthread_t th[64];
+  int started = 0;
+  for (int t = 0; t < n_parallel; t++)
+    if (pthread_create(&th[started], NULL, rbatch_worker, &b) == 0) started++;
+  if (!started && n) rbatch_worker(&b);
+  for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+  pthread_mutex_destroy(&b.mu);
+  for (int i = 0; i < n; i++)
+    if (error_no[i] < 0) {
+      if (!msgs[i]) msgs[i] = tl_sprintf("not measured: no device of key '%s' within %.0f s", key, wait_limit_s);
+    }
+  if (b.stop)
+    return tl_err(ctx, TL_E_TIMEOUT, "no device of key '%s' at %s:%d for %.0f s", key,
+                  tracker_host, tracker_port, wait_limit_s);
+  return TL_OK;
+}
+
+/* ---- raw bytes, for tests and fuzzing ------------------------------------------------------ */
+
+static int read_until_close(tl_ctx *ctx, int fd, double timeout_s, char **out, size_t *outn) {
+  tl_buf b = {0};
+  double dl = tl_now() + timeout_s;
+  char tmp[4096];
+  for (;;) {
+    double left = dl - tl_now();
+    if (left <= 0) break;
+    struct pollfd pf = {fd, POLLIN, 0};
+    int pr = poll(&pf, 1, (int)(left * 1000) + 1);
+    if (pr <= 0) break;
+    ssize_t r = recv(fd, tmp, sizeof tmp, 0);
+    if (r <= 0) break;
+    if (b.n < (1 << 20)) tl_buf_putn(&b, tmp, (size_t)r);
+  }
+  *outn = b.n;
+  *out = b.s ? b.s : tl_strdup("");
+  (void)ctx;
+  return TL_OK;
+}
+
+TL_EXPORT int tl_rpc_raw_exchange(tl_ctx *ctx, const char *host, int port, const void *data,
+                                  size_t n, double timeout_s, char **out, size_t *outn) {
+  *out = NULL;
+  *outn = 0;
+  int fd;
+  int rc = rpc_connect(ctx, host, port, 5, &fd);
+  if (rc) return rc;
+  rpc_send_all(ctx, fd, data, n, tl_now() + 5);   /* the peer may close early */
+  tl_clearerr(ctx);
+  shutdown(fd, SHUT_WR);
+  rc = read_until_close(ctx, fd, timeout_s, out, outn);
+  close(fd);
+  return rc;
+}
+
+TL_EXPORT int tl_rpc_send_raw(tl_ctx *ctx, tl_rpc_sess *s, const void *data, size_t n,
+                              double timeout_s, char **out, size_t *outn) {
+  *out = NULL;
+  *outn = 0;
+  if (!s) return tl_err(ctx, TL_E_ARG, "rpc: the session is closed");
+  rpc_send_all(ctx, s->fd, data, n, tl_now() + 5);
+  tl_clearerr(ctx);
+  return read_until_close(ctx, s->fd, timeout_s, out, outn);
+}

@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# End-to-end device farm on loopback: a tracker, three servers with one key, `tunelua rpc query`,
+# a measurement job through RPCRunner(n_parallel = 3) with one server killed (SIGKILL) mid-run and
+# another started later, the tracker's wire bytes, malformed and random frames. Only 127.0.0.1
+# and ports the OS hands out are used.
+#   bash tests/e2e/test_rpc.sh [path/to/tunelua]
+set -u
+T=${1:-${TUNELUA:-build/tunelua}}
+T=$(cd "$(dirname "$T")" && pwd)/$(basename "$T")
+W=$(mktemp -d /tmp/tunelua-e2e-rpc.XXXXXX)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    alive=0
+    for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.2
+  done
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  rm -rf "$W"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; for f in "$W"/*.out; do echo "== $f"; tail -5 "$f"; done; exit 1; }
+wait_for() {  # wait_for FILE PATTERN SECONDS
+  local i=0
+  while ! grep -q "$2" "$1" 2>/dev/null; do
+    sleep 0.1; i=$((i + 1)); [ $i -gt $(($3 * 10)) ] && return 1
+  done
+  return 0
+}
+KEY=e2ekey
+export TUNELUA_MEASURE_DIR=$W
+
+# ---- tracker on a free port ---------------------------------------------------------------
+"$T" rpc tracker --host 127.0.0.1 --port 0 > "$W/tracker.out" 2>&1 &
+PIDS+=($!); TPID=$!; disown $TPID
+wait_for "$W/tracker.out" "bind to" 5 || fail "tracker did not start"
+PORT=$(sed -n 's/^bind to 127.0.0.1:\([0-9]*\)$/\1/p' "$W/tracker.out")
+[ -n "$PORT" ] || fail "no port in: $(cat "$W/tracker.out")"
+echo "tracker at 127.0.0.1:$PORT"
+
+start_server() {  # start_server N
+  "$T" rpc server --tracker 127.0.0.1:$PORT --key $KEY --host 127.0.0.1 --port 0 > "$W/server$1.out" 2>&1 &
+  SPID=$!
+  disown $SPID
+  PIDS+=($SPID)
+  wait_for "$W/server$1.out" "bind to" 5 || fail "server $1 did not start"
+}
+start_server 1; S1=$SPID
+start_server 2; S2=$SPID
+start_server 3; S3=$SPID
+
+query_until() {  # query_until "KEY TOTAL FREE PENDING" SECONDS
+  local i=0
+  while true; do
+    "$T" rpc query --host 127.0.0.1 --port $PORT > "$W/query.txt" 2>&1
+    if awk -v k=$KEY '$1 == k {print $1, $2, $3, $4}' "$W/query.txt" | grep -qx "$1"; then return 0; fi
+    sleep 0.2; i=$((i + 1)); [ $i -gt $(($2 * 5)) ] && return 1
+  done
+}
+query_until "$KEY 3 3 0" 5 || { cat "$W/query.txt"; fail "query before: expected total 3, free 3"; }
+grep -q "^Queue Status" "$W/query.txt" || fail "no Queue Status table"
+[ "$(grep -c "127.0.0.1:[0-9]*    server:$KEY" "$W/query.txt")" = 3 ] || { cat "$W/query.txt"; fail "server list"; }
+cat "$W/query.txt"
+
+# ---- the tracker's bytes, exactly (formats §3.2-3.3) ------------------------------------------
+cat > "$W/wire.lua" <<'EOF'
+local ffi = require "ffi"
+local core = require "tunelua.core"
+local C, ctx = core.C, core.ctx
+local port = tonumber(arg[1])
+local function exchange(bytes, timeout)
+  local out, n = ffi.new("char *[1]"), ffi.new("size_t[1]")
+  core.check(C.tl_rpc_raw_exchange(ctx, "127.0.0.1", port, bytes, #bytes, timeout or 1, out, n))
+  local s = ffi.string(out[0], n[0]); C.tl_rpc_free(out[0]); return s
+end
+local function frame(s) return string.char(#s % 256, math.floor(#s / 256) % 256, 0, 0) .. s end
+local MAGIC = "\x71\xf2\x02\x00"
+-- PING -> 0
+assert(exchange(MAGIC .. frame("[1]")) == MAGIC .. frame("0"))
+-- UPDATE_INFO (addr null -> peer IP), GET_PENDING_MATCHKEYS, PUT, GET_PENDING again
+local r = exchange(MAGIC .. frame('[5, {"key": "server:wire", "addr": [null, 9091]}]') .. frame("[7]")
+                   .. frame('[3, "wire", [9091, "wire:0.5"], null]') .. frame("[7]"))
+assert(r == MAGIC .. frame("0") .. frame("[]") .. frame("0") .. frame('["wire:0.5"]'), r)
+-- STOP with a wrong key -> -1; an unknown code closes the connection without an answer
+assert(exchange(MAGIC .. frame('[2, "not-the-key"]')) == MAGIC .. frame("-1"))
+assert(exchange(MAGIC .. frame("[99]") .. frame("[1]")) == MAGIC)
+-- not the magic: closed at once
+assert(exchange("GET / HTTP/1.0\r\n\r\n") == "")
+print("wire: ok")
+EOF
+"$T" "$W/wire.lua" $PORT || fail "tracker wire bytes"
+
+# ---- a measurement job through RPCRunner; kill a server mid-run --------------------------------
+cat > "$W/job.lua" <<'EOF'
+local te = require "tunelua.te"
+local tl = require "tunelua.build"
+local measure = require "tunelua.autotvm.measure"
+local port, ntrial, key = tonumber(arg[1]), tonumber(arg[2]), arg[3]
+local N = 65536
+local A = te.placeholder({N}, "float32", "A")
+local B = te.placeholder({N}, "float32", "B")
+local Cc = te.compute({N}, function(i) return A(i) * B(i) + A(i) end, "C")
+local s = te.create_schedule(Cc.op)
+local task = { name = "e2e", target = "llvm" }
+function task:lower() return tl.lower(s, {A, B, Cc}, {name = "f"}) end
+local builder = measure.LocalBuilder({n_parallel = 1})
+local one = builder:build({measure.MeasureInput(task, 0)})[1]
+assert(one.error_no == 0, one.error_msg)
+local inputs, brs = {}, {}
+for i = 1, ntrial do
+  inputs[i] = measure.MeasureInput(task, i)
+  brs[i] = {so_path = one.so_path, sig = one.sig, fname = one.fname, error_no = 0, time_cost = 0}
+end
+local runner = measure.RPCRunner(key, "127.0.0.1", port, {n_parallel = 3, number = 1, ["repeat"] = 3,
+  min_repeat_ms = 40, timeout = 10, cooldown_interval = 0, wait_limit = 20})
+runner:set_task(task)
+io.stdout:write("started\n"); io.stdout:flush()
+local res = runner:run(inputs, brs)
+local ok, lost, other = 0, 0, 0
+for i, r in ipairs(res) do
+  if r.error_no == 0 then
+    assert(#r.costs == 1 and r.costs[1] > 0 and r.costs[1] < 0.01, "costs of trial " .. i)
+    ok = ok + 1
+  elseif r.error_no == measure.MeasureErrorNo.RUNTIME_DEVICE and r.error_msg:find("device lost", 1, true) then
+    lost = lost + 1
+    print("lost: " .. r.error_msg:sub(1, 120))
+  else
+    other = other + 1
+    print("other error " .. r.error_no .. ": " .. tostring(r.error_msg))
+  end
+end
+print(string.format("results %d ok %d lost %d other %d", #res, ok, lost, other))
+EOF
+"$T" "$W/job.lua" $PORT 60 $KEY > "$W/job.out" 2>&1 &
+JOB=$!
+PIDS+=($JOB)
+wait_for "$W/job.out" started 10 || fail "job did not start"
+sleep 1.5
+kill -9 $S1
+echo "killed server 1 (pid $S1) mid-run"
+sleep 1
+start_server 4; S4=$SPID
+wait $JOB || fail "the job failed: $(cat "$W/job.out")"
+cat "$W/job.out"
+grep -q "^results 60 " "$W/job.out" || fail "expected 60 results"
+LOST=$(sed -n 's/^results 60 ok \([0-9]*\) lost \([0-9]*\) other \([0-9]*\)$/\2/p' "$W/job.out")
+OTHER=$(sed -n 's/^results 60 ok \([0-9]*\) lost \([0-9]*\) other \([0-9]*\)$/\3/p' "$W/job.out")
+[ "$LOST" -ge 1 ] || fail "expected a lost trial"
+[ "$LOST" -le 3 ] || fail "too many lost trials: $LOST"
+[ "$OTHER" = 0 ] || fail "unexpected errors"
+query_until "$KEY 3 3 0" 10 || { cat "$W/query.txt"; fail "query after: expected total 3, free 3"; }
+echo "after the job:"; cat "$W/query.txt"
+
+# ---- malformed and random frames: tracker and servers live on -----------------------------------
+FD0=$(ls /proc/$TPID/fd | wc -l)
+SFD0=$(ls /proc/$S2/fd | wc -l)
+cat > "$W/fuzz.lua" <<'EOF'
+local ffi = require "ffi"
+local core = require "tunelua.core"
+local rpc = require "tunelua.rpc"
+local C, ctx = core.C, core.ctx
+local port, key = tonumber(arg[1]), arg[2]
+-- a session, then a frame whose header claims 2 GiB: an error reply, the session closes
+local remote = rpc.request_remote(key, "127.0.0.1", port, {timeout = 10})
+local out, n = ffi.new("char *[1]"), ffi.new("size_t[1]")
+core.check(C.tl_rpc_send_raw(ctx, remote.handle, "\xff\xff\xff\x7f{}", 6, 2, out, n))
+local reply = ffi.string(out[0], n[0]); C.tl_rpc_free(out[0])
+assert(reply:find("malformed frame: header of 2147483647 bytes", 1, true), reply)
+remote:close()
+-- a header that is not JSON
+remote = rpc.request_remote(key, "127.0.0.1", port, {timeout = 10})
+local bad = "\5\0\0\0hello" .. string.rep("\0", 8)
+core.check(C.tl_rpc_send_raw(ctx, remote.handle, bad, #bad, 2, out, n))
+reply = ffi.string(out[0], n[0]); C.tl_rpc_free(out[0])
+assert(reply:find("not a JSON object", 1, true), reply)
+remote:close()
+-- an unknown op is answered and the session goes on
+remote = rpc.request_remote(key, "127.0.0.1", port, {timeout = 10})
+local ok, err = pcall(remote.call, remote, {op = "frobnicate"})
+assert(not ok and err:find("unknown op 'frobnicate'", 1, true), err)
+assert(remote:hello().version == 1)
+remote:close()
+-- random and truncated frames at the tracker (bounded: 60 connections)
+math.randomseed(7)
+local MAGIC = "\x71\xf2\x02\x00"
+for i = 1, 60 do
+  local t = {}
+  for k = 1, math.random(0, 40) do t[k] = string.char(math.random(0, 255)) end
+  local junk = table.concat(t)
+  if i % 3 == 0 then junk = MAGIC .. junk end
+  if i % 5 == 0 then junk = MAGIC .. "\10\0\0\0[6" end   -- truncated frame
+  C.tl_rpc_raw_exchange(ctx, "127.0.0.1", port, junk, #junk, 0.05, out, n)
+  if out[0] ~= nil then C.tl_rpc_free(out[0]) end
+  C.tl_clearerr(ctx)
+end
+-- random bytes and broken handshakes at each server's own port (bounded: 20 per server)
+local RPC_MAGIC = "\x71\xf2\x0f\x00"
+for a = 3, #arg do
+  local sp = tonumber(arg[a])
+  for i = 1, 20 do
+    local t = {}
+    for k = 1, math.random(0, 30) do t[k] = string.char(math.random(0, 255)) end
+    local junk = table.concat(t)
+    if i % 2 == 0 then junk = RPC_MAGIC .. junk end
+    if i % 4 == 0 then junk = RPC_MAGIC .. "\255\255\255\127" end          -- a 2 GiB key
+    if i % 5 == 0 then junk = RPC_MAGIC .. "\12\0\0\0client:wrong" end    -- a wrong key
+    C.tl_rpc_raw_exchange(ctx, "127.0.0.1", sp, junk, #junk, 0.05, out, n)
+    if out[0] ~= nil then C.tl_rpc_free(out[0]) end
+    C.tl_clearerr(ctx)
+  end
+end
+-- every server still serves: three sessions at once
+local s = {}
+for i = 1, 3 do s[i] = rpc.request_remote(key, "127.0.0.1", port, {timeout = 10}) end
+for i = 1, 3 do assert(s[i]:hello().ok == true); s[i]:close() end
+print("fuzz: ok")
+EOF
+SPORTS=$(sed -n 's/^bind to 127.0.0.1:\([0-9]*\)$/\1/p' "$W/server2.out" "$W/server3.out" "$W/server4.out")
+"$T" "$W/fuzz.lua" $PORT $KEY $SPORTS || fail "malformed frames"
+query_until "$KEY 3 3 0" 10 || { cat "$W/query.txt"; fail "query after fuzz"; }
+FD1=$(ls /proc/$TPID/fd | wc -l)
+[ "$FD0" = "$FD1" ] || fail "tracker fds: $FD0 before, $FD1 after"
+SFD1=$(ls /proc/$S2/fd | wc -l)
+[ "$SFD0" = "$SFD1" ] || fail "server fds: $SFD0 before, $SFD1 after"
+kill -0 $S2 && kill -0 $S3 && kill -0 $S4 && kill -0 $TPID || fail "a process died"
+grep -q "malformed frame" "$W"/server*.out || fail "no server logged the malformed frame"
+
+# ---- no device of a key: RPCRunner waits up to its limit, then stops with a line to resume -------
+cat > "$W/nodev.lua" <<'EOF'
+local measure = require "tunelua.autotvm.measure"
+local port = tonumber(arg[1])
+local runner = measure.RPCRunner("nosuchkey", "127.0.0.1", port, {wait_limit = 1.5})
+local br = {{so_path = "/nonexistent.so", sig = '{"name": "f", "args": []}', error_no = 0}}
+local ok, err = pcall(runner.run, runner, {measure.MeasureInput({target = "llvm"}, 0)}, br)
+assert(not ok, "expected a stop")
+assert(err:find("no device of key 'nosuchkey'", 1, true), err)
+assert(err:find("re-run the same tuning command with the same log file to resume", 1, true), err)
+print("nodev: ok")
+EOF
+"$T" "$W/nodev.lua" $PORT > "$W/nodev.out" 2>&1 || { cat "$W/nodev.out"; fail "no-device stop"; }
+grep -q "rpc: waiting for a free device of key 'nosuchkey'" "$W/nodev.out" || fail "no waiting line"
+cat "$W/nodev.out"
+
+# ---- the tracker dies and comes back on its port: the servers register again (back-off) ----------
+kill -9 $TPID
+sleep 0.5
+"$T" rpc tracker --host 127.0.0.1 --port $PORT --stop-key e2estop > "$W/tracker2.out" 2>&1 &
+PIDS+=($!); TPID=$!; disown $TPID
+wait_for "$W/tracker2.out" "bind to" 5 || fail "tracker did not restart on port $PORT"
+query_until "$KEY 3 3 0" 15 || { cat "$W/query.txt"; fail "servers did not re-register"; }
+echo "tracker restarted; servers registered again"
+
+# ---- orderly shutdown: servers on SIGTERM, the tracker on STOP; nothing reported by sanitizers ----
+kill -TERM $S2 $S3 $S4
+for i in $(seq 1 50); do
+  kill -0 $S2 2>/dev/null || kill -0 $S3 2>/dev/null || kill -0 $S4 2>/dev/null || break
+  sleep 0.1
+done
+kill -0 $S2 2>/dev/null || kill -0 $S3 2>/dev/null || kill -0 $S4 2>/dev/null && fail "a server ignored SIGTERM"
+"$T" -e "local rpc = require 'tunelua.rpc'
+assert(rpc.tracker_call('127.0.0.1', $PORT, {2, 'e2estop'}) == 0)" || fail "tracker STOP"
+for i in $(seq 1 30); do kill -0 $TPID 2>/dev/null || break; sleep 0.1; done
+kill -0 $TPID 2>/dev/null && fail "the tracker did not stop"
+if grep -l "Sanitizer" "$W"/*.out; then fail "sanitizer reports"; fi
+echo "test_rpc: ok"
