@@ -1,0 +1,83 @@
+/*
+** tuner.h -- internal interface of the tuner core (core/tuner): the config
+** space as the tuners see it, the scoring hook of the model optimizer, and
+** the Contract C functions this part calls.
+**
+** The tuner core reads config spaces only through Contract C
+** (core/tunelua_autotvm.h). Those functions are declared weak here so that
+** this part links and its own tests run in a build without the AutoTVM space
+** module; a call on a task then fails with TL_E_UNSUPPORTED instead of
+** crashing (tspace_from_task checks tl_atvm_space_len != NULL).
+*/
+#ifndef TL_TUNER_H
+#define TL_TUNER_H
+
+#include "../base/base.h"
+#include "../codegen/codegen.h"
+#include "../tunelua.h"
+
+typedef struct tl_atvm_task tl_atvm_task;
+
+int64_t tl_atvm_space_len(const tl_atvm_task *t);
+int64_t tl_atvm_space_range_length(const tl_atvm_task *t);
+int tl_atvm_space_num_knobs(const tl_atvm_task *t);
+int64_t tl_atvm_space_knob_dim(const tl_atvm_task *t, int k);
+int tl_atvm_space_is_valid(const tl_atvm_task *t, int64_t index);
+void tl_atvm_space_point2knob(const tl_atvm_task *t, int64_t index, int64_t *digits);
+int64_t tl_atvm_space_knob2point(const tl_atvm_task *t, const int64_t *digits);
+int tl_atvm_config_knob_features(const tl_atvm_task *t, int64_t index, float *out, int cap);
+int tl_atvm_lower(tl_ctx *ctx, tl_atvm_task *t, int64_t index, const char *name, tl_lowered **out);
+#pragma weak tl_atvm_space_len
+#pragma weak tl_atvm_space_range_length
+#pragma weak tl_atvm_space_num_knobs
+#pragma weak tl_atvm_space_knob_dim
+#pragma weak tl_atvm_space_is_valid
+#pragma weak tl_atvm_space_point2knob
+#pragma weak tl_atvm_space_knob2point
+#pragma weak tl_atvm_config_knob_features
+#pragma weak tl_atvm_lower
+
+/* ---- the space view ------------------------------------------------------
+** Index <-> knob digits: through the task when there is one, else a plain
+** mixed-radix product space (knob 0 varies fastest), used by the tests. */
+#define TL_TS_MAXKNOBS 64
+
+typedef struct tl_tspace {
+  tl_atvm_task *task;             /* NULL: product space of dims */
+  int nknobs;
+  int64_t dims[TL_TS_MAXKNOBS];
+  int64_t range_len;              /* product of dims */
+  int64_t len;                    /* number of valid indices */
+  int (*valid)(void *ud, int64_t idx);   /* task == NULL; NULL = all valid */
+  void *ud;
+} tl_tspace;
+
+int tl_tspace_from_task(tl_ctx *ctx, tl_atvm_task *t, tl_tspace *out);
+void tl_tspace_point2knob(const tl_tspace *s, int64_t idx, int64_t *digits);
+int64_t tl_tspace_knob2point(const tl_tspace *s, const int64_t *digits);
+int tl_tspace_valid(const tl_tspace *s, int64_t idx);
+
+/* ---- random numbers (splitmix64) ---------------------------------------- */
+static inline uint64_t tl_rng_next(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static inline double tl_rng_uniform(uint64_t *s) {   /* [0, 1) */
+  return (double)(tl_rng_next(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+static inline int64_t tl_rng_below(uint64_t *s, int64_t n) {   /* [0, n) */
+  return n <= 1 ? 0 : (int64_t)(tl_rng_next(s) % (uint64_t)n);
+}
+
+/* ---- simulated annealing over any scorer ---------------------------------- */
+typedef int (*tl_score_fn)(tl_ctx *ctx, void *ud, const int64_t *pts, int n, double *out);
+
+int tl_sa_new_space(const tl_tspace *space, int n_iter, double temp0, double temp1,
+                    int persistent, int parallel_size, int early_stop, uint64_t seed,
+                    tl_tune_sa **out);
+int tl_sa_search(tl_ctx *ctx, tl_tune_sa *sa, tl_score_fn score, void *ud, int num,
+                 const int64_t *exclusive, int nexcl, int64_t *out, int *nout);
+
+#endif

@@ -1,0 +1,83 @@
+--- tunelua.autotvm.callback: callbacks of the tuning loop (TVM's autotvm.callback).
+--
+--   callback.progress_bar(total, {prefix = "[Task  1/17] ", si_prefix = "G", out = io.stdout})
+--     after every batch: "\r<prefix> Current/Best: %7.2f/%7.2f GFLOPS | Progress: (i/total) | t s"
+--     and " Done.\n" when the tune call ends. "Current" is the last successful trial's FLOPS.
+--   callback.log_to_file(path)   appends one record (record.encode) per trial, flushed at once.
+--
+-- A callback is a function(tuner, inputs, results) or a callable table; a table may also have
+-- :finish(tuner), which Tuner.tune calls once at the end.
+local callback = {}
+
+local SI = { [""] = 1, K = 1e3, M = 1e6, G = 1e9, T = 1e12, P = 1e15 }
+
+local function now()
+  local ok, core = pcall(require, "tunelua.core")
+  if ok then return core.C.tl_now() end
+  return os.clock()
+end
+
+--- progress_bar(total[, {prefix, si_prefix, out}]) (also progress_bar(total, prefix)).
+function callback.progress_bar(total, o)
+  if type(total) ~= "number" then
+    error("progress_bar: total must be the number of trials, got " .. type(total), 2)
+  end
+  if type(o) == "string" then o = { prefix = o } end
+  o = o or {}
+  local prefix = o.prefix or ""
+  local si = o.si_prefix or "G"
+  if not SI[si] then error("progress_bar: si_prefix must be one of K, M, G, T, P; got " .. tostring(si), 2) end
+  local out = o.out or io.stdout
+  local st = { ct = 0, cur = 0, best = 0, start = now(), done = false }
+  local function line()
+    return string.format("\r%s Current/Best: %7.2f/%7.2f %sFLOPS | Progress: (%d/%d) | %.2f s",
+      prefix, st.cur / SI[si], st.best / SI[si], si, st.ct, total, now() - st.start)
+  end
+  local obj = { state = st }
+  setmetatable(obj, {
+    __call = function(_, tuner, inputs, results)
+      st.ct = st.ct + #inputs
+      local flops = 0
+      for k, res in ipairs(results) do
+        if res.error_no == 0 and res.costs and #res.costs > 0 then
+          local s = 0
+          for _, c in ipairs(res.costs) do s = s + c end
+          local m = s / #res.costs
+          local task = inputs[k].task or tuner.task
+          if m > 0 then flops = (task.flop or 0) / m end
+        end
+      end
+      st.cur = flops
+      st.best = tuner.best_flops or st.best
+      out:write(line())
+      out:flush()
+    end,
+  })
+  function obj.finish(_, tuner)
+    if st.done then return end
+    st.done = true
+    if tuner then st.best = tuner.best_flops or st.best end
+    out:write(line() .. " Done.\n")
+    out:flush()
+  end
+  return obj
+end
+
+--- log_to_file(path): append every trial to path as one JSON line, flushed per trial.
+function callback.log_to_file(path)
+  if type(path) ~= "string" then
+    error("log_to_file: expected a file name, got " .. type(path), 2)
+  end
+  local record = require "tunelua.autotvm.record"
+  return function(_, inputs, results)
+    local f, err = io.open(path, "a")
+    if not f then error("log_to_file: cannot open " .. path .. ": " .. tostring(err), 2) end
+    for k, inp in ipairs(inputs) do
+      f:write(record.encode(inp, results[k]), "\n")
+      f:flush()
+    end
+    f:close()
+  end
+end
+
+return callback
