@@ -51,4 +51,36 @@ int tl_codegen_c(tl_ctx *ctx, const tl_lowered *f, tl_buf *out);
 ** tl_module_from_c). */
 int tl_build_c(tl_ctx *ctx, const tl_lowered *f, const char *cflags, tl_module **out);
 
+/* ---- OpenCL (core/codegen/opencl.c) ------------------------------------------
+** Unlike the C backend it takes THREAD/VTHREAD loops, "shared" buffers and
+** BARRIER nodes (what lowering makes of bound loops and shared caches).
+** tl_codegen_opencl splits f's body into launch regions (top-level statements
+** under the global temporaries' ALLOCs), prints one __kernel per region and
+** describes how the host launches it. Slots name what a kernel argument is:
+** slot k < nargs is function argument k, slot nargs + t is global temporary t
+** (allocated by the host, temp_bytes[t] bytes). */
+typedef struct tl_ocl_kinfo {
+  char *name;                     /* kernel function name */
+  int nslots;
+  int *slots;                     /* its __global pointer arguments, in order */
+  int64_t grid[3], block[3];      /* work-groups and work-items per group */
+  int64_t local_bytes;            /* static __local memory */
+} tl_ocl_kinfo;
+
+typedef struct tl_ocl_code {
+  char *source;                   /* OpenCL C */
+  int nkernels;
+  tl_ocl_kinfo *kernels;
+  int nargs;
+  int *arg_dtype;                 /* TL_FLOAT32.. per argument */
+  int *arg_ndim;
+  int64_t **arg_shape;
+  int ntemps;
+  int64_t *temp_bytes;
+  int fp16, fp64;                 /* needs cl_khr_fp16 / cl_khr_fp64 */
+} tl_ocl_code;
+
+int tl_codegen_opencl(tl_ctx *ctx, const tl_lowered *f, tl_ocl_code *out);
+void tl_ocl_code_free(tl_ocl_code *c);
+
 #endif

@@ -18,6 +18,14 @@
 **   nest         each root stage's loop nest, attached stages (with their
 **                ALLOC) inside the target loop, reduction init before the
 **                first reduction loop, guards as deep as their vars allow
+**
+** GPU schedules: loops bound to blockIdx/threadIdx/vthread become THREAD and
+** VTHREAD loops with their tags. A stage of "shared" scope attached inside
+** threadIdx-bound loops is filled by every thread of a block together: its
+** region relaxes those threadIdx loops (it covers what the whole block
+** reads), and its nest is wrapped in barriers (before: the previous fill's
+** readers are done; after: the fill is complete). Without thread binding
+** nothing changes, so CPU schedules lower as before.
 **   flatten      one row-major element index per LOAD/STORE (storage_align
 **                pads strides), then tl_ir_simplify
 **
@@ -89,7 +97,14 @@ typedef struct lw {
   tl_ref *varmap;                 /* per dag var id: var in ir (0: none yet) */
   TL_VEC(access) accs;
   tl_rangemap ranges;             /* every loop var made so far: [0, extent) */
+  TL_VEC(tl_ref) thread_vars;     /* loop vars bound to threadIdx.x/y/z */
 } lw;
+
+static int is_thread_var(const lw *L, tl_ref v) {
+  for (int i = 0; i < L->thread_vars.n; i++)
+    if (L->thread_vars.v[i] == v) return 1;
+  return 0;
+}
 
 static void *lw_alloc(lw *L, size_t n) { return tl_arena_alloc(&L->arena, n ? n : 1); }
 
@@ -324,9 +339,13 @@ static int infer_region(lw *L, int st) {
   memcpy(ls->path + tgt->npath, tgt->lvar, sizeof(tl_ref) * (size_t)(pos + 1));
   tl_ref attach_var = tgt->lvar[pos];
   tl_rangemap relax = {0}, known = {0};
+  /* shared memory is filled by all threads of a block together: the region
+  ** covers what every thread of the block reads (threadIdx loops relaxed) */
+  int shared = sg->scope == TL_SCOPE_SHARED;
   for (int i = 0; i < L->ranges.v.n; i++) {
     const tl_range *r = &L->ranges.v.v[i];
-    if (var_in(ls->path, ls->npath, r->var)) tl_rangemap_set(&known, r->var, r->min, r->extent);
+    if (var_in(ls->path, ls->npath, r->var) && !(shared && is_thread_var(L, r->var)))
+      tl_rangemap_set(&known, r->var, r->min, r->extent);
     else tl_rangemap_set(&relax, r->var, r->min, r->extent);
   }
   int found = 0, rc = 0;
@@ -448,6 +467,9 @@ static int infer_stage(lw *L, int st) {
   for (int j = 0; j < ls->nleaf; j++) {
     int n = sg->leaves.v[j];
     ls->lvar[j] = tl_var_new(ir, sg->nodes.v[n].name, TL_T_INDEX);
+    int ann = sg->nodes.v[n].ann;
+    if (ann == TL_ANN_THREAD_X || ann == TL_ANN_THREAD_Y || ann == TL_ANN_THREAD_Z)
+      TL_VEC_PUSH(L->thread_vars, ls->lvar[j]);
     ls->lext[j] = ls->next[n];
     ls->nval[n] = ls->lvar[j];
     tl_rangemap_set(&L->ranges, ls->lvar[j], tl_int(ir, 0), tl_int(ir, ls->lext[j]));
@@ -698,18 +720,54 @@ static tl_ref emit_body(lw *L, int st) {
   return tl_seq(ir, stores, n);
 }
 
+/* body without the barrier it starts with (looking through ALLOCs), or 0. */
+static tl_ref strip_leading_barrier(tl_ir *ir, tl_ref body) {
+  int op = tl_ir_op(ir, body);
+  if (op == TL_IR_ALLOC) {
+    tl_ref k = strip_leading_barrier(ir, tl_ir_kid(ir, body, 0));
+    return k ? tl_alloc(ir, (int)tl_ir_node(ir, body)->imm.u, k) : 0;
+  }
+  if (op != TL_IR_SEQ || tl_ir_op(ir, tl_ir_kid(ir, body, 0)) != TL_IR_BARRIER) return 0;
+  int n = tl_ir_nkids(ir, body);
+  tl_ref *parts = tl_malloc(sizeof(tl_ref) * (size_t)n);
+  for (int i = 1; i < n; i++) parts[i - 1] = tl_ir_kid(ir, body, i);
+  tl_ref r = tl_seq(ir, parts, n - 1);
+  free(parts);
+  return r;
+}
+
 /* Stages computed at leaf j of stage st, wrapped around body (their nests
 ** first, each in its ALLOC). */
 static tl_ref wrap_attached(lw *L, int st, int j, tl_ref body) {
   const tl_stage *sg = &L->s->stages.v[st];
   int node = sg->leaves.v[j];
+  int prev_synced = 0;            /* the stage wrapped just before filled shared memory */
   for (int a = L->s->stages.n - 1; a >= 0; a--) {
     const tl_stage *ag = &L->s->stages.v[a];
     if (L->st[a].kind != LS_LOOPS || ag->compute_at != TL_CA_ITER || ag->at_stage != st ||
         ag->at_node != node)
       continue;
-    tl_ref parts[2] = {emit_stage(L, a), body};
-    body = tl_seq(L->ir, parts, 2);
+    tl_ref nest = emit_stage(L, a);
+    int synced = 0;
+    if (ag->scope == TL_SCOPE_SHARED)
+      for (int p = 0; p < L->st[a].npath && !synced; p++) synced = is_thread_var(L, L->st[a].path[p]);
+    tl_ref rest = synced && prev_synced ? strip_leading_barrier(L->ir, body) : 0;
+    if (rest) {
+      /* the next shared fill at this point waits already: both fills between
+      ** the same two barriers */
+      tl_ref parts[3] = {tl_barrier(L->ir, TL_SCOPE_SHARED), nest, rest};
+      body = tl_seq(L->ir, parts, 3);
+    } else if (synced) {
+      /* threads of a block fill shared memory together: wait for the readers
+      ** of the previous fill, then for the fill itself */
+      tl_ref parts[4] = {tl_barrier(L->ir, TL_SCOPE_SHARED), nest, tl_barrier(L->ir, TL_SCOPE_SHARED),
+                         body};
+      body = tl_seq(L->ir, parts, 4);
+    } else {
+      tl_ref parts[2] = {nest, body};
+      body = tl_seq(L->ir, parts, 2);
+    }
+    prev_synced = synced;
     if (L->st[a].alloc == 1) {
       const tl_te_op *op = &L->dag->ops.v[a];
       for (int k = op->nout - 1; k >= 0; k--) body = tl_alloc(L->ir, L->real[op->out_tensors[k]], body);
@@ -914,6 +972,7 @@ TL_EXPORT int tl_lower(tl_ctx *ctx, tl_sched *s, const int *args, int nargs, con
   free(L.tensor_of_buf);
   free(L.varmap);
   TL_VEC_FREE(L.accs);
+  TL_VEC_FREE(L.thread_vars);
   tl_rangemap_free(&L.ranges);
   tl_arena_free(&L.arena);
   if (rc) {

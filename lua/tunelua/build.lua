@@ -12,7 +12,12 @@
 -- Targets: "c" and "llvm" both go through the C backend (the system C
 -- compiler); the options of an llvm target (-mcpu=, -mtriple=, -mattr=,
 -- -device=, -keys=, -model=, -num-cores=, ...) are parsed and kept in
--- f.target, not acted upon. opts.cflags overrides the compiler flags
+-- f.target, not acted upon. "opencl" (also "opencl -device=mali",
+-- "opencl -device_id=1") goes through the OpenCL backend: the function
+-- runs on arrays of that OpenCL device (nd.array(x, "float32", "opencl:0"),
+-- a:copyto("opencl:0")), f:get_source() is the OpenCL C, f:kernels() the
+-- launch configurations, time_evaluator{wallclock = true} times with the
+-- host clock instead of profiling events. See docs/opencl.md. opts.cflags overrides the compiler flags
 -- (default "-O3 -march=native"). Errors are raised at the caller's level.
 local ffi = require "ffi"
 local core = require "tunelua.core"
@@ -77,7 +82,7 @@ function Lowered:text() return ffi.string(C.tl_lowered_text(self.handle)) end
 
 -- ---- targets ---------------------------------------------------------------------------------
 
-local known_kinds = { c = true, llvm = true }
+local known_kinds = { c = true, llvm = true, opencl = true }
 
 --- Parse "llvm -mcpu=skylake-avx512 -device=arm_cpu" into {kind=, options={...}, str=}.
 function build.parse_target(t, lvl)
@@ -170,6 +175,87 @@ function Func:get_source() return ffi.string(C.tl_module_source(self.module)) en
 function Func:lowered() return self.lowered_func end
 Func.__tostring = function(f) return string.format("Function(%s, %s)", f.name, f.target.str) end
 
+-- ---- OpenCL functions ------------------------------------------------------------------------
+
+local OclFunc = {}
+OclFunc.__index = OclFunc
+
+OclFunc.__call = function(f, ...)
+  local arr, n = pack_args(f, "call", 3, ...)
+  check(C.tl_ocl_module_call(ctx, f.module, arr, n), 3)
+end
+
+--- f:time_evaluator({number = 10, repeats = 3, min_repeat_ms = 0, wallclock = false})
+function OclFunc:time_evaluator(opts)
+  opts = opts or {}
+  local number = opts.number or 10
+  local rep = opts.repeats or opts["repeat"] or 3
+  local min_ms = opts.min_repeat_ms or 0
+  local wall = opts.wallclock and 1 or 0
+  if type(number) ~= "number" or number < 1 or type(rep) ~= "number" or rep < 1 then
+    error("time_evaluator: number and repeat must be positive integers", 2)
+  end
+  local f = self
+  return function(...)
+    local arr, n = pack_args(f, "time_evaluator", 3, ...)
+    local secs = ffi.new("double[?]", rep)
+    check(C.tl_ocl_module_time(ctx, f.module, arr, n, number, rep, min_ms, wall, secs), 3)
+    local out, sum = {}, 0
+    for i = 0, rep - 1 do
+      out[i + 1] = secs[i]
+      sum = sum + secs[i]
+    end
+    out.mean = sum / rep
+    out.results = { unpack(out) }
+    return out
+  end
+end
+
+function OclFunc:get_source() return ffi.string(C.tl_ocl_module_source(self.module)) end
+function OclFunc:lowered() return self.lowered_func end
+
+--- f:kernels() -> {{name =, grid = {x, y, z}, block = {x, y, z}}, ...}
+function OclFunc:kernels()
+  local out = {}
+  local g, b = ffi.new("int64_t[3]"), ffi.new("int64_t[3]")
+  for k = 0, C.tl_ocl_module_num_kernels(self.module) - 1 do
+    local name = C.tl_ocl_module_kernel(self.module, k, g, b)
+    out[#out + 1] = { name = ffi.string(name), grid = { tonumber(g[0]), tonumber(g[1]), tonumber(g[2]) },
+                      block = { tonumber(b[0]), tonumber(b[1]), tonumber(b[2]) } }
+  end
+  return out
+end
+OclFunc.__tostring = function(f) return string.format("Function(%s, %s)", f.name, f.target.str) end
+
+local function device_id_of(tgt, lvl)
+  local id = tgt.options.device_id or tgt.options["device-id"]
+  if id == nil or id == true then return 0 end
+  local n = tonumber(id)
+  if not n or n < 0 or n % 1 ~= 0 then
+    error(string.format("build: target option -device_id=%s is not a device number", tostring(id)), lvl)
+  end
+  return n
+end
+
+local function build_opencl(l, tgt, lvl)
+  local dev = device_id_of(tgt, lvl + 1)
+  local out = ffi.new("tl_ocl_module *[1]")
+  check(C.tl_opencl_build(ctx, l.handle, dev, out), lvl + 1)
+  local m = ffi.gc(out[0], C.tl_ocl_module_free)
+  return setmetatable({ module = m, name = l.name, nargs = l.nargs, target = tgt, lowered_func = l,
+                        device = "opencl:" .. dev, device_id = dev, lower_seconds = l.lower_seconds,
+                        compile_seconds = C.tl_ocl_module_compile_seconds(m) }, OclFunc)
+end
+
+--- OpenCL C of a schedule without building it (no device needed).
+function build.opencl_source(s, args, opts)
+  if type(opts) == "string" then opts = { name = opts } end
+  local l = lower(s, args, opts, 3)
+  local src = ffi.new("const char *[1]")
+  check(C.tl_opencl_source(ctx, l.handle, src), 2)
+  return ffi.string(src[0])
+end
+
 --- tl.build(s, {A, B, C}, target, {name = "f", cflags = "-O2"}) -> callable f(a, b, c)
 function build.build(s, args, target, opts)
   if type(target) == "table" and target.kind == nil and target.str == nil and opts == nil then
@@ -179,6 +265,10 @@ function build.build(s, args, target, opts)
   if type(opts) == "string" then opts = { name = opts } end
   local tgt = build.parse_target(target, 3)
   local l = lower(s, args, opts, 3)
+  if tgt.kind == "opencl" then
+    local f = build_opencl(l, tgt, 2)
+    return f
+  end
   local out = ffi.new("tl_module *[1]")
   check(C.tl_lowered_build(ctx, l.handle, opts.cflags, out), 3)
   local m = ffi.gc(out[0], C.tl_module_free)

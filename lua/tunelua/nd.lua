@@ -384,11 +384,25 @@ end
 --- A new array from a nested Lua table of numbers (any rank; booleans count
 --- as 1 and 0), a number (rank 0) or another array (a copy, converted to
 --- dtype if given). dtype defaults to float32 (an array's own for arrays).
+--- A device table (nd.opencl(0), nd.cpu()) may stand in dtype's place:
+--- nd.array(x, nd.opencl(0)).
 function nd.array(x, dtype, device)
+  if type(dtype) == "table" and device == nil then dtype, device = nil, dtype end
   local a = from_value(x, dtype, 3)
   local dev_type, dev_id = device_arg(device, 3)
   a = place(a, dev_type, dev_id, 3)
   return a
+end
+
+--- Device values for the device arguments: nd.opencl(1) is {type = "opencl",
+--- id = 1} (same as the string "opencl:1"), nd.cpu() the host.
+function nd.opencl(id)
+  local d = { type = "opencl", id = device_id_arg(id, "nd.opencl", 3) }
+  return d
+end
+function nd.cpu(id)
+  local d = { type = "cpu", id = device_id_arg(id, "nd.cpu", 3) }
+  return d
 end
 
 --- For tunelua modules: x as an array, converting tables and numbers to

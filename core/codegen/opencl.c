@@ -1,0 +1,1251 @@
+/*
+** opencl.c -- the OpenCL C code generator: a lowered function printed as
+** one OpenCL C 1.2 program of one or more __kernel functions, plus the
+** description of how the host launches them (codegen.h, tl_ocl_code).
+**
+** Launch regions. Global temporaries (ALLOCs of global scope around the
+** whole body, from root stages that are not arguments) become host-allocated
+** buffers; the statements of the body under them (the root stages in order)
+** are the launch regions, one __kernel each, run in order on an in-order
+** queue (the kernel boundary is the global synchronization between stages).
+**
+** Thread binding. In a kernel, a FOR bound to blockIdx.x/y/z becomes
+** `int v = get_group_id(d)` and one bound to threadIdx.x/y/z becomes
+** `int v = get_local_id(d)`; the launch size of each tag is the largest
+** extent bound to it in the region, and a loop with a smaller extent gets
+** the guard `if (v < extent)` (a cooperative fetch bound to threadIdx.x with
+** fewer iterations than the consumer's threads). grid = block extents,
+** block = thread extents, global size = grid * block. Virtual threads
+** (vthread) are unrolled serial loops. Parallel loops run serially inside a
+** work-item.
+**
+** Memory. ALLOCs of "shared" scope become __local arrays declared at the
+** top of the kernel (OpenCL wants them at kernel scope), BARRIER nodes
+** (lowering puts them around shared-memory fills inside thread loops)
+** become barrier(CLK_LOCAL_MEM_FENCE) (two in a row print as one); other
+** ALLOCs inside a kernel are private arrays, accessed element by element so
+** that unrolled loops keep them in registers. Argument and temporary
+** buffers are __global restrict pointers.
+**
+** Vectors. tl_codegen_vectorize runs first (loops of 2, 4, 8 or 16 lanes;
+** longer vectorized loops are unrolled instead); vector values are OpenCL
+** vector types (float4, half8, int16): stride-1 loads and stores become
+** vloadN/vstoreN, arithmetic and math built-ins act on whole vectors, and
+** anything else (gathers, vector conditions, boolean vectors) is printed
+** lane by lane as (floatN)(l0, l1, ...).
+**
+** A barrier under a condition on threadIdx (a guard of a non-divisible
+** split, or a thread loop shorter than the launch) is refused: not every
+** work-item would reach it.
+**
+** Unrolled loops get `#pragma unroll`. Expressions are fully parenthesized,
+** floordiv/floormod use shifts and masks for power-of-two divisors, plain
+** / and % for provably non-negative operands, and helper functions
+** otherwise. LET expressions are substituted. float16 enables cl_khr_fp16
+** and float64 cl_khr_fp64 (the runtime checks that the device has them).
+*/
+#include "codegen.h"
+
+#include <math.h>
+#include <stdio.h>
+
+typedef struct ocg {
+  tl_ctx *ctx;
+  tl_ir *ir;
+  const tl_lowered *f;
+  tl_buf *o;
+  int ind;
+  int err;
+  char **vname;
+  int *vbound;
+  uint8_t *nonneg;
+  int nvars;
+  char **bname;
+  int *bscope;
+  int nbufs;
+  TL_VEC(char *) names;
+  int *slot_of_buf;               /* buffer id -> slot, or -1 */
+  /* the kernel being printed */
+  int64_t launch[8];              /* per tag: launch extent (0 = unused) */
+  tl_buf ldecl;                   /* __local declarations */
+  int64_t local_bytes;
+  int fp16, fp64;
+  uint8_t *tvar;                  /* var id -> bound to threadIdx */
+  int after_barrier;              /* the last statement printed was a barrier */
+  int divergent;                  /* inside a thread-dependent condition */
+} ocg;
+
+#define P(c, s) tl_buf_puts((c)->o, s)
+#define PF(c, ...) tl_buf_printf((c)->o, __VA_ARGS__)
+
+static void cg_err(ocg *c, int code, const char *fmt, ...) TL_PRINTF(3, 4);
+static void cg_err(ocg *c, int code, const char *fmt, ...) {
+  if (c->err) return;
+  char msg[TL_ERRMSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  c->err = tl_err(c->ctx, code, "codegen_opencl: %s: %s", c->f->name ? c->f->name : "?", msg);
+}
+
+static void indent(ocg *c) {
+  for (int i = 0; i < c->ind; i++) P(c, "  ");
+}
+
+static void line(ocg *c, const char *fmt, ...) TL_PRINTF(2, 3);
+static void line(ocg *c, const char *fmt, ...) {
+  indent(c);
+  va_list ap;
+  va_start(ap, fmt);
+  tl_buf_vprintf(c->o, fmt, ap);
+  va_end(ap);
+  P(c, "\n");
+}
+
+/* ---- types ---------------------------------------------------------------------- */
+
+static const char *scalar_name(tl_type t) {
+  if (tl_type_is_bool(t)) return "bool";
+  switch (t.code) {
+  case TL_TC_FLOAT: return t.bits == 16 ? "half" : t.bits == 32 ? "float" : t.bits == 64 ? "double" : NULL;
+  case TL_TC_INT: return t.bits == 8 ? "char" : t.bits == 16 ? "short" : t.bits == 32 ? "int" : t.bits == 64 ? "long" : NULL;
+  case TL_TC_UINT: return t.bits == 8 ? "uchar" : t.bits == 16 ? "ushort" : t.bits == 32 ? "uint" : t.bits == 64 ? "ulong" : NULL;
+  default: return NULL;
+  }
+}
+
+static tl_type storage_type(tl_type t) {
+  return tl_type_is_bool(t) ? tl_type_make(TL_TC_UINT, 8, t.lanes) : t;
+}
+
+static int lanes_ok(int l) { return l == 2 || l == 3 || l == 4 || l == 8 || l == 16; }
+
+/* "float", "float4"; bool vectors have no OpenCL type (NULL). */
+static const char *tname(ocg *c, tl_type t, char *buf) {
+  const char *s = scalar_name(tl_type_scalar(t));
+  if (t.code == TL_TC_FLOAT && t.bits == 16) c->fp16 = 1;
+  if (t.code == TL_TC_FLOAT && t.bits == 64) c->fp64 = 1;
+  if (!s || (t.lanes > 1 && (tl_type_is_bool(t) || !lanes_ok(t.lanes)))) {
+    char b[32];
+    cg_err(c, TL_E_UNSUPPORTED, "type %s has no OpenCL C equivalent", tl_type_str(t, b));
+    strcpy(buf, "int");
+    return buf;
+  }
+  if (t.lanes == 1) strcpy(buf, s);
+  else snprintf(buf, 24, "%s%d", s, t.lanes);
+  return buf;
+}
+
+/* ---- names -------------------------------------------------------------------------- */
+
+static const char *const reserved_words[] = {
+  "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+  "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict",
+  "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
+  "unsigned", "void", "volatile", "while", "bool", "true", "false", "half", "uchar", "ushort",
+  "uint", "ulong", "kernel", "global", "local", "constant", "private", "read_only", "write_only",
+  "image2d_t", "sampler_t", "event_t", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t",
+  "exp", "log", "sqrt", "rsqrt", "tanh", "pow", "fabs", "floor", "ceil", "rint", "round", "erf",
+  "min", "max", "fmin", "fmax", "abs", "clamp", "mix", "step", "sign", "select", "dot", "cross",
+  "length", "distance", "normalize", "barrier", "mem_fence", "get_local_id", "get_group_id",
+  "get_global_id", "get_local_size", "get_num_groups", "get_global_size", "vload2", "vload4",
+  "vload8", "vload16", "vstore2", "vstore4", "vstore8", "vstore16", "NAN", "INFINITY", "MAXFLOAT",
+  "convert_int", "as_int", "as_float", "sin", "cos", "tan", "exp2", "log2", "mad", "fma", "hypot",
+  "main", "NULL", "signbit", "isnan", "isinf", "any", "all", "shuffle", "prefetch", "printf",
+  "tl_floordiv_i32", "tl_floormod_i32", "tl_floordiv_i64", "tl_floormod_i64"};
+
+static int name_taken(const ocg *c, const char *s) {
+  for (int i = 0; i < c->names.n; i++)
+    if (strcmp(c->names.v[i], s) == 0) return 1;
+  return 0;
+}
+
+static const char *fresh_name(ocg *c, const char *base) {
+  char b[64];
+  int n = 0;
+  for (const char *p = base ? base : ""; *p && n < 40; p++) {
+    char ch = *p;
+    int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_' || (ch >= '0' && ch <= '9');
+    b[n++] = ok ? ch : '_';
+  }
+  b[n] = 0;
+  if (n == 0 || (b[0] >= '0' && b[0] <= '9') || b[0] == '_' || strncmp(b, "tl_", 3) == 0 ||
+      strncmp(b, "get_", 4) == 0 || strncmp(b, "convert_", 8) == 0 || strncmp(b, "as_", 3) == 0) {
+    memmove(b + 2, b, (size_t)n + 1);
+    b[0] = 'v';
+    b[1] = '_';
+  }
+  char cand[80];
+  snprintf(cand, sizeof cand, "%s", b);
+  for (int k = 1; name_taken(c, cand); k++) snprintf(cand, sizeof cand, "%s_%d", b, k);
+  char *s = tl_strdup(cand);
+  TL_VEC_PUSH(c->names, s);
+  return s;
+}
+
+static int var_id(const ocg *c, tl_ref v) { return (int)c->ir->nodes.v[v].imm.u; }
+
+static const char *var_bind(ocg *c, tl_ref v, int nonneg) {
+  int id = var_id(c, v);
+  if (!c->vname[id]) c->vname[id] = (char *)fresh_name(c, tl_ir_var(c->ir, v)->name);
+  c->vbound[id]++;
+  c->nonneg[id] = (uint8_t)nonneg;
+  return c->vname[id];
+}
+
+static void var_unbind(ocg *c, tl_ref v) { c->vbound[var_id(c, v)]--; }
+
+static const char *var_use(ocg *c, tl_ref v) {
+  int id = var_id(c, v);
+  if (!c->vbound[id]) {
+    cg_err(c, TL_E_ARG, "variable '%s' is used where it is not bound (symbolic shapes are not "
+           "supported by the OpenCL backend)", c->ir->vars.v[id].name);
+    return "0";
+  }
+  return c->vname[id];
+}
+
+static const char *buf_use(ocg *c, int b) {
+  if (b < 0 || b >= c->nbufs) {
+    cg_err(c, TL_E_ARG, "buffer id %d does not exist", b);
+    return "0";
+  }
+  if (!c->bscope[b]) {
+    cg_err(c, TL_E_ARG, "buffer '%s' is used but is neither an argument nor allocated in scope",
+           tl_ir_buffer(c->ir, b)->name);
+    return "0";
+  }
+  return c->bname[b];
+}
+
+static void buf_bind(ocg *c, int b) {
+  if (!c->bname[b]) c->bname[b] = (char *)fresh_name(c, tl_ir_buffer(c->ir, b)->name);
+  c->bscope[b]++;
+}
+
+/* ---- expressions ----------------------------------------------------------------------- */
+
+static void pe(ocg *c, tl_ref e, int lane);
+
+static void put_int(ocg *c, tl_type t, int64_t v) {
+  t = tl_type_scalar(t);
+  if (tl_type_is_bool(t)) P(c, v ? "true" : "false");
+  else if (t.code == TL_TC_INT && t.bits == 32) {
+    if (v == INT32_MIN) P(c, "(-2147483647 - 1)");
+    else if (v < 0) PF(c, "(%lld)", (long long)v);
+    else PF(c, "%lld", (long long)v);
+  } else if (t.code == TL_TC_INT && t.bits == 64) {
+    if (v == INT64_MIN) P(c, "(-9223372036854775807L - 1L)");
+    else PF(c, "(%lldL)", (long long)v);
+  } else if (t.code == TL_TC_UINT && t.bits == 64) {
+    PF(c, "%lluUL", (unsigned long long)v);
+  } else {
+    char b[24];
+    PF(c, "((%s)%lld)", tname(c, t, b), (long long)v);
+  }
+}
+
+static void put_float(ocg *c, tl_type t, double v) {
+  const char *cast = t.bits == 64 ? "(double)" : t.bits == 16 ? "(half)" : "";
+  if (t.bits == 16) c->fp16 = 1;
+  if (t.bits == 64) c->fp64 = 1;
+  if (isnan(v)) {
+    PF(c, "(%sNAN)", cast);
+    return;
+  }
+  if (isinf(v)) {
+    PF(c, "(%s%sINFINITY)", cast, v < 0 ? "-" : "");
+    return;
+  }
+  char b[64];
+  snprintf(b, sizeof b, t.bits == 64 ? "%.17g" : "%.9g", v);
+  if (!strpbrk(b, ".e")) strcat(b, ".0");
+  if (t.bits == 64) PF(c, "(%s)", b);
+  else if (t.bits == 16) PF(c, "((half)%sf)", b);
+  else PF(c, v < 0 ? "(%sf)" : "%sf", b);
+}
+
+static int nonneg(ocg *c, tl_ref e) {
+  const tl_ir *ir = c->ir;
+  const tl_node *n = tl_ir_node(ir, e);
+  if (n->type.code == TL_TC_UINT) return 1;
+  if (n->type.code != TL_TC_INT) return 0;
+  tl_ref a = n->nkids > 0 ? tl_ir_kid(ir, e, 0) : 0, b = n->nkids > 1 ? tl_ir_kid(ir, e, 1) : 0;
+  int64_t k;
+  switch (n->op) {
+  case TL_IR_INT: return n->imm.i >= 0;
+  case TL_IR_VAR: return c->nonneg[n->imm.u];
+  case TL_IR_ADD:
+  case TL_IR_MUL:
+  case TL_IR_MIN:
+  case TL_IR_RAMP:
+  case TL_IR_FLOORDIV:
+  case TL_IR_TRUNCDIV:
+  case TL_IR_TRUNCMOD:
+    return nonneg(c, a) && nonneg(c, b);
+  case TL_IR_FLOORMOD:
+    return (tl_ir_is_int(ir, b, &k) && k > 0) || (nonneg(c, a) && nonneg(c, b));
+  case TL_IR_MAX:
+  case TL_IR_BITAND:
+    return nonneg(c, a) || nonneg(c, b);
+  case TL_IR_SHR:
+  case TL_IR_BROADCAST:
+  case TL_IR_CAST:
+    return nonneg(c, a);
+  default:
+    return 0;
+  }
+}
+
+static int64_t const_divisor(ocg *c, tl_ref b) {
+  int64_t k;
+  if (tl_ir_op(c->ir, b) == TL_IR_BROADCAST) b = tl_ir_kid(c->ir, b, 0);
+  if (tl_ir_is_int(c->ir, b, &k) && k > 0) return k;
+  return 0;
+}
+
+/* A private (per work-item) array: accessed element by element, which keeps
+** it in registers once loops are unrolled (vloadN on a private pointer can
+** push it to local memory on some drivers). */
+static int is_private(ocg *c, int b) {
+  return b >= 0 && b < c->nbufs && c->slot_of_buf[b] < 0 &&
+         tl_ir_buffer(c->ir, b)->scope != TL_SCOPE_SHARED;
+}
+
+/* Vector nodes printed as whole vectors (else lane by lane). */
+static int vec_native(ocg *c, tl_ref e) {
+  const tl_ir *ir = c->ir;
+  const tl_node *n = tl_ir_node(ir, e);
+  if (tl_type_is_bool(n->type)) return 0;
+  for (int i = 0; i < n->nkids; i++)
+    if (n->op != TL_IR_LOAD && tl_type_is_bool(tl_ir_type(ir, tl_ir_kid(ir, e, i)))) return 0;
+  switch (n->op) {
+  case TL_IR_VAR:
+  case TL_IR_RAMP:
+  case TL_IR_BROADCAST:
+  case TL_IR_ADD:
+  case TL_IR_SUB:
+  case TL_IR_MUL:
+  case TL_IR_DIV:
+  case TL_IR_MIN:
+  case TL_IR_MAX:
+  case TL_IR_BITAND:
+  case TL_IR_BITOR:
+  case TL_IR_BITXOR:
+  case TL_IR_SHL:
+  case TL_IR_SHR:
+    return 1;
+  case TL_IR_CAST:
+    return !tl_type_is_bool(tl_ir_type(ir, tl_ir_kid(ir, e, 0)));
+  case TL_IR_CALL:
+    return tl_type_is_float(n->type);
+  case TL_IR_LOAD: {
+    int64_t k;
+    tl_ref ix = tl_ir_kid(ir, e, 0);
+    return n->nkids == 1 && !is_private(c, (int)n->imm.u) && tl_ir_op(ir, ix) == TL_IR_RAMP &&
+           tl_ir_is_int(ir, tl_ir_kid(ir, ix, 1), &k) && k == 1;
+  }
+  default:
+    return 0;
+  }
+}
+
+static void print_arith(ocg *c, tl_ref e, int lane, int vec) {
+  const tl_ir *ir = c->ir;
+  int op = tl_ir_op(ir, e);
+  tl_type t = tl_ir_type(ir, e), et = tl_type_scalar(t);
+  tl_ref a = tl_ir_kid(ir, e, 0), b = tl_ir_kid(ir, e, 1);
+  int sint = et.code == TL_TC_INT, flt = et.code == TL_TC_FLOAT, uint = et.code == TL_TC_UINT;
+  const char *sym = NULL;
+  switch (op) {
+  case TL_IR_ADD: sym = "+"; break;
+  case TL_IR_SUB: sym = "-"; break;
+  case TL_IR_MUL: sym = "*"; break;
+  case TL_IR_DIV: sym = "/"; break;
+  case TL_IR_SHL: sym = "<<"; break;
+  case TL_IR_SHR: sym = ">>"; break;
+  case TL_IR_BITAND: sym = "&"; break;
+  case TL_IR_BITOR: sym = "|"; break;
+  case TL_IR_BITXOR: sym = "^"; break;
+  case TL_IR_TRUNCDIV:
+  case TL_IR_TRUNCMOD:
+    if (flt) {
+      cg_err(c, TL_E_UNSUPPORTED, "%s on a floating-point type", tl_ir_opname[op]);
+      return;
+    }
+    sym = op == TL_IR_TRUNCDIV ? "/" : "%";
+    break;
+  case TL_IR_MIN:
+  case TL_IR_MAX:
+    P(c, op == TL_IR_MIN ? "min(" : "max(");
+    pe(c, a, lane);
+    P(c, ", ");
+    pe(c, b, lane);
+    P(c, ")");
+    return;
+  case TL_IR_FLOORDIV:
+  case TL_IR_FLOORMOD: {
+    int div = op == TL_IR_FLOORDIV;
+    if (uint) {
+      sym = div ? "/" : "%";
+      break;
+    }
+    if (flt) {
+      if (div) {
+        P(c, "floor((");
+        pe(c, a, lane);
+        P(c, ") / (");
+        pe(c, b, lane);
+        P(c, "))");
+      } else {
+        P(c, "((");
+        pe(c, a, lane);
+        P(c, ") - floor((");
+        pe(c, a, lane);
+        P(c, ") / (");
+        pe(c, b, lane);
+        P(c, ")) * (");
+        pe(c, b, lane);
+        P(c, "))");
+      }
+      return;
+    }
+    if (!sint) {
+      cg_err(c, TL_E_UNSUPPORTED, "%s on a boolean", tl_ir_opname[op]);
+      return;
+    }
+    int64_t k = const_divisor(c, b);
+    if (k > 0 && (k & (k - 1)) == 0) {
+      int sh = 0;
+      while ((INT64_C(1) << sh) < k) sh++;
+      P(c, "(");
+      pe(c, a, lane);
+      if (div) PF(c, " >> %d)", sh);
+      else {
+        P(c, " & ");
+        put_int(c, et, k - 1);
+        P(c, ")");
+      }
+      return;
+    }
+    if (k > 0 && nonneg(c, a)) {
+      sym = div ? "/" : "%";
+      break;
+    }
+    int w64 = et.bits == 64;
+    PF(c, "tl_%s_%s(", div ? "floordiv" : "floormod", w64 ? "i64" : "i32");
+    if (et.bits < 32) P(c, "(int)");
+    pe(c, a, lane);
+    P(c, ", ");
+    if (et.bits < 32) P(c, "(int)");
+    pe(c, b, lane);
+    P(c, ")");
+    return;
+  }
+  default:
+    cg_err(c, TL_E_INTERNAL, "unexpected binary op %s", tl_ir_opname[op]);
+    return;
+  }
+  int narrow = !vec && tl_type_is_int(et) && !tl_type_is_bool(et) && et.bits < 32;
+  char tb[24];
+  if (narrow) PF(c, "((%s)", tname(c, et, tb));
+  P(c, "(");
+  pe(c, a, lane);
+  PF(c, " %s ", sym);
+  pe(c, b, lane);
+  P(c, ")");
+  if (narrow) P(c, ")");
+}
+
+static void print_call(ocg *c, tl_ref e, int lane) {
+  const tl_ir *ir = c->ir;
+  const tl_node *n = tl_ir_node(ir, e);
+  int k = (int)n->imm.u;
+  tl_type t = tl_type_scalar(n->type);
+  if (k < 0 || k >= TL_INTRIN__MAX || n->nkids != tl_ir_intrinnargs[k]) {
+    cg_err(c, TL_E_UNSUPPORTED, "malformed intrinsic call");
+    return;
+  }
+  tl_ref a0 = tl_ir_kid(ir, e, 0), a1 = n->nkids > 1 ? tl_ir_kid(ir, e, 1) : 0;
+  if (!tl_type_is_float(t)) {
+    if (k == TL_INTRIN_FABS && t.code == TL_TC_INT) {
+      char tb[24];
+      PF(c, "((%s)abs(", tname(c, t, tb));
+      pe(c, a0, lane);
+      P(c, "))");
+      return;
+    }
+    if (k == TL_INTRIN_FABS || k == TL_INTRIN_FLOOR || k == TL_INTRIN_CEIL || k == TL_INTRIN_ROUND) {
+      P(c, "(");
+      pe(c, a0, lane);
+      P(c, ")");
+      return;
+    }
+    char tb[32];
+    cg_err(c, TL_E_UNSUPPORTED, "intrinsic %s on %s is not supported", tl_ir_intrinname[k],
+           tl_type_str(t, tb));
+    return;
+  }
+  static const char *const fn[TL_INTRIN__MAX] = {
+    "exp", "log", "sqrt", "rsqrt", "tanh", NULL, "pow", "fabs", "floor", "ceil", "rint", "erf"};
+  if (k == TL_INTRIN_SIGMOID) {
+    char tb[24];
+    tl_type vt = lane >= 0 ? t : n->type;
+    PF(c, "((%s)1.0f / ((%s)1.0f + exp(-(", tname(c, vt, tb), tb);
+    pe(c, a0, lane);
+    P(c, "))))");
+    return;
+  }
+  PF(c, "%s(", fn[k]);
+  pe(c, a0, lane);
+  if (a1) {
+    P(c, ", ");
+    pe(c, a1, lane);
+  }
+  P(c, ")");
+}
+
+static void print_cast(ocg *c, tl_ref e, int lane, int vec) {
+  const tl_ir *ir = c->ir;
+  tl_type t = tl_ir_type(ir, e);
+  tl_ref a = tl_ir_kid(ir, e, 0);
+  char tb[24];
+  if (!vec) {
+    if (tl_type_is_bool(t)) {
+      P(c, "(");
+      pe(c, a, lane);
+      P(c, " != 0)");
+    } else {
+      PF(c, "((%s)(", tname(c, tl_type_scalar(t), tb));
+      pe(c, a, lane);
+      P(c, "))");
+    }
+    return;
+  }
+  PF(c, "convert_%s(", tname(c, t, tb));
+  pe(c, a, -1);
+  P(c, ")");
+}
+
+static void print_load(ocg *c, tl_ref e, int lane, int vec) {
+  const tl_ir *ir = c->ir;
+  const tl_node *n = tl_ir_node(ir, e);
+  int b = (int)n->imm.u;
+  if (n->nkids != 1) {
+    cg_err(c, TL_E_ARG, "load from '%s' has %d indices; codegen needs one flattened index",
+           b < c->nbufs ? tl_ir_buffer(ir, b)->name : "?", n->nkids);
+    return;
+  }
+  const char *bn = buf_use(c, b);
+  tl_ref ix = tl_ir_kid(ir, e, 0);
+  if (!vec) {
+    int isbool = tl_type_is_bool(n->type);
+    if (isbool) P(c, "(");
+    PF(c, "%s[", bn);
+    pe(c, ix, lane);
+    P(c, isbool ? "] != 0)" : "]");
+    return;
+  }
+  /* stride-1 ramp (vec_native checked) */
+  PF(c, "vload%d(0, %s + ", n->type.lanes, bn);
+  pe(c, tl_ir_kid(ir, ix, 0), -1);
+  P(c, ")");
+}
+
+static void pe(ocg *c, tl_ref e, int lane) {
+  if (c->err) return;
+  tl_ir *ir = c->ir;
+  const tl_node *n = tl_ir_node(ir, e);
+  tl_type t = n->type;
+  if (t.lanes == 1) lane = -1;
+  int vec = t.lanes > 1 && lane < 0;
+  char tb[24];
+  if (vec && !vec_native(c, e)) {
+    /* lane by lane */
+    PF(c, "((%s)(", tname(c, t, tb));
+    for (int i = 0; i < t.lanes; i++) {
+      if (i) P(c, ", ");
+      pe(c, e, i);
+    }
+    P(c, "))");
+    return;
+  }
+  int op = n->op;
+  switch (op) {
+  case TL_IR_INT:
+    put_int(c, t, n->imm.i);
+    return;
+  case TL_IR_FLOAT:
+    put_float(c, t, n->imm.f);
+    return;
+  case TL_IR_VAR: {
+    const char *nm = var_use(c, e);
+    if (lane < 0) P(c, nm);
+    else PF(c, "%s.s%x", nm, lane);
+    return;
+  }
+  case TL_IR_RAMP: {
+    tl_ref base = tl_ir_kid(ir, e, 0), stride = tl_ir_kid(ir, e, 1);
+    if (vec) {
+      PF(c, "((%s)(", tname(c, t, tb));
+      pe(c, base, -1);
+      PF(c, ") + (%s)(", tb);
+      for (int i = 0; i < t.lanes; i++) PF(c, i ? ", %d" : "%d", i);
+      P(c, ") * (");
+      pe(c, stride, -1);
+      P(c, "))");
+    } else {
+      int64_t k;
+      P(c, "(");
+      pe(c, base, -1);
+      P(c, " + ");
+      if (tl_ir_is_int(ir, stride, &k)) put_int(c, tl_type_scalar(t), k * lane);
+      else {
+        pe(c, stride, -1);
+        PF(c, " * %d", lane);
+      }
+      P(c, ")");
+    }
+    return;
+  }
+  case TL_IR_BROADCAST:
+    if (vec) {
+      PF(c, "((%s)(", tname(c, t, tb));
+      pe(c, tl_ir_kid(ir, e, 0), -1);
+      P(c, "))");
+    } else {
+      pe(c, tl_ir_kid(ir, e, 0), -1);
+    }
+    return;
+  case TL_IR_LOAD:
+    print_load(c, e, lane, vec);
+    return;
+  case TL_IR_CALL:
+    print_call(c, e, lane);
+    return;
+  case TL_IR_LET: {
+    tl_ref var = tl_ir_kid(ir, e, 0), val = tl_ir_kid(ir, e, 1);
+    tl_ref body = tl_ir_substitute(ir, tl_ir_kid(ir, e, 2), &var, &val, 1);
+    pe(c, body, lane);
+    return;
+  }
+  case TL_IR_CAST:
+    print_cast(c, e, lane, vec);
+    return;
+  case TL_IR_SELECT:
+  case TL_IR_IF_THEN_ELSE:
+    P(c, "(");
+    pe(c, tl_ir_kid(ir, e, 0), tl_ir_type(ir, tl_ir_kid(ir, e, 0)).lanes > 1 ? lane : -1);
+    P(c, " ? ");
+    pe(c, tl_ir_kid(ir, e, 1), lane);
+    P(c, " : ");
+    pe(c, tl_ir_kid(ir, e, 2), lane);
+    P(c, ")");
+    return;
+  case TL_IR_NOT:
+    P(c, "(!");
+    pe(c, tl_ir_kid(ir, e, 0), lane);
+    P(c, ")");
+    return;
+  case TL_IR_AND:
+  case TL_IR_OR:
+    P(c, "(");
+    pe(c, tl_ir_kid(ir, e, 0), lane);
+    P(c, op == TL_IR_AND ? " && " : " || ");
+    pe(c, tl_ir_kid(ir, e, 1), lane);
+    P(c, ")");
+    return;
+  default:
+    if (tl_ir_opflags[op] & TL_IRF_P) {
+      const char *sym = op == TL_IR_EQ ? "==" : op == TL_IR_NE ? "!=" : op == TL_IR_LT ? "<"
+                      : op == TL_IR_LE ? "<=" : op == TL_IR_GT ? ">" : ">=";
+      P(c, "(");
+      pe(c, tl_ir_kid(ir, e, 0), lane);
+      PF(c, " %s ", sym);
+      pe(c, tl_ir_kid(ir, e, 1), lane);
+      P(c, ")");
+      return;
+    }
+    if (tl_ir_opflags[op] & TL_IRF_B) {
+      print_arith(c, e, lane, vec);
+      return;
+    }
+    cg_err(c, TL_E_ARG, "%s node where an expression is expected", tl_ir_opname[op]);
+    return;
+  }
+}
+
+/* ---- statements -------------------------------------------------------------------------- */
+
+static void ps(ocg *c, tl_ref s);
+
+static void block(ocg *c, tl_ref body) {
+  c->ind++;
+  ps(c, body);
+  c->ind--;
+}
+
+static void print_for(ocg *c, tl_ref loop) {
+  tl_ir *ir = c->ir;
+  int kind = tl_for_kind(ir, loop), tag = tl_for_tag(ir, loop);
+  tl_ref var = tl_ir_kid(ir, loop, 0), min = tl_ir_kid(ir, loop, 1), ext = tl_ir_kid(ir, loop, 2);
+  tl_ref body = tl_ir_kid(ir, loop, 3);
+  const char *vname0 = tl_ir_var(ir, var)->name;
+  int64_t kmin = 0, kext = 0;
+  int cmin = tl_ir_is_int(ir, min, &kmin), cext = tl_ir_is_int(ir, ext, &kext);
+  if (kind == TL_FOR_THREAD) {
+    if (tag < TL_TAG_BLOCK_X || tag > TL_TAG_THREAD_Z || !cext || !cmin || kmin != 0) {
+      cg_err(c, TL_E_UNSUPPORTED, "thread loop '%s' needs a tag and a constant range from 0", vname0);
+      return;
+    }
+    int isblock = tag <= TL_TAG_BLOCK_Z;
+    int dim = isblock ? tag - TL_TAG_BLOCK_X : tag - TL_TAG_THREAD_X;
+    line(c, "{");
+    c->ind++;
+    const char *vn = var_bind(c, var, 1);
+    line(c, "int %s = (int)%s(%d);", vn, isblock ? "get_group_id" : "get_local_id", dim);
+    if (!isblock) c->tvar[var_id(c, var)] = 1;
+    if (kext < c->launch[tag]) {
+      line(c, "if (%s < %lld) {", vn, (long long)kext);
+      c->divergent += !isblock;
+      block(c, body);
+      c->divergent -= !isblock;
+      line(c, "}");
+    } else {
+      ps(c, body);
+    }
+    var_unbind(c, var);
+    c->ind--;
+    line(c, "}");
+    return;
+  }
+  tl_type vt = tl_ir_type(ir, var);
+  if (vt.lanes != 1 || !tl_type_is_int(vt) || tl_type_is_bool(vt)) {
+    cg_err(c, TL_E_ARG, "loop variable '%s' is not a scalar integer", vname0);
+    return;
+  }
+  if ((kind == TL_FOR_UNROLLED || kind == TL_FOR_VTHREAD || kind == TL_FOR_VECTORIZED) && cext &&
+      kext > 1)
+    line(c, "#pragma unroll");
+  char tb[24];
+  const char *ty = tname(c, vt, tb);
+  int nn = nonneg(c, min);
+  indent(c);
+  if (cmin && cext) {
+    const char *vn = var_bind(c, var, nn);
+    PF(c, "for (%s %s = ", ty, vn);
+    put_int(c, vt, kmin);
+    PF(c, "; %s < ", vn);
+    put_int(c, vt, kmin + kext);
+    PF(c, "; ++%s) {\n", vn);
+  } else {
+    char endname[80];
+    snprintf(endname, sizeof endname, "%s_end", vname0);
+    const char *en = fresh_name(c, endname);
+    tl_buf lo = {0};
+    tl_buf *saved = c->o;
+    c->o = &lo;
+    pe(c, min, -1);
+    c->o = saved;
+    const char *vn = var_bind(c, var, nn);
+    PF(c, "for (%s %s = %s, %s = %s + (", ty, vn, lo.s ? lo.s : "0", en, vn);
+    tl_buf_free(&lo);
+    pe(c, ext, -1);
+    PF(c, "); %s < %s; ++%s) {\n", vn, en, vn);
+  }
+  block(c, body);
+  var_unbind(c, var);
+  line(c, "}");
+}
+
+static void print_store(ocg *c, tl_ref s) {
+  const tl_ir *ir = c->ir;
+  const tl_node *n = tl_ir_node(ir, s);
+  int b = (int)n->imm.u;
+  if (n->nkids != 2) {
+    cg_err(c, TL_E_ARG, "store to '%s' has %d indices; codegen needs one flattened index",
+           b < c->nbufs ? tl_ir_buffer(ir, b)->name : "?", n->nkids - 1);
+    return;
+  }
+  const char *bn = buf_use(c, b);
+  tl_ref val = tl_ir_kid(ir, s, 0), ix = tl_ir_kid(ir, s, 1);
+  tl_type vt = tl_ir_type(ir, val), it = tl_ir_type(ir, ix);
+  tl_type bt = tl_ir_buffer(ir, b < c->nbufs ? b : 0)->dtype;
+  int isbool = tl_type_is_bool(bt);
+  if (it.lanes == 1) {
+    if (vt.lanes != 1) {
+      cg_err(c, TL_E_ARG, "vector value stored through a scalar index into '%s'", bn);
+      return;
+    }
+    indent(c);
+    PF(c, "%s[", bn);
+    pe(c, ix, -1);
+    P(c, "] = ");
+    if (isbool) P(c, "(uchar)(");
+    pe(c, val, -1);
+    P(c, isbool ? ");\n" : ";\n");
+    return;
+  }
+  if (vt.lanes != it.lanes) {
+    cg_err(c, TL_E_ARG, "vector store into '%s': index and value lanes differ", bn);
+    return;
+  }
+  int64_t k = 0;
+  if (!isbool && !is_private(c, b) && tl_ir_op(ir, ix) == TL_IR_RAMP &&
+      tl_ir_is_int(ir, tl_ir_kid(ir, ix, 1), &k) && k == 1 && lanes_ok(vt.lanes)) {
+    indent(c);
+    PF(c, "vstore%d(", vt.lanes);
+    pe(c, val, -1);
+    PF(c, ", 0, %s + ", bn);
+    pe(c, tl_ir_kid(ir, ix, 0), -1);
+    P(c, ");\n");
+    return;
+  }
+  /* scatter, or a private array: lane by lane (the value once, in a vector) */
+  if (vec_native(c, val) && tl_ir_op(ir, val) != TL_IR_BROADCAST) {
+    char tb[24];
+    line(c, "{");
+    c->ind++;
+    indent(c);
+    PF(c, "%s tl_v = ", tname(c, vt, tb));
+    pe(c, val, -1);
+    P(c, ";\n");
+    for (int i = 0; i < vt.lanes; i++) {
+      indent(c);
+      PF(c, "%s[", bn);
+      pe(c, ix, i);
+      PF(c, "] = tl_v.s%x;\n", i);
+    }
+    c->ind--;
+    line(c, "}");
+    return;
+  }
+  for (int i = 0; i < vt.lanes; i++) {
+    indent(c);
+    PF(c, "%s[", bn);
+    pe(c, ix, i);
+    P(c, "] = ");
+    if (isbool) P(c, "(uchar)(");
+    pe(c, val, i);
+    P(c, isbool ? ");\n" : ";\n");
+  }
+}
+
+static void print_alloc(ocg *c, tl_ref s) {
+  tl_ir *ir = c->ir;
+  int b = (int)tl_ir_node(ir, s)->imm.u;
+  if (b < 0 || b >= c->nbufs) {
+    cg_err(c, TL_E_ARG, "allocation of buffer id %d, which does not exist", b);
+    return;
+  }
+  const tl_buffer *buf = tl_ir_buffer(ir, b);
+  if (c->bscope[b]) {
+    cg_err(c, TL_E_ARG, "buffer '%s' is allocated while already in scope", buf->name);
+    return;
+  }
+  int64_t n = 1;
+  for (int d = 0; d < buf->ndim; d++) {
+    int64_t k;
+    if (!tl_ir_is_int(ir, buf->shape[d], &k)) {
+      cg_err(c, TL_E_UNSUPPORTED, "buffer '%s' has no constant size", buf->name);
+      return;
+    }
+    n *= k < 1 ? 1 : k;
+  }
+  tl_type st = storage_type(buf->dtype);
+  char tb[24];
+  const char *et = tname(c, st, tb);
+  buf_bind(c, b);
+  const char *bn = c->bname[b];
+  if (buf->scope == TL_SCOPE_SHARED) {
+    tl_buf_printf(&c->ldecl, "  __local %s %s[%lld];\n", et, bn, (long long)n);
+    c->local_bytes += n * (st.bits / 8 ? st.bits / 8 : 1);
+    ps(c, tl_ir_kid(ir, s, 0));
+  } else {
+    line(c, "{");
+    c->ind++;
+    line(c, "%s %s[%lld];", et, bn, (long long)n);
+    ps(c, tl_ir_kid(ir, s, 0));
+    c->ind--;
+    line(c, "}");
+  }
+  c->bscope[b]--;
+}
+
+typedef struct {
+  ocg *c;
+  int found;
+} thread_use_st;
+
+static int thread_use_fn(const tl_ir *ir, tl_ref r, void *ud) {
+  thread_use_st *t = ud;
+  const tl_node *n = tl_ir_node(ir, r);
+  if (n->op == TL_IR_VAR && t->c->tvar[n->imm.u] && t->c->vbound[n->imm.u]) t->found = 1;
+  return !t->found;
+}
+
+static void ps_inner(ocg *c, tl_ref s);
+
+/* A statement; after_barrier tracks barriers that follow each other in the
+** text (a second one is dropped): control flow in between resets it. */
+static void ps(ocg *c, tl_ref s) {
+  if (c->err || !s) return;
+  int op = tl_ir_op(c->ir, s);
+  int transparent = op == TL_IR_SEQ || op == TL_IR_BARRIER || op == TL_IR_NOP ||
+                    op == TL_IR_ATTR || op == TL_IR_ALLOC;
+  if (!transparent) c->after_barrier = 0;
+  ps_inner(c, s);
+  if (!transparent) c->after_barrier = 0;
+}
+
+static void ps_inner(ocg *c, tl_ref s) {
+  tl_ir *ir = c->ir;
+  int op = tl_ir_op(ir, s);
+  switch (op) {
+  case TL_IR_SEQ: {
+    int n = tl_ir_nkids(ir, s);
+    for (int i = 0; i < n; i++) {
+      tl_ref k = tl_ir_kid(ir, s, i);
+      if (tl_ir_op(ir, k) == TL_IR_LET_STMT && i < n - 1) {
+        line(c, "{");
+        block(c, k);
+        line(c, "}");
+      } else {
+        ps(c, k);
+      }
+    }
+    return;
+  }
+  case TL_IR_FOR:
+    print_for(c, s);
+    return;
+  case TL_IR_LET_STMT: {
+    tl_ref var = tl_ir_kid(ir, s, 0), val = tl_ir_kid(ir, s, 1);
+    char tb[24];
+    const char *dt = tname(c, tl_ir_type(ir, val), tb);
+    int nn = nonneg(c, val);
+    tl_buf tmp = {0};
+    tl_buf *saved = c->o;
+    c->o = &tmp;
+    pe(c, val, -1);
+    c->o = saved;
+    indent(c);
+    PF(c, "%s %s = %s;\n", dt, var_bind(c, var, nn), tmp.s ? tmp.s : "0");
+    tl_buf_free(&tmp);
+    ps(c, tl_ir_kid(ir, s, 2));
+    var_unbind(c, var);
+    return;
+  }
+  case TL_IR_IF: {
+    tl_ref cond = tl_ir_kid(ir, s, 0), el = tl_ir_kid(ir, s, 2);
+    if (tl_ir_type(ir, cond).lanes != 1) {
+      cg_err(c, TL_E_ARG, "IF statement on a vector condition");
+      return;
+    }
+    indent(c);
+    P(c, "if (");
+    pe(c, cond, -1);
+    P(c, ") {\n");
+    thread_use_st tu = {c, 0};
+    tl_ir_visit(ir, cond, thread_use_fn, &tu);
+    c->divergent += tu.found;
+    block(c, tl_ir_kid(ir, s, 1));
+    if (el && tl_ir_op(ir, el) != TL_IR_NOP) {
+      line(c, "} else {");
+      block(c, el);
+    }
+    c->divergent -= tu.found;
+    line(c, "}");
+    return;
+  }
+  case TL_IR_STORE:
+    print_store(c, s);
+    return;
+  case TL_IR_ALLOC:
+    print_alloc(c, s);
+    return;
+  case TL_IR_ATTR:
+    ps(c, tl_ir_kid(ir, s, 1));
+    return;
+  case TL_IR_EVAL:
+    indent(c);
+    P(c, "(void)(");
+    pe(c, tl_ir_kid(ir, s, 0), -1);
+    P(c, ");\n");
+    return;
+  case TL_IR_NOP:
+    return;
+  case TL_IR_BARRIER:
+    if (c->divergent) {
+      cg_err(c, TL_E_UNSUPPORTED, "barrier inside a condition on threadIdx (not every work-item "
+             "would reach it); make the thread loops around the shared-memory fill divide evenly");
+      return;
+    }
+    if (!c->after_barrier) line(c, "barrier(CLK_LOCAL_MEM_FENCE);");   /* two in a row: one */
+    c->after_barrier = 1;
+    return;
+  default:
+    cg_err(c, TL_E_ARG, "%s node where a statement is expected", tl_ir_opname[op]);
+    return;
+  }
+}
+
+/* ---- regions ---------------------------------------------------------------------------------- */
+
+typedef struct {
+  ocg *c;
+  uint8_t *used;                  /* per buffer id */
+} scan_st;
+
+static int scan_fn(const tl_ir *ir, tl_ref r, void *ud) {
+  scan_st *s = ud;
+  ocg *c = s->c;
+  const tl_node *n = tl_ir_node(ir, r);
+  if (n->op == TL_IR_LOAD || n->op == TL_IR_STORE) {
+    if (n->imm.u < (uint64_t)c->nbufs) s->used[n->imm.u] = 1;
+  } else if (n->op == TL_IR_FOR && tl_for_kind(ir, r) == TL_FOR_THREAD) {
+    int tag = tl_for_tag(ir, r);
+    int64_t e;
+    if (tag > 0 && tag < 8 && tl_ir_is_int(ir, tl_ir_kid(ir, r, 2), &e) && e > c->launch[tag])
+      c->launch[tag] = e;
+  }
+  return 1;
+}
+
+/* Vectorized loops OpenCL has no vector type for are unrolled instead. */
+static tl_ref fix_vec_fn(tl_ir *ir, tl_ref node, void *ud) {
+  if (tl_ir_op(ir, node) != TL_IR_FOR || tl_for_kind(ir, node) != TL_FOR_VECTORIZED) return node;
+  int64_t e;
+  if (tl_ir_is_int(ir, tl_ir_kid(ir, node, 2), &e) && (e == 2 || e == 4 || e == 8 || e == 16))
+    return node;
+  return tl_for(ir, tl_ir_kid(ir, node, 0), tl_ir_kid(ir, node, 1), tl_ir_kid(ir, node, 2),
+                TL_FOR_UNROLLED, TL_TAG_NONE, tl_ir_kid(ir, node, 3));
+}
+
+static int valid_ident(const char *s) {
+  if (!s || !*s || strlen(s) > 200) return 0;
+  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
+  for (const char *p = s; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_' || (*p >= '0' && *p <= '9')))
+      return 0;
+  return 1;
+}
+
+static const char prelude[] =
+  "int tl_floordiv_i32(int a, int b) {\n"
+  "  int q = a / b, r = a % b;\n"
+  "  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;\n"
+  "}\n"
+  "int tl_floormod_i32(int a, int b) {\n"
+  "  int r = a % b;\n"
+  "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
+  "}\n"
+  "long tl_floordiv_i64(long a, long b) {\n"
+  "  long q = a / b, r = a % b;\n"
+  "  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;\n"
+  "}\n"
+  "long tl_floormod_i64(long a, long b) {\n"
+  "  long r = a % b;\n"
+  "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
+  "}\n\n";
+
+void tl_ocl_code_free(tl_ocl_code *code) {
+  if (!code) return;
+  free(code->source);
+  for (int i = 0; i < code->nkernels; i++) {
+    free(code->kernels[i].name);
+    free(code->kernels[i].slots);
+  }
+  free(code->kernels);
+  for (int i = 0; i < code->nargs; i++) free(code->arg_shape[i]);
+  free(code->arg_shape);
+  free(code->arg_dtype);
+  free(code->arg_ndim);
+  free(code->temp_bytes);
+  memset(code, 0, sizeof *code);
+}
+
+int tl_codegen_opencl(tl_ctx *ctx, const tl_lowered *f, tl_ocl_code *out) {
+  memset(out, 0, sizeof *out);
+  if (!f || !f->ir) return tl_err(ctx, TL_E_ARG, "codegen_opencl: NULL function");
+  if (!valid_ident(f->name) || strncmp(f->name, "tl_", 3) == 0)
+    return tl_err(ctx, TL_E_ARG, "codegen_opencl: kernel name '%s' is not an identifier (or uses "
+                  "the reserved prefix tl_)", f->name ? f->name : "(null)");
+  if (f->nargs < 0 || (f->nargs > 0 && !f->arg_bufs))
+    return tl_err(ctx, TL_E_ARG, "codegen_opencl: %s: bad argument list", f->name);
+  if (!f->body || f->body >= (tl_ref)f->ir->nodes.n || !tl_ir_is_stmt(f->ir, f->body))
+    return tl_err(ctx, TL_E_ARG, "codegen_opencl: %s: the body is not a statement", f->name);
+  tl_ir *ir = f->ir;
+  tl_ref body = tl_ir_mutate(ir, f->body, fix_vec_fn, NULL);
+  body = tl_codegen_vectorize(ir, body);
+
+  ocg c;
+  memset(&c, 0, sizeof c);
+  c.ctx = ctx;
+  c.ir = ir;
+  c.f = f;
+  c.nvars = ir->vars.n;
+  c.vname = tl_calloc((size_t)c.nvars + 1, sizeof(char *));
+  c.vbound = tl_calloc((size_t)c.nvars + 1, sizeof(int));
+  c.nonneg = tl_calloc((size_t)c.nvars + 1, 1);
+  c.tvar = tl_calloc((size_t)c.nvars + 1, 1);
+  c.nbufs = ir->bufs.n;
+  c.bname = tl_calloc((size_t)c.nbufs + 1, sizeof(char *));
+  c.bscope = tl_calloc((size_t)c.nbufs + 1, sizeof(int));
+  c.slot_of_buf = tl_malloc(sizeof(int) * ((size_t)c.nbufs + 1));
+  for (int b = 0; b < c.nbufs; b++) c.slot_of_buf[b] = -1;
+  for (size_t i = 0; i < TL_ARRAY_SIZE(reserved_words); i++)
+    TL_VEC_PUSH(c.names, tl_strdup(reserved_words[i]));
+  TL_VEC_PUSH(c.names, tl_strdup(f->name));
+
+  /* arguments */
+  out->nargs = f->nargs;
+  out->arg_dtype = tl_calloc((size_t)f->nargs + 1, sizeof(int));
+  out->arg_ndim = tl_calloc((size_t)f->nargs + 1, sizeof(int));
+  out->arg_shape = tl_calloc((size_t)f->nargs + 1, sizeof(int64_t *));
+  for (int k = 0; k < f->nargs && !c.err; k++) {
+    int b = f->arg_bufs[k];
+    if (b < 0 || b >= c.nbufs) {
+      cg_err(&c, TL_E_ARG, "argument %d: buffer id %d does not exist", k, b);
+      break;
+    }
+    if (c.slot_of_buf[b] >= 0) {
+      cg_err(&c, TL_E_ARG, "buffer '%s' is passed as two arguments", tl_ir_buffer(ir, b)->name);
+      break;
+    }
+    const tl_buffer *buf = tl_ir_buffer(ir, b);
+    c.slot_of_buf[b] = k;
+    out->arg_dtype[k] = tl_type_to_dtype(buf->dtype);
+    if (out->arg_dtype[k] < 0) {
+      char tb[32];
+      cg_err(&c, TL_E_DTYPE, "argument %d (%s): dtype %s cannot be a kernel argument", k, buf->name,
+             tl_type_str(buf->dtype, tb));
+      break;
+    }
+    out->arg_ndim[k] = buf->ndim;
+    out->arg_shape[k] = tl_calloc((size_t)buf->ndim + 1, sizeof(int64_t));
+    for (int d = 0; d < buf->ndim; d++)
+      if (!tl_ir_is_int(ir, buf->shape[d], &out->arg_shape[k][d])) {
+        cg_err(&c, TL_E_UNSUPPORTED, "argument %d (%s) has a symbolic shape", k, buf->name);
+        break;
+      }
+    buf_bind(&c, b);
+  }
+  /* global temporaries */
+  TL_VEC(int64_t) temps = {0};
+  while (!c.err && tl_ir_op(ir, body) == TL_IR_ALLOC) {
+    int b = (int)tl_ir_node(ir, body)->imm.u;
+    const tl_buffer *buf = tl_ir_buffer(ir, b);
+    if (buf->scope != TL_SCOPE_GLOBAL) break;
+    int64_t n = 1;
+    for (int d = 0; d < buf->ndim; d++) {
+      int64_t k;
+      if (!tl_ir_is_int(ir, buf->shape[d], &k)) {
+        cg_err(&c, TL_E_UNSUPPORTED, "buffer '%s' has no constant size", buf->name);
+        break;
+      }
+      n *= k < 1 ? 1 : k;
+    }
+    tl_type st = storage_type(buf->dtype);
+    int64_t bytes = n * (st.bits / 8 ? st.bits / 8 : 1);
+    c.slot_of_buf[b] = f->nargs + temps.n;
+    TL_VEC_PUSH(temps, bytes);
+    buf_bind(&c, b);
+    body = tl_ir_kid(ir, body, 0);
+  }
+  /* regions */
+  TL_VEC(tl_ref) regions = {0};
+  if (tl_ir_op(ir, body) == TL_IR_SEQ)
+    for (int i = 0; i < tl_ir_nkids(ir, body); i++) TL_VEC_PUSH(regions, tl_ir_kid(ir, body, i));
+  else if (tl_ir_op(ir, body) != TL_IR_NOP)
+    TL_VEC_PUSH(regions, body);
+
+  tl_buf kernels = {0};
+  TL_VEC(tl_ocl_kinfo) kinfo = {0};
+  uint8_t *used = tl_calloc((size_t)c.nbufs + 1, 1);
+  for (int r = 0; r < regions.n && !c.err; r++) {
+    memset(c.launch, 0, sizeof c.launch);
+    memset(used, 0, (size_t)c.nbufs + 1);
+    scan_st ss = {&c, used};
+    tl_ir_visit(ir, regions.v[r], scan_fn, &ss);
+    tl_ocl_kinfo ki;
+    memset(&ki, 0, sizeof ki);
+    ki.name = tl_sprintf("%s_kernel%d", f->name, r);
+    TL_VEC_PUSH(c.names, tl_strdup(ki.name));
+    for (int d = 0; d < 3; d++) {
+      ki.grid[d] = c.launch[TL_TAG_BLOCK_X + d] ? c.launch[TL_TAG_BLOCK_X + d] : 1;
+      ki.block[d] = c.launch[TL_TAG_THREAD_X + d] ? c.launch[TL_TAG_THREAD_X + d] : 1;
+    }
+    TL_VEC(int) slots = {0};
+    for (int s = 0; s < f->nargs + temps.n; s++)
+      for (int b = 0; b < c.nbufs; b++)
+        if (used[b] && c.slot_of_buf[b] == s) TL_VEC_PUSH(slots, s);
+    ki.slots = slots.v;
+    ki.nslots = slots.n;
+    tl_buf kb = {0};
+    tl_buf_free(&c.ldecl);
+    c.local_bytes = 0;
+    c.o = &kb;
+    c.ind = 1;
+    ps(&c, regions.v[r]);
+    ki.local_bytes = c.local_bytes;
+    tl_buf_printf(&kernels, "__kernel __attribute__((reqd_work_group_size(%lld, %lld, %lld)))\nvoid %s(",
+                  (long long)ki.block[0], (long long)ki.block[1], (long long)ki.block[2], ki.name);
+    for (int s = 0; s < ki.nslots; s++) {
+      int b = -1;
+      for (int bb = 0; bb < c.nbufs && b < 0; bb++)
+        if (used[bb] && c.slot_of_buf[bb] == ki.slots[s]) b = bb;
+      char tb[24];
+      const char *et = tname(&c, storage_type(tl_ir_buffer(ir, b)->dtype), tb);
+      tl_buf_printf(&kernels, "%s__global %s *restrict %s", s ? ", " : "", et, c.bname[b]);
+    }
+    tl_buf_puts(&kernels, ") {\n");
+    if (c.ldecl.n) tl_buf_putn(&kernels, c.ldecl.s, c.ldecl.n);
+    if (kb.n) tl_buf_putn(&kernels, kb.s, kb.n);
+    tl_buf_puts(&kernels, "}\n\n");
+    tl_buf_free(&kb);
+    TL_VEC_PUSH(kinfo, ki);
+  }
+  free(used);
+  tl_buf_free(&c.ldecl);
+  int rc = c.err;
+  if (!rc) {
+    tl_buf src = {0};
+    tl_buf_printf(&src, "/* %s: generated by tunelua's OpenCL backend: %d kernel%s */\n", f->name,
+                  kinfo.n, kinfo.n == 1 ? "" : "s");
+    if (c.fp16) tl_buf_puts(&src, "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n");
+    if (c.fp64) tl_buf_puts(&src, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
+    tl_buf_puts(&src, prelude);
+    if (kernels.n) tl_buf_putn(&src, kernels.s, kernels.n);
+    out->source = tl_buf_take(&src);
+    out->nkernels = kinfo.n;
+    out->kernels = kinfo.v;
+    out->ntemps = temps.n;
+    out->temp_bytes = temps.v;
+    out->fp16 = c.fp16;
+    out->fp64 = c.fp64;
+  } else {
+    for (int i = 0; i < kinfo.n; i++) {
+      free(kinfo.v[i].name);
+      free(kinfo.v[i].slots);
+    }
+    TL_VEC_FREE(kinfo);
+    TL_VEC_FREE(temps);
+    out->kernels = NULL;
+    out->nkernels = 0;
+    tl_ocl_code_free(out);
+  }
+  tl_buf_free(&kernels);
+  TL_VEC_FREE(regions);
+  for (int i = 0; i < c.names.n; i++) free(c.names.v[i]);
+  TL_VEC_FREE(c.names);
+  free(c.vname);
+  free(c.vbound);
+  free(c.nonneg);
+  free(c.tvar);
+  free(c.bname);
+  free(c.bscope);
+  free(c.slot_of_buf);
+  return rc;
+}
