@@ -98,7 +98,7 @@ function build.parse_target(t, lvl)
   for w in t:gmatch("%S+") do words[#words + 1] = w end
   local kind = words[1]
   if not kind or not known_kinds[kind] then
-    error(string.format("build: unknown target '%s' (expected \"c\" or \"llvm\" with options)",
+    error(string.format("build: unknown target '%s' (expected \"c\", \"llvm\" or \"opencl\", with options)",
                         kind or t), lvl)
   end
   local options, keys = {}, {}

@@ -27,10 +27,13 @@ local submodules = {
 }
 
 -- Functions that live in a submodule, loaded on first use:
--- tl.lower(s, {A, B, C}) and tl.build(s, {A, B, C}, "llvm") (tunelua.build).
+-- tl.lower(s, {A, B, C}) and tl.build(s, {A, B, C}, "llvm") (tunelua.build);
+-- tl.opencl(id) and tl.cpu(id), devices for tl.nd arrays (tunelua.nd).
 local functions = {
   lower = { "tunelua.build", "lower" },
   build = { "tunelua.build", "build" },
+  opencl = { "tunelua.nd", "opencl" },      -- tl.nd.array(x, tl.opencl(0))
+  cpu = { "tunelua.nd", "cpu" },
 }
 
 setmetatable(tl, {
