@@ -13,6 +13,72 @@ extern "C" {
 
 /* cdef:begin */
 
+/* ---- memory plan --------------------------------------------------------
+** Offsets in one arena for n buffers with lifetimes [first[i], last[i]]
+** (step indices, inclusive): two buffers share bytes only when their
+** lifetimes do not overlap. Sizes are rounded up to align (a power of two,
+** >= 1). Greedy by size, largest first, each at the lowest offset that fits
+** among the already placed buffers it overlaps with. Writes offsets[n] and
+** the arena size *total (0 when n is 0). */
+int tl_graph_plan(tl_ctx *ctx, int n, const int64_t *sizes, const int *first, const int *last,
+                  int64_t align, int64_t *offsets, int64_t *total);
+
+/* ---- executor -----------------------------------------------------------
+** A graph executor: an arena of planned intermediate buffers, a table of
+** slots (arrays: views into the arena, or external arrays such as params
+** and inputs, referenced by the executor), a table of kernels (function
+** pointers resolved from compiled modules, which must outlive the executor)
+** and a list of steps (kernel, slot arguments) that tl_graph_exec_run calls
+** in order, in C. */
+typedef struct tl_graph_exec tl_graph_exec;
+
+int tl_graph_exec_new(tl_ctx *ctx, int64_t arena_bytes, tl_graph_exec **out);
+void tl_graph_exec_free(tl_graph_exec *e);
+int64_t tl_graph_exec_arena_bytes(const tl_graph_exec *e);
+/* A slot viewing the arena at byte offset (64-byte aligned storage). */
+int tl_graph_exec_slot_view(tl_ctx *ctx, tl_graph_exec *e, int64_t offset, int ndim,
+                            const int64_t *shape, int dtype, int *slot);
+/* A slot holding a reference to a (the executor keeps it alive). */
+int tl_graph_exec_slot_array(tl_ctx *ctx, tl_graph_exec *e, tl_array *a, int *slot);
+/* A new array sharing the slot's storage (caller frees; keeps the arena alive). */
+int tl_graph_exec_slot_ref(tl_ctx *ctx, tl_graph_exec *e, int slot, tl_array **out);
+/* Copy src into the slot (same shape and dtype). */
+int tl_graph_exec_set(tl_ctx *ctx, tl_graph_exec *e, int slot, const tl_array *src);
+int tl_graph_exec_num_slots(const tl_graph_exec *e);
+/* Resolve kernel fname of module m. */
+int tl_graph_exec_add_kernel(tl_ctx *ctx, tl_graph_exec *e, tl_module *m, const char *fname,
+                             int *kernel);
+int tl_graph_exec_add_step(tl_ctx *ctx, tl_graph_exec *e, int kernel, const int *slots,
+                           int nslots);
+int tl_graph_exec_num_steps(const tl_graph_exec *e);
+/* Run every step in order; a failing kernel stops the run with its message
+** (naming the step and the kernel). */
+int tl_graph_exec_run(tl_ctx *ctx, tl_graph_exec *e);
+/* Time whole runs as the time evaluator does: one warm-up run, then repeat
+** measurements of number runs each (number grows until one lasts at least
+** min_repeat_ms when > 0); secs_out[repeat] = mean seconds per run. */
+int tl_graph_exec_time(tl_ctx *ctx, tl_graph_exec *e, int number, int repeat,
+                       double min_repeat_ms, double *secs_out);
+/* Per-step time: mean seconds of each step over number runs into
+** secs_out[num_steps] (profiling). */
+int tl_graph_exec_profile(tl_ctx *ctx, tl_graph_exec *e, int number, double *secs_out);
+
+/* ---- batched kernel builds -----------------------------------------------
+** The lowered functions fs[0..n) generated as C and compiled by nparts
+** compiler runs (in parallel threads), each a shared object holding several
+** kernels (one source file per kernel); cached on disk by the sources' hash
+** (cflags NULL: "-O3 -march=native"; timeout_s <= 0: none). */
+typedef struct tl_graph_lib tl_graph_lib;
+int tl_graph_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int nparts,
+                       const char *cflags, double timeout_s, tl_graph_lib **out);
+void tl_graph_lib_free(tl_graph_lib *l);
+double tl_graph_lib_compile_seconds(const tl_graph_lib *l);   /* 0 when all cached */
+int tl_graph_lib_cache_hits(const tl_graph_lib *l);
+int tl_graph_lib_num_parts(const tl_graph_lib *l);
+/* Resolve kernel fname of l (l must outlive e). */
+int tl_graph_exec_add_kernel_lib(tl_ctx *ctx, tl_graph_exec *e, tl_graph_lib *l,
+                                 const char *fname, int *kernel);
+
 /* cdef:end */
 
 #ifdef __cplusplus

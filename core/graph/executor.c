@@ -1,0 +1,556 @@
+/*
+** executor.c -- the graph executor's run loop: slots (arrays), kernels
+** (function pointers of compiled modules) and steps, run in order in C.
+**
+** Slots are either views into the executor's arena (planned intermediates,
+** see plan.c) or references to external arrays (weights, inputs). Every slot
+** is an array the executor owns (a view or a tl_array_reshape reference), so
+** callers may free theirs. Kernels follow the C backend's ABI
+** int32_t f(void **args, int32_t nargs) (args: DLTensor pointers); their
+** pointers are resolved once, with dlsym on the module's shared object, and
+** the modules must outlive the executor (the Lua side keeps them).
+*/
+#define _GNU_SOURCE
+#include <dlfcn.h>
+
+#include "../runtime/runtime.h"
+#include "../tunelua.h"
+
+typedef int32_t (*kernel_fn)(void **args, int32_t nargs);
+typedef const char *(*kernel_err_fn)(void);
+
+typedef struct {
+  kernel_fn fn;
+  kernel_err_fn err;
+  char *name;
+} gkernel;
+
+typedef struct {
+  int kernel;
+  int nargs;
+  int first;                       /* index into e->argv */
+} gstep;
+
+struct tl_graph_exec {
+  tl_array *arena;                 /* 1-D uint8, or NULL when empty */
+  int64_t arena_bytes;
+  TL_VEC(tl_array *) slots;
+  TL_VEC(gkernel) kernels;
+  TL_VEC(gstep) steps;
+  TL_VEC(int) argslot;             /* slot ids of all steps' arguments */
+  void **argv;                     /* DLTensor pointers, built lazily */
+  int argv_n;
+};
+
+TL_EXPORT int tl_graph_exec_new(tl_ctx *ctx, int64_t arena_bytes, tl_graph_exec **out) {
+  if (!out) return tl_err(ctx, TL_E_ARG, "tl_graph_exec_new: out is NULL");
+  *out = NULL;
+  if (arena_bytes < 0)
+    return tl_err(ctx, TL_E_ARG, "tl_graph_exec_new: negative arena size %lld",
+                  (long long)arena_bytes);
+  tl_graph_exec *e = tl_calloc(1, sizeof *e);
+  e->arena_bytes = arena_bytes;
+  if (arena_bytes > 0) {
+    int64_t n = arena_bytes;
+    int rc = tl_array_empty(ctx, 1, &n, TL_UINT8, TL_DEV_CPU, 0, &e->arena);
+    if (rc) {
+      free(e);
+      return rc;
+    }
+  }
+  *out = e;
+  return TL_OK;
+}
+
+TL_EXPORT void tl_graph_exec_free(tl_graph_exec *e) {
+  if (!e) return;
+  for (int i = 0; i < e->slots.n; i++) tl_array_free(e->slots.v[i]);
+  TL_VEC_FREE(e->slots);
+  for (int i = 0; i < e->kernels.n; i++) free(e->kernels.v[i].name);
+  TL_VEC_FREE(e->kernels);
+  TL_VEC_FREE(e->steps);
+  TL_VEC_FREE(e->argslot);
+  free(e->argv);
+  tl_array_free(e->arena);
+  free(e);
+}
+
+TL_EXPORT int64_t tl_graph_exec_arena_bytes(const tl_graph_exec *e) {
+  return e ? e->arena_bytes : 0;
+}
+TL_EXPORT int tl_graph_exec_num_slots(const tl_graph_exec *e) { return e ? e->slots.n : 0; }
+TL_EXPORT int tl_graph_exec_num_steps(const tl_graph_exec *e) { return e ? e->steps.n : 0; }
+
+static void release_ref(void *arg) { tl_array_free(arg); }
+
+static int push_slot(tl_graph_exec *e, tl_array *a, int *slot) {
+  TL_VEC_PUSH(e->slots, a);
+  if (slot) *slot = e->slots.n - 1;
+  free(e->argv);              /* DLTensor pointers are rebuilt on the next run */
+  e->argv = NULL;
+  return TL_OK;
+}
+
+TL_EXPORT int tl_graph_exec_slot_view(tl_ctx *ctx, tl_graph_exec *e, int64_t offset, int ndim,
+                                      const int64_t *shape, int dtype, int *slot) {
+  if (!e) return tl_err(ctx, TL_E_ARG, "tl_graph_exec_slot_view: executor is NULL");
+  int eb = tl_dtype_bytes(dtype);
+  if (eb <= 0) return tl_err(ctx, TL_E_DTYPE, "tl_graph_exec_slot_view: bad dtype %d", dtype);
+  if (ndim < 0 || ndim > TL_ARRAY_MAX_NDIM || (ndim > 0 && !shape))
+    return tl_err(ctx, TL_E_ARG, "tl_graph_exec_slot_view: bad shape (ndim %d)", ndim);
+  int64_t n = eb;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0) return tl_err(ctx, TL_E_SHAPE, "tl_graph_exec_slot_view: negative extent");
+    n *= shape[i];
+  }
+  if (offset < 0 || offset % eb || !e->arena || offset + n > e->arena_bytes)
+    return tl_err(ctx, TL_E_ARG,
+                  "tl_graph_exec_slot_view: %lld bytes at offset %lld do not fit the arena "
+                  "of %lld bytes", (long long)n, (long long)offset, (long long)e->arena_bytes);
+  /* the view holds its own reference to the arena's storage */
+  tl_array *ref = NULL;
+  int64_t an = e->arena_bytes;
+  int rc = tl_array_reshape(ctx, e->arena, 1, &an, &ref);
+  if (rc) return rc;
+  DLDevice dev = {kDLCPU, 0};
+  tl_array *v = NULL;
+  rc = tl_array_wrap(ctx, tl_array_data(e->arena), (uint64_t)offset, ndim, shape, dtype, dev,
+                     release_ref, ref, &v);
+  if (rc) {
+    tl_array_free(ref);
+    return rc;
+  }
+  return push_slot(e, v, slot);
+}
+
+TL_EXPORT int tl_graph_exec_slot_array(tl_ctx *ctx, tl_graph_exec *e, tl_array *a, int *slot) {
+  if (!e || !a) return tl_err(ctx, TL_E_ARG, "tl_graph_exec_slot_array: NULL argument");
+  tl_array *ref = NULL;
+  int rc = tl_array_reshape(ctx, a, tl_array_ndim(a), tl_array_shape(a), &ref);
+  if (rc) return rc;
+  return push_slot(e, ref, slot);
+}
+
+static int check_slot(tl_ctx *ctx, const tl_graph_exec *e, int slot, const char *fn) {
+  if (!e) return tl_err(ctx, TL_E_ARG, "%s: executor is NULL", fn);
+  if (slot < 0 || slot >= e->slots.n)
+    return tl_err(ctx, TL_E_ARG, "%s: slot %d out of range (%d slots)", fn, slot, e->slots.n);
+  return TL_OK;
+}
+
+TL_EXPORT int tl_graph_exec_slot_ref(tl_ctx *ctx, tl_graph_exec *e, int slot, tl_array **out) {
+  int rc = check_slot(ctx, e, slot, "tl_graph_exec_slot_ref");
+  if (rc) return rc;
+  tl_array *a = e->slots.v[slot];
+  return tl_array_reshape(ctx, a, tl_array_ndim(a), tl_array_shape(a), out);
+}
+
+TL_EXPORT int tl_graph_exec_set(tl_ctx *ctx, tl_graph_exec *e, int slot, const tl_array *src) {
+  int rc = check_slot(ctx, e, slot, "tl_graph_exec_set");
+  if (rc) return rc;
+  return tl_array_copyto(ctx, src, e->slots.v[slot]);
+}
+
+TL_EXPORT int tl_graph_exec_add_kernel(tl_ctx *ctx, tl_graph_exec *e, tl_module *m,
+                                       const char *fname, int *kernel) {
+  if (!e || !m || !fname) return tl_err(ctx, TL_E_ARG, "tl_graph_exec_add_kernel: NULL argument");
+  const char *path = tl_module_path(m);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (!h) return tl_err(ctx, TL_E_ARG, "tl_graph_exec_add_kernel: module '%s' is not loaded", path);
+  gkernel k;
+  *(void **)&k.fn = dlsym(h, fname);
+  char *ename = tl_sprintf("%s_error", fname);
+  *(void **)&k.err = dlsym(h, ename);
+  free(ename);
+  dlclose(h);                      /* the module keeps its own handle */
+  if (!k.fn) return tl_err(ctx, TL_E_ARG, "module '%s' has no function '%s'", path, fname);
+  k.name = tl_strdup(fname);
+  TL_VEC_PUSH(e->kernels, k);
+  if (kernel) *kernel = e->kernels.n - 1;
+  return TL_OK;
+}
+
+TL_EXPORT int tl_graph_exec_add_step(tl_ctx *ctx, tl_graph_exec *e, int kernel, const int *slots,
+                                     int nslots) {
+  if (!e) return tl_err(ctx, TL_E_ARG, "tl_graph_exec_add_step: executor is NULL");
+  if (kernel < 0 || kernel >= e->kernels.n)
+    return tl_err(ctx, TL_E_ARG, "tl_graph_exec_add_step: kernel %d out of range", kernel);
+  if (nslots < 0 || (nslots > 0 && !slots))
+    return tl_err(ctx, TL_E_ARG, "tl_graph_exec_add_step: bad argument list");
+  for (int i = 0; i < nslots; i++)
+    if (slots[i] < 0 || slots[i] >= e->slots.n)
+      return tl_err(ctx, TL_E_ARG, "tl_graph_exec_add_step: argument %d: slot %d out of range", i,
+                    slots[i]);
+  gstep s = {kernel, nslots, e->argslot.n};
+  for (int i = 0; i < nslots; i++) TL_VEC_PUSH(e->argslot, slots[i]);
+  TL_VEC_PUSH(e->steps, s);
+  free(e->argv);
+  e->argv = NULL;
+  return TL_OK;
+}
+
+static void prepare(tl_graph_exec *e) {
+  if (e->argv && e->argv_n == e->argslot.n) return;
+  free(e->argv);
+  e->argv = tl_malloc(sizeof(void *) * (size_t)(e->argslot.n ? e->argslot.n : 1));
+  for (int i = 0; i < e->argslot.n; i++) e->argv[i] = tl_array_dltensor(e->slots.v[e->argslot.v[i]]);
+  e->argv_n = e->argslot.n;
+}
+
+static int run_steps(tl_ctx *ctx, tl_graph_exec *e) {
+  const gstep *st = e->steps.v;
+  for (int i = 0, n = e->steps.n; i < n; i++) {
+    const gkernel *k = &e->kernels.v[st[i].kernel];
+    int32_t r = k->fn(e->argv + st[i].first, st[i].nargs);
+    if (r) {
+      const char *msg = k->err ? k->err() : NULL;
+      int code = r > TL_OK && r <= TL_E_INTERNAL ? r : TL_E_RUNTIME;
+      return tl_err(ctx, code, "graph executor: step %d (kernel %s) failed: %s", i, k->name,
+                    msg && *msg ? msg : "no message");
+    }
+  }
+  return TL_OK;
+}
+
+TL_EXPORT int tl_graph_exec_run(tl_ctx *ctx, tl_graph_exec *e) {
+  if (!e) return tl_err(ctx, TL_E_ARG, "tl_graph_exec_run: executor is NULL");
+  prepare(e);
+  return run_steps(ctx, e);
+}
+
+TL_EXPORT int tl_graph_exec_time(tl_ctx *ctx, tl_graph_exec *e, int number, int repeat,
+                                 double min_repeat_ms, double *secs_out) {
+  if (!e || !secs_out) return tl_err(ctx, TL_E_ARG, "tl_graph_exec_time: NULL argument");
+  if (number < 1 || repeat < 1)
+    return tl_err(ctx, TL_E_ARG, "tl_graph_exec_time: number and repeat must be >= 1, got %d, %d",
+                  number, repeat);
+  prepare(e);
+  int rc = run_steps(ctx, e);      /* warm-up */
+  if (rc) return rc;
+  for (int r = 0; r < repeat; r++) {
+    for (;;) {
+      double t0 = tl_now();
+      for (int i = 0; i < number; i++)
+        if ((rc = run_steps(ctx, e))) return rc;
+      double dt = tl_now() - t0;
+      if (min_repeat_ms <= 0 || dt * 1e3 >= min_repeat_ms) {
+        secs_out[r] = dt / number;
+        break;
+      }
+      double want = dt > 0 ? min_repeat_ms / (dt * 1e3) * number * 1.1 : number * 2.0;
+      int nn = want > number * 1.618 ? (int)want : (int)(number * 1.618) + 1;
+      number = nn > number ? nn : number + 1;
+    }
+  }
+  return TL_OK;
+}
+
+TL_EXPORT int tl_graph_exec_profile(tl_ctx *ctx, tl_graph_exec *e, int number, double *secs_out) {
+  if (!e || !secs_out || number < 1)
+    return tl_err(ctx, TL_E_ARG, "tl_graph_exec_profile: bad arguments");
+  prepare(e);
+  int rc = run_steps(ctx, e);
+  if (rc) return rc;
+  for (int i = 0; i < e->steps.n; i++) secs_out[i] = 0;
+  for (int k = 0; k < number; k++)
+    for (int i = 0; i < e->steps.n; i++) {
+      const gstep *st = &e->steps.v[i];
+      double t0 = tl_now();
+      int32_t r = e->kernels.v[st->kernel].fn(e->argv + st->first, st->nargs);
+      secs_out[i] += tl_now() - t0;
+      if (r) return tl_err(ctx, TL_E_RUNTIME, "graph executor: step %d failed", i);
+    }
+  for (int i = 0; i < e->steps.n; i++) secs_out[i] /= number;
+  return TL_OK;
+}
+
+/* ---- batched kernel builds ------------------------------------------------
+** All kernels of a graph compiled by one C compiler run per part (nparts
+** parts compiled in parallel threads), each part a shared object holding
+** several kernels: every kernel is its own source file (its static helpers
+** stay file-local), passed together on one command line. Objects are cached
+** like tl_module_from_c's, under a hash of (compiler, flags, all sources of
+** the part): g<hash>.so in the same cache directory. */
+
+#include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../codegen/codegen.h"
+
+#ifndef TL_C_COMPILER
+#define TL_C_COMPILER "cc"
+#endif
+
+struct tl_graph_lib {
+  int nparts;
+  void **handles;
+  char **paths;
+  double compile_s;                /* summed over parts compiled now */
+  int cache_hits;                  /* parts found in the cache */
+};
+
+static const char *gcompiler(void) {
+  const char *cc = getenv("TUNELUA_CC");
+  return cc && *cc ? cc : TL_C_COMPILER;
+}
+
+static int gcache_dir(tl_ctx *ctx, char **out) {
+  const char *env = getenv("TUNELUA_CACHE_DIR");
+  char *cands[4] = {0};
+  int n = 0;
+  if (env && *env) cands[n++] = tl_strdup(env);
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (xdg && *xdg) cands[n++] = tl_sprintf("%s/tunelua/kernels", xdg);
+  if (home && *home) cands[n++] = tl_sprintf("%s/.cache/tunelua/kernels", home);
+  const char *tmp = getenv("TMPDIR");
+  cands[n++] = tl_sprintf("%s/tunelua-%d/kernels", tmp && *tmp ? tmp : "/tmp", (int)getuid());
+  int chosen = -1;
+  for (int i = 0; i < n && chosen < 0; i++) {
+    if (tl_mkdirs(NULL, cands[i]) == TL_OK && access(cands[i], W_OK) == 0) chosen = i;
+    else if (i == 0 && env && *env)
+      break;
+  }
+  int rc = TL_OK;
+  if (chosen >= 0) {
+    *out = cands[chosen];
+    cands[chosen] = NULL;
+  } else {
+    rc = tl_err(ctx, TL_E_IO, "cannot create a kernel cache directory (tried '%s')", cands[0]);
+  }
+  for (int i = 0; i < n; i++) free(cands[i]);
+  return rc;
+}
+
+static int gwrite(const char *path, const char *data) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  size_t n = strlen(data);
+  int ok = fwrite(data, 1, n, f) == n;
+  return (fclose(f) == 0 && ok) ? 0 : -1;
+}
+
+typedef struct {
+  char **src;                      /* the part's sources */
+  int n;
+  const char *flags, *cc, *dir;
+  double timeout_s;
+  char *so_path;                   /* result */
+  void *handle;
+  double compile_s;
+  int hit;
+  int rc;
+  char msg[1024];
+} gpart;
+
+/* Split flags at blanks (no quoting needed for the defaults). */
+static int gsplit(const char *s, char ***out) {
+  int n = 0, cap = 8;
+  char **v = tl_malloc(sizeof(char *) * (size_t)cap);
+  while (s && *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    if (!*s) break;
+    const char *b = s;
+    while (*s && *s != ' ' && *s != '\t') s++;
+    if (n == cap) v = tl_realloc(v, sizeof(char *) * (size_t)(cap *= 2));
+    v[n++] = tl_strndup(b, (size_t)(s - b));
+  }
+  *out = v;
+  return n;
+}
+
+static void build_part(int64_t i, void *arg) {
+  gpart *p = (gpart *)arg + i;
+  uint64_t h[2];
+  for (int k = 0; k < 2; k++) {
+    uint64_t x = 0x6772617068ull + (uint64_t)k;
+    for (int j = 0; j < p->n; j++)
+      x = tl_hash_mix(x, tl_hash_bytes(p->src[j], strlen(p->src[j]), 0x74756e65ull + (uint64_t)k));
+    x = tl_hash_mix(x, tl_hash_bytes(p->flags, strlen(p->flags), 0x666c6167ull + (uint64_t)k));
+    x = tl_hash_mix(x, tl_hash_bytes(p->cc, strlen(p->cc), 0x63630000ull + (uint64_t)k));
+    h[k] = x;
+  }
+  p->so_path = tl_sprintf("%s/g%016llx%016llx.so", p->dir, (unsigned long long)h[0],
+                          (unsigned long long)h[1]);
+  if (access(p->so_path, R_OK) == 0) {
+    p->handle = dlopen(p->so_path, RTLD_NOW | RTLD_LOCAL);
+    if (p->handle) {
+      p->hit = 1;
+      return;
+    }
+  }
+  static unsigned counter;
+  unsigned seq = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+  char *tmpdir = tl_sprintf("%s/g%016llx.%d.%u.tmp", p->dir, (unsigned long long)h[0],
+                            (int)getpid(), seq);
+  char *tmp_so = tl_sprintf("%s.so", tmpdir);
+  char **files = tl_calloc((size_t)p->n, sizeof(char *));
+  char **fl = NULL;
+  int nfl = gsplit(p->flags, &fl);
+  const char **argv = tl_calloc((size_t)(nfl + p->n + 10), sizeof(char *));
+  tl_proc_result *res = NULL;
+  double t0 = tl_now();
+  if (mkdir(tmpdir, 0700) != 0) {
+    snprintf(p->msg, sizeof p->msg, "cannot create '%s': %s", tmpdir, strerror(errno));
+    p->rc = TL_E_IO;
+    goto done;
+  }
+  for (int j = 0; j < p->n; j++) {
+    files[j] = tl_sprintf("%s/k%d.c", tmpdir, j);
+    if (gwrite(files[j], p->src[j]) != 0) {
+      snprintf(p->msg, sizeof p->msg, "cannot write '%s'", files[j]);
+      p->rc = TL_E_IO;
+      goto done;
+    }
+  }
+  int a = 0;
+  argv[a++] = p->cc;
+  argv[a++] = "-std=gnu11";
+  argv[a++] = "-shared";
+  argv[a++] = "-fPIC";
+  for (int j = 0; j < nfl; j++) argv[a++] = fl[j];
+  argv[a++] = "-o";
+  argv[a++] = tmp_so;
+  for (int j = 0; j < p->n; j++) argv[a++] = files[j];
+  argv[a++] = "-lm";
+  argv[a] = NULL;
+  tl_ctx *lctx = tl_ctx_new();
+  int rc = tl_proc_exec(lctx, argv, p->timeout_s, 64 * 1024, &res);
+  if (rc) {
+    snprintf(p->msg, sizeof p->msg, "%s", tl_errmsg(lctx));
+    p->rc = rc;
+  } else if (tl_proc_status(res) != TL_PROC_OK) {
+    size_t el = 0;
+    const char *e = tl_proc_stderr(res, &el);
+    snprintf(p->msg, sizeof p->msg, "C compiler '%s' failed (exit %d): %.*s", p->cc,
+             tl_proc_code(res), (int)(el > 800 ? 800 : el), e ? e : "");
+    p->rc = tl_proc_status(res) == TL_PROC_TIMEOUT ? TL_E_TIMEOUT : TL_E_BUILD;
+  } else if (rename(tmp_so, p->so_path) != 0) {
+    snprintf(p->msg, sizeof p->msg, "cannot move the library to '%s': %s", p->so_path,
+             strerror(errno));
+    p->rc = TL_E_IO;
+  }
+  tl_ctx_free(lctx);
+  if (!p->rc) {
+    p->handle = dlopen(p->so_path, RTLD_NOW | RTLD_LOCAL);
+    if (!p->handle) {
+      const char *e = dlerror();
+      snprintf(p->msg, sizeof p->msg, "cannot load '%s': %s", p->so_path, e ? e : "?");
+      p->rc = TL_E_BUILD;
+    }
+  }
+done:
+  p->compile_s = tl_now() - t0;
+  tl_proc_result_free(res);
+  for (int j = 0; j < p->n; j++) {
+    if (files[j]) unlink(files[j]);
+    free(files[j]);
+  }
+  unlink(tmp_so);
+  rmdir(tmpdir);
+  free(files);
+  for (int j = 0; j < nfl; j++) free(fl[j]);
+  free(fl);
+  free(argv);
+  free(tmp_so);
+  free(tmpdir);
+}
+
+TL_EXPORT int tl_graph_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int nparts,
+                                 const char *cflags, double timeout_s, tl_graph_lib **out) {
+  if (!out) return tl_err(ctx, TL_E_ARG, "tl_graph_lib_build: out is NULL");
+  *out = NULL;
+  if (n < 1 || !fs) return tl_err(ctx, TL_E_ARG, "tl_graph_lib_build: no kernels");
+  if (nparts < 1) nparts = 1;
+  if (nparts > n) nparts = n;
+  char **src = tl_calloc((size_t)n, sizeof(char *));
+  int rc = TL_OK;
+  for (int i = 0; i < n && !rc; i++) {
+    tl_buf b = {0};
+    rc = tl_codegen_c(ctx, fs[i], &b);
+    src[i] = tl_buf_take(&b);
+  }
+  char *dir = NULL;
+  if (!rc) rc = gcache_dir(ctx, &dir);
+  gpart *parts = tl_calloc((size_t)nparts, sizeof(gpart));
+  if (!rc) {
+    const char *flags = cflags ? cflags : "-O3 -march=native";
+    const char *cc = gcompiler();
+    /* contiguous slices of about equal kernel counts */
+    for (int p = 0; p < nparts; p++) {
+      int lo = (int)((int64_t)n * p / nparts), hi = (int)((int64_t)n * (p + 1) / nparts);
+      parts[p].src = src + lo;
+      parts[p].n = hi - lo;
+      parts[p].flags = flags;
+      parts[p].cc = cc;
+      parts[p].dir = dir;
+      parts[p].timeout_s = timeout_s;
+    }
+    if (nparts == 1) build_part(0, parts);
+    else tl_pool_for(tl_pool_global(), nparts, build_part, parts);
+    for (int p = 0; p < nparts && !rc; p++)
+      if (parts[p].rc) rc = tl_err(ctx, parts[p].rc, "%s", parts[p].msg);
+  }
+  tl_graph_lib *l = NULL;
+  if (!rc) {
+    l = tl_calloc(1, sizeof *l);
+    l->nparts = nparts;
+    l->handles = tl_calloc((size_t)nparts, sizeof(void *));
+    l->paths = tl_calloc((size_t)nparts, sizeof(char *));
+    for (int p = 0; p < nparts; p++) {
+      l->handles[p] = parts[p].handle;
+      l->paths[p] = parts[p].so_path;
+      parts[p].handle = NULL;
+      parts[p].so_path = NULL;
+      l->compile_s += parts[p].hit ? 0 : parts[p].compile_s;
+      l->cache_hits += parts[p].hit;
+    }
+  }
+  for (int p = 0; p < nparts; p++) {
+    if (parts[p].handle) dlclose(parts[p].handle);
+    free(parts[p].so_path);
+  }
+  free(parts);
+  for (int i = 0; i < n; i++) free(src[i]);
+  free(src);
+  free(dir);
+  if (rc) return rc;
+  *out = l;
+  return TL_OK;
+}
+
+TL_EXPORT void tl_graph_lib_free(tl_graph_lib *l) {
+  if (!l) return;
+  for (int p = 0; p < l->nparts; p++) {
+    if (l->handles[p]) dlclose(l->handles[p]);
+    free(l->paths[p]);
+  }
+  free(l->handles);
+  free(l->paths);
+  free(l);
+}
+
+TL_EXPORT double tl_graph_lib_compile_seconds(const tl_graph_lib *l) { return l ? l->compile_s : 0; }
+TL_EXPORT int tl_graph_lib_cache_hits(const tl_graph_lib *l) { return l ? l->cache_hits : 0; }
+TL_EXPORT int tl_graph_lib_num_parts(const tl_graph_lib *l) { return l ? l->nparts : 0; }
+
+TL_EXPORT int tl_graph_exec_add_kernel_lib(tl_ctx *ctx, tl_graph_exec *e, tl_graph_lib *l,
+                                           const char *fname, int *kernel) {
+  if (!e || !l || !fname)
+    return tl_err(ctx, TL_E_ARG, "tl_graph_exec_add_kernel_lib: NULL argument");
+  gkernel k = {0};
+  for (int p = 0; p < l->nparts && !k.fn; p++) {
+    *(void **)&k.fn = dlsym(l->handles[p], fname);
+    if (k.fn) {
+      char *ename = tl_sprintf("%s_error", fname);
+      *(void **)&k.err = dlsym(l->handles[p], ename);
+      free(ename);
+    }
+  }
+  if (!k.fn) return tl_err(ctx, TL_E_ARG, "graph library has no function '%s'", fname);
+  k.name = tl_strdup(fname);
+  TL_VEC_PUSH(e->kernels, k);
+  if (kernel) *kernel = e->kernels.n - 1;
+  return TL_OK;
+}

@@ -1,0 +1,80 @@
+/*
+** plan.c -- the graph executor's memory plan: offsets of intermediate
+** buffers in one arena, sharing bytes between buffers whose lifetimes do not
+** overlap.
+**
+** Greedy by size: buffers are placed largest first (ties: earlier first use,
+** then index, so the plan is deterministic); each goes to the lowest offset
+** at which it does not intersect any already placed buffer whose lifetime
+** overlaps its own. Lifetimes are inclusive step ranges, so a step's output
+** never shares bytes with that step's inputs.
+*/
+#include "../base/base.h"
+#include "../tunelua.h"
+
+typedef struct {
+  int64_t size, off;
+  int first, last, idx;
+} pbuf;
+
+static int by_size(const void *a, const void *b) {
+  const pbuf *x = a, *y = b;
+  if (x->size != y->size) return x->size > y->size ? -1 : 1;
+  if (x->first != y->first) return x->first < y->first ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int by_off(const void *a, const void *b) {
+  const pbuf *x = *(const pbuf *const *)a, *y = *(const pbuf *const *)b;
+  if (x->off != y->off) return x->off < y->off ? -1 : 1;
+  return 0;
+}
+
+TL_EXPORT int tl_graph_plan(tl_ctx *ctx, int n, const int64_t *sizes, const int *first,
+                            const int *last, int64_t align, int64_t *offsets, int64_t *total) {
+  if (!total) return tl_err(ctx, TL_E_ARG, "tl_graph_plan: total is NULL");
+  *total = 0;
+  if (n < 0) return tl_err(ctx, TL_E_ARG, "tl_graph_plan: negative buffer count %d", n);
+  if (n == 0) return TL_OK;
+  if (!sizes || !first || !last || !offsets)
+    return tl_err(ctx, TL_E_ARG, "tl_graph_plan: NULL array argument");
+  if (align < 1 || (align & (align - 1)))
+    return tl_err(ctx, TL_E_ARG, "tl_graph_plan: align must be a power of two, got %lld",
+                  (long long)align);
+  pbuf *b = tl_malloc(sizeof *b * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    if (sizes[i] < 0 || first[i] > last[i]) {
+      free(b);
+      return tl_err(ctx, TL_E_ARG,
+                    "tl_graph_plan: buffer %d: size %lld, lifetime [%d, %d] is invalid", i,
+                    (long long)sizes[i], first[i], last[i]);
+    }
+    b[i].size = (sizes[i] + align - 1) & ~(align - 1);
+    b[i].first = first[i];
+    b[i].last = last[i];
+    b[i].idx = i;
+    b[i].off = -1;
+  }
+  qsort(b, (size_t)n, sizeof *b, by_size);
+  pbuf **live = tl_malloc(sizeof *live * (size_t)n);
+  int64_t top = 0;
+  for (int i = 0; i < n; i++) {
+    int nl = 0;
+    for (int j = 0; j < i; j++)
+      if (b[j].first <= b[i].last && b[i].first <= b[j].last) live[nl++] = &b[j];
+    qsort(live, (size_t)nl, sizeof *live, by_off);
+    int64_t off = 0;
+    for (int j = 0; j < nl; j++) {
+      if (live[j]->off >= off + b[i].size) break;   /* fits in the gap before it */
+      int64_t end = live[j]->off + live[j]->size;
+      if (end > off) off = end;
+    }
+    b[i].off = off;
+    if (off + b[i].size > top) top = off + b[i].size;
+  }
+  for (int i = 0; i < n; i++) offsets[b[i].idx] = b[i].off;
+  *total = top;
+  free(live);
+  free(b);
+  return TL_OK;
+}

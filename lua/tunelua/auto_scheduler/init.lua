@@ -1,0 +1,76 @@
+--- tunelua.auto_scheduler: search tasks from a relay program (TVM's auto_scheduler).
+--
+--   local auto_scheduler = require "tunelua.auto_scheduler"
+--   local tasks, weights = auto_scheduler.extract_tasks(mod, params, "opencl -device=mali")
+--   for i, t in ipairs(tasks) do
+--     print(string.format("========== Task %d  (workload key: %s) ==========", i - 1, t.workload_key))
+--     print(t.compute_dag)
+--   end
+--
+-- The program is optimized as the compiler does it (relay.optimize with params bound,
+-- FuseOps), then every fused group becomes one compute DAG built with topi ops
+-- (tunelua.graph.group). Groups without a reduction are left out (TVM's default,
+-- include_simple_tasks = false; opts.include_simple_tasks = true keeps them). Tasks are
+-- keyed by the DAG's workload key (tl_dag_key_text: a hash of the DAG's structure and the
+-- io shapes), deduplicated, in the order first seen; weights[i] = how many call sites
+-- share task i's key. A task has .workload_key, .compute_dag (tostring: the DAG, one line
+-- per op as seed 003 prints it), .desc (the fused function names), .target, .flop, .dag
+-- (the tl_dag cdata), and tostring(task) prints its DAG.
+local ffi = require "ffi"
+local core = require "tunelua.core"
+local walk = require "tunelua.graph.walk"
+local group = require "tunelua.graph.group"
+local extract = require "tunelua.graph.extract"
+local strategy = require "tunelua.graph.strategy"
+
+local C = core.C
+
+local auto_scheduler = {}
+
+local ComputeDAG = {}
+ComputeDAG.__index = ComputeDAG
+ComputeDAG.__tostring = function(d) return ffi.string(C.tl_dag_text(d.handle)) end
+function ComputeDAG:workload_key() return ffi.string(C.tl_dag_key_text(self.handle)) end
+function ComputeDAG:flop() return C.tl_dag_flop_ansor(self.handle) end
+auto_scheduler.ComputeDAG = ComputeDAG
+
+local SearchTask = {}
+SearchTask.__index = SearchTask
+SearchTask.__tostring = function(t) return tostring(t.compute_dag) end
+auto_scheduler.SearchTask_mt = SearchTask
+
+--- extract_tasks(mod, params, target[, opts]) -> tasks, weights
+function auto_scheduler.extract_tasks(mod, params, target, opts)
+  opts = opts or {}
+  if target == nil then error("extract_tasks: a target is required (e.g. 'llvm')", 2) end
+  local tgt = strategy.parse_target(target, 2)
+  local m = extract.optimize(mod, { target = tgt.str, params = params or {} }, 2)
+  local main = walk.main(m, 2)
+  local tasks, weights, by_key = {}, {}, {}
+  for _, n in ipairs(walk.postorder(main.body)) do
+    if n.kind == "call" and (walk.is_function(n.op) or opts.include_unfused) then
+      local g = group.build(n, nil, 2)
+      if g.has_reduce or opts.include_simple_tasks then
+        local key = group.key_text(g)
+        local i = by_key[key]
+        if i then
+          weights[i] = weights[i] + 1
+          local d = tasks[i].desc
+          if not d[g.name] then d[g.name] = true; d[#d + 1] = g.name end
+        else
+          local dag = setmetatable({ handle = g.dag }, ComputeDAG)
+          local t = setmetatable({
+            workload_key = key, compute_dag = dag, dag = g.dag, target = tgt.str,
+            desc = { g.name, [g.name] = true }, flop = C.tl_dag_flop_ansor(g.dag), group = g,
+          }, SearchTask)
+          tasks[#tasks + 1] = t
+          weights[#weights + 1] = 1
+          by_key[key] = #tasks
+        end
+      end
+    end
+  end
+  return tasks, weights
+end
+
+return auto_scheduler

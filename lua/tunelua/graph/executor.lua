@@ -1,0 +1,585 @@
+--- tunelua.graph.executor: compile a relay program and run it (TVM's graph executor).
+--
+--   local executor = require "tunelua.graph.executor"
+--   local lib = executor.build(mod, {target = "llvm", params = params,
+--                                    history = "tuned.log"})   -- or a dispatch context
+--   local m = executor.GraphModule(lib)
+--   m:set_input("data", x)
+--   m:run()
+--   local y = m:get_output(0)
+--   m:benchmark({number = 10, repeats = 3})   -- "Mean inference time (std dev): X ms (Y ms)"
+--
+-- build: relay.optimize (when the relay passes exist; a hand-built graph of bare op calls
+-- runs one op per kernel), then for every fused group (tunelua.graph.group) its te DAG
+-- with topi ops, a schedule (a tuned AutoTVM config from `history` through the space
+-- stream's template compute/schedule, else TopHub's, else the default schedule
+-- tl_topi_default_schedule(s, "cpu")), lowering and a C module per distinct group (groups
+-- with one workload key share one kernel). Intermediates get offsets in one arena from
+-- tl_graph_plan (buffers reused across non-overlapping lifetimes); graph outputs, inputs
+-- and weights live in their own arrays. The run loop is C (tl_graph_exec_run): kernel
+-- function pointers and their DLTensor arguments, called in order.
+local ffi = require "ffi"
+local core = require "tunelua.core"
+local nd = require "tunelua.nd"
+local walk = require "tunelua.graph.walk"
+local group = require "tunelua.graph.group"
+local strategy = require "tunelua.graph.strategy"
+local extract = require "tunelua.graph.extract"
+
+local C, ctx, check = core.C, core.ctx, core.check
+
+local executor = {}
+
+local intarr = ffi.typeof("int[?]")
+local i64arr = ffi.typeof("int64_t[?]")
+local int1 = ffi.typeof("int[1]")
+local dblarr = ffi.typeof("double[?]")
+
+local ALIGN = 64
+
+local function has_c(name)
+  return pcall(function() return C[name] end)
+end
+
+local function dtype_code(name)
+  local out = int1()
+  check(C.tl_dtype_parse(ctx, name or "float32", out), 3)
+  return out[0]
+end
+
+local function numel(shape)
+  local n = 1
+  for _, d in ipairs(shape) do n = n * d end
+  return n
+end
+
+-- ---- history (tuned configs) ---------------------------------------------------------
+
+local function load_history(h, level)
+  if h == nil then return nil end
+  if type(h) == "string" then
+    local ok, autotvm = pcall(require, "tunelua.autotvm")
+    if not ok or not autotvm.apply_history_best then
+      error("executor.build: history '" .. h .. "' given but autotvm.apply_history_best is not available",
+            level + 1)
+    end
+    return autotvm.apply_history_best(h)
+  end
+  if type(h) == "table" and type(h.query) == "function" then return h end
+  error("executor.build: history must be a log path or a dispatch context with :query, got "
+        .. type(h), level + 1)
+end
+
+local function tophub_context(tgt)
+  local ok, tophub = pcall(require, "tunelua.autotvm.tophub")
+  if not ok or type(tophub) ~= "table" then return nil end
+  for _, f in ipairs({ "context", "load", "dispatch" }) do
+    if type(tophub[f]) == "function" then
+      local ok2, c = pcall(tophub[f], tgt.str)
+      if ok2 and type(c) == "table" and type(c.query) == "function" then return c end
+    end
+  end
+  return nil
+end
+
+local function config_index(cfg)
+  if type(cfg) == "number" then return cfg end
+  if type(cfg) == "table" then return cfg.index end
+  if type(cfg) == "cdata" then return tonumber(cfg) end
+  return nil
+end
+
+-- ---- schedules ------------------------------------------------------------------------
+
+local function new_sched(g)
+  local outs = intarr(#g.outputs)
+  for i, t in ipairs(g.outputs) do outs[i - 1] = t end
+  local p = ffi.new("tl_sched *[1]")
+  check(C.tl_sched_new(ctx, g.dag, outs, #g.outputs, p), 3)
+  return ffi.gc(p[0], C.tl_sched_free)
+end
+
+local has_default = nil
+local function default_schedule(s)
+  if has_default == nil then has_default = has_c("tl_topi_default_schedule") end
+  if not has_default then return false end
+  check(C.tl_topi_default_schedule(ctx, s, "cpu"), 3)
+  return true
+end
+
+-- a tensor id of g.dag -> the tensor id in the schedule's (possibly rewritten) DAG
+local function sched_tensor(s, dag, t)
+  local op = C.tl_dag_tensor_op(dag, t)
+  local name = C.tl_dag_op_name(dag, op)
+  local st = C.tl_sched_stage_find(s, name)
+  if st < 0 then return t end
+  return C.tl_sched_stage_tensor(s, st, C.tl_dag_tensor_index(dag, t))
+end
+
+-- ---- one group: DAG, schedule, lowered function ---------------------------------------
+
+-- Try the tuned path: template compute + template schedule with the config that one of
+-- the dispatch contexts (history, then TopHub) holds for the anchor op's workload.
+local function task_module()
+  local ok, m = pcall(require, "tunelua.autotvm.task")
+  if ok and type(m) == "table" and m.create then return m end
+  return nil
+end
+
+local function lookup_index(c, task, tgt, impl)
+  if type(c.query_task) == "function" then
+    local ok, idx = pcall(c.query_task, c, task)
+    if ok and type(idx) == "number" and idx >= 0 then return idx end
+    return nil
+  end
+  local wl = { impl.name }
+  for i, a in ipairs(impl.args) do wl[i + 1] = a end
+  local ok, cfg = pcall(c.query, c, tgt.str, wl)
+  return ok and config_index(cfg) or nil
+end
+
+local function tuned_group(call, tgt, ctxs)
+  if not (has_c("tl_atvm_template_compute") and has_c("tl_atvm_template_schedule")) then return nil end
+  local tm = task_module()
+  if not tm then return nil end
+  local anchor
+  if walk.is_function(call.op) then
+    walk.each_op_call(call.op.body, function(n) if not anchor and group.ANCHORS[n.op] then anchor = n end end)
+  elseif group.ANCHORS[call.op] then
+    anchor = call
+  end
+  if not anchor then return nil end
+  for _, impl in ipairs(strategy.templates(anchor, tgt)) do
+    local okt, task = pcall(tm.create, impl.name, impl.args, tgt.str)
+    if okt and type(task) == "table" and task.handle ~= nil then
+      for _, c in ipairs(ctxs) do
+        local index = lookup_index(c, task, tgt, impl)
+        if index then
+          local args_json = strategy.args_json(impl.args)
+          local okb, g = pcall(group.build, call, {
+            anchor_hook = function(dag, node, in_ids, _)
+              if node ~= anchor then return nil end
+              local n = #in_ids
+              local ids = intarr(n)
+              for i = 1, n do ids[i - 1] = in_ids[i] end
+              local outs, nout = intarr(16), int1()
+              local rc = C.tl_atvm_template_compute(ctx, impl.name, args_json, dag, ids, n, outs, 16, nout)
+              if rc ~= 0 then error(core.errmsg(), 0) end
+              local r = {}
+              for i = 0, nout[0] - 1 do r[#r + 1] = outs[i] end
+              return r
+            end })
+          if okb then
+            local oks, s = pcall(function()
+              local s = new_sched(g)
+              check(C.tl_atvm_template_schedule(ctx, task.handle, index, s))
+              return s
+            end)
+            if oks then return g, s, impl.name .. " config " .. tostring(index) end
+            io.stderr:write("executor: tuned schedule for " .. impl.name .. " failed (" .. tostring(s)
+                            .. "); using the default schedule\n")
+          else
+            io.stderr:write("executor: template compute " .. impl.name .. " failed (" .. tostring(g)
+                            .. "); using the default schedule\n")
+          end
+          C.tl_clearerr(ctx)
+          return nil
+        end
+      end
+    end
+  end
+  return nil
+end
+
+-- ---- build --------------------------------------------------------------------------------
+
+local Lib = {}
+Lib.__index = function(t, k)
+  if k == "default" then
+    -- TVM's lib["default"](dev): the graph module factory; here the lib itself
+    return function() return t end
+  end
+  return Lib[k]
+end
+executor.Lib = Lib
+
+local function external_slot(e, arr)
+  local s = int1()
+  check(C.tl_graph_exec_slot_array(ctx, e, arr, s), 3)
+  return s[0]
+end
+
+--- executor.build(mod, {target = "llvm", params = {...}, history = log or context,
+---   quiet = false, opt = true}) -> lib
+function executor.build(mod, opts)
+  opts = opts or {}
+  local tgt = strategy.parse_target(opts.target or "llvm", 2)
+  if tgt.kind ~= "llvm" and tgt.kind ~= "c" then
+    error("executor.build: only CPU targets ('llvm', 'c') run here, got '" .. tgt.str .. "'", 2)
+  end
+  local params = opts.params or {}
+  local t0 = C.tl_now()
+  local m = mod
+  if opts.opt ~= false then m = extract.optimize(mod, { target = tgt.str, params = params }, 2) end
+  local main = walk.main(m, 2)
+  local history = load_history(opts.history, 2)
+  local ctxs = {}
+  if history then ctxs[#ctxs + 1] = history end
+  if opts.tophub ~= false then
+    local th = tophub_context(tgt)
+    if th then ctxs[#ctxs + 1] = th end
+  end
+
+  -- 1. walk: values (lists of buffer descriptors), steps
+  local bufs = {}        -- {shape, dtype, kind = "input"|"param"|"const"|"inter"|"output", ...}
+  local val = {}
+  local steps = {}       -- {kernel, args = {buf...}, name}
+  local inputs = {}      -- name -> buf
+  local input_order = {}
+  local function new_buf(ty, kind)
+    local b = { shape = ty.shape, dtype = ty.dtype or "float32", kind = kind, id = #bufs + 1 }
+    bufs[#bufs + 1] = b
+    return b
+  end
+  for _, p in ipairs(main.params) do
+    local pv = params[p.name]
+    local ty = walk.ttype(p)
+    local b
+    if pv ~= nil then
+      b = new_buf(ty, "param")
+      b.value = pv
+    else
+      b = new_buf(ty, "input")
+      b.name = p.name
+      inputs[p.name] = b
+      input_order[#input_order + 1] = p.name
+    end
+    val[p] = { b }
+  end
+  local cache = {}       -- workload key -> compiled kernel record
+  local kernels = {}
+  local ntuned, ngroups = 0, 0
+  for _, n in ipairs(walk.postorder(main.body)) do
+    if n.kind == "const" then
+      local b = new_buf(walk.ttype(n), "const")
+      b.value = n.value
+      val[n] = { b }
+    elseif n.kind == "var" then
+      if not val[n] then error("executor.build: free variable '" .. tostring(n.name) .. "'", 2) end
+    elseif n.kind == "tuple" then
+      local l = {}
+      for _, f in ipairs(n.fields) do for _, b in ipairs(val[f]) do l[#l + 1] = b end end
+      val[n] = l
+    elseif n.kind == "tuple_get" then
+      val[n] = { val[n.tuple][n.index + 1] }
+    elseif n.kind == "call" then
+      local args = {}
+      for _, a in ipairs(n.args) do
+        for _, b in ipairs(val[a]) do args[#args + 1] = b end
+      end
+      local g, s, how
+      if #ctxs > 0 then g, s, how = tuned_group(n, tgt, ctxs) end
+      if not g then
+        g = group.build(n, nil, 2)
+        s = nil
+      end
+      local key = group.key_text(g) .. (how and (" " .. how) or "")
+      ngroups = ngroups + 1
+      if how then ntuned = ntuned + 1 end
+      local k = cache[key]
+      if not k and opts.plan_only then
+        k = { name = g.name, key = key }
+        cache[key] = k
+      elseif not k then
+        if not s then
+          s = new_sched(g)
+          local ok, err = pcall(default_schedule, s)
+          if not ok then
+            -- a default schedule that fails leaves the group unscheduled (correct, slow)
+            C.tl_clearerr(ctx)
+            io.stderr:write("executor: default schedule of " .. g.name .. " failed (" .. tostring(err)
+                            .. "); using the naive loops\n")
+            s = new_sched(g)
+          end
+        end
+        local targs = {}
+        for _, inp in ipairs(g.inputs) do
+          if inp.tensor >= 0 then targs[#targs + 1] = inp.tensor end
+        end
+        for _, c in ipairs(g.consts) do targs[#targs + 1] = c.tensor end
+        for _, o in ipairs(g.outputs) do targs[#targs + 1] = o end
+        local ids = intarr(#targs)
+        for i, t in ipairs(targs) do ids[i - 1] = sched_tensor(s, g.dag, t) end
+        local fname = string.format("tlg_%d", #kernels)
+        local lp = ffi.new("tl_lowered *[1]")
+        local rc = C.tl_lower(ctx, s, ids, #targs, fname, lp)
+        if rc ~= 0 then
+          local msg = core.errmsg()
+          C.tl_clearerr(ctx)
+          error("executor.build: lowering " .. g.name .. " failed: " .. msg, 2)
+        end
+        local low = ffi.gc(lp[0], C.tl_lowered_free)
+        k = { lowered = low, fname = fname, name = g.name, key = key, tuned = how, compile_s = 0 }
+        kernels[#kernels + 1] = k
+        cache[key] = k
+      end
+      -- arguments of the step: used inputs, consts, outputs
+      local sargs = {}
+      for i, inp in ipairs(g.inputs) do
+        if inp.tensor >= 0 then sargs[#sargs + 1] = args[i] end
+      end
+      for _, c in ipairs(g.consts) do
+        local b = new_buf(walk.ttype(c.node), "const")
+        b.value = c.value
+        sargs[#sargs + 1] = b
+      end
+      local outs = {}
+      for _, o in ipairs(g.outputs) do
+        local ty = { shape = group.shape(g.dag, o),
+                     dtype = ffi.string(C.tl_dtype_name(C.tl_dag_tensor_dtype(g.dag, o))) }
+        local b = new_buf(ty, "inter")
+        outs[#outs + 1] = b
+        sargs[#sargs + 1] = b
+      end
+      local si = #steps + 1
+      for _, b in ipairs(sargs) do
+        if b.kind == "inter" then
+          b.first = b.first or si
+          b.last = si
+        end
+      end
+      steps[si] = { kernel = k, args = sargs, name = g.name }
+      val[n] = outs
+    end
+  end
+  local outputs = val[main.body]
+  for _, b in ipairs(outputs) do
+    if b.kind == "inter" then b.kind = "output" end
+  end
+
+  -- 2. memory plan over the intermediates
+  local inter = {}
+  local sum = 0
+  for _, b in ipairs(bufs) do
+    if b.kind == "inter" then
+      b.nbytes = numel(b.shape) * C.tl_dtype_bytes(dtype_code(b.dtype))
+      sum = sum + b.nbytes
+      inter[#inter + 1] = b
+    end
+  end
+  local n = #inter
+  local sizes, first, last, offs = i64arr(n + 1), intarr(n + 1), intarr(n + 1), i64arr(n + 1)
+  for i, b in ipairs(inter) do
+    sizes[i - 1] = b.nbytes
+    first[i - 1] = b.first
+    last[i - 1] = b.last
+  end
+  local total = i64arr(1)
+  check(C.tl_graph_plan(ctx, n, sizes, first, last, ALIGN, offs, total), 2)
+  local arena = tonumber(total[0])
+  if opts.plan_only then
+    local largest = 0
+    for _, b in ipairs(inter) do if b.nbytes > largest then largest = b.nbytes end end
+    return { planned = arena, intermediates = sum, groups = ngroups, buffers = n, largest = largest }
+  end
+  local ep = ffi.new("tl_graph_exec *[1]")
+  check(C.tl_graph_exec_new(ctx, arena, ep), 2)
+  local e = ffi.gc(ep[0], C.tl_graph_exec_free)
+
+  -- 3. slots
+  local out_arrays = {}
+  for i, b in ipairs(inter) do
+    local sh = i64arr(#b.shape + 1)
+    for j, d in ipairs(b.shape) do sh[j - 1] = d end
+    local s = int1()
+    check(C.tl_graph_exec_slot_view(ctx, e, offs[i - 1], #b.shape, sh, dtype_code(b.dtype), s), 2)
+    b.slot = s[0]
+  end
+  for _, b in ipairs(bufs) do
+    if b.kind == "input" or b.kind == "output" then
+      b.array = nd.empty(b.shape, b.dtype)
+      b.slot = external_slot(e, b.array)
+    elseif b.kind == "param" or b.kind == "const" then
+      local v = b.value
+      if type(v) == "number" then v = nd.full(b.shape, v, b.dtype) end
+      if not nd.is_array(v) then
+        error("executor.build: value of a constant or param is not a tl.nd array", 2)
+      end
+      b.slot = external_slot(e, v)
+    end
+  end
+  -- compile: all kernels in a few batched compiler runs (default), or one module each
+  local glib
+  local compile_s = 0
+  if #kernels > 0 and opts.batch ~= false then
+    local fs = ffi.new("tl_lowered *[?]", #kernels)
+    for i, k in ipairs(kernels) do fs[i - 1] = k.lowered end
+    local parts = opts.jobs or math.max(1, math.min(C.tl_pool_size(C.tl_pool_global()), 4))
+    if #kernels < 4 then parts = 1 end
+    local lp = ffi.new("tl_graph_lib *[1]")
+    check(C.tl_graph_lib_build(ctx, fs, #kernels, parts, opts.cflags, opts.timeout or 0, lp), 2)
+    glib = ffi.gc(lp[0], C.tl_graph_lib_free)
+    compile_s = C.tl_graph_lib_compile_seconds(glib)
+    for _, k in ipairs(kernels) do
+      local kid = int1()
+      check(C.tl_graph_exec_add_kernel_lib(ctx, e, glib, k.fname, kid), 2)
+      k.id = kid[0]
+    end
+  else
+    for _, k in ipairs(kernels) do
+      local mp = ffi.new("tl_module *[1]")
+      check(C.tl_lowered_build(ctx, k.lowered, opts.cflags, mp), 2)
+      k.module = ffi.gc(mp[0], C.tl_module_free)
+      k.compile_s = C.tl_module_compile_seconds(k.module)
+      compile_s = compile_s + k.compile_s
+      local kid = int1()
+      check(C.tl_graph_exec_add_kernel(ctx, e, k.module, k.fname, kid), 2)
+      k.id = kid[0]
+    end
+  end
+  for _, k in ipairs(kernels) do k.lowered = nil end
+  for _, st in ipairs(steps) do
+    local ids = intarr(#st.args)
+    for i, b in ipairs(st.args) do ids[i - 1] = b.slot end
+    check(C.tl_graph_exec_add_step(ctx, e, st.kernel.id, ids, #st.args), 2)
+  end
+
+  local lib = setmetatable({
+    exec = e, glib = glib, compile_seconds = compile_s, kernels = kernels, steps = steps, inputs = inputs, input_order = input_order,
+    outputs = outputs, target = tgt.str, planned_bytes = arena, intermediate_bytes = sum,
+    num_groups = ngroups, num_tuned = ntuned, build_seconds = C.tl_now() - t0,
+  }, Lib)
+  if not opts.quiet then
+    io.stdout:flush()
+    print(string.format("%d of %d operators use untuned schedules", ngroups - ntuned, ngroups))
+  end
+  return lib
+end
+
+--- executor.plan_memory(mod, {target, params}) -> {planned, intermediates, groups, buffers,
+--- largest}: the memory plan build would make, without compiling anything.
+function executor.plan_memory(mod, opts)
+  local o = {}
+  for k, v in pairs(opts or {}) do o[k] = v end
+  o.plan_only, o.quiet, o.tophub = true, true, false
+  o.history = nil
+  return executor.build(mod, o)
+end
+
+--- Planned activation memory: planned arena bytes, sum of all intermediates' bytes.
+function Lib:memory()
+  return { planned = self.planned_bytes, intermediates = self.intermediate_bytes }
+end
+
+-- ---- GraphModule --------------------------------------------------------------------
+
+local GraphModule = {}
+GraphModule.__index = GraphModule
+executor.GraphModule_mt = GraphModule
+
+function executor.GraphModule(lib)
+  if getmetatable(lib) ~= Lib then error("GraphModule: expected a lib from executor.build", 2) end
+  local m = setmetatable({ lib = lib }, GraphModule)
+  -- m.module:time_evaluator("run", dev, {number, repeat, min_repeat_ms}) as in TVM
+  m.module = {
+    time_evaluator = function(_, fname, _, o)
+      if fname ~= "run" then error("time_evaluator: only \"run\" can be timed, got " .. tostring(fname), 2) end
+      o = o or {}
+      return function()
+        return m:benchmark({ number = o.number, repeats = o.repeats or o["repeat"],
+                             min_repeat_ms = o.min_repeat_ms, quiet = true })
+      end
+    end,
+  }
+  return m
+end
+
+local function input_buf(self, name, level)
+  local lib = self.lib
+  if type(name) == "number" then name = lib.input_order[name + 1] or name end
+  local b = lib.inputs[name]
+  if not b then
+    error(string.format("set_input: no input named '%s' (inputs: %s)", tostring(name),
+                        table.concat(lib.input_order, ", ")), level + 1)
+  end
+  return b
+end
+
+--- m:set_input(name, array) or m:set_input({name = array, ...})
+function GraphModule:set_input(name, value)
+  if type(name) == "table" and value == nil then
+    for k, v in pairs(name) do self:set_input(k, v) end
+    return
+  end
+  local b = input_buf(self, name, 2)
+  if not nd.is_array(value) then value = nd.array(value, b.dtype) end
+  check(C.tl_graph_exec_set(ctx, self.lib.exec, b.slot, value), 2)
+end
+
+function GraphModule:get_input(name)
+  local b = input_buf(self, name, 2)
+  return b.array
+end
+
+function GraphModule:run(inputs)
+  if inputs then self:set_input(inputs) end
+  check(C.tl_graph_exec_run(ctx, self.lib.exec), 2)
+end
+
+function GraphModule:get_num_outputs() return #self.lib.outputs end
+function GraphModule:get_num_inputs() return #self.lib.input_order end
+
+--- m:get_output(i): output i (0-based, as TVM) as a tl.nd array sharing the output buffer.
+function GraphModule:get_output(i)
+  i = i or 0
+  local b = self.lib.outputs[i + 1]
+  if not b then
+    error(string.format("get_output: index %s out of range (%d outputs)", tostring(i),
+                        #self.lib.outputs), 2)
+  end
+  local out = ffi.new("tl_array *[1]")
+  check(C.tl_graph_exec_slot_ref(ctx, self.lib.exec, b.slot, out), 2)
+  return nd.adopt(out[0])
+end
+
+--- m:benchmark({number = 1, repeats = 3, min_repeat_ms = 0, quiet = false})
+--- -> {mean = s, std = s, results = {s...}}; prints "Mean inference time (std dev): X ms (Y ms)".
+local BenchResult = {}
+BenchResult.__index = BenchResult
+BenchResult.__tostring = function(r)
+  return string.format("Mean inference time (std dev): %.2f ms (%.2f ms)", r.mean * 1e3, r.std * 1e3)
+end
+
+function GraphModule:benchmark(opts, opts2)
+  if opts2 ~= nil or (opts ~= nil and type(opts) ~= "table") or
+     (type(opts) == "table" and getmetatable(opts) ~= nil) then
+    opts = opts2        -- m:benchmark(dev, {...}) as in TVM
+  end
+  opts = opts or {}
+  local number = opts.number or 1
+  local repeats = opts.repeats or opts["repeat"] or 3
+  local secs = dblarr(repeats)
+  check(C.tl_graph_exec_time(ctx, self.lib.exec, number, repeats, opts.min_repeat_ms or 0, secs), 2)
+  local r, mean = {}, 0
+  for i = 0, repeats - 1 do r[i + 1] = secs[i]; mean = mean + secs[i] end
+  mean = mean / repeats
+  local var = 0
+  for _, x in ipairs(r) do var = var + (x - mean) ^ 2 end
+  local std = math.sqrt(var / repeats)
+  local res = setmetatable({ mean = mean, std = std, results = r }, BenchResult)
+  if not opts.quiet then print(tostring(res)) end
+  return res
+end
+
+--- Per-step mean seconds: list of {name, seconds}.
+function GraphModule:profile(number)
+  number = number or 1
+  local n = #self.lib.steps
+  local secs = dblarr(n + 1)
+  check(C.tl_graph_exec_profile(ctx, self.lib.exec, number, secs), 2)
+  local r = {}
+  for i, st in ipairs(self.lib.steps) do r[i] = { name = st.name, seconds = secs[i - 1] } end
+  return r
+end
+
+return executor

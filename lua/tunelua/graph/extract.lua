@@ -1,0 +1,132 @@
+--- tunelua.graph.extract: AutoTVM task extraction from a relay program.
+--
+--   local extract = require "tunelua.graph.extract"
+--   local tasks = extract.autotvm(mod, {target = "opencl -device=mali", params = params,
+--                                      ops = {"nn.conv2d"}})
+--   for i, t in ipairs(tasks) do print(i, t.name, t.args) end
+--
+-- The program is optimized as TVM's extraction does (relay.optimize with the target and
+-- params bound, so weights are constants), then every call of an op in `ops` is asked for
+-- the implementations the target's strategy offers (tunelua.graph.strategy); each one is a
+-- task (template name, serialized args), deduplicated on (name, args) and listed in the
+-- order first seen (post-order over the graph, arguments left to right). No weights.
+-- Tasks are `autotvm.task.create(name, args, target)` objects when that template is
+-- registered; otherwise plain {name, args, target} tables (printing like a task) so that
+-- targets whose templates are not implemented yet still list the right tasks.
+local strategy = require "tunelua.graph.strategy"
+local walk = require "tunelua.graph.walk"
+
+local extract = {}
+
+local PlainTask = {}
+PlainTask.__index = PlainTask
+PlainTask.__tostring = function(t)
+  return string.format("Task(func_name=%s, args=%s, kwargs={}, workload=%s)", t.name,
+                       strategy.args_str(t.args), t:workload_str())
+end
+function PlainTask:workload()
+  local w = { self.name }
+  for i = 1, #self.args do w[i + 1] = self.args[i] end
+  return w
+end
+function PlainTask:workload_str()
+  local parts = { "'" .. self.name .. "'" }
+  for i = 1, #self.args do parts[i + 1] = strategy.args_repr(self.args[i]) end
+  return "(" .. table.concat(parts, ", ") .. ")"
+end
+function PlainTask:args_json() return strategy.args_json(self.args) end
+extract.PlainTask = PlainTask
+
+--- Optimize a module the way the compilers do, when the relay stream's passes exist;
+--- returns the module to walk (the input itself when relay is not available).
+function extract.optimize(mod, opts, level)
+  local ok, relay = pcall(require, "tunelua.relay")
+  if not ok or type(relay) ~= "table" or not relay.optimize then return mod end
+  local has_opt = pcall(require, "tunelua.relay.pass.optimize")
+  if has_opt then
+    local r = relay.optimize(mod, opts)
+    if r == nil then return mod end
+    return r
+  end
+  -- the relay stream's optimize driver is not there yet: its passes in TVM's order
+  local m = mod
+  if opts.params and next(opts.params) ~= nil and relay.bind_params then
+    m = relay.bind_params(m, opts.params)
+  end
+  for _, name in ipairs({ "SimplifyInference", "FoldConstant", "FoldScaleAxis", "SimplifyExpr",
+                          "CanonicalizeOps", "FoldConstant", "FuseOps" }) do
+    local okp = pcall(require, "tunelua.relay.pass." .. name)
+    if okp then m = relay.transform[name]()(m) end
+  end
+  return m
+end
+
+local function task_module()
+  local ok, m = pcall(require, "tunelua.autotvm.task")
+  if ok and type(m) == "table" and m.create then return m end
+  return nil
+end
+
+--- Make a task: the space stream's task when its template exists, else a PlainTask.
+function extract.make_task(name, args, target)
+  local tm = task_module()
+  if tm then
+    local ok, t = pcall(tm.create, name, args, target)
+    if ok and t then return t end
+  end
+  return setmetatable({ name = name, args = args, target = target }, PlainTask)
+end
+
+local function as_set(ops, level)
+  if ops == nil then ops = strategy.tunable_ops() end
+  if type(ops) == "string" then ops = { ops } end
+  if type(ops) ~= "table" then
+    error("extract: ops must be a list of op names such as {\"nn.conv2d\"}, got " .. type(ops),
+          level + 1)
+  end
+  local s = {}
+  for _, o in ipairs(ops) do s[o] = true end
+  return s
+end
+
+--- The (name, args) candidates in order, before dedup and task creation.
+function extract.candidates(mod, opts, level)
+  level = (level or 1) + 1
+  opts = opts or {}
+  if opts.target == nil then error("extract: opts.target is required (e.g. 'llvm')", level) end
+  local tgt = strategy.parse_target(opts.target, level)
+  local ops = as_set(opts.ops, level)
+  -- AutoTVM's extraction lowers with AlterOpLayout disabled (specs/networks.md §7)
+  local m = extract.optimize(mod, { target = tgt.str, params = opts.params,
+                                    disabled = { AlterOpLayout = true } }, level)
+  local main = walk.main(m, level)
+  local list, seen = {}, {}
+  walk.each_op_call(main.body, function(node)
+    if not ops[node.op] then return end
+    for _, impl in ipairs(strategy.templates(node, tgt)) do
+      local key = impl.name .. " " .. strategy.args_json(impl.args)
+      if not seen[key] then
+        seen[key] = true
+        list[#list + 1] = impl
+      end
+    end
+  end)
+  return list, tgt
+end
+
+--- AutoTVM tasks of a program: extract.autotvm(mod, {target, params, ops}) -> list.
+--- Also TVM's positional form: extract.autotvm(mod, params, target[, ops]).
+function extract.autotvm(mod, opts, target, ops)
+  if target ~= nil then
+    if type(ops) == "table" and ops.ops then ops = ops.ops end
+    opts = { params = opts, target = target, ops = ops }
+  end
+  local list, tgt = extract.candidates(mod, opts, 2)
+  local tasks = {}
+  for i, c in ipairs(list) do tasks[i] = extract.make_task(c.name, c.args, tgt.str) end
+  return tasks
+end
+
+extract.extract_from_program = extract.autotvm
+
+return extract

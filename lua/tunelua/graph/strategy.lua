@@ -1,0 +1,241 @@
+--- tunelua.graph.strategy: which AutoTVM templates implement a graph op on a target.
+--
+--   local strategy = require "tunelua.graph.strategy"
+--   local tgt = strategy.parse_target("opencl -device=mali")   -- {kind = "opencl", device = "mali", family = "mali"}
+--   for _, impl in ipairs(strategy.templates(call_node, tgt)) do
+--     print(impl.name, strategy.args_repr(impl.args))
+--   end
+--
+-- A call node follows Contract A (relay): `.op` (e.g. "nn.conv2d"), `.args` (nodes with
+-- `.type = {shape, dtype}`), `.attrs` (TVM attribute names). The result lists every
+-- tunable implementation the target's strategy offers, in the order the strategy adds
+-- them (TVM's AutoTVM extraction records all of them), each {name = template name,
+-- args = Lua list as the log serializes it (formats §1.2)}:
+--
+--   x86 ("llvm ...", "c"):  nn.conv2d NCHW groups 1 -> conv2d_NCHWc.x86
+--                           nn.conv2d NCHW depthwise -> depthwise_conv2d_NCHWc.x86
+--                             args (data, kernel, strides, padding[4], dilation, layout,
+--                                   out_layout, out_dtype)
+--                           nn.dense -> dense_nopack.x86, dense_pack.x86
+--                             args (data, weight, None, out_dtype)
+--   mali ("opencl -device=mali"): nn.conv2d NCHW groups 1 -> conv2d_nchw_spatial_pack.mali,
+--                             + conv2d_nchw_winograd.mali for 3x3, stride 1, dilation 1;
+--                             depthwise -> depthwise_conv2d_nchw.mali
+--                             args (data, kernel, strides, padding[4], dilation, out_dtype)
+--                           nn.dense -> dense.mali (data, weight, None, out_dtype)
+--   generic opencl and other targets: no templates.
+-- NHWC convolutions have no AutoTVM template on these targets (TVM warns and uses a
+-- plain compute), so they give none.
+local strategy = {}
+
+--- The serialization of Python's None inside args (JSON null): the record module's
+--- null (tunelua.autotvm.record.null) when that exists, so tasks and logs agree.
+do
+  local ok, record = pcall(require, "tunelua.autotvm.record")
+  if ok and type(record) == "table" and record.null ~= nil then
+    strategy.null = record.null
+  else
+    strategy.null = setmetatable({}, { __tostring = function() return "null" end })
+  end
+end
+
+local null = strategy.null
+
+--- Parse a target string: {str, kind, device, family ("x86"|"mali"|"opencl"|kind), opts}.
+function strategy.parse_target(target, level)
+  if type(target) == "table" then
+    if target.family then return target end
+    target = target.str or target.string
+  end
+  if type(target) ~= "string" or target == "" then
+    error("strategy: target must be a target string such as 'llvm' or 'opencl -device=mali', got "
+          .. tostring(target), (level or 1) + 1)
+  end
+  local words = {}
+  for w in target:gmatch("%S+") do words[#words + 1] = w end
+  local kind = words[1]
+  local opts = {}
+  for i = 2, #words do
+    local k, v = words[i]:match("^%-%-?([%w_]+)=(.*)$")
+    if k then opts[k] = v else
+      k = words[i]:match("^%-%-?([%w_]+)$")
+      if k then opts[k] = true end
+    end
+  end
+  local family
+  if kind == "llvm" or kind == "c" then
+    family = (opts.device == "arm_cpu") and "arm_cpu" or "x86"
+  elseif kind == "opencl" then
+    family = (opts.device == "mali") and "mali" or "opencl"
+  else
+    family = kind
+  end
+  return { str = target, kind = kind, device = opts.device, family = family, opts = opts }
+end
+
+local function copy_list(t)
+  local r = {}
+  for i = 1, #t do r[i] = t[i] end
+  return r
+end
+
+local function tensor_arg(ty)
+  return { "TENSOR", copy_list(ty.shape), ty.dtype or "float32" }
+end
+
+local function pair(v, dflt)
+  if v == nil then return { dflt, dflt } end
+  if type(v) == "number" then return { v, v } end
+  if #v == 1 then return { v[1], v[1] } end
+  return { v[1], v[2] }
+end
+
+--- Padding as TVM normalizes it: 4 values (top, left, bottom, right).
+function strategy.pad4(p)
+  if p == nil then return { 0, 0, 0, 0 } end
+  if type(p) == "number" then return { p, p, p, p } end
+  if #p == 1 then return { p[1], p[1], p[1], p[1] } end
+  if #p == 2 then return { p[1], p[2], p[1], p[2] } end
+  return { p[1], p[2], p[3], p[4] }
+end
+
+local function out_dtype(attrs, ty)
+  local od = attrs and attrs.out_dtype
+  if od == nil or od == "" then return ty.dtype or "float32" end
+  return od
+end
+
+-- conv2d facts: layouts, groups, kernel size, depthwise or not.
+local function conv_info(node)
+  local a = node.attrs or {}
+  local dty, kty = node.args[1].type, node.args[2].type
+  local layout = a.data_layout or "NCHW"
+  local klayout = a.kernel_layout or (layout == "NHWC" and "HWIO" or "OIHW")
+  local groups = a.groups or 1
+  local cin
+  if layout == "NCHW" then cin = dty.shape[2] else cin = dty.shape[4] end
+  local kh, kw
+  local ks = klayout
+  kh = kty.shape[ks:find("H", 1, true)]
+  kw = kty.shape[ks:find("W", 1, true)]
+  local depthwise = groups > 1 and groups == cin
+  return {
+    layout = layout, klayout = klayout, groups = groups, depthwise = depthwise,
+    strides = pair(a.strides, 1), dilation = pair(a.dilation, 1), padding = strategy.pad4(a.padding),
+    kh = kh, kw = kw, data = dty, kernel = kty, out_dtype = out_dtype(a, dty),
+  }
+end
+
+local function conv_templates(node, tgt)
+  local ci = conv_info(node)
+  local res = {}
+  if ci.layout ~= "NCHW" or ci.klayout ~= "OIHW" then return res end
+  if ci.groups > 1 and not ci.depthwise then return res end
+  local d, k = tensor_arg(ci.data), tensor_arg(ci.kernel)
+  if tgt.family == "x86" then
+    local name = ci.depthwise and "depthwise_conv2d_NCHWc.x86" or "conv2d_NCHWc.x86"
+    res[1] = { name = name, args = { d, k, ci.strides, ci.padding, ci.dilation, "NCHW", "NCHW",
+                                     ci.out_dtype } }
+  elseif tgt.family == "mali" then
+    local base = { d, k, ci.strides, ci.padding, ci.dilation, ci.out_dtype }
+    if ci.depthwise then
+      res[1] = { name = "depthwise_conv2d_nchw.mali", args = base }
+    else
+      res[1] = { name = "conv2d_nchw_spatial_pack.mali", args = base }
+      if ci.kh == 3 and ci.kw == 3 and ci.strides[1] == 1 and ci.strides[2] == 1
+          and ci.dilation[1] == 1 and ci.dilation[2] == 1 then
+        local wargs = { tensor_arg(ci.data), tensor_arg(ci.kernel), copy_list(ci.strides),
+                        copy_list(ci.padding), copy_list(ci.dilation), ci.out_dtype }
+        res[2] = { name = "conv2d_nchw_winograd.mali", args = wargs }
+      end
+    end
+  end
+  return res
+end
+
+local function dense_templates(node, tgt)
+  local dty, wty = node.args[1].type, node.args[2].type
+  local od = out_dtype(node.attrs, dty)
+  local function args() return { tensor_arg(dty), tensor_arg(wty), null, od } end
+  if tgt.family == "x86" then
+    return { { name = "dense_nopack.x86", args = args() }, { name = "dense_pack.x86", args = args() } }
+  elseif tgt.family == "mali" then
+    return { { name = "dense.mali", args = args() } }
+  end
+  return {}
+end
+
+local by_op = {
+  ["nn.conv2d"] = conv_templates,
+  ["nn.dense"] = dense_templates,
+}
+
+--- The AutoTVM implementations (templates) of a call node on target: list of {name, args}.
+function strategy.templates(node, target)
+  local tgt = strategy.parse_target(target, 2)
+  local f = by_op[node.op]
+  if not f then return {} end
+  return f(node, tgt)
+end
+
+--- The ops that have AutoTVM templates somewhere.
+function strategy.tunable_ops()
+  local r = {}
+  for k in pairs(by_op) do r[#r + 1] = k end
+  table.sort(r)
+  return r
+end
+
+-- ---- serialization ------------------------------------------------------------------
+
+local function is_list(t)
+  local n = 0
+  for _ in pairs(t) do n = n + 1 end
+  return n == #t
+end
+
+local function num(v)
+  if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return string.format("%d", v) end
+  return string.format("%.17g", v)
+end
+
+--- args as JSON text (the log's args array).
+function strategy.args_json(v)
+  if v == null or v == nil then return "null" end
+  local tv = type(v)
+  if tv == "number" then return num(v) end
+  if tv == "boolean" then return tostring(v) end
+  if tv == "string" then return '"' .. v:gsub('[%c"\\]', function(c)
+    return string.format("\\u%04x", c:byte()) end) .. '"' end
+  if tv == "table" then
+    local parts = {}
+    for i = 1, #v do parts[i] = strategy.args_json(v[i]) end
+    return "[" .. table.concat(parts, ", ") .. "]"
+  end
+  error("strategy: cannot serialize a " .. tv, 2)
+end
+
+--- A value as TVM prints it inside args (Python tuples, no blanks):
+--- ('TENSOR',(1,64,56,56),'float32'), (1,1), None, 'float32'
+function strategy.args_repr(v)
+  if v == null or v == nil then return "None" end
+  local tv = type(v)
+  if tv == "number" then return num(v) end
+  if tv == "boolean" then return v and "True" or "False" end
+  if tv == "string" then return "'" .. v .. "'" end
+  local parts = {}
+  for i = 1, #v do parts[i] = strategy.args_repr(v[i]) end
+  if #v == 1 then return "(" .. parts[1] .. ",)" end
+  return "(" .. table.concat(parts, ",") .. ")"
+end
+
+--- The printing TVM uses for a task's args list: elements separated by ", " at the
+--- top level, "," inside.
+function strategy.args_str(args)
+  local parts = {}
+  for i = 1, #args do parts[i] = strategy.args_repr(args[i]) end
+  return "(" .. table.concat(parts, ", ") .. ")"
+end
+
+strategy.is_list = is_list
+return strategy

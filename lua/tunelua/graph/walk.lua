@@ -1,0 +1,86 @@
+--- tunelua.graph.walk: traversal helpers over Contract A (relay) expressions.
+--
+-- Works on relay's nodes and on plain tables of the same shape (kind = "var", "const",
+-- "call", "tuple", "tuple_get"; a call's `.op` is an op name or a function table with
+-- `.params` and `.body`; a module has `.main`).
+local walk = {}
+
+--- The main function of a module (mod.main, mod["main"], or mod itself when it is one).
+function walk.main(mod, level)
+  if type(mod) ~= "table" then
+    error("expected a relay module, got " .. type(mod), (level or 1) + 1)
+  end
+  local f = mod.main
+  if f == nil and rawget(mod, "body") then f = mod end
+  if type(f) ~= "table" or f.body == nil then
+    error("expected a relay module with a main function (mod.main)", (level or 1) + 1)
+  end
+  return f
+end
+
+function walk.is_function(x)
+  return type(x) == "table" and x.body ~= nil and x.params ~= nil
+end
+
+--- Is this call a fused group (a call of a Primitive function)?
+function walk.is_fused_call(node)
+  return node.kind == "call" and walk.is_function(node.op)
+end
+
+local function kids(node)
+  local k = node.kind
+  if k == "call" then return node.args
+  elseif k == "tuple" then return node.fields
+  elseif k == "tuple_get" then return { node.tuple }
+  end
+  return {}
+end
+walk.kids = kids
+
+--- Post-order list of the nodes reachable from expr (each once, arguments left to right).
+function walk.postorder(expr)
+  local order, seen = {}, {}
+  -- iterative DFS (networks are deep: recursion would overflow on long chains)
+  local stack = { { expr, 0 } }
+  seen[expr] = true
+  while #stack > 0 do
+    local top = stack[#stack]
+    local node, i = top[1], top[2]
+    local ks = kids(node)
+    if i < #ks then
+      top[2] = i + 1
+      local c = ks[i + 1]
+      if not seen[c] then
+        seen[c] = true
+        stack[#stack + 1] = { c, 0 }
+      end
+    else
+      stack[#stack] = nil
+      order[#order + 1] = node
+    end
+  end
+  return order
+end
+
+--- Every op call in evaluation order, descending into fused functions: calls f(node)
+--- for calls whose op is a string.
+function walk.each_op_call(expr, f)
+  for _, n in ipairs(walk.postorder(expr)) do
+    if n.kind == "call" then
+      if walk.is_function(n.op) then
+        walk.each_op_call(n.op.body, f)
+      else
+        f(n)
+      end
+    end
+  end
+end
+
+--- Shape and dtype of a node ({shape, dtype}); a tuple type's first field for tuples.
+function walk.ttype(node)
+  local t = node.type or node.checked_type
+  if t and t.fields then t = t.fields[1] end
+  return t
+end
+
+return walk
