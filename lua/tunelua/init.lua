@@ -20,6 +20,7 @@ local submodules = {
   relay = "tunelua.relay",
   autotvm = "tunelua.autotvm",
   auto_scheduler = "tunelua.auto_scheduler",
+  graph_executor = "tunelua.graph.executor",
   rpc = "tunelua.rpc",
   repl = "tunelua.repl",
   cli = "tunelua.cli",
