@@ -153,7 +153,7 @@ function flow.tune_and_evaluate(o, tuning_opt)
   module:set_input("data", data)
 
   print("Evaluate inference time cost...")
-  print(module:benchmark({ number = 1, repeats = o["repeat"] }))
+  module:benchmark({ number = 1, repeats = o["repeat"] })   -- prints the mean and std dev
 end
 
 --- The scripts' entry point.

@@ -543,7 +543,7 @@ function GraphModule:get_output(i)
 end
 
 --- m:benchmark({number = 1, repeats = 3, min_repeat_ms = 0, quiet = false})
---- -> {mean = s, std = s, results = {s...}}; prints "Mean inference time (std dev): X ms (Y ms)".
+--- -> {mean = s, median = s, std = s, results = {s...}}; prints "Mean inference time (std dev): X ms (Y ms)".
 local BenchResult = {}
 BenchResult.__index = BenchResult
 BenchResult.__tostring = function(r)
@@ -566,7 +566,12 @@ function GraphModule:benchmark(opts, opts2)
   local var = 0
   for _, x in ipairs(r) do var = var + (x - mean) ^ 2 end
   local std = math.sqrt(var / repeats)
-  local res = setmetatable({ mean = mean, std = std, results = r }, BenchResult)
+  local sorted = {}
+  for i, x in ipairs(r) do sorted[i] = x end
+  table.sort(sorted)
+  local median = repeats % 2 == 1 and sorted[(repeats + 1) / 2]
+                 or (sorted[repeats / 2] + sorted[repeats / 2 + 1]) / 2
+  local res = setmetatable({ mean = mean, median = median, std = std, results = r }, BenchResult)
   if not opts.quiet then print(tostring(res)) end
   return res
 end
