@@ -434,6 +434,13 @@ int tl_topi_pattern(const char *op_name);
 /* "elemwise", "broadcast", "injective", "comm_reduce", "out_elemwise_fusable",
 ** "tuple", "opaque" ("?" otherwise). */
 const char *tl_topi_pattern_name(int pattern);
+/* Default schedule steps for every stage of s (a schedule over a DAG of one
+** or more operators, e.g. a fused conv2d + bias_add + relu group): target_kind
+** "cpu" (also "c", "llvm") inlines injective producers, computes a reduction
+** at its same-shape injective consumer, fuses and parallelizes the outer
+** spatial loops and vectorizes the innermost one (core/topi/schedule.c);
+** "opencl" is TL_E_ARG (not yet). The result always lowers. */
+int tl_topi_default_schedule(tl_ctx *ctx, tl_sched *s, const char *target_kind);
 
 /* ---- graph: ONNX ------------------------------------------------------ */
 /* ONNX models (ModelProto) and ONNX test-data files (serialized TensorProto,

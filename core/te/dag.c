@@ -15,7 +15,10 @@
 **                     max(then, else); cast = its operand; a call (exp, ...,
 **                     and if_then_else, a call in TVM) = sum of its args;
 **                     constants, vars and loads 0; anything else (shifts,
-**                     bit ops) fails.
+**                     bit ops) fails. A "FLOP" number in the attrs of a
+**                     topi operator's op (attrs with a "pattern") replaces
+**                     its count: the Winograd stages declare the direct
+**                     convolution's count (0 in the transform stages).
 **   tl_dag_flop_ansor the auto-scheduler's FlopEstimator: every compute op
 **                     once; a binary op costs 1 only when an operand has the
 **                     type code of the op's output dtype (so index math is
@@ -519,10 +522,11 @@ static double count(const tl_ir *ir, tl_ref e, flop_st *st) {
 /* FLOPs of one op (0 for placeholders). */
 static double op_flop(const tl_dag *dag, const tl_te_op *op, flop_st *st) {
   if (op->kind != TL_OP_COMPUTE) return 0;
-  if (st->ansor && op->attrs_json) {
+  if (op->attrs_json && strstr(op->attrs_json, "\"FLOP\"")) {
     json_t *j = json_loads(op->attrs_json, 0, NULL);
     json_t *f = j ? json_object_get(j, "FLOP") : NULL;
-    if (f && json_is_number(f)) {
+    /* AutoTVM: only a topi operator's count (one with a "pattern") */
+    if (f && json_is_number(f) && (st->ansor || json_object_get(j, "pattern"))) {
       double v = json_number_value(f);
       json_decref(j);
       return v;

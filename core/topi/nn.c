@@ -9,8 +9,9 @@
 **                     (group_conv2d_* when groups > 1).
 **   depthwise_conv2d  NCHW data x [C, M, KH, KW] or NHWC x [KH, KW, C, M];
 **                     channel multiplier M gives C*M output channels.
-**   conv2d_transpose  NCHW data x [C, O/groups, KH, KW] (the ONNX/TVM
-**                     layout), output_padding; a "dilate+pad" stage then a
+**   conv2d_transpose  NCHW data x [C, O/groups, KH, KW] (IOHW, the ONNX/TVM
+**                     layout), or NHWC data x [KH, KW, O/groups, C] (HWOI;
+**                     kernel_layout "IOHW" also works), output_padding; a "dilate+pad" stage then a
 **                     direct convolution with the flipped kernel.
 **   dense             data [B, K] x weight [U, K] (+ bias [U]: a separate
 **                     broadcast stage).
@@ -75,24 +76,26 @@ static int conv_parse(tl_topi_call *c, conv_attrs *a, int transpose) {
   const char *dflt = strstr(c->op, "nhwc") ? "NHWC" : "NCHW";
   if ((rc = tl_topi_get_str(c, "layout", dflt, &a->layout))) return rc;
   if ((rc = tl_topi_get_str(c, "data_layout", a->layout, &a->layout))) return rc;
-  if (strcmp(a->layout, "NCHW") != 0 && (transpose || strcmp(a->layout, "NHWC") != 0))
-    return tl_err(c->ctx, TL_E_UNSUPPORTED, "%s: layout '%s' is not supported (%s)", c->op,
-                  a->layout, transpose ? "NCHW" : "NCHW or NHWC");
+  (void)transpose;
+  if (strcmp(a->layout, "NCHW") != 0 && strcmp(a->layout, "NHWC") != 0)
+    return tl_err(c->ctx, TL_E_UNSUPPORTED, "%s: layout '%s' is not supported (NCHW or NHWC)", c->op,
+                  a->layout);
+  char ib[400];
   if (a->stride[0] <= 0 || a->stride[1] <= 0)
-    return tl_err(c->ctx, TL_E_ARG, "%s: stride must be positive, got (%lld, %lld)", c->op,
-                  (long long)a->stride[0], (long long)a->stride[1]);
+    return tl_err(c->ctx, TL_E_ARG, "%s: strides must be positive, got (%lld, %lld) %s", c->op,
+                  (long long)a->stride[0], (long long)a->stride[1], tl_topi_inputs_str(c, ib));
   if (a->dil[0] <= 0 || a->dil[1] <= 0)
-    return tl_err(c->ctx, TL_E_ARG, "%s: dilation must be positive, got (%lld, %lld)", c->op,
-                  (long long)a->dil[0], (long long)a->dil[1]);
+    return tl_err(c->ctx, TL_E_ARG, "%s: dilation must be positive, got (%lld, %lld) %s", c->op,
+                  (long long)a->dil[0], (long long)a->dil[1], tl_topi_inputs_str(c, ib));
   for (int i = 0; i < 4; i++)
     if (a->pad[i] < 0)
       return tl_err(c->ctx, TL_E_ARG,
-                    "%s: padding must be non-negative, got (%lld, %lld, %lld, %lld)", c->op,
+                    "%s: padding must be non-negative, got (%lld, %lld, %lld, %lld) %s", c->op,
                     (long long)a->pad[0], (long long)a->pad[1], (long long)a->pad[2],
-                    (long long)a->pad[3]);
+                    (long long)a->pad[3], tl_topi_inputs_str(c, ib));
   if (a->groups <= 0)
-    return tl_err(c->ctx, TL_E_ARG, "%s: groups must be positive, got %lld", c->op,
-                  (long long)a->groups);
+    return tl_err(c->ctx, TL_E_ARG, "%s: groups must be positive, got %lld %s", c->op,
+                  (long long)a->groups, tl_topi_inputs_str(c, ib));
   return TL_OK;
 }
 
@@ -121,11 +124,14 @@ static int conv_out_hw(tl_topi_call *c, const conv_attrs *a, int64_t H, int64_t 
                        int64_t KW, int64_t *OH, int64_t *OW) {
   int64_t KHd = (KH - 1) * a->dil[0] + 1, KWd = (KW - 1) * a->dil[1] + 1;
   int64_t HP = H + a->pad[0] + a->pad[2], WP = W + a->pad[1] + a->pad[3];
+  char ib[400];
   if (KHd > HP || KWd > WP)
     return tl_err(c->ctx, TL_E_SHAPE,
-                  "%s: kernel %lldx%lld (dilated %lldx%lld) is larger than the padded input %lldx%lld",
+                  "%s: kernel %lldx%lld (dilated %lldx%lld) is larger than the padded input %lldx%lld "
+                  "(padding (%lld, %lld, %lld, %lld)) %s",
                   c->op, (long long)KH, (long long)KW, (long long)KHd, (long long)KWd,
-                  (long long)HP, (long long)WP);
+                  (long long)HP, (long long)WP, (long long)a->pad[0], (long long)a->pad[1],
+                  (long long)a->pad[2], (long long)a->pad[3], tl_topi_inputs_str(c, ib));
   *OH = (HP - KHd) / a->stride[0] + 1;
   *OW = (WP - KWd) / a->stride[1] + 1;
   return TL_OK;
@@ -139,6 +145,7 @@ static tl_ref idx_win(tl_dag *dag, tl_ref y, int64_t s, tl_ref r, int64_t d) {
 /* ---- conv2d ------------------------------------------------------------- */
 
 int tl_topi_conv2d(tl_topi_call *c) {
+  char ib[400];
   int rc;
   if ((rc = tl_topi_nin(c, 2, 2))) return rc;
   int data = c->in[0], kernel = c->in[1];
@@ -153,15 +160,15 @@ int tl_topi_conv2d(tl_topi_call *c) {
   int64_t KH = nhwc ? ks[0] : ks[2], KW = nhwc ? ks[1] : ks[3];
   int64_t g = a.groups;
   if (C % g != 0)
-    return tl_err(c->ctx, TL_E_ARG, "%s: groups=%lld does not divide %lld input channels", c->op,
-                  (long long)g, (long long)C);
+    return tl_err(c->ctx, TL_E_ARG, "%s: groups=%lld does not divide %lld input channels %s", c->op,
+                  (long long)g, (long long)C, tl_topi_inputs_str(c, ib));
   if (O % g != 0)
-    return tl_err(c->ctx, TL_E_ARG, "%s: groups=%lld does not divide %lld output channels", c->op,
-                  (long long)g, (long long)O);
+    return tl_err(c->ctx, TL_E_ARG, "%s: groups=%lld does not divide %lld output channels %s", c->op,
+                  (long long)g, (long long)O, tl_topi_inputs_str(c, ib));
   if (C / g != CG)
     return tl_err(c->ctx, TL_E_SHAPE,
-                  "%s: channel mismatch: data has %lld channels (groups=%lld) but kernel expects %lld",
-                  c->op, (long long)C, (long long)g, (long long)(CG * g));
+                  "%s: channel mismatch: data has %lld channels (groups=%lld) but kernel expects %lld %s",
+                  c->op, (long long)C, (long long)g, (long long)(CG * g), tl_topi_inputs_str(c, ib));
   int64_t OH = 0, OW = 0;
   if ((rc = conv_out_hw(c, &a, H, W, KH, KW, &OH, &OW))) return rc;
 
@@ -222,6 +229,7 @@ int tl_topi_conv2d(tl_topi_call *c) {
 /* ---- depthwise conv2d ------------------------------------------------------ */
 
 int tl_topi_depthwise_conv2d(tl_topi_call *c) {
+  char ib[400];
   int rc;
   if ((rc = tl_topi_nin(c, 2, 2))) return rc;
   int data = c->in[0], kernel = c->in[1];
@@ -236,8 +244,8 @@ int tl_topi_depthwise_conv2d(tl_topi_call *c) {
   int64_t KH = nhwc ? ks[0] : ks[2], KW = nhwc ? ks[1] : ks[3];
   if (KC != C)
     return tl_err(c->ctx, TL_E_SHAPE,
-                  "%s: channel mismatch: data has %lld channels but kernel expects %lld", c->op,
-                  (long long)C, (long long)KC);
+                  "%s: channel mismatch: data has %lld channels but kernel expects %lld %s", c->op,
+                  (long long)C, (long long)KC, tl_topi_inputs_str(c, ib));
   a.groups = C;
   int64_t OH = 0, OW = 0;
   if ((rc = conv_out_hw(c, &a, H, W, KH, KW, &OH, &OW))) return rc;
@@ -291,12 +299,15 @@ int tl_topi_depthwise_conv2d(tl_topi_call *c) {
   return tl_topi_push_out(c, out);
 }
 
-/* ---- conv2d_transpose (NCHW) --------------------------------------------------
+/* ---- conv2d_transpose (NCHW, NHWC) ----------------------------------------------
 ** out[n, o, y, x] = sum_{c, ry, rx} P[n, c, y + ry*dh, x + rx*dw] * w[c, o', KH-1-ry, KW-1-rx]
 ** where P is the input dilated by the stride and padded by (KHd - 1 - pt)
-** on top (the offset may be negative when the padding exceeds the kernel). */
+** on top (the offset may be negative when the padding exceeds the kernel).
+** NHWC data takes an HWOI kernel [KH, KW, O/groups, C] by default, or IOHW
+** with kernel_layout = "IOHW" (NCHW data: IOHW only). */
 
 int tl_topi_conv2d_transpose(tl_topi_call *c) {
+  char ib[400];
   int rc;
   if ((rc = tl_topi_nin(c, 2, 2))) return rc;
   int data = c->in[0], kernel = c->in[1];
@@ -304,16 +315,27 @@ int tl_topi_conv2d_transpose(tl_topi_call *c) {
   if ((rc = conv_parse(c, &a, 1))) return rc;
   if ((rc = check_4d(c, data, "data")) || (rc = check_4d(c, kernel, "kernel"))) return rc;
   if ((rc = conv_dtypes(c, data, kernel, &a))) return rc;
+  int nhwc = strcmp(a.layout, "NHWC") == 0;
+  const char *kl;
+  if ((rc = tl_topi_get_str(c, "kernel_layout", nhwc ? "HWOI" : "IOHW", &kl))) return rc;
+  int hwoi = strcmp(kl, "HWOI") == 0;
+  if (!hwoi && strcmp(kl, "IOHW") != 0)
+    return tl_err(c->ctx, TL_E_UNSUPPORTED, "%s: kernel_layout '%s' is not supported (IOHW or HWOI)",
+                  c->op, kl);
+  if (hwoi && !nhwc)
+    return tl_err(c->ctx, TL_E_UNSUPPORTED,
+                  "%s: kernel_layout 'HWOI' needs data_layout NHWC, got %s", c->op, a.layout);
   const int64_t *ds = tl_topi_shape(c->dag, data), *ks = tl_topi_shape(c->dag, kernel);
-  int64_t N = ds[0], C = ds[1], H = ds[2], W = ds[3];
-  int64_t KC = ks[0], OG = ks[1], KH = ks[2], KW = ks[3], g = a.groups;
+  int64_t N = ds[0], C = nhwc ? ds[3] : ds[1], H = nhwc ? ds[1] : ds[2], W = nhwc ? ds[2] : ds[3];
+  int64_t KC = hwoi ? ks[3] : ks[0], OG = hwoi ? ks[2] : ks[1];
+  int64_t KH = hwoi ? ks[0] : ks[2], KW = hwoi ? ks[1] : ks[3], g = a.groups;
   if (C % g != 0)
-    return tl_err(c->ctx, TL_E_ARG, "%s: groups=%lld does not divide %lld input channels", c->op,
-                  (long long)g, (long long)C);
+    return tl_err(c->ctx, TL_E_ARG, "%s: groups=%lld does not divide %lld input channels %s", c->op,
+                  (long long)g, (long long)C, tl_topi_inputs_str(c, ib));
   if (KC != C)
     return tl_err(c->ctx, TL_E_SHAPE,
-                  "%s: channel mismatch: data has %lld channels but kernel expects %lld", c->op,
-                  (long long)C, (long long)KC);
+                  "%s: channel mismatch: data has %lld channels but kernel expects %lld %s", c->op,
+                  (long long)C, (long long)KC, tl_topi_inputs_str(c, ib));
   for (int i = 0; i < 2; i++)
     if (a.out_pad[i] < 0 || (a.out_pad[i] >= a.stride[i] && a.out_pad[i] >= a.dil[i]))
       return tl_err(c->ctx, TL_E_ARG,
@@ -331,12 +353,14 @@ int tl_topi_conv2d_transpose(tl_topi_call *c) {
                   (long long)KH, (long long)KW);
   tl_dag *dag = c->dag;
   tl_ir *ir = dag->ir;
+  int hd = nhwc ? 1 : 2, wd = nhwc ? 2 : 3, cd = nhwc ? 3 : 1;
   /* the dilated, padded input */
   int64_t offh = KHd - 1 - a.pad[0], offw = KWd - 1 - a.pad[1];
-  int64_t pshape[4] = {N, C, OH + KHd - 1, OW + KWd - 1};
+  int64_t pshape[4];
+  pshape[0] = N, pshape[cd] = C, pshape[hd] = OH + KHd - 1, pshape[wd] = OW + KWd - 1;
   tl_ref pax[4];
   tl_te_axis_vars(dag, 4, NULL, pax);
-  tl_ref hh = tl_sub(ir, pax[2], tl_int(ir, offh)), ww = tl_sub(ir, pax[3], tl_int(ir, offw));
+  tl_ref hh = tl_sub(ir, pax[hd], tl_int(ir, offh)), ww = tl_sub(ir, pax[wd], tl_int(ir, offw));
   tl_ref cond = tl_topi_cmp(dag, TL_IR_GE, hh, tl_int(ir, 0));
   cond = tl_and(ir, cond, tl_topi_cmp(dag, TL_IR_GE, ww, tl_int(ir, 0)));
   cond = tl_and(ir, cond, tl_lt(ir, hh, tl_int(ir, (H - 1) * a.stride[0] + 1)));
@@ -345,9 +369,10 @@ int tl_topi_conv2d_transpose(tl_topi_call *c) {
     cond = tl_and(ir, cond, tl_binary(ir, TL_IR_EQ, tl_floormod(ir, hh, tl_int(ir, a.stride[0])), tl_int(ir, 0)));
   if (a.stride[1] > 1)
     cond = tl_and(ir, cond, tl_binary(ir, TL_IR_EQ, tl_floormod(ir, ww, tl_int(ir, a.stride[1])), tl_int(ir, 0)));
-  tl_ref didx[4] = {pax[0], pax[1],
-                    a.stride[0] > 1 ? tl_floordiv(ir, hh, tl_int(ir, a.stride[0])) : hh,
-                    a.stride[1] > 1 ? tl_floordiv(ir, ww, tl_int(ir, a.stride[1])) : ww};
+  tl_ref didx[4];
+  didx[0] = pax[0], didx[cd] = pax[cd];
+  didx[hd] = a.stride[0] > 1 ? tl_floordiv(ir, hh, tl_int(ir, a.stride[0])) : hh;
+  didx[wd] = a.stride[1] > 1 ? tl_floordiv(ir, ww, tl_int(ir, a.stride[1])) : ww;
   tl_type dt = tl_topi_dtype(dag, data);
   tl_ref pbody = tl_if_then_else(ir, cond, tl_te_load(dag, data, didx, 4), tl_topi_const(dag, dt, 0));
   int pad;
@@ -355,31 +380,40 @@ int tl_topi_conv2d_transpose(tl_topi_call *c) {
                          TL_RED_NONE, NULL, 0, 0, NULL, &pad)))
     return rc;
   static const char *const names[4] = {"b", "c", "h", "w"};
+  static const char *const nhwc_names[4] = {"b", "h", "w", "c"};
   tl_ref ax[4];
-  tl_te_axis_vars(dag, 4, names, ax);
+  tl_te_axis_vars(dag, 4, nhwc ? nhwc_names : names, ax);
   int64_t CG = C / g;
   tl_ref dc = tl_te_reduce_axis(dag, "dc", CG), dh = tl_te_reduce_axis(dag, "dh", KH),
          dw = tl_te_reduce_axis(dag, "dw", KW);
-  tl_ref ci = dc, ko = ax[1];
+  tl_ref ci = dc, ko = ax[cd];
   if (g > 1) {
-    ci = tl_add(ir, tl_mul(ir, tl_floordiv(ir, ax[1], tl_int(ir, OG)), tl_int(ir, CG)), dc);
-    ko = tl_floormod(ir, ax[1], tl_int(ir, OG));
+    ci = tl_add(ir, tl_mul(ir, tl_floordiv(ir, ax[cd], tl_int(ir, OG)), tl_int(ir, CG)), dc);
+    ko = tl_floormod(ir, ax[cd], tl_int(ir, OG));
   }
-  tl_ref pi[4] = {ax[0], ci, idx_win(dag, ax[2], 1, dh, a.dil[0]), idx_win(dag, ax[3], 1, dw, a.dil[1])};
-  tl_ref ki[4] = {ci, ko, tl_sub(ir, tl_int(ir, KH - 1), dh), tl_sub(ir, tl_int(ir, KW - 1), dw)};
+  tl_ref pi[4], ki[4];
+  pi[0] = ax[0], pi[cd] = ci;
+  pi[hd] = idx_win(dag, ax[hd], 1, dh, a.dil[0]);
+  pi[wd] = idx_win(dag, ax[wd], 1, dw, a.dil[1]);
+  tl_ref fy = tl_sub(ir, tl_int(ir, KH - 1), dh), fx = tl_sub(ir, tl_int(ir, KW - 1), dw);
+  if (hwoi) ki[0] = fy, ki[1] = fx, ki[2] = ko, ki[3] = ci;
+  else ki[0] = ci, ki[1] = ko, ki[2] = fy, ki[3] = fx;
   tl_ref lhs = tl_te_load(dag, pad, pi, 4), rhs = tl_te_load(dag, kernel, ki, 4);
   if (!tl_type_eq(dt, a.out_dtype)) {
     lhs = tl_cast(ir, a.out_dtype, lhs);
     rhs = tl_cast(ir, a.out_dtype, rhs);
   }
-  int64_t oshape[4] = {N, OG * g, OH, OW};
+  int64_t oshape[4];
+  oshape[0] = N, oshape[cd] = OG * g, oshape[hd] = OH, oshape[wd] = OW;
   int64_t ksz[2] = {KH, KW};
   json_t *aj = conv_attrs_json(&a, ksz);
   json_object_set_new(aj, "output_padding", ints_json(a.out_pad, 2));
+  json_object_set_new(aj, "kernel_layout", json_string(kl));
   tl_ref rv[3] = {dc, dh, dw};
   int out;
-  rc = tl_topi_emit(c, "conv2d_transpose_nchw", "conv2d_transpose_nchw", "out_elemwise_fusable",
-                    4, oshape, ax, tl_mul(ir, lhs, rhs), TL_RED_SUM, rv, 3, 0, aj, &out);
+  const char *tag = nhwc ? "conv2d_transpose_nhwc" : "conv2d_transpose_nchw";
+  rc = tl_topi_emit(c, tag, tag, "out_elemwise_fusable", 4, oshape, ax, tl_mul(ir, lhs, rhs),
+                    TL_RED_SUM, rv, 3, 0, aj, &out);
   json_decref(aj);
   if (rc) return rc;
   return tl_topi_push_out(c, out);

@@ -76,16 +76,21 @@ int tl_topi_pool2d(tl_topi_call *c) {
   else if (np == 2) p[0] = p[2] = pin[0], p[1] = p[3] = pin[1];
   else if (np == 4) memcpy(p, pin, sizeof p);
   else return tl_err(c->ctx, TL_E_ARG, "%s: padding must have 1, 2 or 4 values, got %d", c->op, np);
+  char ib[400];
   if (k[0] <= 0 || k[1] <= 0)
-    return tl_err(c->ctx, TL_E_ARG, "%s: kernel must be positive, got (%lld, %lld)", c->op, (long long)k[0], (long long)k[1]);
+    return tl_err(c->ctx, TL_E_ARG, "%s: kernel must be positive, got (%lld, %lld) %s", c->op,
+                  (long long)k[0], (long long)k[1], tl_topi_inputs_str(c, ib));
   if (s[0] <= 0 || s[1] <= 0)
-    return tl_err(c->ctx, TL_E_ARG, "%s: stride must be positive, got (%lld, %lld)", c->op, (long long)s[0], (long long)s[1]);
+    return tl_err(c->ctx, TL_E_ARG, "%s: strides must be positive, got (%lld, %lld) %s", c->op,
+                  (long long)s[0], (long long)s[1], tl_topi_inputs_str(c, ib));
   if (d[0] <= 0 || d[1] <= 0)
-    return tl_err(c->ctx, TL_E_ARG, "%s: dilation must be positive, got (%lld, %lld)", c->op, (long long)d[0], (long long)d[1]);
+    return tl_err(c->ctx, TL_E_ARG, "%s: dilation must be positive, got (%lld, %lld) %s", c->op,
+                  (long long)d[0], (long long)d[1], tl_topi_inputs_str(c, ib));
   for (int i = 0; i < 4; i++)
     if (p[i] < 0)
-      return tl_err(c->ctx, TL_E_ARG, "%s: padding must be non-negative, got (%lld, %lld, %lld, %lld)", c->op,
-                    (long long)p[0], (long long)p[1], (long long)p[2], (long long)p[3]);
+      return tl_err(c->ctx, TL_E_ARG, "%s: padding must be non-negative, got (%lld, %lld, %lld, %lld) %s", c->op,
+                    (long long)p[0], (long long)p[1], (long long)p[2], (long long)p[3],
+                    tl_topi_inputs_str(c, ib));
   tl_dag *dag = c->dag;
   tl_ir *ir = dag->ir;
   const int64_t *ds = tl_topi_shape(dag, data);
@@ -96,9 +101,11 @@ int tl_topi_pool2d(tl_topi_call *c) {
     int64_t span = in[i] + p[i] + p[i + 2] - kd[i];
     if (span < 0)
       return tl_err(c->ctx, TL_E_SHAPE,
-                    "%s: kernel %lldx%lld (dilated %lldx%lld) is larger than the padded input %lldx%lld",
+                    "%s: kernel %lldx%lld (dilated %lldx%lld) is larger than the padded input %lldx%lld "
+                    "(padding (%lld, %lld, %lld, %lld)) %s",
                     c->op, (long long)k[0], (long long)k[1], (long long)kd[0], (long long)kd[1],
-                    (long long)(H + p[0] + p[2]), (long long)(W + p[1] + p[3]));
+                    (long long)(H + p[0] + p[2]), (long long)(W + p[1] + p[3]), (long long)p[0],
+                    (long long)p[1], (long long)p[2], (long long)p[3], tl_topi_inputs_str(c, ib));
     o[i] = (ceil_mode ? (span + s[i] - 1) / s[i] : span / s[i]) + 1;
     if (ceil_mode && (o[i] - 1) * s[i] >= in[i] + p[i]) o[i]--;
   }

@@ -31,16 +31,37 @@ static const topi_entry registry[] = {
   {"depthwise_conv2d_nhwc", tl_topi_depthwise_conv2d, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"conv2d_transpose", tl_topi_conv2d_transpose, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"conv2d_transpose_nchw", tl_topi_conv2d_transpose, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"conv2d_transpose_nhwc", tl_topi_conv2d_transpose, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"conv2d_winograd", tl_topi_conv2d_winograd, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"conv2d_winograd_nchw", tl_topi_conv2d_winograd, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"winograd_weight_transform", tl_topi_winograd_weight_transform, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"conv1d", tl_topi_conv_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"conv1d_ncw", tl_topi_conv_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"conv1d_nwc", tl_topi_conv_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"conv3d", tl_topi_conv_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"conv3d_ncdhw", tl_topi_conv_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"conv3d_ndhwc", tl_topi_conv_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"conv1d_transpose", tl_topi_conv_transpose_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"conv1d_transpose_ncw", tl_topi_conv_transpose_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"conv3d_transpose", tl_topi_conv_transpose_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"conv3d_transpose_ncdhw", tl_topi_conv_transpose_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"dense", tl_topi_dense, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"batch_matmul", tl_topi_batch_matmul, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"matmul", tl_topi_matmul, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"pool2d", tl_topi_pool2d, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"max_pool2d", tl_topi_pool2d, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"avg_pool2d", tl_topi_pool2d, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"pool1d", tl_topi_pool_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"max_pool1d", tl_topi_pool_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"avg_pool1d", tl_topi_pool_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"pool3d", tl_topi_pool_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"max_pool3d", tl_topi_pool_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"avg_pool3d", tl_topi_pool_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"global_pool", tl_topi_global_pool, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"global_pool1d", tl_topi_global_pool_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"global_pool3d", tl_topi_global_pool_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"global_avg_pool3d", tl_topi_global_pool_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"global_max_pool3d", tl_topi_global_pool_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"global_avg_pool2d", tl_topi_global_pool, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"global_max_pool2d", tl_topi_global_pool, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"adaptive_pool", tl_topi_adaptive_pool, TL_PAT_OUT_ELEMWISE_FUSABLE},
@@ -162,6 +183,19 @@ const char *tl_topi_shape_str(const tl_dag *dag, int t, char *buf) {
   return buf;
 }
 
+const char *tl_topi_inputs_str(tl_topi_call *c, char *buf) {
+  char b1[160], b2[160];
+  if (c->nin <= 0) {
+    buf[0] = 0;
+  } else if (c->nin == 1) {
+    snprintf(buf, 400, "for data %s", tl_topi_shape_str(c->dag, c->in[0], b1));
+  } else {
+    snprintf(buf, 400, "for data %s and kernel %s", tl_topi_shape_str(c->dag, c->in[0], b1),
+             tl_topi_shape_str(c->dag, c->in[1], b2));
+  }
+  return buf;
+}
+
 int tl_topi_nin(tl_topi_call *c, int min, int max) {
   if (c->nin < min || c->nin > max) {
     if (min == max)
@@ -214,6 +248,11 @@ int tl_topi_get_ints(tl_topi_call *c, const char *key, int n, const int64_t *dfl
   if (json_is_integer(v) && n > 0) {
     for (int i = 0; i < n; i++) out[i] = json_integer_value(v);
     if (count) *count = n;
+    return TL_OK;
+  }
+  if (json_is_integer(v) && n < 0) {   /* any length: one value */
+    out[0] = json_integer_value(v);
+    if (count) *count = 1;
     return TL_OK;
   }
   if (!json_is_array(v))

@@ -15,8 +15,8 @@
 ** core/tunelua.h) with their attributes as a JSON object; the table in
 ** core/topi/topi.c maps names to the implementations below. Invalid
 ** attributes are refused with TL_E_ARG / TL_E_SHAPE and a message naming the
-** operator, the attribute and the shapes ("conv2d: stride must be positive,
-** got (0, 1)").
+** operator, the attribute and the shapes ("conv2d: strides must be positive,
+** got (0, 1) for data (1, 3, 5, 5) and kernel (2, 3, 7, 7)").
 **
 ** FLOPs: ops count the direct algorithm through tl_dag_flop's rules; the
 ** Winograd convolution records "FLOP" (the direct convolution's count) in
@@ -24,7 +24,9 @@
 ** auto-scheduler's estimator (tl_dag_flop_ansor) honours.
 **
 ** Files: topi.c (registry, attribute parsing, shared helpers), nn.c
-** (convolutions, dense, matmul), pool.c, elemwise.c, transform.c, winograd.c.
+** (convolutions, dense, matmul), nnnd.c (conv and pool over 1 or 3 spatial
+** dims), pool.c, elemwise.c, transform.c, winograd.c, schedule.c (default
+** schedules per target class).
 */
 #ifndef TL_TOPI_H
 #define TL_TOPI_H
@@ -58,9 +60,14 @@ tl_type tl_topi_dtype(const tl_dag *dag, int t);
 /* "(1, 3, 224, 224)" into buf (>= 160 bytes). */
 const char *tl_topi_shape_str(const tl_dag *dag, int t, char *buf);
 
+/* "for data (1, 3, 5, 5) and kernel (8, 3, 3, 3)" (one input: data only)
+** into buf (>= 400 bytes): the shapes an attribute error names. */
+const char *tl_topi_inputs_str(tl_topi_call *c, char *buf);
+
 /* Attribute getters: the default when absent; an error naming the op and
 ** the attribute when the type is wrong. get_ints accepts a number (repeated
-** n times) or a list of exactly n numbers; n < 0: any length, *count set. */
+** n times) or a list of exactly n numbers; n < 0: any length (a number is a
+** list of one), *count set. */
 int tl_topi_get_int(tl_topi_call *c, const char *key, int64_t dflt, int64_t *out);
 int tl_topi_get_float(tl_topi_call *c, const char *key, double dflt, double *out);
 int tl_topi_get_str(tl_topi_call *c, const char *key, const char *dflt, const char **out);
@@ -107,6 +114,11 @@ int tl_topi_matmul(tl_topi_call *c);
 int tl_topi_pool2d(tl_topi_call *c);
 int tl_topi_global_pool(tl_topi_call *c);
 int tl_topi_adaptive_pool(tl_topi_call *c);
+/* nnnd.c (1-D and 3-D windows) */
+int tl_topi_conv_nd(tl_topi_call *c);
+int tl_topi_pool_nd(tl_topi_call *c);
+int tl_topi_global_pool_nd(tl_topi_call *c);
+int tl_topi_conv_transpose_nd(tl_topi_call *c);
 /* elemwise.c */
 int tl_topi_unary(tl_topi_call *c);
 int tl_topi_binary(tl_topi_call *c);

@@ -24,7 +24,8 @@
 ** (conv2d_winograd). The constant matrices enter the bodies as select
 ** chains over their indices, as TVM's const_matrix. FLOPs: the output op
 ** records "FLOP" = 2*N*K*OH*OW*C*9 (the direct convolution's count) in its
-** attrs and the other stages "FLOP": 0, for tl_dag_flop_ansor.
+** attrs and the other stages (the pad stage included) "FLOP": 0, which
+** tl_dag_flop and tl_dag_flop_ansor honour.
 */
 #include "topi.h"
 
@@ -110,6 +111,21 @@ static json_t *flop_attrs(int64_t m, double flop) {
   json_object_set_new(aj, "tile_size", json_integer(m));
   json_object_set_new(aj, "FLOP", json_real(flop));
   return aj;
+}
+
+/* "FLOP": 0 added to the attrs of the op of tensor t (the pad stage: the
+** direct count on the output op covers the whole convolution). */
+static int zero_flop(tl_topi_call *c, int t) {
+  int op = c->dag->tensors.v[t].op;
+  const char *txt = c->dag->ops.v[op].attrs_json;
+  json_t *j = txt ? json_loads(txt, 0, NULL) : NULL;
+  if (!j) j = json_object();
+  json_object_set_new(j, "FLOP", json_real(0));
+  char *out = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+  json_decref(j);
+  int rc = tl_te_set_attrs(c->ctx, c->dag, op, out);
+  free(out);
+  return rc;
 }
 
 /* U[eps, nu, co, ci] = sum_{kh, kw} k[co, ci, kh, kw] * G[eps][kh] * G[nu][kw] */
@@ -231,6 +247,7 @@ int tl_topi_conv2d_winograd(tl_topi_call *c) {
   int64_t pshape[4] = {N, C, TL_MAX(nH * m + 2, H + p[0]), TL_MAX(nW * m + 2, W + p[1])};
   int pad;
   if ((rc = tl_topi_pad_stage(c, data, before, pshape, 0, "data_pad", &pad))) return rc;
+  if (pad != data && (rc = zero_flop(c, pad))) return rc;
   json_t *aj0 = flop_attrs(m, 0);
   /* input tiles d[ci, p, eps, nu] */
   int tile;

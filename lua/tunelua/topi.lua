@@ -14,7 +14,8 @@
 -- "out_elemwise_fusable", "opaque"). topi.op(name, inputs, attrs) is the
 -- generic entry (attrs: a Lua table encoded as a JSON object). Errors are
 -- raised at the caller's level with libtunelua's message, e.g.
--- "conv2d: stride must be positive, got (0, 1)".
+-- "conv2d: strides must be positive, got (0, 1) for data (1, 3, 5, 5) and
+-- kernel (2, 3, 7, 7)".
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local te = require "tunelua.te"
@@ -135,8 +136,23 @@ nn.group_conv2d_nchw = conv("conv2d", "NCHW")
 nn.depthwise_conv2d = conv("depthwise_conv2d")
 nn.depthwise_conv2d_nchw = conv("depthwise_conv2d", "NCHW")
 nn.depthwise_conv2d_nhwc = conv("depthwise_conv2d", "NHWC")
+--- nn.conv3d(data, kernel, {strides, padding (1, 3 or 6 values), dilation, groups,
+--  layout = "NCDHW" | "NDHWC", out_dtype}); kernel OIDHW or DHWIO. nn.conv1d likewise.
+nn.conv3d = conv("conv3d")
+nn.conv3d_ncdhw = conv("conv3d", "NCDHW")
+nn.conv3d_ndhwc = conv("conv3d", "NDHWC")
+nn.conv1d = conv("conv1d")
+nn.conv1d_ncw = conv("conv1d", "NCW")
+nn.conv1d_nwc = conv("conv1d", "NWC")
+--- nn.conv1d_transpose / conv3d_transpose (data, kernel [C, O/groups, K...], {strides, padding,
+--  dilation, groups, output_padding}): NCW / NCDHW
+nn.conv1d_transpose = conv("conv1d_transpose")
+nn.conv3d_transpose = conv("conv3d_transpose")
+nn.conv3d_transpose_ncdhw = conv("conv3d_transpose", "NCDHW")
 nn.conv2d_transpose = conv("conv2d_transpose")
 nn.conv2d_transpose_nchw = conv("conv2d_transpose", "NCHW")
+--- NHWC data x HWOI kernel [KH, KW, O/groups, C] (kernel_layout = "IOHW" also works)
+nn.conv2d_transpose_nhwc = conv("conv2d_transpose", "NHWC")
 --- nn.conv2d_winograd(data, kernel, {tile_size = 4, padding = ..., pre_transformed = false})
 nn.conv2d_winograd = conv("conv2d_winograd")
 nn.conv2d_winograd_nchw = conv("conv2d_winograd")
@@ -179,11 +195,30 @@ function nn.avg_pool2d(data, opts)
   local r = one("pool2d", { data }, a)
   return r
 end
---- nn.global_pool(data, "avg"|"max"[, layout])
+--- nn.pool3d / max_pool3d / avg_pool3d (data, {kernel = {kd, kh, kw}, strides, padding,
+--  dilation, ceil_mode, count_include_pad, layout = "NCDHW" | "NDHWC"}); pool1d likewise.
+for _, d in ipairs { "1d", "3d" } do
+  nn["pool" .. d] = function(data, opts)
+    local r = one("pool" .. d, { data }, copy(opts))
+    return r
+  end
+  for _, pt in ipairs { "max", "avg" } do
+    nn[pt .. "_pool" .. d] = function(data, opts)
+      local a = copy(opts); a.pool_type = pt
+      local r = one("pool" .. d, { data }, a)
+      return r
+    end
+  end
+end
+--- nn.global_pool(data, "avg"|"max"[, layout]): 3-D, 4-D or 5-D data (1, 2 or 3 spatial dims)
 function nn.global_pool(data, pool_type, layout)
-  local r = one("global_pool", { data }, { pool_type = pool_type, layout = layout })
+  local rank = te.is_tensor(data) and #data.shape or 4
+  local name = rank == 5 and "global_pool3d" or rank == 3 and "global_pool1d" or "global_pool"
+  local r = one(name, { data }, { pool_type = pool_type, layout = layout })
   return r
 end
+function nn.global_avg_pool3d(data, layout) local r = one("global_pool3d", { data }, { pool_type = "avg", layout = layout }); return r end
+function nn.global_max_pool3d(data, layout) local r = one("global_pool3d", { data }, { pool_type = "max", layout = layout }); return r end
 --- nn.adaptive_pool(data, {oh, ow}, "avg"|"max"[, layout])
 function nn.adaptive_pool(data, output_size, pool_type, layout)
   if type(output_size) == "number" then output_size = { output_size, output_size } end
@@ -285,5 +320,47 @@ function topi.layout_transform(x, src_layout, dst_layout)
 end
 topi.nn.layout_transform = topi.layout_transform
 topi.flatten, topi.pad = nn.flatten, nn.pad
+
+-- ---- default schedules ----------------------------------------------------------------
+
+-- The target class of a target string: "cpu" for "c", "llvm ...", "cpu";
+-- "opencl" for "opencl ..."; nil otherwise.
+local function target_kind(target)
+  local head = target:match("^%s*(%S+)") or ""
+  if head == "c" or head == "llvm" or head == "cpu" then return "cpu" end
+  if head == "opencl" then return "opencl" end
+  return nil
+end
+
+--- topi.default_schedule(outputs[, target = "c"]) -> tunelua.schedule Schedule
+-- outputs: a tensor or a list of tensors (all in te.dag); the schedule covers
+-- the DAG that computes them, with the default steps of the target class
+-- (core/topi/schedule.c): injective producers inlined, a reduction computed
+-- at its same-shape consumer, outer loops fused and parallel, the innermost
+-- vectorized. "opencl" is not supported yet.
+function topi.default_schedule(outputs, target)
+  local schedule = require "tunelua.schedule"
+  target = target or "c"
+  if type(target) ~= "string" then
+    error("default_schedule: target must be a string like \"llvm\" or \"c\", got " .. type(target), 2)
+  end
+  local kind = target_kind(target)
+  if not kind then
+    error(string.format("default_schedule: unknown target '%s' (expected \"c\", \"llvm ...\" or \"opencl ...\")",
+                        target), 2)
+  end
+  if te.is_tensor(outputs) then outputs = { outputs } end
+  if type(outputs) ~= "table" or #outputs == 0 then
+    error("default_schedule: expected a tensor or a list of tensors", 2)
+  end
+  for i, t in ipairs(outputs) do
+    if not te.is_tensor(t) then
+      error(string.format("default_schedule: output %d is not a tensor", i), 2)
+    end
+  end
+  local s = schedule.create(outputs)
+  check(C.tl_topi_default_schedule(ctx, s.handle, kind), 2)
+  return s
+end
 
 return topi

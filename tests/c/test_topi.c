@@ -89,13 +89,16 @@ TL_TEST(topi_conv2d_errors) {
   int x = ph(ctx, dag, "x", 4, xs, TL_FLOAT32), k7 = ph(ctx, dag, "k7", 4, w7, TL_FLOAT32);
   int k4 = ph(ctx, dag, "k4", 4, w4, TL_FLOAT32), x4 = ph(ctx, dag, "x4", 4, x4s, TL_FLOAT32);
   int a[2] = {x, k7}, b[2] = {x, k4}, c[2] = {x4, k4};
-  expect_err(ctx, dag, "conv2d", a, 2, "{\"strides\":[0,1]}", "conv2d: stride must be positive, got (0, 1)");
-  expect_err(ctx, dag, "conv2d", a, 2, "{}", "conv2d: kernel 7x7 (dilated 7x7) is larger than the padded input 5x5");
+  expect_err(ctx, dag, "conv2d", a, 2, "{\"strides\":[0,1]}", "conv2d: strides must be positive, got (0, 1) for data (1, 3, 5, 5) and kernel (2, 3, 7, 7)");
+  expect_err(ctx, dag, "conv2d", a, 2, "{}", "conv2d: kernel 7x7 (dilated 7x7) is larger than the padded input 5x5 (padding (0, 0, 0, 0)) "
+             "for data (1, 3, 5, 5) and kernel (2, 3, 7, 7)");
   expect_err(ctx, dag, "conv2d", a, 2, "{\"dilation\":[2,2],\"padding\":[1,1,1,1]}",
-             "conv2d: kernel 7x7 (dilated 13x13) is larger than the padded input 7x7");
+             "conv2d: kernel 7x7 (dilated 13x13) is larger than the padded input 7x7 (padding (1, 1, 1, 1)) "
+             "for data (1, 3, 5, 5) and kernel (2, 3, 7, 7)");
   expect_err(ctx, dag, "conv2d", b, 2, "{}",
-             "conv2d: channel mismatch: data has 3 channels (groups=1) but kernel expects 4");
-  expect_err(ctx, dag, "conv2d", c, 2, "{\"groups\":3}", "conv2d: groups=3 does not divide 4 input channels");
+             "conv2d: channel mismatch: data has 3 channels (groups=1) but kernel expects 4 "
+             "for data (1, 3, 5, 5) and kernel (2, 4, 3, 3)");
+  expect_err(ctx, dag, "conv2d", c, 2, "{\"groups\":3}", "conv2d: groups=3 does not divide 4 input channels for data (1, 4, 5, 5) and kernel (2, 4, 3, 3)");
   expect_err(ctx, dag, "conv2d", a, 2, "{\"padding\":[1,2,3]}", "conv2d: padding must have 1, 2 or 4 values, got 3");
   expect_err(ctx, dag, "conv2d", a, 2, "{\"layout\":\"NCWH\"}",
              "conv2d: layout 'NCWH' is not supported (NCHW or NHWC)");
@@ -105,9 +108,10 @@ TL_TEST(topi_conv2d_errors) {
   expect_err(ctx, dag, "conv2d", a, 2, "[1]", "conv2d: attributes must be a JSON object");
   expect_err(ctx, dag, "no_such_op", a, 2, NULL, "topi: unknown operator 'no_such_op'");
   expect_err(ctx, dag, "max_pool2d", &x, 1, "{\"kernel\":[2,2],\"strides\":[1,0]}",
-             "max_pool2d: stride must be positive, got (1, 0)");
+             "max_pool2d: strides must be positive, got (1, 0) for data (1, 3, 5, 5)");
   expect_err(ctx, dag, "max_pool2d", &x, 1, "{\"kernel\":[7,7]}",
-             "max_pool2d: kernel 7x7 (dilated 7x7) is larger than the padded input 5x5");
+             "max_pool2d: kernel 7x7 (dilated 7x7) is larger than the padded input 5x5 (padding (0, 0, 0, 0)) "
+             "for data (1, 3, 5, 5)");
   int d[2] = {x, x};
   int64_t ys[2] = {4, 6};
   int y = ph(ctx, dag, "y", 2, ys, TL_FLOAT32);
@@ -223,6 +227,79 @@ TL_TEST(topi_winograd_flop) {
   /* stages: data_pad, kernel_pack, input_tile, data_pack, bgemm, inverse, output */
   CHECK_EQ_INT(tl_dag_num_ops(sub), 9);
   tl_dag_free(sub);
+  tl_dag_free(dag);
+  tl_ctx_free(ctx);
+}
+
+/* Default schedules: the fused conv2d + bias_add + relu group gets the pad as
+** a root stage, bias_add inlined, the conv computed at the relu's parallel
+** fused loop and vectorized loops; every stage lowers; conv3d and pool3d
+** shapes; "opencl" and unknown targets are refused. */
+TL_TEST(topi_default_schedule) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_dag *dag = tl_dag_new();
+  int64_t xs[4] = {1, 16, 20, 24}, ws[4] = {32, 16, 3, 3}, bs[1] = {32};
+  int x = ph(ctx, dag, "x", 4, xs, TL_FLOAT32), w = ph(ctx, dag, "w", 4, ws, TL_FLOAT32);
+  int b = ph(ctx, dag, "b", 1, bs, TL_FLOAT32);
+  int in[2] = {x, w};
+  int conv = op1(ctx, dag, "conv2d", in, 2, "{\"padding\":[1,1,1,1]}");
+  int in2[2] = {conv, b};
+  int badd = op1(ctx, dag, "bias_add", in2, 2, "{\"axis\":1}");
+  int y = op1(ctx, dag, "relu", &badd, 1, NULL);
+  tl_sched *s = NULL;
+  CHECK_EQ_INT(tl_sched_new(ctx, dag, &y, 1, &s), 0);
+  CHECK_EQ_INT(tl_topi_default_schedule(ctx, s, "opencl"), TL_E_ARG);
+  CHECK_STREQ(tl_errmsg(ctx), "default_schedule: target 'opencl' is not supported yet (only \"cpu\")");
+  tl_clearerr(ctx);
+  CHECK_EQ_INT(tl_topi_default_schedule(ctx, s, "vulkan"), TL_E_ARG);
+  tl_clearerr(ctx);
+  CHECK_EQ_INT(tl_sched_num_steps(s), 0);
+  CHECK_EQ_INT(tl_topi_default_schedule(ctx, s, "cpu"), 0);
+  int st_pad = tl_sched_stage_find(s, "pad_temp"), st_conv = tl_sched_stage_find(s, "conv2d_nchw");
+  int st_add = tl_sched_stage_find(s, "T_add"), st_relu = tl_sched_stage_find(s, "T_relu");
+  CHECK(st_pad >= 0 && st_conv >= 0 && st_add >= 0 && st_relu >= 0);
+  CHECK_EQ_INT(tl_sched_stage_compute_at(s, st_pad, NULL, NULL), TL_CA_ROOT);
+  CHECK_EQ_INT(tl_sched_stage_compute_at(s, st_add, NULL, NULL), TL_CA_INLINED);
+  int at_stage = -1, at_iter = -1;
+  CHECK_EQ_INT(tl_sched_stage_compute_at(s, st_conv, &at_stage, &at_iter), TL_CA_ITER);
+  CHECK_EQ_INT(at_stage, st_relu);
+  CHECK_EQ_INT(at_iter, 0);
+  CHECK_EQ_INT(tl_sched_iter_annotation(s, st_relu, 0), TL_ANN_PARALLEL);
+  int nr = tl_sched_num_iters(s, st_relu), nc = tl_sched_num_iters(s, st_conv);
+  CHECK_EQ_INT(tl_sched_iter_annotation(s, st_relu, nr - 1), TL_ANN_VECTORIZE);
+  CHECK_EQ_INT(tl_sched_iter_extent(s, st_relu, nr - 1), 8);
+  CHECK_EQ_INT(tl_sched_iter_annotation(s, st_conv, nc - 1), TL_ANN_VECTORIZE);
+  CHECK_EQ_INT(tl_sched_iter_kind(s, st_conv, nc - 2), 1);   /* reductions inside */
+  int args[4] = {tl_sched_stage_tensor(s, tl_sched_stage_find(s, "x"), 0),
+                 tl_sched_stage_tensor(s, tl_sched_stage_find(s, "w"), 0),
+                 tl_sched_stage_tensor(s, tl_sched_stage_find(s, "b"), 0),
+                 tl_sched_stage_tensor(s, st_relu, 0)};
+  tl_lowered *f = NULL;
+  CHECK_MSG(tl_lower(ctx, s, args, 4, "f", &f) == 0, "%s", tl_errmsg(ctx));
+  tl_lowered_free(f);
+  tl_sched_free(s);
+
+  /* conv3d NCDHW and pool3d NDHWC shapes */
+  int64_t x3s[5] = {1, 4, 6, 8, 8}, w3s[5] = {8, 2, 3, 3, 3};
+  int x3 = ph(ctx, dag, "x3", 5, x3s, TL_FLOAT32), w3 = ph(ctx, dag, "w3", 5, w3s, TL_FLOAT32);
+  int in3[2] = {x3, w3};
+  int c3 = op1(ctx, dag, "conv3d", in3, 2, "{\"strides\":[1,2,2],\"padding\":[1,1,1,1,1,1],\"groups\":2}");
+  int64_t want3[5] = {1, 8, 6, 4, 4};
+  check_shape(dag, c3, 5, want3);
+  CHECK_STREQ(tl_dag_op_tag(dag, tl_dag_tensor_op(dag, c3)), "group_conv3d_ncdhw");
+  int64_t p3s[5] = {2, 5, 7, 9, 3};
+  int xp = ph(ctx, dag, "xp", 5, p3s, TL_FLOAT32);
+  int p3 = op1(ctx, dag, "max_pool3d", &xp, 1,
+               "{\"kernel\":[2,3,3],\"strides\":2,\"ceil_mode\":true,\"layout\":\"NDHWC\"}");
+  int64_t wantp[5] = {2, 3, 3, 4, 3};
+  check_shape(dag, p3, 5, wantp);
+  expect_err(ctx, dag, "conv3d", in3, 2, "{\"strides\":[1,-2,1]}",
+             "conv3d: strides must be positive, got (1, -2, 1) for data (1, 4, 6, 8, 8) and kernel (8, 2, 3, 3, 3)");
+  expect_err(ctx, dag, "conv3d", in3, 2, "{\"groups\":3}",
+             "conv3d: groups=3 does not divide 4 input channels for data (1, 4, 6, 8, 8) and kernel (8, 2, 3, 3, 3)");
+  expect_err(ctx, dag, "max_pool3d", &xp, 1, "{\"kernel\":[6,3,3],\"layout\":\"NDHWC\"}",
+             "max_pool3d: kernel (6, 3, 3) (dilated (6, 3, 3)) is larger than the padded input (5, 7, 9) "
+             "for data (2, 5, 7, 9, 3)");
   tl_dag_free(dag);
   tl_ctx_free(ctx);
 }

@@ -1,6 +1,6 @@
 -- The ONNX node tests (libonnx-testdata) of every operator tunelua.topi
 -- covers: each test's graph is rebuilt from topi operators, built with the
--- default (empty) schedule, run on the test's inputs and compared with its
+-- default CPU schedule (topi.default_schedule), run on the test's inputs and compared with its
 -- outputs (rtol 1e-4, atol 1e-5). Prints a table per operator (passed /
 -- failed / skipped, with the reason of each skip: an unsupported attribute
 -- or dtype) and the line "N passed, N failed, N skipped"; exits non-zero on
@@ -9,6 +9,8 @@ local tl = require "tunelua"
 local te, nd, topi, testing, onnx = tl.te, tl.nd, tl.topi, tl.testing, tl.onnx
 local schedule = require "tunelua.schedule"
 local create_schedule = te.create_schedule or schedule.create
+-- TUNELUA_TOPI_EMPTY=1: build with the empty schedule instead of the default one
+local use_empty = os.getenv("TUNELUA_TOPI_EMPTY") == "1"
 
 local ok_list, names = pcall(onnx.node_tests)
 if not ok_list or #names == 0 then
@@ -43,26 +45,33 @@ end
 
 local function attr(t, k, d) local v = t.attrs[k]; if v == nil then return d end return v end
 
--- Padding for auto_pad SAME_* / VALID / NOTSET (2-D windows).
-local function window_pads(t, H, W, k, s, d)
+-- Padding for auto_pad SAME_* / VALID / NOTSET over the D spatial dims
+-- (inn, k, s, d: lists of D): every "before" then every "after".
+local function window_pads(t, inn, k, s, d)
+  local D = #inn
   local ap = attr(t, "auto_pad", "NOTSET")
+  local p = {}
   if ap == "NOTSET" then
-    local p = attr(t, "pads", { 0, 0, 0, 0 })
-    return { p[1], p[2], p[3], p[4] }
+    local q = attr(t, "pads")
+    for i = 1, 2 * D do p[i] = q and q[i] or 0 end
+    return p
   elseif ap == "VALID" then
-    return { 0, 0, 0, 0 }
+    for i = 1, 2 * D do p[i] = 0 end
+    return p
   end
-  local p, inn = {}, { H, W }
-  for i = 1, 2 do
+  for i = 1, D do
     local out = math.ceil(inn[i] / s[i])
     local total = math.max((out - 1) * s[i] + (k[i] - 1) * d[i] + 1 - inn[i], 0)
     local small, big = math.floor(total / 2), total - math.floor(total / 2)
-    if ap == "SAME_UPPER" then p[i], p[i + 2] = small, big else p[i], p[i + 2] = big, small end
+    if ap == "SAME_UPPER" then p[i], p[i + D] = small, big else p[i], p[i + D] = big, small end
   end
   return p
 end
 
-local function need_2d(x) if #x.shape ~= 4 then skip("only 2-D (4-D NCHW) data") end end
+local function ones(n) local r = {} for i = 1, n do r[i] = 1 end return r end
+local function spatial(X) local r = {} for i = 3, #X.shape do r[#r + 1] = X.shape[i] end return r end
+local nd_name = { [1] = "1d", [3] = "3d" }
+
 
 -- A {1}-shaped constant input (alpha, beta) as an extra placeholder.
 local function scalar(ctxt, v, dtype)
@@ -75,62 +84,79 @@ local convert = {}
 
 function convert.Conv(t, ins)
   local X, Wt, B = ins[1], ins[2], ins[3]
-  need_2d(X)
-  local k = { Wt.shape[3], Wt.shape[4] }
-  local s, d = attr(t, "strides", { 1, 1 }), attr(t, "dilations", { 1, 1 })
-  local p = window_pads(t, X.shape[3], X.shape[4], k, s, d)
-  local Y = topi.nn.conv2d(X, Wt, { strides = s, dilation = d, padding = p, groups = attr(t, "group", 1) })
+  local D = #X.shape - 2
+  if D < 1 or D > 3 then skip(D .. "-D convolution") end
+  local k = {}
+  for i = 3, #Wt.shape do k[#k + 1] = Wt.shape[i] end
+  local s, d = attr(t, "strides", ones(D)), attr(t, "dilations", ones(D))
+  local p = window_pads(t, spatial(X), k, s, d)
+  local a = { strides = s, dilation = d, padding = p, groups = attr(t, "group", 1) }
+  local Y
+  if D == 2 then
+    Y = topi.nn.conv2d(X, Wt, { strides = s, dilation = d, padding = { p[1], p[2], p[3], p[4] }, groups = a.groups })
+  else
+    Y = topi.op("conv" .. nd_name[D], { X, Wt }, a)[1]
+  end
   if B then Y = topi.nn.bias_add(Y, B, 1) end
   return { Y }
 end
 
 function convert.ConvTranspose(t, ins)
   local X, Wt, B = ins[1], ins[2], ins[3]
-  need_2d(X)
+  local D = #X.shape - 2
+  if D < 1 or D > 3 then skip(D .. "-D transposed convolution") end
   local g = attr(t, "group", 1)
-  local k = { Wt.shape[3], Wt.shape[4] }
-  local s, d = attr(t, "strides", { 1, 1 }), attr(t, "dilations", { 1, 1 })
-  local op0 = attr(t, "output_padding", { 0, 0 })
-  local op = { op0[1], op0[2] }
-  local p = attr(t, "pads", { 0, 0, 0, 0 })
+  local k = {}
+  for i = 3, #Wt.shape do k[#k + 1] = Wt.shape[i] end
+  local s, d = attr(t, "strides", ones(D)), attr(t, "dilations", ones(D))
+  local op0 = attr(t, "output_padding")
+  local op, p = {}, {}
+  for i = 1, D do op[i] = op0 and op0[i] or 0 end
+  local pads = attr(t, "pads")
+  for i = 1, 2 * D do p[i] = pads and pads[i] or 0 end
   local os, ap = attr(t, "output_shape"), attr(t, "auto_pad", "NOTSET")
   if os or ap == "SAME_UPPER" or ap == "SAME_LOWER" then
-    local outs = os and { os[#os - 1], os[#os] } or { X.shape[3] * s[1], X.shape[4] * s[2] }
-    p = {}
-    for i = 1, 2 do
+    local outs = {}
+    for i = 1, D do outs[i] = os and os[#os - D + i] or X.shape[i + 2] * s[i] end
+    for i = 1, D do
       local total = s[i] * (X.shape[i + 2] - 1) + op[i] + (k[i] - 1) * d[i] + 1 - outs[i]
       if total < 0 then op[i], total = op[i] - total, 0 end   -- the rest is output padding
       local half = math.floor(total / 2)
-      if ap == "SAME_UPPER" then p[i], p[i + 2] = half, total - half else p[i], p[i + 2] = total - half, half end
+      if ap == "SAME_UPPER" then p[i], p[i + D] = half, total - half else p[i], p[i + D] = total - half, half end
     end
   elseif ap == "VALID" then
-    p = { 0, 0, 0, 0 }
+    for i = 1, 2 * D do p[i] = 0 end
   end
-  local Y = topi.nn.conv2d_transpose(X, Wt, { strides = s, dilation = d, padding = p, groups = g,
-                                              output_padding = op })
+  local a = { strides = s, dilation = d, padding = p, groups = g, output_padding = op }
+  local Y = topi.op(D == 2 and "conv2d_transpose" or "conv" .. nd_name[D] .. "_transpose", { X, Wt }, a)[1]
   if B then Y = topi.nn.bias_add(Y, B, 1) end
   return { Y }
 end
 
 local function pool(t, ins, pt)
   local X = ins[1]
-  need_2d(X)
+  local D = #X.shape - 2
+  if D < 1 or D > 3 then skip(D .. "-D pooling") end
   if #t.nodes[1].outputs > 1 then skip("the Indices output") end
   if attr(t, "storage_order", 0) ~= 0 then skip("storage_order") end
   local k = attr(t, "kernel_shape")
-  local s, d = attr(t, "strides", { 1, 1 }), attr(t, "dilations", { 1, 1 })
-  local p = window_pads(t, X.shape[3], X.shape[4], k, s, d)
-  if (attr(t, "auto_pad", "NOTSET"):match("^SAME")) and pt == "avg" and attr(t, "count_include_pad", 0) == 0 then
-    -- SAME padding: the padded elements do not count, as with explicit pads
-  end
-  return { topi.nn.pool2d(X, { kernel = k, strides = s, dilation = d, padding = p, pool_type = pt,
-                               ceil_mode = attr(t, "ceil_mode", 0) ~= 0,
-                               count_include_pad = attr(t, "count_include_pad", 0) ~= 0 }) }
+  local s, d = attr(t, "strides", ones(D)), attr(t, "dilations", ones(D))
+  local p = window_pads(t, spatial(X), k, s, d)
+  local a = { kernel = k, strides = s, dilation = d, padding = p, pool_type = pt,
+              ceil_mode = attr(t, "ceil_mode", 0) ~= 0,
+              count_include_pad = attr(t, "count_include_pad", 0) ~= 0 }
+  if D == 2 then return { topi.nn.pool2d(X, a) } end
+  return { topi.op("pool" .. nd_name[D], { X }, a)[1] }
 end
 function convert.MaxPool(t, ins) return pool(t, ins, "max") end
 function convert.AveragePool(t, ins) return pool(t, ins, "avg") end
-function convert.GlobalAveragePool(t, ins) need_2d(ins[1]); return { topi.nn.global_pool(ins[1], "avg") } end
-function convert.GlobalMaxPool(t, ins) need_2d(ins[1]); return { topi.nn.global_pool(ins[1], "max") } end
+local function global(t, ins, pt)
+  local D = #ins[1].shape - 2
+  if D < 1 or D > 3 then skip(D .. "-D pooling") end
+  return { topi.nn.global_pool(ins[1], pt) }
+end
+function convert.GlobalAveragePool(t, ins) return global(t, ins, "avg") end
+function convert.GlobalMaxPool(t, ins) return global(t, ins, "max") end
 
 function convert.Gemm(t, ins, c)
   local A, B, Cb = ins[1], ins[2], ins[3]
@@ -303,7 +329,8 @@ local function run_test(t)
     finals[i] = te.compute(Y.shape, function(...) return Y(...) end, fresh("out"))
     args[#args + 1] = finals[i]
   end
-  local s = create_schedule(#finals == 1 and finals[1].op or finals)
+  local s = use_empty and create_schedule(#finals == 1 and finals[1].op or finals)
+            or topi.default_schedule(finals, "llvm")
   local f = tl.build(s, args, "c", { cflags = "-O1" })
   local res = {}
   for i, Y in ipairs(finals) do

@@ -1,5 +1,5 @@
--- tunelua.topi: the numbers of every operator, built with the default (empty)
--- schedule, against naive Lua references on random data over random shapes
+-- tunelua.topi: the numbers of every operator, built with the default CPU
+-- schedule (topi.default_schedule), against naive Lua references on random data over random shapes
 -- and attributes, edge cases included (1x1 kernels, stride > kernel, padding
 -- wider than the border, odd channel counts, batch > 1); plus shapes, tags,
 -- patterns and error messages.
@@ -40,9 +40,11 @@ local function from_flat(shape, flat, dtype)
   return a
 end
 
--- Build outs over ins with the empty schedule, run on arrays, return arrays.
+-- Build outs over ins with the default CPU schedule (topi.default_schedule;
+-- TUNELUA_TOPI_EMPTY=1: the empty schedule), run on arrays, return arrays.
+local use_empty = os.getenv("TUNELUA_TOPI_EMPTY") == "1"
 local function run(ins, outs, arrays)
-  local s = create_schedule(#outs == 1 and outs[1].op or outs)
+  local s = use_empty and create_schedule(#outs == 1 and outs[1].op or outs) or topi.default_schedule(outs, "llvm")
   local args = {}
   for _, t in ipairs(ins) do args[#args + 1] = t end
   for _, t in ipairs(outs) do args[#args + 1] = t end
@@ -217,6 +219,47 @@ for trial = 1, 6 do
   end
 end
 
+-- conv2d_transpose NHWC (HWOI kernel, or IOHW): the NCHW numbers, permuted
+for trial = 1, 4 do
+  local N, Cc, OG, g = rnd(1, 2), rnd(1, 3), rnd(1, 3), trial == 2 and 2 or 1
+  Cc = Cc * g
+  local KH, KW = rnd(1, 3), rnd(1, 3)
+  local s, d = { rnd(1, 3), rnd(1, 3) }, { 1, trial == 3 and 2 or 1 }
+  local p = { rnd(0, KH - 1), rnd(0, KW - 1), rnd(0, KH - 1), rnd(0, KW - 1) }
+  local op = { rnd(0, s[1] - 1), rnd(0, s[2] - 1) }
+  local H, W = rnd(3, 5), rnd(3, 5)   -- (H - 1) * s >= 2: never an empty output
+  local KWd = (KW - 1) * d[2] + 1
+  local OH = (H - 1) * s[1] + KH - p[1] - p[3] + op[1]
+  local OW = (W - 1) * s[2] + KWd - p[2] - p[4] + op[2]
+  local O = OG * g
+  local xa, xf = rand_array({ N, Cc, H, W })
+  local ka, kf = rand_array({ Cc, OG, KH, KW })
+  local Xc, Kc = te.placeholder({ N, Cc, H, W }, "float32", "X"), te.placeholder({ Cc, OG, KH, KW }, "float32", "K")
+  local attrs = { strides = s, padding = p, dilation = d, groups = g, output_padding = op }
+  local want = run({ Xc, Kc }, { topi.nn.conv2d_transpose(Xc, Kc, attrs) }, { xa, ka })[1]:flat()
+  local xn, kn, wn = {}, {}, {}
+  for n = 0, N - 1 do for y = 0, H - 1 do for x = 0, W - 1 do for c = 0, Cc - 1 do
+    xn[#xn + 1] = xf[((n * Cc + c) * H + y) * W + x + 1]
+  end end end end
+  local hwoi = trial ~= 4
+  if hwoi then
+    for y = 0, KH - 1 do for x = 0, KW - 1 do for o = 0, OG - 1 do for c = 0, Cc - 1 do
+      kn[#kn + 1] = kf[((c * OG + o) * KH + y) * KW + x + 1]
+    end end end end
+  end
+  for n = 0, N - 1 do for y = 0, OH - 1 do for x = 0, OW - 1 do for o = 0, O - 1 do
+    wn[#wn + 1] = want[((n * O + o) * OH + y) * OW + x + 1]
+  end end end end
+  local ks = hwoi and { KH, KW, OG, Cc } or { Cc, OG, KH, KW }
+  local Xn, Kn = te.placeholder({ N, H, W, Cc }, "float32", "Xn"), te.placeholder(ks, "float32", "Kn")
+  attrs.layout = "NHWC"
+  if not hwoi then attrs.kernel_layout = "IOHW" end
+  local Y = topi.nn.conv2d_transpose(Xn, Kn, attrs)
+  assert(Y.op.tag == "conv2d_transpose_nhwc")
+  check("conv2d_transpose NHWC #" .. trial, run({ Xn, Kn }, { Y }, { from_flat({ N, H, W, Cc }, xn),
+        hwoi and from_flat(ks, kn) or ka })[1], { N, OH, OW, O }, wn)
+end
+
 -- ---- winograd ----------------------------------------------------------------------------
 
 for _, m in ipairs { 2, 4, 6 } do
@@ -232,6 +275,7 @@ for _, m in ipairs { 2, 4, 6 } do
   local d = te.extract(Y)
   local direct = 2 * N * O * os[3] * os[4] * Cc * 9
   assert(d:flop_ansor() == direct, "winograd FLOP attr: " .. d:flop_ansor() .. " vs " .. direct)
+  assert(d:flop() == direct, "winograd AutoTVM FLOP: " .. d:flop() .. " vs " .. direct)
   -- the weight transform as its own op, then the pre-transformed path
   local U = topi.nn.winograd_weight_transform(Wt, m)
   assert(U.shape[1] == m + 2 and U.shape[3] == O and U.shape[4] == Cc)
@@ -529,6 +573,245 @@ do
   check("layout NHWC->NCHW", run({ Hp }, { round }, { hwant })[1], xs, xf)
 end
 
+-- ---- conv and pool over 1 and 3 spatial dims ---------------------------------------------------
+
+-- Row-major offset of idx (0-based) in shape.
+local function offset(shape, idx)
+  local o = 0
+  for i = 1, #shape do o = o * shape[i] + idx[i] end
+  return o
+end
+-- Every index of shape (0-based lists), row-major order.
+local function each_index(shape, fn)
+  local idx = {}
+  for i = 1, #shape do idx[i] = 0 end
+  local n = prod(shape)
+  for _ = 1, n do
+    fn(idx)
+    for i = #shape, 1, -1 do
+      idx[i] = idx[i] + 1
+      if idx[i] < shape[i] then break end
+      idx[i] = 0
+    end
+  end
+end
+
+-- conv over D spatial dims, channels first (kernel O I K...) or last (K... I O).
+local function ref_conv_nd(x, xs, w, ws, a, cl)
+  local D = #xs - 2
+  local N, Cc = xs[1], cl and xs[D + 2] or xs[2]
+  local O, CG = cl and ws[D + 2] or ws[1], cl and ws[D + 1] or ws[2]
+  local K, inn, os = {}, {}, { N }
+  for i = 1, D do
+    K[i] = cl and ws[i] or ws[2 + i]
+    inn[i] = cl and xs[1 + i] or xs[2 + i]
+  end
+  local OS = {}
+  for i = 1, D do
+    OS[i] = math.floor((inn[i] + a.padding[i] + a.padding[D + i] - ((K[i] - 1) * a.dilation[i] + 1)) / a.strides[i]) + 1
+  end
+  if cl then for i = 1, D do os[#os + 1] = OS[i] end; os[#os + 1] = O
+  else os[#os + 1] = O; for i = 1, D do os[#os + 1] = OS[i] end end
+  local out = {}
+  each_index(os, function(oi)
+    local o = cl and oi[D + 2] or oi[2]
+    local gi = math.floor(o / (O / a.groups))
+    local acc = 0
+    each_index(K, function(ki)
+      local pos, inside = {}, true
+      for i = 1, D do
+        local y = cl and oi[1 + i] or oi[2 + i]
+        pos[i] = y * a.strides[i] + ki[i] * a.dilation[i] - a.padding[i]
+        if pos[i] < 0 or pos[i] >= inn[i] then inside = false end
+      end
+      if inside then
+        for rc = 0, CG - 1 do
+          local ci = gi * CG + rc
+          local xi, wi = { oi[1] }, {}
+          if cl then
+            for i = 1, D do xi[#xi + 1] = pos[i]; wi[i] = ki[i] end
+            xi[#xi + 1] = ci; wi[D + 1] = rc; wi[D + 2] = o
+          else
+            xi[2] = ci
+            for i = 1, D do xi[2 + i] = pos[i] end
+            wi[1], wi[2] = o, rc
+            for i = 1, D do wi[2 + i] = ki[i] end
+          end
+          acc = acc + x[offset(xs, xi) + 1] * w[offset(ws, wi) + 1]
+        end
+      end
+    end)
+    out[offset(os, oi) + 1] = acc
+  end)
+  return out, os
+end
+
+for trial = 1, 8 do
+  local D = trial <= 6 and 3 or 1
+  local cl = trial % 2 == 0
+  local g = trial % 3 == 0 and 2 or 1
+  local N, CG, OG = rnd(1, 2), rnd(1, 3), rnd(1, 3)
+  local Cc, O = CG * g, OG * g
+  local K, a = {}, { strides = {}, dilation = {}, padding = {}, groups = g, layout = nil }
+  for i = 1, D do
+    K[i] = trial == 1 and 1 or rnd(1, 3)
+    a.strides[i] = rnd(1, 2)
+    if math.random() < 0.3 then a.strides[i] = K[i] + 1 end   -- stride > kernel
+    a.dilation[i] = rnd(1, 2)
+    a.padding[i], a.padding[D + i] = rnd(0, 3), rnd(0, 3)
+  end
+  local inn = {}
+  for i = 1, D do inn[i] = rnd((K[i] - 1) * a.dilation[i] + 1, 6) end
+  local xs, ws = { N }, {}
+  if cl then
+    for i = 1, D do xs[#xs + 1] = inn[i]; ws[i] = K[i] end
+    xs[#xs + 1] = Cc; ws[D + 1] = CG; ws[D + 2] = O
+  else
+    xs[2] = Cc
+    for i = 1, D do xs[2 + i] = inn[i] end
+    ws[1], ws[2] = O, CG
+    for i = 1, D do ws[2 + i] = K[i] end
+  end
+  a.layout = D == 3 and (cl and "NDHWC" or "NCDHW") or (cl and "NWC" or "NCW")
+  local xa, xf = rand_array(xs)
+  local wa, wf = rand_array(ws)
+  local X, Wt = te.placeholder(xs, "float32", "X"), te.placeholder(ws, "float32", "W")
+  local Y = D == 3 and topi.nn.conv3d(X, Wt, a) or topi.nn.conv1d(X, Wt, a)
+  local want, os = ref_conv_nd(xf, xs, wf, ws, a, cl)
+  check("conv" .. D .. "d " .. a.layout .. " #" .. trial, run({ X, Wt }, { Y }, { xa, wa })[1], os, want)
+  assert(Y.op.tag == (g > 1 and "group_" or "") .. "conv" .. D .. "d_" .. a.layout:lower())
+end
+
+-- conv1d_transpose / conv3d_transpose: scatter every input element through the kernel
+for trial = 1, 4 do
+  local D = trial <= 3 and 3 or 1
+  local g = trial == 2 and 2 or 1
+  local N, Cc, OG = rnd(1, 2), rnd(1, 2) * g, rnd(1, 2)
+  local O = OG * g
+  local K, s, d, p, op, inn, OS = {}, {}, {}, {}, {}, {}, {}
+  for i = 1, D do
+    K[i], s[i], d[i] = rnd(1, 3), rnd(1, 3), trial == 3 and 2 or 1
+    p[i], p[D + i] = rnd(0, K[i] - 1), rnd(0, K[i] - 1)
+    op[i] = rnd(0, s[i] - 1)
+    inn[i] = rnd(2, 4)
+    OS[i] = (inn[i] - 1) * s[i] + (K[i] - 1) * d[i] + 1 - p[i] - p[D + i] + op[i]
+  end
+  local ok = true
+  for i = 1, D do if OS[i] < 1 then ok = false end end
+  if ok then
+    local xs, ws, os = { N, Cc }, { Cc, OG }, { N, O }
+    for i = 1, D do xs[2 + i], ws[2 + i], os[2 + i] = inn[i], K[i], OS[i] end
+    local xa, xf = rand_array(xs)
+    local wa, wf = rand_array(ws)
+    local want = {}
+    for i = 1, prod(os) do want[i] = 0 end
+    local CG = Cc / g
+    each_index(xs, function(xi)
+      local gi = math.floor(xi[2] / CG)
+      for og = 0, OG - 1 do
+        each_index(K, function(ki)
+          local oi, inside = { xi[1], gi * OG + og }, true
+          for i = 1, D do
+            oi[2 + i] = xi[2 + i] * s[i] + ki[i] * d[i] - p[i]
+            if oi[2 + i] < 0 or oi[2 + i] >= OS[i] then inside = false end
+          end
+          if inside then
+            local wi = { xi[2], og }
+            for i = 1, D do wi[2 + i] = ki[i] end
+            local o = offset(os, oi) + 1
+            want[o] = want[o] + xf[offset(xs, xi) + 1] * wf[offset(ws, wi) + 1]
+          end
+        end)
+      end
+    end)
+    local X, Wt = te.placeholder(xs, "float32", "X"), te.placeholder(ws, "float32", "W")
+    local a = { strides = s, padding = p, dilation = d, groups = g, output_padding = op }
+    local Y = D == 3 and topi.nn.conv3d_transpose(X, Wt, a) or topi.nn.conv1d_transpose(X, Wt, a)
+    check("conv" .. D .. "d_transpose #" .. trial, run({ X, Wt }, { Y }, { xa, wa })[1], os, want)
+  end
+end
+
+-- pool3d (and pool1d) against a naive window loop, channels first and last
+local function ref_pool_nd(x, xs, a, cl)
+  local D = #xs - 2
+  local inn, os, o = {}, {}, {}
+  for i = 1, D do inn[i] = cl and xs[1 + i] or xs[2 + i] end
+  for i = 1, D do
+    local kd = (a.kernel[i] - 1) * a.dilation[i] + 1
+    local span = inn[i] + a.padding[i] + a.padding[D + i] - kd
+    o[i] = (a.ceil_mode and math.ceil(span / a.strides[i]) or math.floor(span / a.strides[i])) + 1
+    if a.ceil_mode and (o[i] - 1) * a.strides[i] >= inn[i] + a.padding[i] then o[i] = o[i] - 1 end
+  end
+  for i = 1, #xs do os[i] = xs[i] end
+  for i = 1, D do os[cl and 1 + i or 2 + i] = o[i] end
+  local out = {}
+  each_index(os, function(oi)
+    local mx, sum, cnt = -math.huge, 0, 0
+    each_index(a.kernel, function(ki)
+      local xi, inside, counted = {}, true, true
+      for j = 1, #oi do xi[j] = oi[j] end
+      for i = 1, D do
+        local dim = cl and 1 + i or 2 + i
+        local p = oi[dim] * a.strides[i] + ki[i] * a.dilation[i] - a.padding[i]
+        xi[dim] = p
+        if p < 0 or p >= inn[i] then inside = false end
+        if p >= inn[i] + a.padding[D + i] then counted = false end
+      end
+      if inside then
+        local v = x[offset(xs, xi) + 1]
+        mx = math.max(mx, v); sum = sum + v
+      end
+      if a.count_include_pad then
+        if counted then cnt = cnt + 1 end
+      elseif inside then
+        cnt = cnt + 1
+      end
+    end)
+    out[offset(os, oi) + 1] = a.pool_type == "max" and mx or sum / math.max(cnt, 1)
+  end)
+  return out, os
+end
+
+for trial = 1, 8 do
+  local D = trial <= 6 and 3 or 1
+  local cl = trial % 2 == 0
+  local a = { kernel = {}, strides = {}, dilation = {}, padding = {},
+              pool_type = trial % 4 < 2 and "max" or "avg", ceil_mode = trial % 3 == 0,
+              count_include_pad = trial % 5 < 2 }
+  for i = 1, D do
+    a.kernel[i] = rnd(1, 3)
+    a.strides[i] = rnd(1, 3)
+    a.dilation[i] = trial == 5 and 2 or 1
+    a.padding[i], a.padding[D + i] = rnd(0, a.kernel[i] - 1), rnd(0, a.kernel[i] - 1)
+  end
+  local xs = { rnd(1, 2) }
+  if not cl then xs[2] = rnd(1, 3) end
+  for i = 1, D do xs[#xs + 1] = rnd((a.kernel[i] - 1) * a.dilation[i] + 1, 6) end
+  if cl then xs[#xs + 1] = rnd(1, 3) end
+  a.layout = D == 3 and (cl and "NDHWC" or "NCDHW") or (cl and "NWC" or "NCW")
+  local xa, xf = rand_array(xs)
+  local X = te.placeholder(xs, "float32", "X")
+  local Y = D == 3 and topi.nn.pool3d(X, a) or topi.nn.pool1d(X, a)
+  local want, os = ref_pool_nd(xf, xs, a, cl)
+  check("pool" .. D .. "d " .. a.pool_type .. " " .. a.layout .. " #" .. trial, run({ X }, { Y }, { xa })[1], os, want)
+end
+
+do
+  local xs = { 2, 3, 4, 3, 5 }
+  local xa, xf = rand_array(xs)
+  local X = te.placeholder(xs, "float32", "X")
+  for _, pt in ipairs { "avg", "max" } do
+    local Y = topi.nn.global_pool(X, pt)
+    local want = {}
+    for nc = 0, 5 do
+      local acc, mx = 0, -math.huge
+      for i = 0, 59 do local v = xf[nc * 60 + i + 1]; acc = acc + v; mx = math.max(mx, v) end
+      want[nc + 1] = pt == "avg" and acc / 60 or mx
+    end
+    check("global_pool3d " .. pt, run({ X }, { Y }, { xa })[1], { 2, 3, 1, 1, 1 }, want)
+  end
+end
+
 -- ---- patterns and errors -----------------------------------------------------------------
 
 assert(topi.pattern("relu") == "elemwise" and topi.pattern("add") == "broadcast")
@@ -545,14 +828,14 @@ do
   local X = te.placeholder({ 1, 3, 5, 5 }, "float32", "X")
   local W4 = te.placeholder({ 2, 4, 3, 3 }, "float32", "W")
   local W7 = te.placeholder({ 2, 3, 7, 7 }, "float32", "W")
-  expect_error("conv2d: stride must be positive, got (0, 1)",
+  expect_error("conv2d: strides must be positive, got (0, 1) for data (1, 3, 5, 5) and kernel (2, 3, 7, 7)",
                function() topi.nn.conv2d(X, W7, { strides = { 0, 1 } }) end)
-  expect_error("conv2d: kernel 7x7 (dilated 7x7) is larger than the padded input 5x5",
+  expect_error("conv2d: kernel 7x7 (dilated 7x7) is larger than the padded input 5x5 (padding (0, 0, 0, 0)) for data (1, 3, 5, 5) and kernel (2, 3, 7, 7)",
                function() topi.nn.conv2d(X, W7, {}) end)
-  expect_error("conv2d: channel mismatch: data has 3 channels (groups=1) but kernel expects 4",
+  expect_error("conv2d: channel mismatch: data has 3 channels (groups=1) but kernel expects 4 for data (1, 3, 5, 5) and kernel (2, 4, 3, 3)",
                function() topi.nn.conv2d(X, W4, {}) end)
   local X4 = te.placeholder({ 1, 4, 5, 5 }, "float32", "X")
-  expect_error("conv2d: groups=3 does not divide 4 input channels",
+  expect_error("conv2d: groups=3 does not divide 4 input channels for data (1, 4, 5, 5) and kernel (2, 4, 3, 3)",
                function() topi.nn.conv2d(X4, W4, { groups = 3 }) end)
 end
 

@@ -1,0 +1,327 @@
+/*
+** schedule.c -- default schedules per target class: tl_topi_default_schedule.
+**
+** A default schedule is correct for any DAG of topi operators (and of plain
+** te computes) and not pathological; it is what the ONNX runner and the
+** graph executor use when no tuned configuration exists. For "cpu" (also
+** "c" and "llvm"), on a schedule without steps:
+**
+**   1. inline   every compute stage without a reduction that is not an
+**               output and has one output (bias_add, relu, the injective
+**               producers of a fused group, softmax's exp ...), except a
+**               "pad" stage read by a reduction: inlined, its condition
+**               would run in the innermost loop; it stays a root stage. So
+**               does a stage read by a reduction and another stage
+**               (softmax's exp: inlined it would be computed twice).
+**   2. anchor   a reduction stage (conv2d, dense, pool, ...) whose only
+**               consumer left after inlining is one root stage O without a
+**               reduction and of the same shape (the fused conv2d + bias_add
+**               + relu case) is computed at O's fused outer loop; its
+**               reduction stays inside, its innermost spatial axis goes
+**               innermost and is vectorized when O's is.
+**   3. loops    every other root stage with loops: the innermost spatial
+**               axis of a stage of TL_DS_VEC_MIN elements or more is split by
+**               the vector width (32 bytes / element size, or half of it, at
+**               least 4) when its extent is a multiple of it (vectorized
+**               without a split when it equals it; left alone otherwise;
+**               also left alone in a reduction whose loads would gather
+**               along it, as dense's weight[j, k]: its contiguous reduction
+**               stays innermost); the reduction axes move between the outer
+**               spatial axes and that vector axis; the outer spatial axes are
+**               fused into one loop, parallel when the stage (with what is
+**               computed at it) does at least TL_DS_PAR_WORK multiply-adds
+**               and the loop has two or more iterations.
+**
+** The plan is tried on a copy first and lowered; should the lowering refuse
+** an attachment, the plan is applied without attachments (then without
+** loop steps), so every DAG gets a schedule that lowers. "opencl" is refused
+** (TL_E_ARG) until the OpenCL default schedules exist.
+*/
+#include "topi.h"
+
+#include <stdio.h>
+
+#include "../te/schedule.h"
+
+#define TL_DS_PAR_WORK (1 << 15)    /* parallel from this much work (multiply-adds) */
+#define TL_DS_PAR_ITERS 64          /* enough iterations for the parallel loop */
+#define TL_DS_MIN_CHUNK 4096        /* least work per iteration of the fused loop */
+#define TL_DS_VEC_MIN 1024          /* vectorize stages of at least this many elements */
+
+enum { PLAN_INLINE = 1, PLAN_LOOPS = 2, PLAN_ATTACH = 4 };
+
+static int64_t prod_shape(const tl_te_op *op) {
+  int64_t n = 1;
+  for (int i = 0; i < op->ndim; i++) n *= op->shape[i];
+  return n;
+}
+
+static int64_t reduce_extent(const tl_te_op *op) {
+  int64_t n = 1;
+  for (int i = 0; i < op->nreduce; i++) n *= op->reduce_axis[i].extent;
+  return n;
+}
+
+static int is_compute(const tl_sched *s, int st) {
+  return s->dag->ops.v[st].kind == TL_OP_COMPUTE;
+}
+
+/* The loop stages (not inlined) that read stage st, looking through inlined
+** stages; writes up to max ids to out, returns the count (max + 1 when
+** there are more). */
+static int loop_consumers(const tl_sched *s, int st, int *out, int max, int n, uint8_t *seen) {
+  int nops = s->dag->ops.n;
+  int *buf = tl_malloc(sizeof(int) * (size_t)(nops + 1));
+  int nc = tl_dag_consumers(s->dag, st, buf);
+  for (int i = 0; i < nc && n <= max; i++) {
+    int c = buf[i];
+    if (seen[c]) continue;
+    seen[c] = 1;
+    if (s->stages.v[c].compute_at == TL_CA_INLINED) {
+      n = loop_consumers(s, c, out, max, n, seen);
+    } else {
+      if (n < max) out[n] = c;
+      n++;
+    }
+  }
+  free(buf);
+  return n;
+}
+
+/* Vector width for innermost extent e of dtype t: 0 when not vectorized. */
+static int64_t vector_width(tl_type t, int64_t e) {
+  int bytes = (t.bits * (t.lanes > 0 ? t.lanes : 1) + 7) / 8;
+  if (bytes <= 0) bytes = 4;
+  int64_t w = 32 / bytes;
+  if (w > 16) w = 16;
+  for (; w >= 4; w /= 2)
+    if (e % w == 0) return w;
+  return 0;
+}
+
+/* Whether vectorizing op's innermost spatial axis would gather: a load in
+** the body indexes by that axis in an outer dimension but not in its last
+** one (dense's weight[j, k], softmax's x[i, k]): a reduction then keeps its
+** contiguous reduction innermost instead. */
+typedef struct {
+  tl_ref v;
+  int gather;
+} gather_st;
+
+static int gather_fn(const tl_ir *ir, tl_ref node, void *ud) {
+  gather_st *g = ud;
+  if (tl_ir_op(ir, node) != TL_IR_LOAD) return !g->gather;
+  int nk = tl_ir_nkids(ir, node);
+  if (nk == 0 || tl_ir_uses_var(ir, tl_ir_kid(ir, node, nk - 1), g->v)) return 1;
+  for (int d = 0; d < nk - 1; d++)
+    if (tl_ir_uses_var(ir, tl_ir_kid(ir, node, d), g->v)) g->gather = 1;
+  return !g->gather;
+}
+
+static int gathers(const tl_dag *dag, const tl_te_op *op) {
+  if (op->ndim == 0) return 0;
+  gather_st g = {op->axis[op->ndim - 1].var, 0};
+  for (int k = 0; k < op->nout && !g.gather; k++) tl_ir_visit(dag->ir, op->body[k], gather_fn, &g);
+  return g.gather;
+}
+
+/* Position of iterator node in the leaves of stage st. */
+static int pos_of(const tl_sched *s, int st, int node) { return tl_sched_leaf_pos(s, st, node); }
+
+/* Loop steps for a stage. Root (attached 0): the innermost spatial axis
+** split by the vector width w (vectorized), the reduction axes between the
+** outer spatial axes and it, the leading spatial axes fused into one loop
+** (parallel when worth it). Attached (attached 1): the same split by w (the
+** consumer's; 0: none, -1: vectorize unsplit) and order, no fuse.
+** extra_work: the work of the stages computed at this one. Writes the
+** node of the fused outer loop (or -1) to *outer and the split width to *wout. */
+static int stage_loops(tl_ctx *ctx, tl_sched *s, int st, int attached, int64_t wa,
+                       double extra_work, int *outer, int64_t *wout) {
+  tl_stage *sg = &s->stages.v[st];
+  const tl_te_op *op = &s->dag->ops.v[st];
+  *outer = -1;
+  *wout = 0;
+  int k = op->ndim, nr = op->nreduce, rc;
+  if (k == 0 || sg->leaves.n != k + nr || k + nr + 1 > 64) return TL_OK;   /* not fresh */
+  int inner = -1;                                      /* node of the vector axis */
+  int64_t e = op->shape[k - 1];
+  int64_t w = attached ? wa : prod_shape(op) >= TL_DS_VEC_MIN ? vector_width(op->dtype, e) : 0;
+  if (nr > 0 && w != 0 && gathers(s->dag, op)) w = 0;
+  if (w > 0 && e > w && e % w == 0) {
+    int64_t f = w;
+    if ((rc = tl_sched_split(ctx, s, st, k - 1, 1, &f, 1))) return rc;
+    inner = sg->leaves.v[k];
+    *wout = w;
+  } else if (w != 0) {
+    inner = sg->leaves.v[k - 1];
+    *wout = -1;
+  }
+  /* order: outer spatial, reduce, vector axis */
+  int n = sg->leaves.n;
+  int order[64], no = 0;
+  int64_t ext[64];
+  for (int i = 0; i < n; i++) {
+    const tl_iter *it = &sg->nodes.v[sg->leaves.v[i]];
+    if (it->kind == TL_ITER_SPATIAL && sg->leaves.v[i] != inner) ext[no] = it->extent, order[no++] = i;
+  }
+  int nouter = no;
+  for (int i = 0; i < n; i++)
+    if (sg->nodes.v[sg->leaves.v[i]].kind != TL_ITER_SPATIAL) order[no++] = i;
+  if (inner >= 0) order[no++] = pos_of(s, st, inner);
+  if (no != n) return TL_OK;
+  int ident = 1;
+  for (int i = 0; i < n; i++)
+    if (order[i] != i) ident = 0;
+  if (!ident && (rc = tl_sched_reorder(ctx, s, st, n, order))) return rc;
+  if (inner >= 0 && (rc = tl_sched_annotate(ctx, s, st, pos_of(s, st, inner), TL_ANN_VECTORIZE)))
+    return rc;
+  if (attached || nouter == 0) return TL_OK;
+  /* fuse leading axes until the loop has TL_DS_PAR_ITERS iterations, while an
+  ** iteration keeps at least TL_DS_MIN_CHUNK of work */
+  double work = (double)prod_shape(op) * (double)reduce_extent(op) + extra_work;
+  int p = 1;
+  double ex = (double)ext[0];
+  while (p < nouter && ex < TL_DS_PAR_ITERS && work / (ex * (double)ext[p]) >= TL_DS_MIN_CHUNK)
+    ex *= (double)ext[p++];
+  if (p > 1) {
+    int iters[64];
+    for (int i = 0; i < p; i++) iters[i] = i;
+    if ((rc = tl_sched_fuse(ctx, s, st, p, iters))) return rc;
+  }
+  *outer = sg->leaves.v[0];
+  if (work >= TL_DS_PAR_WORK && ex >= 2 && (rc = tl_sched_annotate(ctx, s, st, 0, TL_ANN_PARALLEL)))
+    return rc;
+  return TL_OK;
+}
+
+static int same_shape(const tl_te_op *a, const tl_te_op *b) {
+  if (a->ndim != b->ndim) return 0;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->shape[i] != b->shape[i]) return 0;
+  return 1;
+}
+
+static int num_consumers(const tl_sched *s, int st) {
+  int *buf = tl_malloc(sizeof(int) * (size_t)(s->dag->ops.n + 1));
+  int nc = tl_dag_consumers(s->dag, st, buf);
+  free(buf);
+  return nc;
+}
+
+/* Whether a reduction stage reads stage st. */
+static int feeds_reduction(const tl_sched *s, int st) {
+  int *buf = tl_malloc(sizeof(int) * (size_t)(s->dag->ops.n + 1));
+  int nc = tl_dag_consumers(s->dag, st, buf), r = 0;
+  for (int i = 0; i < nc; i++)
+    if (s->dag->ops.v[buf[i]].nreduce > 0) r = 1;
+  free(buf);
+  return r;
+}
+
+static int apply_plan(tl_ctx *ctx, tl_sched *s, int plan) {
+  int n = s->stages.n, rc = TL_OK;
+  if (plan & PLAN_INLINE) {
+    for (int st = 0; st < n; st++) {
+      const tl_te_op *op = &s->dag->ops.v[st];
+      const tl_stage *sg = &s->stages.v[st];
+      if (op->kind != TL_OP_COMPUTE || op->nreduce > 0 || op->nout != 1 || sg->is_output ||
+          sg->compute_at != TL_CA_ROOT || sg->leaves.n != op->ndim)
+        continue;
+      if (feeds_reduction(s, st) && ((op->tag && strstr(op->tag, "pad")) || num_consumers(s, st) > 1))
+        continue;
+      if ((rc = tl_sched_compute_inline(ctx, s, st))) return rc;
+    }
+  }
+  if (!(plan & PLAN_LOOPS)) return TL_OK;
+  /* anchors: att[r] = the stage r is computed at, or -1 */
+  int *att = tl_malloc(sizeof(int) * (size_t)(n + 1));
+  uint8_t *seen = tl_malloc((size_t)n + 1);
+  double *extra = tl_calloc((size_t)n + 1, sizeof(double));
+  int64_t *vec = tl_calloc((size_t)n + 1, sizeof(int64_t));
+  for (int st = 0; st < n; st++) {
+    att[st] = -1;
+    const tl_te_op *op = &s->dag->ops.v[st];
+    const tl_stage *sg = &s->stages.v[st];
+    if (!(plan & PLAN_ATTACH) || op->kind != TL_OP_COMPUTE || op->nreduce == 0 || op->nout != 1 ||
+        sg->is_output || sg->compute_at != TL_CA_ROOT)
+      continue;
+    memset(seen, 0, (size_t)n + 1);
+    int cons[2];
+    if (loop_consumers(s, st, cons, 1, 0, seen) != 1) continue;
+    const tl_te_op *co = &s->dag->ops.v[cons[0]];
+    const tl_stage *cg = &s->stages.v[cons[0]];
+    if (co->nreduce > 0 || co->nout != 1 || cg->compute_at != TL_CA_ROOT || !same_shape(op, co) ||
+        op->ndim < 2)
+      continue;
+    att[st] = cons[0];
+    extra[cons[0]] += (double)prod_shape(op) * (double)reduce_extent(op);
+  }
+  /* root stages, consumers first (their outer loop must exist first) */
+  int *outer = tl_malloc(sizeof(int) * (size_t)(n + 1));
+  for (int st = 0; st < n; st++) outer[st] = -1;
+  for (int st = n - 1; st >= 0 && !rc; st--) {
+    if (!is_compute(s, st) || att[st] >= 0) continue;
+    const tl_stage *sg = &s->stages.v[st];
+    if (sg->compute_at != TL_CA_ROOT) continue;
+    rc = stage_loops(ctx, s, st, 0, 0, extra[st], &outer[st], &vec[st]);
+  }
+  for (int st = n - 1; st >= 0 && !rc; st--) {
+    int o = att[st], dummy;
+    if (o < 0) continue;
+    int64_t dw;
+    int pos = outer[o] >= 0 ? pos_of(s, o, outer[o]) : -1;
+    if (pos < 0) {   /* the consumer has no outer loop: a root stage after all */
+      rc = stage_loops(ctx, s, st, 0, 0, 0, &dummy, &dw);
+      continue;
+    }
+    if ((rc = tl_sched_compute_at(ctx, s, st, o, pos))) break;
+    rc = stage_loops(ctx, s, st, 1, vec[o], 0, &dummy, &dw);
+  }
+  free(att);
+  free(seen);
+  free(extra);
+  free(vec);
+  free(outer);
+  return rc;
+}
+
+/* Lower a copy of s with the plan applied: TL_OK when it lowers. */
+static int try_plan(tl_ctx *ctx, const tl_sched *s, int plan) {
+  tl_sched *c = NULL;
+  int rc = tl_sched_copy(ctx, s, &c);
+  if (rc) return rc;
+  rc = apply_plan(ctx, c, plan);
+  if (!rc) {
+    int n = c->stages.n, na = 0;
+    int *args = tl_malloc(sizeof(int) * (size_t)(c->dag->tensors.n + 1));
+    for (int st = 0; st < n; st++) {
+      const tl_te_op *op = &c->dag->ops.v[st];
+      if (op->kind == TL_OP_PLACEHOLDER || c->stages.v[st].is_output)
+        for (int j = 0; j < op->nout; j++) args[na++] = op->out_tensors[j];
+    }
+    tl_lowered *f = NULL;
+    rc = tl_lower(ctx, c, args, na, "default_schedule_trial", &f);
+    if (f) tl_lowered_free(f);
+    free(args);
+  }
+  tl_sched_free(c);
+  return rc;
+}
+
+TL_EXPORT int tl_topi_default_schedule(tl_ctx *ctx, tl_sched *s, const char *target_kind) {
+  if (!s) return tl_err(ctx, TL_E_ARG, "default_schedule: no schedule");
+  const char *k = target_kind ? target_kind : "cpu";
+  if (strncmp(k, "opencl", 6) == 0)
+    return tl_err(ctx, TL_E_ARG,
+                  "default_schedule: target 'opencl' is not supported yet (only \"cpu\")");
+  if (strcmp(k, "cpu") != 0 && strcmp(k, "c") != 0 && strcmp(k, "llvm") != 0)
+    return tl_err(ctx, TL_E_ARG,
+                  "default_schedule: unknown target kind '%s' (expected \"cpu\" or \"opencl\")", k);
+  static const int plans[3] = {PLAN_INLINE | PLAN_LOOPS | PLAN_ATTACH, PLAN_INLINE | PLAN_LOOPS,
+                               PLAN_INLINE};
+  for (int i = 0; i < 3; i++) {
+    if (try_plan(ctx, s, plans[i]) == TL_OK) return apply_plan(ctx, s, plans[i]);
+    tl_clearerr(ctx);   /* a refused plan is not an error: try the next one */
+  }
+  return TL_OK;   /* nothing lowers better than the schedule as given */
+}
