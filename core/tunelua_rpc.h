@@ -99,15 +99,20 @@ int tl_rpc_tracker_raw(tl_ctx *ctx, const char *host, int port, const char *req,
 /* RPCRunner's batch: measure job i (so_paths[i], fnames[i] or NULL, sigs[i]) on
 ** devices of key, n_parallel sessions at once. costs is n x repeat; error_no[i]
 ** as MeasureErrorNo, -1 = not measured; msgs[i] malloc'd or NULL (tl_rpc_free).
-** A lost device gives its job error 4 and is re-requested. When no device comes
-** for wait_limit_s, the rest stay -1 and the call returns TL_E_TIMEOUT. */
+** A lost device gives its job error 4 and is re-requested. While no device is
+** held, a waiting line goes to stderr every say_every_s (<= 0: 60 s). When no
+** device comes for wait_limit_s, the rest stay -1 and the call returns
+** TL_E_TIMEOUT. ref_so_path (NULL: none) is check_correctness's reference
+** kernel ref_fname (NULL: the signature's name), uploaded once per session;
+** every argument is compared with rtol (<= 0: 1e-4); a mismatch is error 5. */
 int tl_rpc_measure_batch(tl_ctx *ctx, const char *tracker_host, int tracker_port,
                          const char *key, int priority, int n,
                          const char *const *so_paths, const char *const *fnames,
                          const char *const *sigs, int number, int repeat,
                          double min_repeat_ms, int cache_flush, double timeout_s,
                          int n_parallel, double cooldown_s, double wait_limit_s,
-                         double *costs, int *ncosts, int *error_no, char **msgs);
+                         double say_every_s, const char *ref_so_path, const char *ref_fname,
+                         double rtol, double *costs, int *ncosts, int *error_no, char **msgs);
 
 /* Tests and fuzzing: connect to host:port, send n raw bytes, and return what
 ** comes back until the peer closes or timeout_s passes (*out: tl_rpc_free). */

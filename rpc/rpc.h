@@ -15,10 +15,13 @@
 #define RPC_CODE_MISMATCH (RPC_MAGIC + 2)
 
 #define RPC_TRACKER_MAX_FRAME ((size_t)1 << 20)     /* tracker JSON frames */
-#define RPC_SESSION_VERSION 1
+#define RPC_SESSION_VERSION 2
 #define RPC_SESSION_MAX_HEADER ((size_t)64 << 10)   /* session frame header (JSON) */
 #define RPC_SESSION_MAX_BLOB ((uint64_t)512 << 20)  /* session frame payload */
 #define RPC_MAX_KEY 4096
+/* Tracker messages are dumped as Python's json.dumps does (", " and ": " separators, ASCII),
+** so the bytes on the wire are those of TVM's tracker and clients (formats §3). */
+#define RPC_TRACKER_JSON (JSON_ENCODE_ANY | JSON_ENSURE_ASCII)
 
 enum { TC_FAIL = -1, TC_SUCCESS = 0, TC_PING = 1, TC_STOP = 2, TC_PUT = 3, TC_REQUEST = 4,
        TC_UPDATE_INFO = 5, TC_SUMMARY = 6, TC_GET_PENDING_MATCHKEYS = 7 };

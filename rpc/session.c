@@ -332,13 +332,20 @@ static int serve_one(session *s, json_t *req, void *blob, uint64_t n) {
     int flush = json_is_true(json_object_get(req, "cache_flush"));
     double to = json_number_value(json_object_get(req, "timeout"));
     if (repeat < 1 || repeat > 1024) return reply_err(s, "measure: repeat must be in [1, 1024]") ? 1 : 0;
+    /* version 2: check_correctness against a reference kernel uploaded in this session */
+    const char *rmod = json_string_value(json_object_get(req, "ref_module"));
+    const char *rfn = json_string_value(json_object_get(req, "ref_func"));
+    double rtol = json_number_value(json_object_get(req, "rtol"));
+    if (rmod && !valid_name(rmod)) return reply_err(s, "measure: bad 'ref_module'") ? 1 : 0;
     char *p = tl_sprintf("%s/%s", s->workdir, mod);
+    char *rp = rmod ? tl_sprintf("%s/%s", s->workdir, rmod) : NULL;
     double costs[1024];
     int nc = 0, eno = 0;
     char *msg = NULL;
     int rc = tl_measure_run(s->ctx, p, fn, sig, number, repeat, mrm, flush, to > 0 ? to : 10,
-                            NULL, NULL, 0, costs, &nc, &eno, &msg);
+                            rp, rp ? rfn : NULL, rtol, costs, &nc, &eno, &msg);
     free(p);
+    free(rp);
     if (rc) return reply_err(s, "measure: %s", tl_errmsg(s->ctx)) ? 1 : 0;
     json_t *c = json_array();
     for (int i = 0; i < nc; i++) json_array_append_new(c, json_real(costs[i]));
@@ -495,7 +502,7 @@ TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int track
       }
       json_t *info = json_pack("{s:s, s:[s?, i]}", "key", skey, "addr", custom_addr, bound);
       json_t *msg = json_pack("[i, o]", TC_UPDATE_INFO, info);
-      char *req = json_dumps(msg, JSON_COMPACT);
+      char *req = json_dumps(msg, RPC_TRACKER_JSON);
       json_decref(msg);
       json_t *r = NULL;
       int bad = rpc_tracker_call(ctx, tfd, req, 5, &r) || json_integer_value(r) != 0;
@@ -513,7 +520,7 @@ TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int track
       snprintf(match_key, sizeof match_key, "%s:%llu.%lu", key,
                (unsigned long long)(salt % 1000000007ull), ++counter);
       json_t *put = json_pack("[i, s, [i, s], s?]", TC_PUT, key, bound, match_key, custom_addr);
-      char *req = json_dumps(put, JSON_COMPACT);
+      char *req = json_dumps(put, RPC_TRACKER_JSON);
       json_decref(put);
       json_t *r = NULL;
       int bad = rpc_tracker_call(ctx, tfd, req, 5, &r) || json_integer_value(r) != 0;
@@ -645,7 +652,7 @@ TL_EXPORT int tl_rpc_request(tl_ctx *ctx, const char *tracker_host, int tracker_
   int rc = rpc_tracker_open(ctx, tracker_host, tracker_port, 10, &tfd);
   if (rc) return rc;
   json_t *req = json_pack("[i, s, s, i]", TC_REQUEST, key, "", priority);
-  char *t = json_dumps(req, JSON_COMPACT);
+  char *t = json_dumps(req, RPC_TRACKER_JSON);
   json_decref(req);
   json_t *r = NULL;
   rc = rpc_tracker_call(ctx, tfd, t, timeout_s, &r);
@@ -781,7 +788,9 @@ typedef struct {
   int number, repeat;
   double min_repeat_ms;
   int cache_flush;
-  double timeout_s, cooldown_s, wait_limit_s;
+  double timeout_s, cooldown_s, wait_limit_s, say_every_s;
+  const char *ref_so_path, *ref_fname;
+  double rtol;
   double *costs;
   int *ncosts, *error_no;
   char **msgs;
@@ -812,17 +821,32 @@ static void job_err(rbatch *b, int i, int eno, const char *fmt, ...) {
   b->msgs[i] = tl_strdup(buf);
 }
 
-/* Measure job i on session s; returns non-zero when the device is lost. */
-static int run_job(tl_ctx *ctx, rbatch *b, tl_rpc_sess *s, int i) {
-  char name[64];
+#define REF_NAME_FMT "ref%d.so"
+
+/* Measure job i on session s; returns non-zero when the device is lost. *ref_up: the
+** reference kernel (check_correctness) is already in this session. */
+static int run_job(tl_ctx *ctx, rbatch *b, tl_rpc_sess *s, int i, int *ref_up) {
+  char name[64], rname[64];
   snprintf(name, sizeof name, "m%d_%d.so", (int)getpid(), i);
+  snprintf(rname, sizeof rname, REF_NAME_FMT, (int)getpid());
   double io_to = 60 + b->timeout_s;
-  int rc = tl_rpc_upload(ctx, s, b->so_paths[i], name, io_to);
+  int rc;
+  if (b->ref_so_path && !*ref_up) {
+    rc = tl_rpc_upload(ctx, s, b->ref_so_path, rname, io_to);
+    if (rc) return rc;
+    *ref_up = 1;
+  }
+  rc = tl_rpc_upload(ctx, s, b->so_paths[i], name, io_to);
   if (rc) return rc;
   json_t *h = json_pack("{s:s, s:s, s:s?, s:s, s:i, s:i, s:f, s:b, s:f}", "op", "measure",
                         "module", name, "func", b->fnames[i], "sig", b->sigs[i], "number", b->number,
                         "repeat", b->repeat, "min_repeat_ms", b->min_repeat_ms, "cache_flush",
                         b->cache_flush, "timeout", b->timeout_s);
+  if (b->ref_so_path) {
+    json_object_set_new(h, "ref_module", json_string(rname));
+    if (b->ref_fname) json_object_set_new(h, "ref_func", json_string(b->ref_fname));
+    json_object_set_new(h, "rtol", json_real(b->rtol > 0 ? b->rtol : 1e-4));
+  }
   char *hs = json_dumps(h, JSON_COMPACT);
   json_decref(h);
   char *resp = NULL;
@@ -875,6 +899,7 @@ static tl_rpc_sess *acquire(tl_ctx *ctx, rbatch *b) {
       break;
     }
     double slice = left < 2 ? left : 2;
+    if (slice > b->say_every_s) slice = b->say_every_s;
     double t0 = tl_now();
     tl_clearerr(ctx);
     int rc = tl_rpc_request(ctx, b->thost, b->tport, b->key, b->priority, slice, &s);
@@ -892,7 +917,7 @@ static tl_rpc_sess *acquire(tl_ctx *ctx, rbatch *b) {
     } else {
       waited = 0;
     }
-    if (!busy && (b->last_say == 0 || tl_now() - b->last_say >= 60)) {
+    if (!busy && (b->last_say == 0 || tl_now() - b->last_say >= b->say_every_s - 0.05)) {
       b->last_say = tl_now();
       fprintf(stderr, "rpc: waiting for a free device of key '%s' at %s:%d (%.0f s so far, "
               "limit %.0f s): %s\n", b->key, b->thost, b->tport, waited, b->wait_limit_s,
@@ -924,12 +949,14 @@ static void *rbatch_worker(void *arg) {
   rbatch *b = arg;
   tl_ctx *ctx = tl_ctx_new();
   tl_rpc_sess *s = NULL;
+  int ref_up = 0;
   for (;;) {
     if (!s && !(s = acquire(ctx, b))) break;
     int i = next_job(b);
     if (i < 0) break;
     tl_clearerr(ctx);
-    if (run_job(ctx, b, s, i)) {
+    if (run_job(ctx, b, s, i, &ref_up)) {
+      ref_up = 0;
       job_err(b, i, TL_MEASURE_RUNTIME_DEVICE, "device lost (%s at %s): %s", tl_rpc_sess_key(s),
               tl_rpc_sess_addr(s), tl_errmsg(ctx));
       release(ctx, b, s, 0);
@@ -949,16 +976,18 @@ TL_EXPORT int tl_rpc_measure_batch(tl_ctx *ctx, const char *tracker_host, int tr
                                    const char *const *sigs, int number, int repeat,
                                    double min_repeat_ms, int cache_flush, double timeout_s,
                                    int n_parallel, double cooldown_s, double wait_limit_s,
+                                   double say_every_s, const char *ref_so_path,
+                                   const char *ref_fname, double rtol,
                                    double *costs, int *ncosts, int *error_no, char **msgs) {
   if (n < 0 || repeat < 1 || !tracker_host || !key || (n > 0 && (!so_paths || !sigs || !costs ||
       !ncosts || !error_no || !msgs)))
     return tl_err(ctx, TL_E_ARG, "tl_rpc_measure_batch: bad arguments");
   signal(SIGPIPE, SIG_IGN);
-  static const char *const no_names[1] = {NULL};
+  if (!(say_every_s > 0)) say_every_s = 60;
+  if (say_every_s < 0.1) say_every_s = 0.1;
   rbatch b = {tracker_host, tracker_port, key, priority, n, so_paths, fnames, sigs, number, repeat,
-              min_repeat_ms, cache_flush, timeout_s, cooldown_s, wait_limit_s, costs, ncosts,
-              error_no, msgs, 0, 0, 0, 0, 0};
-  (void)no_names;
+              min_repeat_ms, cache_flush, timeout_s, cooldown_s, wait_limit_s, say_every_s,
+              ref_so_path, ref_fname, rtol, costs, ncosts, error_no, msgs, 0, 0, 0, 0, 0};
   for (int i = 0; i < n; i++) {
     msgs[i] = NULL;
     ncosts[i] = 0;

@@ -109,7 +109,7 @@ static int send_magic(tconn *c) {
 }
 
 static int send_json(tconn *c, json_t *j) {
-  char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
+  char *s = json_dumps(j, RPC_TRACKER_JSON);
   json_decref(j);
   int rc = send_text(c, s ? s : "-1");
   free(s);

@@ -37,6 +37,13 @@ local function has(sym) return (pcall(function() return C[sym] end)) end
 -- results, run = fn(runner, inputs, build_results) -> results}. "opencl" is filled in by the
 -- OpenCL runtime when it lands; a target without a hook is measured as a host C kernel.
 measure.device_hooks = {}
+-- the OpenCL hook loads on first use (tunelua.autotvm.measure_opencl)
+setmetatable(measure.device_hooks, { __index = function(t, k)
+  if k == "opencl" then
+    pcall(require, "tunelua.autotvm.measure_opencl")
+    return rawget(t, k)
+  end
+end })
 -- Targets that are never measured as host C kernels: without their hook a config is an error.
 local DEVICE_KINDS = { opencl = true, cuda = true, vulkan = true, metal = true }
 
@@ -344,13 +351,15 @@ local function build_reference(task, cflags)
   it.dir = dir
   return it
 end
+measure.build_reference = build_reference
 
 --- runner:set_task(task): prepares per-task state (the reference kernel).
 function Runner:set_task(task)
   if self.ref then cleanup({ self.ref }) end
   if self.ref_guard then ffi.gc(self.ref_guard, nil) end
   self.task, self.ref, self.ref_err = task, nil, nil
-  if self.check_correctness then
+  -- a device hook (OpenCL) checks correctness on its own device
+  if self.check_correctness and not measure.device_hooks[target_kind(task)] then
     self.ref, self.ref_err = build_reference(task)
     local ref = self.ref
     -- the reference's directory goes when the runner does (or at exit)

@@ -125,7 +125,11 @@ end
 
 function Session:close()
   if self.handle then
+    -- a polite goodbye, but never a long wait on a session that is stuck or gone
+    local t = self.timeout
+    self.timeout = math.min(t or 5, 5)
     pcall(self.call, self, { op = "shutdown" })
+    self.timeout = t
     C.tl_rpc_close(ffi.gc(self.handle, nil))
     self.handle = nil
   end
@@ -209,7 +213,7 @@ function rpc.text_summary(data)
     local addr = {}
     for i, v in ipairs(it.addr or {}) do addr[i] = tostring(v) end
     add(string.format("%21s    %s", table.concat(addr, ":"), tostring(it.key)))
-    local k = tostring(it.key):match("^[^:]*:(.*)$") or tostring(it.key)
+    local k = tostring(it.key):match("^[^:]*:([^:]*)") or tostring(it.key)   -- "server:K" -> K
     total[k] = (total[k] or 0) + 1
   end
   add(string.rep("-", 30))
@@ -219,9 +223,11 @@ function rpc.text_summary(data)
   table.sort(keys)
   add("Queue Status")
   local title = string.format("%-" .. w .. "s   total  free  pending", "key")
-  add(string.rep("-", #title))
+  -- TVM's separator is as long as its title line counted with the newline: one dash more
+  local sep = string.rep("-", #title + 1)
+  add(sep)
   add(title)
-  add(string.rep("-", #title))
+  add(sep)
   for _, k in ipairs(keys) do
     local q = data.queue_info[k]
     local t = total[k] or 0
@@ -229,7 +235,7 @@ function rpc.text_summary(data)
       add(string.format("%-" .. w .. "s   %-5d  %-4d  %-7d", k, t, q.free or 0, q.pending or 0))
     end
   end
-  add(string.rep("-", #title))
+  add(sep)
   return table.concat(lines, "\n") .. "\n"
 end
 

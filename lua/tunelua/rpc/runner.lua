@@ -1,14 +1,18 @@
 --- tunelua.rpc.runner: RPCRunner, the LocalRunner's interface on devices of an RPC tracker.
 --
 --   autotvm.RPCRunner(key, host, port, {number = 4, repeat = 3, min_repeat_ms = 0, timeout = 10,
---     n_parallel = 1, cooldown_interval = 0.1, priority = 1, wait_limit = 600})
+--     n_parallel = 1, cooldown_interval = 0.1, priority = 1, wait_limit = 600,
+--     wait_report_interval = 60, check_correctness = false, enable_cpu_cache_flush = false})
 --
 -- runner:run(inputs, build_results) ships each built module to a device of `key` (zlib), times it
 -- there in a child of the session (a crash is error 4, a hang error 7) and returns MeasureResults.
 -- n_parallel sessions run at once (one thread each in C). A device that dies mid-measurement gives
 -- its trial an error record (RUNTIME_DEVICE, "device lost ..."), is re-requested and tuning goes
--- on. When no device comes for wait_limit seconds (a line is printed once a minute while waiting)
--- run() raises an error that says how to resume; the log written so far is intact.
+-- on. When no device comes for wait_limit seconds (a line is printed every wait_report_interval
+-- seconds, once a minute by default, while waiting) run() raises an error that says how to
+-- resume; the log written so far is intact. check_correctness builds the task's reference kernel
+-- (as LocalRunner does) on the host; it is uploaded once per session and every trial's outputs
+-- are compared with it on the device (a mismatch is WRONG_ANSWER).
 local ffi = require "ffi"
 local core = require "tunelua.core"
 
@@ -31,20 +35,45 @@ function M.new(key, host, port, o, runner_opts, _)
   r.n_parallel = o.n_parallel or 1
   r.priority = o.priority or 1
   r.wait_limit = o.wait_limit or 600
+  r.wait_report_interval = o.wait_report_interval or 60
   if type(r.n_parallel) ~= "number" or r.n_parallel < 1 then error("RPCRunner: n_parallel must be >= 1", 3) end
+  if type(r.wait_limit) ~= "number" or r.wait_limit < 0 then
+    error("RPCRunner: wait_limit must be a number of seconds >= 0", 3)
+  end
+  if type(r.wait_report_interval) ~= "number" or r.wait_report_interval <= 0 then
+    error("RPCRunner: wait_report_interval must be a number of seconds > 0", 3)
+  end
   return r
 end
 
-function RPCRunner:set_task(task) self.task = task end
+--- runner:set_task(task): with check_correctness, builds the reference kernel (host C).
+function RPCRunner:set_task(task)
+  local measure = require "tunelua.autotvm.measure"
+  if self.ref then measure.cleanup({ self.ref }) end
+  if self.ref_guard then ffi.gc(self.ref_guard, nil) end
+  self.task, self.ref, self.ref_err, self.ref_guard = task, nil, nil, nil
+  if self.check_correctness then
+    self.ref, self.ref_err = measure.build_reference(task)
+    local ref = self.ref
+    self.ref_guard = ref and ffi.gc(ffi.new("char[1]"), function() measure.cleanup({ ref }) end) or nil
+  end
+end
 function RPCRunner:get_build_kwargs() return {} end
 
 function RPCRunner:run(inputs, build_results)
   local measure = require "tunelua.autotvm.measure"
   local E = measure.MeasureErrorNo
   local out, jobs = {}, {}
+  if self.check_correctness and not self.ref and inputs[1] and self.task ~= inputs[1].task then
+    self:set_task(inputs[1].task)
+  end
+  local ref = self.check_correctness and self.ref or nil
   for i, br in ipairs(build_results) do
     if br.error_no ~= 0 then
       out[i] = measure.MeasureResult({ 1e9 }, br.error_no, br.time_cost or 0, os.time(), br.error_msg)
+    elseif self.check_correctness and not ref then
+      out[i] = measure.MeasureResult({ 1e9 }, E.WRONG_ANSWER, br.time_cost or 0, os.time(),
+        "check_correctness: no reference kernel: " .. tostring(self.ref_err))
     else
       jobs[#jobs + 1] = i
     end
@@ -73,7 +102,8 @@ function RPCRunner:run(inputs, build_results)
                                       self.number, rep, self.min_repeat_ms,
                                       self.enable_cpu_cache_flush and 1 or 0, self.timeout,
                                       self.n_parallel, self.cooldown_interval, self.wait_limit,
-                                      costs, nc, en, msgs)
+                                      self.wait_report_interval, ref and ref.so_path or nil,
+                                      ref and ref.fname or nil, 1e-4, costs, nc, en, msgs)
     local per = (C.tl_now() - t0) / n
     if rc ~= 0 then
       stopped = core.errmsg()
