@@ -439,8 +439,12 @@ const char *tl_topi_pattern_name(int pattern);
 ** "cpu" (also "c", "llvm") inlines injective producers, computes a reduction
 ** at its same-shape injective consumer, fuses and parallelizes the outer
 ** spatial loops and vectorizes the innermost one (core/topi/schedule.c);
-** "opencl" is TL_E_ARG (not yet). The result always lowers. */
+** "opencl" binds fused output loops to work-groups of 64..256 threads
+** (blockIdx.x/threadIdx.x) with reductions computed inside their consumer's
+** thread loop (core/topi/schedule_gpu.c). The result always lowers. */
 int tl_topi_default_schedule(tl_ctx *ctx, tl_sched *s, const char *target_kind);
+/* The OpenCL default schedule alone (what "opencl" above runs). */
+int tl_topi_default_schedule_gpu(tl_ctx *ctx, tl_sched *s);
 
 /* ---- graph: ONNX ------------------------------------------------------ */
 /* ONNX models (ModelProto) and ONNX test-data files (serialized TensorProto,

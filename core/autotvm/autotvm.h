@@ -108,6 +108,10 @@ int tl_atvm_stage_by_tag(tl_sched *s, const char *tag_prefix);
 ** anchor, and pad stages; returns the output stage (last). */
 int tl_atvm_inline_injective(tl_ctx *ctx, tl_sched *s, int anchor);
 
+/* Mali templates (targets/mali). */
+extern const tl_atvm_template tl_mali_conv2d_spatial_pack, tl_mali_conv2d_winograd,
+    tl_mali_depthwise_conv2d, tl_mali_dense;
+
 /* x86 templates (targets/x86). */
 extern const tl_atvm_template tl_x86_conv2d_nchwc, tl_x86_depthwise_nchwc, tl_x86_dense_pack,
     tl_x86_dense_nopack;

@@ -26,13 +26,10 @@ struct tl_atvm_task {
 
 /* ---- template registry ----------------------------------------------------- */
 
-#include "../../targets/mali/mali.h"
 static const tl_atvm_template *const templates[] = {
-    &tl_x86_conv2d_nchwc, &tl_x86_depthwise_nchwc, &tl_x86_dense_pack, &tl_x86_dense_nopack,
-    &tl_mali_conv2d_spatial_pack,
-    &tl_mali_conv2d_winograd,
-    &tl_mali_depthwise_conv2d,
-    &tl_mali_dense};
+    &tl_x86_conv2d_nchwc,         &tl_x86_depthwise_nchwc,  &tl_x86_dense_pack,
+    &tl_x86_dense_nopack,         &tl_mali_conv2d_spatial_pack, &tl_mali_conv2d_winograd,
+    &tl_mali_depthwise_conv2d,    &tl_mali_dense};
 
 const tl_atvm_template *tl_atvm_template_find(const char *name) {
   for (size_t i = 0; name && i < TL_ARRAY_SIZE(templates); i++)

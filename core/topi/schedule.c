@@ -311,9 +311,7 @@ static int try_plan(tl_ctx *ctx, const tl_sched *s, int plan) {
 TL_EXPORT int tl_topi_default_schedule(tl_ctx *ctx, tl_sched *s, const char *target_kind) {
   if (!s) return tl_err(ctx, TL_E_ARG, "default_schedule: no schedule");
   const char *k = target_kind ? target_kind : "cpu";
-  if (strncmp(k, "opencl", 6) == 0)
-    return tl_err(ctx, TL_E_ARG,
-                  "default_schedule: target 'opencl' is not supported yet (only \"cpu\")");
+  if (strncmp(k, "opencl", 6) == 0) return tl_topi_default_schedule_gpu(ctx, s);
   if (strcmp(k, "cpu") != 0 && strcmp(k, "c") != 0 && strcmp(k, "llvm") != 0)
     return tl_err(ctx, TL_E_ARG,
                   "default_schedule: unknown target kind '%s' (expected \"cpu\" or \"opencl\")", k);

@@ -135,6 +135,11 @@ int tl_topi_squeeze(tl_topi_call *c);
 int tl_topi_expand_dims(tl_topi_call *c);
 int tl_topi_pad(tl_topi_call *c);
 int tl_topi_layout_transform(tl_topi_call *c);
+/* schedule_gpu.c: the OpenCL default schedule (tl_topi_default_schedule
+** routes "opencl" here): injective producers inlined, every root stage's
+** spatial axes fused, split by a work-group size and bound to blockIdx.x /
+** threadIdx.x, reductions kept inside each work-item. */
+int tl_topi_default_schedule_gpu(tl_ctx *ctx, tl_sched *s);
 /* winograd.c */
 int tl_topi_conv2d_winograd(tl_topi_call *c);
 int tl_topi_winograd_weight_transform(tl_topi_call *c);

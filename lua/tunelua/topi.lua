@@ -337,7 +337,7 @@ end
 -- the DAG that computes them, with the default steps of the target class
 -- (core/topi/schedule.c): injective producers inlined, a reduction computed
 -- at its same-shape consumer, outer loops fused and parallel, the innermost
--- vectorized. "opencl" is not supported yet.
+-- vectorized; "opencl ..." binds work-groups (blockIdx.x / threadIdx.x).
 function topi.default_schedule(outputs, target)
   local schedule = require "tunelua.schedule"
   target = target or "c"
