@@ -67,6 +67,28 @@ int tl_ocl_module_call(tl_ctx *ctx, tl_ocl_module *m, tl_array **args, int nargs
 int tl_ocl_module_time(tl_ctx *ctx, tl_ocl_module *m, tl_array **args, int nargs, int number,
                        int repeat, double min_repeat_ms, int wallclock, double *secs_out);
 
+/* ---- modules that travel (docs/opencl.md "Modules that travel") ----
+** A module is its OpenCL C plus a manifest (JSON): the function name, the
+** arguments (dtype, shape), global temporaries (bytes), and per kernel its
+** name, grid, block, __local bytes and argument slots. Built on one machine,
+** it is recreated on another from these two texts. */
+/* The manifest of a module (malloc'd, tl_opencl_str_free). */
+int tl_ocl_module_manifest(tl_ctx *ctx, const tl_ocl_module *m, char **json);
+/* OpenCL C and manifest of a lowered function without any device
+** (malloc'd, tl_opencl_str_free). */
+int tl_opencl_source_manifest(tl_ctx *ctx, tl_lowered *f, char **source, char **manifest);
+void tl_opencl_str_free(char *s);
+/* Check a manifest against its source without a device: strict JSON (no
+** unknown keys), bounded sizes, kernels the source defines, slots in range.
+** A violation is TL_E_PARSE naming the field. */
+int tl_ocl_manifest_check(tl_ctx *ctx, const char *source, const char *manifest);
+/* Recreate a module on device dev from source + manifest (checked as
+** tl_ocl_manifest_check, then built as tl_opencl_build: a work-group the
+** device cannot run is TL_E_RUNTIME naming the limit, a driver refusal
+** TL_E_BUILD with the log). */
+int tl_ocl_module_from_source(tl_ctx *ctx, const char *source, const char *manifest, int dev,
+                              tl_ocl_module **out);
+
 /* cdef:end */
 
 #ifdef __cplusplus

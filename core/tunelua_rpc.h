@@ -58,6 +58,22 @@ int tl_measure_run(tl_ctx *ctx, const char *so_path, const char *fname,
                    const char *ref_fname, double rtol, double *costs, int *ncosts,
                    int *error_no, char **msg);
 
+/* An OpenCL module (source_path: OpenCL C, manifest_path: its manifest, see
+** tunelua_opencl.h) measured on OpenCL device dev in a forked child: build
+** (limit build_timeout_s: BUILD_TIMEOUT 6; a work-group the device cannot run
+** is INSTANTIATION_ERROR 1 naming the limit; a driver refusal COMPILE_DEVICE
+** 3), arguments from the manifest filled with seeded random values, with a
+** reference module (ref_*: NULL for none) one call of each compared on the
+** same inputs (rtol; WRONG_ANSWER 5), then the time evaluator on the device's
+** profiling events (limit run_timeout_s: RUN_TIMEOUT 7; a launch failure or a
+** crash RUNTIME_DEVICE 4). The caller's process never initializes OpenCL. A
+** malformed manifest is TL_E_PARSE (nothing is forked). */
+int tl_measure_run_opencl(tl_ctx *ctx, const char *source_path, const char *manifest_path,
+                          int dev, int number, int repeat, double min_repeat_ms,
+                          double build_timeout_s, double run_timeout_s,
+                          const char *ref_source_path, const char *ref_manifest_path,
+                          double rtol, double *costs, int *ncosts, int *error_no, char **msg);
+
 /* ---- the device farm (rpc/; docs/rpc.md) ----------------------------------
 ** Tracker: TVM's tracker wire protocol; serves until STOP with stop_key (NULL:
 ** a random one) or a signal. Prints "bind to HOST:PORT" on stdout. The port is
@@ -113,6 +129,23 @@ int tl_rpc_measure_batch(tl_ctx *ctx, const char *tracker_host, int tracker_port
                          int n_parallel, double cooldown_s, double wait_limit_s,
                          double say_every_s, const char *ref_so_path, const char *ref_fname,
                          double rtol, double *costs, int *ncosts, int *error_no, char **msgs);
+
+/* The same for OpenCL modules (an AutoTVM task with an "opencl ..." target):
+** job i is source_paths[i] (OpenCL C) with manifest_paths[i], measured on
+** OpenCL device `device` of the server in a child of its session
+** (tl_measure_run_opencl: build_timeout_s for the device compile, timeout_s
+** for the run). ref_source_path/ref_manifest_path (NULL: none) is
+** check_correctness's reference module, uploaded once per session. */
+int tl_rpc_measure_batch_opencl(tl_ctx *ctx, const char *tracker_host, int tracker_port,
+                                const char *key, int priority, int n,
+                                const char *const *source_paths,
+                                const char *const *manifest_paths, int device, int number,
+                                int repeat, double min_repeat_ms, double build_timeout_s,
+                                double timeout_s, int n_parallel, double cooldown_s,
+                                double wait_limit_s, double say_every_s,
+                                const char *ref_source_path, const char *ref_manifest_path,
+                                double rtol, double *costs, int *ncosts, int *error_no,
+                                char **msgs);
 
 /* Tests and fuzzing: connect to host:port, send n raw bytes, and return what
 ** comes back until the peer closes or timeout_s passes (*out: tl_rpc_free). */

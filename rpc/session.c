@@ -10,6 +10,9 @@
 ** Requests carry "op"; replies carry "ok" (and "error" when false).
 ** A frame over its bound or a header that is not a JSON object gets an error
 ** reply and closes the session; the server goes on with the next session.
+** Modules are C shared objects or (version 3) OpenCL C with a manifest
+** (tunelua_opencl.h), built on the server's OpenCL device in the session
+** child; the server process itself never initializes OpenCL.
 **
 ** The server registers with the tracker (UPDATE_INFO, then PUT of a fresh
 ** match key per session), serves one session at a time, each in a child
@@ -116,8 +119,9 @@ typedef struct {
   double timeout_s;          /* idle limit per request */
   tl_ctx *ctx;
   tl_array *arrs[SESS_MAX_ARRAYS];
-  struct { char *name; void *h; } mods[SESS_MAX_MODULES];
+  struct { char *name; void *h; tl_ocl_module *ocl; } mods[SESS_MAX_MODULES];
   int nmods;
+  int ocl_inited;            /* OpenCL was initialized in this process (load/call/time) */
 } session;
 
 static int valid_name(const char *s) {
@@ -148,8 +152,167 @@ static int reply_err(session *s, const char *fmt, ...) {
 
 static void *module_of(session *s, const char *name) {
   for (int i = 0; i < s->nmods; i++)
-    if (!strcmp(s->mods[i].name, name)) return s->mods[i].h;
+    if (!strcmp(s->mods[i].name, name)) return s->mods[i].h ? s->mods[i].h : (void *)s->mods[i].ocl;
   return NULL;
+}
+
+static tl_array *array_arg(session *s, json_t *v) {
+  if (!json_is_integer(v)) return NULL;
+  json_int_t id = json_integer_value(v);
+  if (id < 0 || id >= SESS_MAX_ARRAYS) return NULL;
+  return s->arrs[id];
+}
+
+static tl_ocl_module *ocl_module_of(session *s, const char *name) {
+  for (int i = 0; i < s->nmods; i++)
+    if (!strcmp(s->mods[i].name, name)) return s->mods[i].ocl;
+  return NULL;
+}
+
+/* A file of the work directory as text (at most 16 MiB, no NUL bytes); NULL with a message. */
+static char *work_text(session *s, const char *name, char *err, size_t errn) {
+  if (!valid_name(name)) {
+    snprintf(err, errn, "bad file name");
+    return NULL;
+  }
+  char *p = tl_sprintf("%s/%s", s->workdir, name);
+  char *t = NULL;
+  size_t len = 0;
+  int rc = tl_read_file(s->ctx, p, &t, &len);
+  free(p);
+  if (rc) {
+    snprintf(err, errn, "cannot read '%s' (upload it first): %s", name, tl_errmsg(s->ctx));
+    return NULL;
+  }
+  if (len > ((size_t)16 << 20) || strlen(t) != len) {
+    free(t);
+    snprintf(err, errn, "'%s' is not a text file of at most 16 MiB", name);
+    return NULL;
+  }
+  return t;
+}
+
+/* load kind "opencl": name = the uploaded OpenCL C, manifest = its uploaded manifest. The
+** manifest is checked before OpenCL is touched; then the module is built on the device. */
+static int load_opencl(session *s, json_t *req, const char *name) {
+  const char *man = json_string_value(json_object_get(req, "manifest"));
+  json_t *dv = json_object_get(req, "device");
+  if (dv && (!json_is_integer(dv) || json_integer_value(dv) < 0 || json_integer_value(dv) > 255))
+    return reply_err(s, "load: 'device' must be an OpenCL device number");
+  int dev = dv ? (int)json_integer_value(dv) : 0;
+  if (!man) return reply_err(s, "load: kind 'opencl' needs 'manifest' (an uploaded file name)");
+  char err[600];
+  char *src = work_text(s, name, err, sizeof err);
+  if (!src) return reply_err(s, "load: source: %s", err);
+  char *mt = work_text(s, man, err, sizeof err);
+  if (!mt) {
+    free(src);
+    return reply_err(s, "load: manifest: %s", err);
+  }
+  int rc = tl_ocl_manifest_check(s->ctx, src, mt);
+  tl_ocl_module *m = NULL;
+  if (!rc) {
+    s->ocl_inited = 1;
+    rc = tl_ocl_module_from_source(s->ctx, src, mt, dev, &m);
+  }
+  free(src);
+  free(mt);
+  if (rc) return reply_err(s, "load: %s", tl_errmsg(s->ctx));
+  s->mods[s->nmods].name = tl_strdup(name);
+  s->mods[s->nmods].h = NULL;
+  s->mods[s->nmods++].ocl = m;
+  return reply(s, json_pack("{s:b, s:s, s:i}", "ok", 1, "kind", "opencl", "kernels",
+                            tl_ocl_module_num_kernels(m)), NULL, 0);
+}
+
+/* call / time of an OpenCL module on host arrays: copied to the module's device, run, copied
+** back (call); time follows the time-evaluator contract on the device's profiling events. */
+static int run_opencl(session *s, const char *op, tl_ocl_module *m, json_t *req, json_t *args) {
+  int na = (int)json_array_size(args);
+  tl_array *host[64], *dev[64] = {0};
+  int rc = TL_OK, made = 0;
+  int repeat = 1;
+  if (!strcmp(op, "time")) {
+    repeat = (int)json_integer_value(json_object_get(req, "repeat"));
+    if (repeat < 1 || repeat > 1024) return reply_err(s, "time: repeat must be in [1, 1024]");
+  }
+  for (int i = 0; i < na; i++) {
+    host[i] = array_arg(s, json_array_get(args, i));
+    if (!host[i]) return reply_err(s, "%s: argument %d is not an array id", op, i);
+  }
+  s->ocl_inited = 1;
+  for (int i = 0; i < na && !rc; i++) {
+    const DLTensor *t = tl_array_dltensor(host[i]);
+    rc = tl_array_empty(s->ctx, t->ndim, t->shape, tl_array_dtype(host[i]), TL_DEV_OPENCL,
+                        tl_ocl_module_device(m), &dev[i]);
+    if (!rc) {
+      made++;
+      rc = tl_array_copyto(s->ctx, host[i], dev[i]);
+    }
+  }
+  double costs[1024];
+  if (!rc) {
+    if (!strcmp(op, "call")) {
+      rc = tl_ocl_module_call(s->ctx, m, dev, na);
+      for (int i = 0; i < na && !rc; i++) rc = tl_array_copyto(s->ctx, dev[i], host[i]);
+    } else {
+      int number = (int)json_integer_value(json_object_get(req, "number"));
+      double mrm = json_number_value(json_object_get(req, "min_repeat_ms"));
+      rc = tl_ocl_module_time(s->ctx, m, dev, na, number, repeat, mrm, 0, costs);
+    }
+  }
+  for (int i = 0; i < made; i++) tl_array_free(dev[i]);
+  if (rc) return reply_err(s, "%s: %s", op, tl_errmsg(s->ctx));
+  if (!strcmp(op, "call")) return reply(s, json_pack("{s:b}", "ok", 1), NULL, 0);
+  json_t *c = json_array();
+  for (int i = 0; i < repeat; i++) json_array_append_new(c, json_real(costs[i]));
+  return reply(s, json_pack("{s:b, s:o}", "ok", 1, "costs", c), NULL, 0);
+}
+
+/* measure kind "opencl": the whole trial in a child of the session (tl_measure_run_opencl). */
+static int measure_opencl(session *s, json_t *req, const char *mod) {
+  const char *man = json_string_value(json_object_get(req, "manifest"));
+  const char *rmod = json_string_value(json_object_get(req, "ref_module"));
+  const char *rman = json_string_value(json_object_get(req, "ref_manifest"));
+  json_t *dv = json_object_get(req, "device");
+  if (!valid_name(man)) return reply_err(s, "measure: kind 'opencl' needs 'manifest' (an uploaded file name)");
+  if (rmod && (!valid_name(rmod) || !valid_name(rman)))
+    return reply_err(s, "measure: bad 'ref_module' or 'ref_manifest'");
+  if (dv && (!json_is_integer(dv) || json_integer_value(dv) < 0 || json_integer_value(dv) > 255))
+    return reply_err(s, "measure: 'device' must be an OpenCL device number");
+  if (s->ocl_inited)
+    return reply_err(s, "measure: OpenCL was already initialized in this session (load/call/time "
+                     "of an OpenCL module) and cannot be used in a forked child; measure in a "
+                     "fresh session");
+  int number = (int)json_integer_value(json_object_get(req, "number"));
+  int repeat = (int)json_integer_value(json_object_get(req, "repeat"));
+  double mrm = json_number_value(json_object_get(req, "min_repeat_ms"));
+  double to = json_number_value(json_object_get(req, "timeout"));
+  double bto = json_number_value(json_object_get(req, "build_timeout"));
+  double rtol = json_number_value(json_object_get(req, "rtol"));
+  if (repeat < 1 || repeat > 1024) return reply_err(s, "measure: repeat must be in [1, 1024]");
+  if (to > 3600 || bto > 3600) return reply_err(s, "measure: timeouts are at most 3600 s");
+  char *p = tl_sprintf("%s/%s", s->workdir, mod);
+  char *mp = tl_sprintf("%s/%s", s->workdir, man);
+  char *rp = rmod ? tl_sprintf("%s/%s", s->workdir, rmod) : NULL;
+  char *rmp = rmod ? tl_sprintf("%s/%s", s->workdir, rman) : NULL;
+  double costs[1024];
+  int nc = 0, eno = 0;
+  char *msg = NULL;
+  int rc = tl_measure_run_opencl(s->ctx, p, mp, dv ? (int)json_integer_value(dv) : 0, number,
+                                 repeat, mrm, bto > 0 ? bto : 10, to > 0 ? to : 10, rp, rmp, rtol,
+                                 costs, &nc, &eno, &msg);
+  free(p);
+  free(mp);
+  free(rp);
+  free(rmp);
+  if (rc) return reply_err(s, "measure: %s", tl_errmsg(s->ctx));
+  json_t *c = json_array();
+  for (int i = 0; i < nc; i++) json_array_append_new(c, json_real(costs[i]));
+  json_t *j = json_pack("{s:b, s:i, s:o}", "ok", 1, "error_no", eno, "costs", c);
+  if (msg) json_object_set_new(j, "error", json_string(msg));
+  free(msg);
+  return reply(s, j, NULL, 0);
 }
 
 static void remove_all(const char *dir) {
@@ -165,12 +328,6 @@ static void remove_all(const char *dir) {
   closedir(d);
 }
 
-static tl_array *array_arg(session *s, json_t *v) {
-  if (!json_is_integer(v)) return NULL;
-  json_int_t id = json_integer_value(v);
-  if (id < 0 || id >= SESS_MAX_ARRAYS) return NULL;
-  return s->arrs[id];
-}
 
 /* Handle one request; returns 1 to end the session. */
 static int serve_one(session *s, json_t *req, void *blob, uint64_t n) {
@@ -219,9 +376,13 @@ static int serve_one(session *s, json_t *req, void *blob, uint64_t n) {
     return reply(s, json_pack("{s:b}", "ok", 1), NULL, 0) ? 1 : 0;
   }
   if (!strcmp(op, "load")) {
+    const char *kind = json_string_value(json_object_get(req, "kind"));
     if (!valid_name(name)) return reply_err(s, "load: bad file name") ? 1 : 0;
+    if (kind && strcmp(kind, "so") && strcmp(kind, "opencl"))
+      return reply_err(s, "load: unknown kind '%.64s' (expected \"so\" or \"opencl\")", kind) ? 1 : 0;
     if (module_of(s, name)) return reply(s, json_pack("{s:b}", "ok", 1), NULL, 0) ? 1 : 0;
     if (s->nmods >= SESS_MAX_MODULES) return reply_err(s, "load: too many modules") ? 1 : 0;
+    if (kind && !strcmp(kind, "opencl")) return load_opencl(s, req, name) ? 1 : 0;
     char *p = tl_sprintf("%s/%s", s->workdir, name);
     void *h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
     free(p);
@@ -291,6 +452,11 @@ static int serve_one(session *s, json_t *req, void *blob, uint64_t n) {
     json_t *args = json_object_get(req, "args");
     void *h = mod ? module_of(s, mod) : NULL;
     if (!h) return reply_err(s, "%s: module '%s' is not loaded", op, mod ? mod : "?") ? 1 : 0;
+    tl_ocl_module *om = ocl_module_of(s, mod);
+    if (om) {
+      if (!json_is_array(args) || json_array_size(args) > 64) return reply_err(s, "%s: bad args", op) ? 1 : 0;
+      return run_opencl(s, op, om, req, args) ? 1 : 0;
+    }
     void *f = fn ? dlsym(h, fn) : NULL;
     if (!f) return reply_err(s, "%s: module '%s' has no function '%s'", op, mod, fn ? fn : "?") ? 1 : 0;
     if (!json_is_array(args) || json_array_size(args) > 64) return reply_err(s, "%s: bad args", op) ? 1 : 0;
@@ -325,6 +491,13 @@ static int serve_one(session *s, json_t *req, void *blob, uint64_t n) {
     const char *mod = json_string_value(json_object_get(req, "module"));
     const char *fn = json_string_value(json_object_get(req, "func"));
     const char *sig = json_string_value(json_object_get(req, "sig"));
+    const char *kind = json_string_value(json_object_get(req, "kind"));
+    if (kind && !strcmp(kind, "opencl")) {
+      if (!valid_name(mod)) return reply_err(s, "measure: needs 'module'") ? 1 : 0;
+      return measure_opencl(s, req, mod) ? 1 : 0;
+    }
+    if (kind && strcmp(kind, "so"))
+      return reply_err(s, "measure: unknown kind '%.64s' (expected \"so\" or \"opencl\")", kind) ? 1 : 0;
     if (!valid_name(mod) || !sig) return reply_err(s, "measure: needs 'module' and 'sig'") ? 1 : 0;
     int number = (int)json_integer_value(json_object_get(req, "number"));
     int repeat = (int)json_integer_value(json_object_get(req, "repeat"));
@@ -792,6 +965,11 @@ typedef struct {
   const char *ref_so_path, *ref_fname;
   double rtol;
   double *costs;
+  /* OpenCL jobs: so_paths are OpenCL C files, manifests their manifests (NULL: C jobs) */
+  const char *const *manifests;
+  const char *ref_manifest;
+  int device;
+  double build_timeout_s;
   int *ncosts, *error_no;
   char **msgs;
   int next;
@@ -826,25 +1004,39 @@ static void job_err(rbatch *b, int i, int eno, const char *fmt, ...) {
 /* Measure job i on session s; returns non-zero when the device is lost. *ref_up: the
 ** reference kernel (check_correctness) is already in this session. */
 static int run_job(tl_ctx *ctx, rbatch *b, tl_rpc_sess *s, int i, int *ref_up) {
-  char name[64], rname[64];
-  snprintf(name, sizeof name, "m%d_%d.so", (int)getpid(), i);
-  snprintf(rname, sizeof rname, REF_NAME_FMT, (int)getpid());
-  double io_to = 60 + b->timeout_s;
+  char name[64], rname[64], mname[64], rmname[64];
+  int ocl = b->manifests != NULL;
+  snprintf(name, sizeof name, "m%d_%d.%s", (int)getpid(), i, ocl ? "cl" : "so");
+  snprintf(rname, sizeof rname, ocl ? "ref%d.cl" : REF_NAME_FMT, (int)getpid());
+  snprintf(mname, sizeof mname, "m%d_%d.json", (int)getpid(), i);
+  snprintf(rmname, sizeof rmname, "ref%d.json", (int)getpid());
+  double io_to = 60 + b->timeout_s + (ocl ? b->build_timeout_s : 0);
   int rc;
   if (b->ref_so_path && !*ref_up) {
     rc = tl_rpc_upload(ctx, s, b->ref_so_path, rname, io_to);
+    if (!rc && ocl) rc = tl_rpc_upload(ctx, s, b->ref_manifest, rmname, io_to);
     if (rc) return rc;
     *ref_up = 1;
   }
   rc = tl_rpc_upload(ctx, s, b->so_paths[i], name, io_to);
+  if (!rc && ocl) rc = tl_rpc_upload(ctx, s, b->manifests[i], mname, io_to);
   if (rc) return rc;
-  json_t *h = json_pack("{s:s, s:s, s:s?, s:s, s:i, s:i, s:f, s:b, s:f}", "op", "measure",
-                        "module", name, "func", b->fnames[i], "sig", b->sigs[i], "number", b->number,
-                        "repeat", b->repeat, "min_repeat_ms", b->min_repeat_ms, "cache_flush",
-                        b->cache_flush, "timeout", b->timeout_s);
+  json_t *h;
+  if (ocl) {
+    h = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:f, s:f, s:f}", "op", "measure", "kind",
+                  "opencl", "module", name, "manifest", mname, "device", b->device, "number",
+                  b->number, "repeat", b->repeat, "min_repeat_ms", b->min_repeat_ms, "timeout",
+                  b->timeout_s, "build_timeout", b->build_timeout_s);
+  } else {
+    h = json_pack("{s:s, s:s, s:s?, s:s, s:i, s:i, s:f, s:b, s:f}", "op", "measure",
+                  "module", name, "func", b->fnames[i], "sig", b->sigs[i], "number", b->number,
+                  "repeat", b->repeat, "min_repeat_ms", b->min_repeat_ms, "cache_flush",
+                  b->cache_flush, "timeout", b->timeout_s);
+  }
   if (b->ref_so_path) {
     json_object_set_new(h, "ref_module", json_string(rname));
-    if (b->ref_fname) json_object_set_new(h, "ref_func", json_string(b->ref_fname));
+    if (ocl) json_object_set_new(h, "ref_manifest", json_string(rmname));
+    else if (b->ref_fname) json_object_set_new(h, "ref_func", json_string(b->ref_fname));
     json_object_set_new(h, "rtol", json_real(b->rtol > 0 ? b->rtol : 1e-4));
   }
   char *hs = json_dumps(h, JSON_COMPACT);
@@ -869,11 +1061,13 @@ static int run_job(tl_ctx *ctx, rbatch *b, tl_rpc_sess *s, int i, int *ref_up) {
     if (e) b->msgs[i] = tl_strdup(e);
   }
   json_decref(r);
-  char *rm = tl_sprintf("{\"op\":\"remove\",\"name\":\"%s\"}", name);
-  char *rr = NULL;
-  tl_rpc_call(ctx, s, rm, NULL, 0, 30, &rr, NULL, NULL);
-  free(rm);
-  free(rr);
+  for (int f = 0; f < (ocl ? 2 : 1); f++) {
+    char *rm = tl_sprintf("{\"op\":\"remove\",\"name\":\"%s\"}", f ? mname : name);
+    char *rr = NULL;
+    tl_rpc_call(ctx, s, rm, NULL, 0, 30, &rr, NULL, NULL);
+    free(rm);
+    free(rr);
+  }
   return TL_OK;
 }
 
@@ -970,28 +1164,16 @@ static void *rbatch_worker(void *arg) {
   return NULL;
 }
 
-TL_EXPORT int tl_rpc_measure_batch(tl_ctx *ctx, const char *tracker_host, int tracker_port,
-                                   const char *key, int priority, int n,
-                                   const char *const *so_paths, const char *const *fnames,
-                                   const char *const *sigs, int number, int repeat,
-                                   double min_repeat_ms, int cache_flush, double timeout_s,
-                                   int n_parallel, double cooldown_s, double wait_limit_s,
-                                   double say_every_s, const char *ref_so_path,
-                                   const char *ref_fname, double rtol,
-                                   double *costs, int *ncosts, int *error_no, char **msgs) {
-  if (n < 0 || repeat < 1 || !tracker_host || !key || (n > 0 && (!so_paths || !sigs || !costs ||
-      !ncosts || !error_no || !msgs)))
-    return tl_err(ctx, TL_E_ARG, "tl_rpc_measure_batch: bad arguments");
+static int rbatch_run(tl_ctx *ctx, rbatch *pb, int n_parallel) {
+  rbatch b = *pb;
+  int n = b.n;
   signal(SIGPIPE, SIG_IGN);
-  if (!(say_every_s > 0)) say_every_s = 60;
-  if (say_every_s < 0.1) say_every_s = 0.1;
-  rbatch b = {tracker_host, tracker_port, key, priority, n, so_paths, fnames, sigs, number, repeat,
-              min_repeat_ms, cache_flush, timeout_s, cooldown_s, wait_limit_s, say_every_s,
-              ref_so_path, ref_fname, rtol, costs, ncosts, error_no, msgs, 0, 0, 0, 0, 0};
+  if (!(b.say_every_s > 0)) b.say_every_s = 60;
+  if (b.say_every_s < 0.1) b.say_every_s = 0.1;
   for (int i = 0; i < n; i++) {
-    msgs[i] = NULL;
-    ncosts[i] = 0;
-    error_no[i] = -1;
+    b.msgs[i] = NULL;
+    b.ncosts[i] = 0;
+    b.error_no[i] = -1;
   }
   pthread_mutex_init(&b.mu, NULL);
   if (n_parallel < 1) n_parallel = 1;
@@ -1005,13 +1187,95 @@ TL_EXPORT int tl_rpc_measure_batch(tl_ctx *ctx, const char *tracker_host, int tr
   for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
   pthread_mutex_destroy(&b.mu);
   for (int i = 0; i < n; i++)
-    if (error_no[i] < 0) {
-      if (!msgs[i]) msgs[i] = tl_sprintf("not measured: no device of key '%s' within %.0f s", key, wait_limit_s);
+    if (b.error_no[i] < 0) {
+      if (!b.msgs[i]) b.msgs[i] = tl_sprintf("not measured: no device of key '%s' within %.0f s", b.key, b.wait_limit_s);
     }
   if (b.stop)
-    return tl_err(ctx, TL_E_TIMEOUT, "no device of key '%s' at %s:%d for %.0f s", key,
-                  tracker_host, tracker_port, wait_limit_s);
+    return tl_err(ctx, TL_E_TIMEOUT, "no device of key '%s' at %s:%d for %.0f s", b.key,
+                  b.thost, b.tport, b.wait_limit_s);
   return TL_OK;
+}
+
+TL_EXPORT int tl_rpc_measure_batch(tl_ctx *ctx, const char *tracker_host, int tracker_port,
+                                   const char *key, int priority, int n,
+                                   const char *const *so_paths, const char *const *fnames,
+                                   const char *const *sigs, int number, int repeat,
+                                   double min_repeat_ms, int cache_flush, double timeout_s,
+                                   int n_parallel, double cooldown_s, double wait_limit_s,
+                                   double say_every_s, const char *ref_so_path,
+                                   const char *ref_fname, double rtol,
+                                   double *costs, int *ncosts, int *error_no, char **msgs) {
+  if (n < 0 || repeat < 1 || !tracker_host || !key || (n > 0 && (!so_paths || !sigs || !costs ||
+      !ncosts || !error_no || !msgs)))
+    return tl_err(ctx, TL_E_ARG, "tl_rpc_measure_batch: bad arguments");
+  rbatch b;
+  memset(&b, 0, sizeof b);
+  b.thost = tracker_host;
+  b.tport = tracker_port;
+  b.key = key;
+  b.priority = priority;
+  b.n = n;
+  b.so_paths = so_paths;
+  b.fnames = fnames;
+  b.sigs = sigs;
+  b.number = number;
+  b.repeat = repeat;
+  b.min_repeat_ms = min_repeat_ms;
+  b.cache_flush = cache_flush;
+  b.timeout_s = timeout_s;
+  b.cooldown_s = cooldown_s;
+  b.wait_limit_s = wait_limit_s;
+  b.say_every_s = say_every_s;
+  b.ref_so_path = ref_so_path;
+  b.ref_fname = ref_fname;
+  b.rtol = rtol;
+  b.costs = costs;
+  b.ncosts = ncosts;
+  b.error_no = error_no;
+  b.msgs = msgs;
+  return rbatch_run(ctx, &b, n_parallel);
+}
+
+TL_EXPORT int tl_rpc_measure_batch_opencl(tl_ctx *ctx, const char *tracker_host, int tracker_port,
+                                          const char *key, int priority, int n,
+                                          const char *const *source_paths,
+                                          const char *const *manifest_paths, int device,
+                                          int number, int repeat, double min_repeat_ms,
+                                          double build_timeout_s, double timeout_s,
+                                          int n_parallel, double cooldown_s, double wait_limit_s,
+                                          double say_every_s, const char *ref_source_path,
+                                          const char *ref_manifest_path, double rtol,
+                                          double *costs, int *ncosts, int *error_no, char **msgs) {
+  if (n < 0 || repeat < 1 || !tracker_host || !key || device < 0 ||
+      (n > 0 && (!source_paths || !manifest_paths || !costs || !ncosts || !error_no || !msgs)) ||
+      (ref_source_path && !ref_manifest_path))
+    return tl_err(ctx, TL_E_ARG, "tl_rpc_measure_batch_opencl: bad arguments");
+  rbatch b;
+  memset(&b, 0, sizeof b);
+  b.thost = tracker_host;
+  b.tport = tracker_port;
+  b.key = key;
+  b.priority = priority;
+  b.n = n;
+  b.so_paths = source_paths;
+  b.manifests = manifest_paths;
+  b.device = device;
+  b.number = number;
+  b.repeat = repeat;
+  b.min_repeat_ms = min_repeat_ms;
+  b.timeout_s = timeout_s;
+  b.build_timeout_s = build_timeout_s > 0 ? build_timeout_s : 10;
+  b.cooldown_s = cooldown_s;
+  b.wait_limit_s = wait_limit_s;
+  b.say_every_s = say_every_s;
+  b.ref_so_path = ref_source_path;
+  b.ref_manifest = ref_manifest_path;
+  b.rtol = rtol;
+  b.costs = costs;
+  b.ncosts = ncosts;
+  b.error_no = error_no;
+  b.msgs = msgs;
+  return rbatch_run(ctx, &b, n_parallel);
 }
 
 /* ---- raw bytes, for tests and fuzzing ------------------------------------------------------ */

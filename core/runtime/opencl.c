@@ -28,6 +28,7 @@
 */
 #define _GNU_SOURCE
 #include <CL/cl.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -453,6 +454,7 @@ struct tl_ocl_module {
   cl_ulong *klocal;              /* CL_KERNEL_LOCAL_MEM_SIZE */
   cl_mem *temps;
   double compile_s;
+  char *name;                    /* the lowered function's name */
 };
 
 TL_EXPORT void tl_ocl_module_free(tl_ocl_module *m) {
@@ -466,6 +468,7 @@ TL_EXPORT void tl_ocl_module_free(tl_ocl_module *m) {
   free(m->kwg);
   free(m->klocal);
   free(m->temps);
+  free(m->name);
   tl_ocl_code_free(&m->code);
   free(m);
 }
@@ -483,27 +486,20 @@ TL_EXPORT int tl_opencl_source(tl_ctx *ctx, tl_lowered *f, const char **src) {
   return TL_OK;
 }
 
-TL_EXPORT int tl_opencl_build(tl_ctx *ctx, tl_lowered *f, int dev, tl_ocl_module **out) {
-  if (!out) return tl_err(ctx, TL_E_ARG, "opencl: out is NULL");
-  *out = NULL;
-  ocl_dev *d;
-  int rc = get_dev(ctx, dev, &d);
-  if (rc) return rc;
-  tl_ocl_module *m = tl_calloc(1, sizeof *m);
-  m->dev = dev;
-  rc = tl_codegen_opencl(ctx, f, &m->code);
-  if (rc) {
-    free(m);
-    return rc;
-  }
+/* The device part of a module whose code (m->code, m->name) is filled in:
+** extension and work-group checks, the program, its kernels and temporaries.
+** Frees m on failure. */
+static int module_finish(tl_ctx *ctx, ocl_dev *d, tl_ocl_module *m, tl_ocl_module **out) {
+  int rc = TL_OK;
+  int dev = m->dev;
   if (m->code.fp16 && !d->fp16) {
     rc = tl_err(ctx, TL_E_UNSUPPORTED, "opencl: '%s' uses float16 but device '%s' lacks "
-                "cl_khr_fp16", f->name, d->name);
+                "cl_khr_fp16", m->name, d->name);
     goto fail;
   }
   if (m->code.fp64 && !d->fp64) {
     rc = tl_err(ctx, TL_E_UNSUPPORTED, "opencl: '%s' uses float64 but device '%s' lacks "
-                "cl_khr_fp64", f->name, d->name);
+                "cl_khr_fp64", m->name, d->name);
     goto fail;
   }
   for (int i = 0; i < m->code.nkernels; i++)
@@ -539,6 +535,356 @@ TL_EXPORT int tl_opencl_build(tl_ctx *ctx, tl_lowered *f, int dev, tl_ocl_module
 fail:
   tl_ocl_module_free(m);
   return rc;
+}
+
+TL_EXPORT int tl_opencl_build(tl_ctx *ctx, tl_lowered *f, int dev, tl_ocl_module **out) {
+  if (!out) return tl_err(ctx, TL_E_ARG, "opencl: out is NULL");
+  *out = NULL;
+  ocl_dev *d;
+  int rc = get_dev(ctx, dev, &d);
+  if (rc) return rc;
+  tl_ocl_module *m = tl_calloc(1, sizeof *m);
+  m->dev = dev;
+  rc = tl_codegen_opencl(ctx, f, &m->code);
+  if (rc) {
+    free(m);
+    return rc;
+  }
+  m->name = tl_strdup(f->name);
+  return module_finish(ctx, d, m, out);
+}
+
+/* ---- modules that travel: OpenCL C + a manifest ------------------------------------------
+** The manifest (JSON) says how the host launches the program's kernels:
+**   {"format": "tunelua-opencl-module", "version": 1, "name": "f",
+**    "args": [{"dtype": "float32", "shape": [1, 4, 8, 8]}, ...],
+**    "temps": [bytes, ...],
+**    "kernels": [{"name": "f_kernel0", "grid": [x, y, z], "block": [x, y, z],
+**                 "local_bytes": n, "slots": [0, 1, ...]}, ...],
+**    "fp16": false, "fp64": false}
+** slots: the kernel's __global arguments in order; slot k < nargs is argument k, nargs + t is
+** temporary t. Parsing is strict: unknown keys, wrong types and values out of bounds are
+** TL_E_PARSE naming the field. */
+
+#define MAN_MAX_TEXT ((size_t)1 << 20)
+#define MAN_MAX_SOURCE ((size_t)16 << 20)
+#define MAN_MAX_KERNELS 64
+#define MAN_MAX_ARGS 64
+#define MAN_MAX_TEMPS 64
+#define MAN_MAX_SLOTS 192
+#define MAN_MAX_NDIM 8
+#define MAN_MAX_NAME 128
+#define MAN_MAX_ARG_BYTES ((double)((uint64_t)4 << 30))
+#define MAN_MAX_BLOCK 1048576
+#define MAN_MAX_GRID 2147483647LL
+
+static int man_ident(const char *s) {
+  if (!s || !*s || strlen(s) > MAN_MAX_NAME) return 0;
+  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
+  for (const char *p = s; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
+      return 0;
+  return 1;
+}
+
+static int man_err(tl_ctx *ctx, const char *fmt, ...) TL_PRINTF(2, 3);
+static int man_err(tl_ctx *ctx, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return tl_err(ctx, TL_E_PARSE, "opencl manifest: %s", msg);
+}
+
+/* Only the keys in allowed (NULL-terminated) may appear in o. */
+static int man_keys(tl_ctx *ctx, json_t *o, const char *where, const char *const *allowed) {
+  const char *k;
+  json_t *v;
+  json_object_foreach(o, k, v) {
+    int ok = 0;
+    for (int i = 0; allowed[i] && !ok; i++) ok = !strcmp(k, allowed[i]);
+    if (!ok) return man_err(ctx, "%s: unknown key '%.64s'", where, k);
+  }
+  (void)v;
+  return TL_OK;
+}
+
+static int man_int(tl_ctx *ctx, json_t *v, const char *where, long long lo, long long hi,
+                   int64_t *out) {
+  if (!json_is_integer(v)) return man_err(ctx, "%s: expected an integer in [%lld, %lld]", where, lo, hi);
+  json_int_t x = json_integer_value(v);
+  if (x < lo || x > hi)
+    return man_err(ctx, "%s: %lld is out of bounds [%lld, %lld]", where, (long long)x, lo, hi);
+  *out = (int64_t)x;
+  return TL_OK;
+}
+
+static int man_array(tl_ctx *ctx, json_t *v, const char *where, size_t lo, size_t hi) {
+  if (!json_is_array(v)) return man_err(ctx, "%s: expected a list", where);
+  size_t n = json_array_size(v);
+  if (n < lo || n > hi) {
+    if (lo == hi) return man_err(ctx, "%s: %zu entries, expected exactly %zu", where, n, lo);
+    return man_err(ctx, "%s: %zu entries, expected %zu to %zu", where, n, lo, hi);
+  }
+  return TL_OK;
+}
+
+/* Parse and check a manifest for source into code (device-free); name: malloc'd. */
+static int manifest_parse(tl_ctx *ctx, const char *source, const char *text, tl_ocl_code *code,
+                          char **name_out) {
+  memset(code, 0, sizeof *code);
+  *name_out = NULL;
+  if (!source || !text) return man_err(ctx, "the source or the manifest is missing");
+  size_t sl = strlen(source);
+  if (sl == 0 || sl > MAN_MAX_SOURCE)
+    return man_err(ctx, "the OpenCL source has %zu bytes (expected 1 to %zu)", sl, MAN_MAX_SOURCE);
+  size_t tl = strlen(text);
+  if (tl == 0 || tl > MAN_MAX_TEXT)
+    return man_err(ctx, "the manifest has %zu bytes (expected 1 to %zu)", tl, MAN_MAX_TEXT);
+  json_error_t je;
+  json_t *root = json_loadb(text, tl, JSON_REJECT_DUPLICATES, &je);
+  if (!root) return man_err(ctx, "not JSON: %s (line %d, column %d)", je.text, je.line, je.column);
+  int rc = TL_OK;
+  char where[160];
+  static const char *const top_keys[] = {"format", "version", "name", "args", "temps", "kernels",
+                                         "fp16", "fp64", NULL};
+  static const char *const arg_keys[] = {"dtype", "shape", NULL};
+  static const char *const k_keys[] = {"name", "grid", "block", "local_bytes", "slots", NULL};
+  if (!json_is_object(root)) {
+    rc = man_err(ctx, "expected a JSON object");
+    goto done;
+  }
+  if ((rc = man_keys(ctx, root, "manifest", top_keys))) goto done;
+  const char *fmt = json_string_value(json_object_get(root, "format"));
+  if (!fmt || strcmp(fmt, "tunelua-opencl-module") != 0) {
+    rc = man_err(ctx, "format: expected \"tunelua-opencl-module\"");
+    goto done;
+  }
+  int64_t ver = 0;
+  if ((rc = man_int(ctx, json_object_get(root, "version"), "version", 1, 1, &ver))) goto done;
+  const char *nm = json_string_value(json_object_get(root, "name"));
+  if (!man_ident(nm)) {
+    rc = man_err(ctx, "name: expected an identifier of at most %d characters", MAN_MAX_NAME);
+    goto done;
+  }
+  for (int f = 0; f < 2; f++) {
+    const char *key = f ? "fp64" : "fp16";
+    json_t *v = json_object_get(root, key);
+    if (v && !json_is_boolean(v)) {
+      rc = man_err(ctx, "%s: expected true or false", key);
+      goto done;
+    }
+    if (f) code->fp64 = json_is_true(v);
+    else code->fp16 = json_is_true(v);
+  }
+  /* what the source itself enables counts too */
+  if (strstr(source, "cl_khr_fp16")) code->fp16 = 1;
+  if (strstr(source, "cl_khr_fp64")) code->fp64 = 1;
+  json_t *args = json_object_get(root, "args");
+  if ((rc = man_array(ctx, args, "args", 1, MAN_MAX_ARGS))) goto done;
+  int na = (int)json_array_size(args);
+  code->arg_dtype = tl_calloc((size_t)na, sizeof(int));
+  code->arg_ndim = tl_calloc((size_t)na, sizeof(int));
+  code->arg_shape = tl_calloc((size_t)na, sizeof(int64_t *));
+  code->nargs = na;
+  for (int i = 0; i < na; i++) {
+    json_t *a = json_array_get(args, i);
+    snprintf(where, sizeof where, "args[%d]", i);
+    if (!json_is_object(a)) {
+      rc = man_err(ctx, "%s: expected an object {\"dtype\", \"shape\"}", where);
+      goto done;
+    }
+    if ((rc = man_keys(ctx, a, where, arg_keys))) goto done;
+    const char *dt = json_string_value(json_object_get(a, "dtype"));
+    if (!dt || tl_dtype_parse(ctx, dt, &code->arg_dtype[i]) != TL_OK) {
+      tl_clearerr(ctx);
+      rc = man_err(ctx, "%s.dtype: expected a dtype name such as \"float32\"", where);
+      goto done;
+    }
+    json_t *sh = json_object_get(a, "shape");
+    snprintf(where, sizeof where, "args[%d].shape", i);
+    if ((rc = man_array(ctx, sh, where, 0, MAN_MAX_NDIM))) goto done;
+    int nd = (int)json_array_size(sh);
+    code->arg_ndim[i] = nd;
+    code->arg_shape[i] = tl_calloc((size_t)nd + 1, sizeof(int64_t));
+    double bytes = tl_dtype_bytes(code->arg_dtype[i]);
+    for (int d = 0; d < nd; d++) {
+      snprintf(where, sizeof where, "args[%d].shape[%d]", i, d);
+      if ((rc = man_int(ctx, json_array_get(sh, d), where, 0, 1LL << 40, &code->arg_shape[i][d])))
+        goto done;
+      bytes *= (double)code->arg_shape[i][d];
+    }
+    if (bytes > MAN_MAX_ARG_BYTES) {
+      rc = man_err(ctx, "args[%d]: %.0f bytes (at most %.0f)", i, bytes, MAN_MAX_ARG_BYTES);
+      goto done;
+    }
+  }
+  json_t *temps = json_object_get(root, "temps");
+  if (temps) {
+    if ((rc = man_array(ctx, temps, "temps", 0, MAN_MAX_TEMPS))) goto done;
+    code->ntemps = (int)json_array_size(temps);
+    code->temp_bytes = tl_calloc((size_t)code->ntemps + 1, sizeof(int64_t));
+    for (int t = 0; t < code->ntemps; t++) {
+      snprintf(where, sizeof where, "temps[%d]", t);
+      if ((rc = man_int(ctx, json_array_get(temps, t), where, 0, (long long)MAN_MAX_ARG_BYTES,
+                        &code->temp_bytes[t])))
+        goto done;
+    }
+  }
+  json_t *ks = json_object_get(root, "kernels");
+  if ((rc = man_array(ctx, ks, "kernels", 1, MAN_MAX_KERNELS))) goto done;
+  int nk = (int)json_array_size(ks);
+  code->kernels = tl_calloc((size_t)nk, sizeof(tl_ocl_kinfo));
+  code->nkernels = nk;
+  for (int k = 0; k < nk; k++) {
+    json_t *ko = json_array_get(ks, k);
+    tl_ocl_kinfo *ki = &code->kernels[k];
+    snprintf(where, sizeof where, "kernels[%d]", k);
+    if (!json_is_object(ko)) {
+      rc = man_err(ctx, "%s: expected an object", where);
+      goto done;
+    }
+    if ((rc = man_keys(ctx, ko, where, k_keys))) goto done;
+    const char *kn = json_string_value(json_object_get(ko, "name"));
+    if (!man_ident(kn)) {
+      rc = man_err(ctx, "%s.name: expected an identifier of at most %d characters", where, MAN_MAX_NAME);
+      goto done;
+    }
+    for (int j = 0; j < k; j++)
+      if (!strcmp(code->kernels[j].name, kn)) {
+        rc = man_err(ctx, "%s.name: kernel '%s' is listed twice", where, kn);
+        goto done;
+      }
+    /* the source must define it: "void NAME(" */
+    char pat[MAN_MAX_NAME + 8];
+    snprintf(pat, sizeof pat, "void %s(", kn);
+    if (!strstr(source, pat)) {
+      rc = man_err(ctx, "%s.name: the source defines no kernel '%s'", where, kn);
+      goto done;
+    }
+    ki->name = tl_strdup(kn);
+    for (int g = 0; g < 2; g++) {
+      const char *key = g ? "block" : "grid";
+      json_t *v = json_object_get(ko, key);
+      char w2[200];
+      snprintf(w2, sizeof w2, "%s.%s", where, key);
+      if ((rc = man_array(ctx, v, w2, 3, 3))) goto done;
+      for (int d = 0; d < 3; d++) {
+        char w3[220];
+        snprintf(w3, sizeof w3, "%s[%d]", w2, d);
+        int64_t *dst = g ? &ki->block[d] : &ki->grid[d];
+        if ((rc = man_int(ctx, json_array_get(v, d), w3, 1, g ? MAN_MAX_BLOCK : MAN_MAX_GRID, dst)))
+          goto done;
+      }
+    }
+    if ((double)ki->grid[0] * (double)ki->grid[1] * (double)ki->grid[2] *
+        (double)ki->block[0] * (double)ki->block[1] * (double)ki->block[2] > 1e15) {
+      rc = man_err(ctx, "%s: the launch has more than 1e15 work-items", where);
+      goto done;
+    }
+    json_t *lb = json_object_get(ko, "local_bytes");
+    if (lb) {
+      snprintf(where, sizeof where, "kernels[%d].local_bytes", k);
+      if ((rc = man_int(ctx, lb, where, 0, 1LL << 31, &ki->local_bytes))) goto done;
+    }
+    json_t *sl2 = json_object_get(ko, "slots");
+    snprintf(where, sizeof where, "kernels[%d].slots", k);
+    if ((rc = man_array(ctx, sl2, where, 0, MAN_MAX_SLOTS))) goto done;
+    ki->nslots = (int)json_array_size(sl2);
+    ki->slots = tl_calloc((size_t)ki->nslots + 1, sizeof(int));
+    for (int s = 0; s < ki->nslots; s++) {
+      int64_t v = 0;
+      snprintf(where, sizeof where, "kernels[%d].slots[%d]", k, s);
+      if ((rc = man_int(ctx, json_array_get(sl2, s), where, 0, na + code->ntemps - 1, &v))) goto done;
+      ki->slots[s] = (int)v;
+    }
+  }
+  code->source = tl_strdup(source);
+  *name_out = tl_strdup(nm);
+done:
+  json_decref(root);
+  if (rc) tl_ocl_code_free(code);
+  return rc;
+}
+
+static char *manifest_text(const tl_ocl_code *c, const char *name) {
+  tl_buf b = {0};
+  tl_buf_printf(&b, "{\"format\": \"tunelua-opencl-module\", \"version\": 1, \"name\": \"%s\", "
+                "\"args\": [", name);
+  for (int i = 0; i < c->nargs; i++) {
+    tl_buf_printf(&b, "%s{\"dtype\": \"%s\", \"shape\": [", i ? ", " : "", tl_dtype_name(c->arg_dtype[i]));
+    for (int d = 0; d < c->arg_ndim[i]; d++)
+      tl_buf_printf(&b, "%s%lld", d ? ", " : "", (long long)c->arg_shape[i][d]);
+    tl_buf_puts(&b, "]}");
+  }
+  tl_buf_puts(&b, "], \"temps\": [");
+  for (int t = 0; t < c->ntemps; t++) tl_buf_printf(&b, "%s%lld", t ? ", " : "", (long long)c->temp_bytes[t]);
+  tl_buf_puts(&b, "], \"kernels\": [");
+  for (int k = 0; k < c->nkernels; k++) {
+    const tl_ocl_kinfo *ki = &c->kernels[k];
+    tl_buf_printf(&b, "%s{\"name\": \"%s\", \"grid\": [%lld, %lld, %lld], \"block\": [%lld, %lld, "
+                  "%lld], \"local_bytes\": %lld, \"slots\": [", k ? ", " : "", ki->name,
+                  (long long)ki->grid[0], (long long)ki->grid[1], (long long)ki->grid[2],
+                  (long long)ki->block[0], (long long)ki->block[1], (long long)ki->block[2],
+                  (long long)ki->local_bytes);
+    for (int s = 0; s < ki->nslots; s++) tl_buf_printf(&b, "%s%d", s ? ", " : "", ki->slots[s]);
+    tl_buf_puts(&b, "]}");
+  }
+  tl_buf_printf(&b, "], \"fp16\": %s, \"fp64\": %s}", c->fp16 ? "true" : "false",
+                c->fp64 ? "true" : "false");
+  return b.s;
+}
+
+TL_EXPORT void tl_opencl_str_free(char *s) { free(s); }
+
+TL_EXPORT int tl_ocl_module_manifest(tl_ctx *ctx, const tl_ocl_module *m, char **json) {
+  if (!json) return tl_err(ctx, TL_E_ARG, "opencl: json is NULL");
+  *json = NULL;
+  if (!m) return tl_err(ctx, TL_E_ARG, "opencl: module is NULL");
+  *json = manifest_text(&m->code, m->name ? m->name : "default_function");
+  return TL_OK;
+}
+
+TL_EXPORT int tl_opencl_source_manifest(tl_ctx *ctx, tl_lowered *f, char **source, char **manifest) {
+  if (!source || !manifest) return tl_err(ctx, TL_E_ARG, "opencl: source/manifest is NULL");
+  *source = *manifest = NULL;
+  tl_ocl_code code;
+  int rc = tl_codegen_opencl(ctx, f, &code);
+  if (rc) return rc;
+  *manifest = manifest_text(&code, f->name);
+  *source = tl_strdup(code.source);
+  tl_ocl_code_free(&code);
+  return TL_OK;
+}
+
+TL_EXPORT int tl_ocl_manifest_check(tl_ctx *ctx, const char *source, const char *manifest) {
+  tl_ocl_code code;
+  char *name = NULL;
+  int rc = manifest_parse(ctx, source, manifest, &code, &name);
+  if (!rc) tl_ocl_code_free(&code);
+  free(name);
+  return rc;
+}
+
+TL_EXPORT int tl_ocl_module_from_source(tl_ctx *ctx, const char *source, const char *manifest,
+                                        int dev, tl_ocl_module **out) {
+  if (!out) return tl_err(ctx, TL_E_ARG, "opencl: out is NULL");
+  *out = NULL;
+  tl_ocl_module *m = tl_calloc(1, sizeof *m);
+  m->dev = dev;
+  int rc = manifest_parse(ctx, source, manifest, &m->code, &m->name);
+  if (rc) {
+    free(m);
+    return rc;
+  }
+  ocl_dev *d;
+  rc = get_dev(ctx, dev, &d);
+  if (rc) {
+    tl_ocl_module_free(m);
+    return rc;
+  }
+  return module_finish(ctx, d, m, out);
 }
 
 TL_EXPORT const char *tl_ocl_module_source(const tl_ocl_module *m) { return m ? m->code.source : ""; }

@@ -290,6 +290,72 @@ do
   end
 end
 
+-- ---- modules that travel: OpenCL C + manifest recreate the module (tl_ocl_module_from_source) ----
+do
+  local ffi = require "ffi"
+  local core = require "tunelua.core"
+  local C, cctx = core.C, core.ctx
+  local n = 300
+  local A = te.placeholder({n}, "float32", "A")
+  local T = te.compute({n}, function(i) return A(i) + 1 end, "T")
+  local Cc = te.compute({n}, function(i) return T(n - 1 - i) * 3 end, "C")
+  local s = te.create_schedule(Cc.op)
+  for _, X in ipairs({T, Cc}) do
+    local bx, tx = s[X]:split(X.op.axis[1], {factor = 100})
+    s[X]:bind(bx, "blockIdx.x")
+    s[X]:bind(tx, "threadIdx.x")
+  end
+  local f = tl.build(s, {A, Cc}, "opencl", {name = "rev"})
+  local jp = ffi.new("char *[1]")
+  core.check(C.tl_ocl_module_manifest(cctx, f.module, jp))
+  local man = ffi.string(jp[0])
+  C.tl_opencl_str_free(jp[0])
+  assert(man == '{"format": "tunelua-opencl-module", "version": 1, "name": "rev", "args": [' ..
+         '{"dtype": "float32", "shape": [300]}, {"dtype": "float32", "shape": [300]}], "temps": [1200], ' ..
+         '"kernels": [{"name": "rev_kernel0", "grid": [3, 1, 1], "block": [100, 1, 1], "local_bytes": 0, ' ..
+         '"slots": [0, 2]}, {"name": "rev_kernel1", "grid": [3, 1, 1], "block": [100, 1, 1], ' ..
+         '"local_bytes": 0, "slots": [1, 2]}], "fp16": false, "fp64": false}', "manifest:\n" .. man)
+  -- the device-free variant gives the same texts
+  local sp, mp = ffi.new("char *[1]"), ffi.new("char *[1]")
+  core.check(C.tl_opencl_source_manifest(cctx, f:lowered().handle, sp, mp))
+  assert(ffi.string(mp[0]) == man and ffi.string(sp[0]) == f:get_source())
+  C.tl_opencl_str_free(sp[0]); C.tl_opencl_str_free(mp[0])
+  local src = f:get_source()
+  local out = ffi.new("tl_ocl_module *[1]")
+  core.check(C.tl_ocl_module_from_source(cctx, src, man, 0, out))
+  local m = ffi.gc(out[0], C.tl_ocl_module_free)
+  assert(C.tl_ocl_module_num_kernels(m) == 2)
+  local a = nd.random_uniform({n}, {seed = 11})
+  local da, dc = on_dev(a), nd.empty({n}, "float32", DEV)
+  local arr = ffi.new("tl_array *[2]", da, dc)
+  core.check(C.tl_ocl_module_call(cctx, m, arr, 2))
+  local c = host(dc)
+  for i = 1, n do close(c:get(i), (a:get(n + 1 - i) + 1) * 3, 1e-6, "recreated[" .. i .. "]") end
+  local function refused(text, want, code, source)
+    local rc = C.tl_ocl_module_from_source(cctx, source or src, text, 0, out)
+    local msg = core.errmsg()
+    C.tl_clearerr(cctx)
+    assert(rc == code and msg:find(want, 1, true), "manifest: got " .. rc .. ": " .. msg .. "\nexpected " .. want)
+  end
+  local P, R = C.TL_E_PARSE, C.TL_E_RUNTIME
+  refused("[1, 2", "opencl manifest: not JSON", P)
+  refused("[]", "opencl manifest: expected a JSON object", P)
+  refused((man:gsub('"version": 1', '"version": 7')), "version: 7 is out of bounds [1, 1]", P)
+  refused((man:gsub('"temps": %[1200%]', '"temps": [1200], "temps2": []')), "unknown key 'temps2'", P)
+  refused((man:gsub('"grid": %[3, 1, 1%]', '"grid": [3, 0, 1]', 1)), "kernels[0].grid[1]: 0 is out of bounds", P)
+  refused((man:gsub('"block": %[100, 1, 1%]', '"block": ["100", 1, 1]', 1)), "kernels[0].block[0]: expected an integer", P)
+  refused((man:gsub('"slots": %[1, 2%]', '"slots": [1, 3]')), "kernels[1].slots[1]: 3 is out of bounds [0, 2]", P)
+  refused((man:gsub('rev_kernel1', 'rev_kernel9')), "the source defines no kernel 'rev_kernel9'", P)
+  refused((man:gsub('"float32"', '"float33"', 1)), "args[0].dtype: expected a dtype name", P)
+  refused((man:gsub('"rev"', '"1rev"', 1)), "name: expected an identifier", P)
+  refused(man, "the OpenCL source has 0 bytes", P, "")
+  refused(man .. string.rep(" ", 1048576), "the manifest has " .. (#man + 1048576) .. " bytes (expected 1 to 1048576)", P)
+  -- a manifest asking for more work-items than the device allows: refused before any launch
+  local maxwg = ocl.device(0).max_work_group_size
+  refused((man:gsub('"block": %[100, 1, 1%]', '"block": [' .. (2 * maxwg) .. ', 1, 1]', 1)),
+          "invalid work-group size", R)
+end
+
 -- ---- target strings --------------------------------------------------------------------------
 do
   local n = 64

@@ -261,6 +261,10 @@ end
 
 -- ---- build ------------------------------------------------------------------------------------
 
+-- Tasks measured on remote devices (RPCRunner:set_task marks them): build_one ships OpenCL C and
+-- its manifest (tl_opencl_source_manifest) instead of checking a local device.
+M.remote_tasks = setmetatable({}, { __mode = "k" })
+
 --- build_one(builder, inp) -> build result {lowered, sig, fname, kernels, device, build_timeout,
 --- time_cost, error_no, error_msg}. Runs in the tuner's process; never touches OpenCL.
 function M.build_one(builder, inp)
@@ -296,6 +300,21 @@ function M.build_one(builder, inp)
     return done(E.COMPILE_HOST, "generating OpenCL C failed: " .. m)
   end
   r.kernels = kernels_of(ffi.string(src[0]))
+  if M.remote_tasks[task] then
+    -- measured on a remote device (RPCRunner): ship OpenCL C + manifest; the server checks the
+    -- device's limits; nothing here touches OpenCL
+    local sp, mp = ffi.new("char *[1]"), ffi.new("char *[1]")
+    if C.tl_opencl_source_manifest(ctx, l.handle, sp, mp) ~= 0 then
+      local m = core.errmsg()
+      C.tl_clearerr(ctx)
+      return done(E.COMPILE_HOST, "generating OpenCL C failed: " .. m)
+    end
+    r.ocl_source, r.ocl_manifest = ffi.string(sp[0]), ffi.string(mp[0])
+    C.tl_opencl_str_free(sp[0])
+    C.tl_opencl_str_free(mp[0])
+    r.remote = true
+    return done(0, nil)
+  end
   local info, reason = M.device_info(dev)
   if not info then return done(E.COMPILE_DEVICE, "opencl: " .. tostring(reason)) end
   local why = check_limits(r.kernels, info)

@@ -109,6 +109,28 @@ function Session:load_module(name)
   return setmetatable({ sess = self, name = name }, RemoteModule)
 end
 
+--- session:load_opencl(source_name, manifest_name, {device = 0}) -> remote module
+-- An uploaded OpenCL C file and its uploaded manifest (tunelua_opencl.h), built on the server's
+-- OpenCL device in the session. module:call(nil, ...) and module:time_evaluator(nil, o)(...)
+-- then run every kernel on the host arrays given (copied to the device and back).
+function Session:load_opencl(name, manifest, o)
+  o = o or {}
+  local r = self:call({ op = "load", kind = "opencl", name = name, manifest = manifest,
+                        device = o.device or 0 }, nil, 2)
+  return setmetatable({ sess = self, name = name, kernels = r.kernels }, RemoteModule)
+end
+
+--- session:measure_opencl(name, manifest, {number, repeat, min_repeat_ms, timeout, build_timeout,
+---   device, ref_module, ref_manifest}) -> reply {error_no, costs, error}
+function Session:measure_opencl(name, manifest, o)
+  o = o or {}
+  return (self:call({ op = "measure", kind = "opencl", module = name, manifest = manifest,
+                      device = o.device or 0, number = o.number or 4,
+                      ["repeat"] = o["repeat"] or o.repeats or 3, min_repeat_ms = o.min_repeat_ms or 0,
+                      timeout = o.timeout or 10, build_timeout = o.build_timeout or 10,
+                      ref_module = o.ref_module, ref_manifest = o.ref_manifest }, nil, 2))
+end
+
 --- session:empty(shape, dtype) -> remote array
 function Session:empty(shape, dtype)
   local r = self:call({ op = "alloc", shape = json.array(shape), dtype = dtype or "float32" }, nil, 2)
@@ -160,14 +182,14 @@ local function ids(...)
 end
 
 function RemoteModule:call(fname, ...)
-  self.sess:call({ op = "call", module = self.name, func = fname, args = ids(...) }, nil, 2)
+  self.sess:call({ op = "call", module = self.name, func = fname or "", args = ids(...) }, nil, 2)
 end
 
 --- module:time_evaluator(fname, {number = 4, repeat = 3, min_repeat_ms = 0}) -> function(args...) -> costs
 function RemoteModule:time_evaluator(fname, o)
   o = o or {}
   return function(...)
-    local r = self.sess:call({ op = "time", module = self.name, func = fname, args = ids(...),
+    local r = self.sess:call({ op = "time", module = self.name, func = fname or "", args = ids(...),
                                number = o.number or 4, ["repeat"] = o["repeat"] or o.repeats or 3,
                                min_repeat_ms = o.min_repeat_ms or 0,
                                cache_flush = o.enable_cpu_cache_flush or false }, nil, 2)

@@ -13,6 +13,9 @@
 -- resume; the log written so far is intact. check_correctness builds the task's reference kernel
 -- (as LocalRunner does) on the host; it is uploaded once per session and every trial's outputs
 -- are compared with it on the device (a mismatch is WRONG_ANSWER).
+-- Tasks whose target starts with "opencl" ship OpenCL C + a manifest instead of a .so: set_task
+-- marks them for remote building (measure_opencl.remote_tasks), and the server measures them on
+-- its OpenCL device in a child of the session (tl_rpc_measure_batch_opencl).
 local ffi = require "ffi"
 local core = require "tunelua.core"
 
@@ -46,12 +49,41 @@ function M.new(key, host, port, o, runner_opts, _)
   return r
 end
 
---- runner:set_task(task): with check_correctness, builds the reference kernel (host C).
+local function is_opencl(task)
+  local measure = require "tunelua.autotvm.measure"
+  return measure.target_kind(task) == "opencl"
+end
+
+-- The reference of an OpenCL task (check_correctness): task:lower_reference() when the task has
+-- it, else the fallback config, as OpenCL C + manifest built on the host.
+local function opencl_reference(task)
+  local mo = require "tunelua.autotvm.measure_opencl"
+  local inp
+  if task.lower_reference then
+    local wrap = setmetatable({ lower = function() return task:lower_reference() end }, { __index = task })
+    inp = { task = wrap, config = { index = 0 } }
+  else
+    inp = { task = task, config = -1 }
+  end
+  mo.remote_tasks[inp.task] = true
+  local br = mo.build_one({ timeout = 10 }, inp)
+  if br.error_no ~= 0 then return nil, tostring(br.error_msg) end
+  return { source = br.ocl_source, manifest = br.ocl_manifest }
+end
+
+--- runner:set_task(task): with check_correctness, builds the reference kernel (host C, or
+--- OpenCL C + manifest for an "opencl" task). An OpenCL task is marked for remote building:
+--- the builder ships OpenCL C and a manifest, and the server checks its device's limits.
 function RPCRunner:set_task(task)
   local measure = require "tunelua.autotvm.measure"
-  if self.ref then measure.cleanup({ self.ref }) end
+  if self.ref and self.ref.so_path then measure.cleanup({ self.ref }) end
   if self.ref_guard then ffi.gc(self.ref_guard, nil) end
   self.task, self.ref, self.ref_err, self.ref_guard = task, nil, nil, nil
+  if is_opencl(task) then
+    require("tunelua.autotvm.measure_opencl").remote_tasks[task] = true
+    if self.check_correctness then self.ref, self.ref_err = opencl_reference(task) end
+    return
+  end
   if self.check_correctness then
     self.ref, self.ref_err = measure.build_reference(task)
     local ref = self.ref
@@ -78,9 +110,35 @@ function RPCRunner:run(inputs, build_results)
       jobs[#jobs + 1] = i
     end
   end
+  if inputs[1] and is_opencl(inputs[1].task) then
+    -- built without set_task (a local OpenCL build): generate the OpenCL C + manifest here
+    local keep = {}
+    for _, i in ipairs(jobs) do
+      local br = build_results[i]
+      if not br.ocl_source and br.lowered and br.lowered.handle then
+        local sp, mp = ffi.new("char *[1]"), ffi.new("char *[1]")
+        if C.tl_opencl_source_manifest(ctx, br.lowered.handle, sp, mp) == 0 then
+          br.ocl_source, br.ocl_manifest = ffi.string(sp[0]), ffi.string(mp[0])
+          C.tl_opencl_str_free(sp[0])
+          C.tl_opencl_str_free(mp[0])
+        else
+          C.tl_clearerr(ctx)
+        end
+      end
+      if br.ocl_source then
+        keep[#keep + 1] = i
+      else
+        out[i] = measure.MeasureResult({ 1e9 }, E.COMPILE_HOST, br.time_cost or 0, os.time(),
+          "RPCRunner: the build result has no OpenCL C to ship")
+      end
+    end
+    jobs = keep
+  end
   local n = #jobs
   local stopped = nil
-  if n > 0 then
+  if n > 0 and build_results[jobs[1]].ocl_source then
+    stopped = self:run_opencl(jobs, build_results, ref, out)
+  elseif n > 0 then
     local keep = {}
     local so = ffi.new("const char *[?]", n)
     local fn = ffi.new("const char *[?]", n)
@@ -128,6 +186,79 @@ function RPCRunner:run(inputs, build_results)
       "same log file to resume.", stopped, self.host, self.port, self.key), 0)
   end
   return out
+end
+
+pcall(ffi.cdef, "int getpid(void);")
+local tmp_counter = 0
+
+-- OpenCL jobs: each build result's OpenCL C and manifest go to files that are shipped to the
+-- devices (tl_rpc_measure_batch_opencl) and removed afterwards. Returns the stop message or nil.
+function RPCRunner:run_opencl(jobs, build_results, ref, out)
+  local measure = require "tunelua.autotvm.measure"
+  local mo = require "tunelua.autotvm.measure_opencl"
+  local E = measure.MeasureErrorNo
+  local n = #jobs
+  local base = os.getenv("TUNELUA_MEASURE_DIR") or os.getenv("TMPDIR") or "/tmp"
+  tmp_counter = tmp_counter + 1
+  local prefix = string.format("%s/tunelua-oclrpc-%d-%d", base, ffi.C.getpid(), tmp_counter)
+  local files = {}
+  local function put(path, text)
+    local f = assert(io.open(path, "wb"))
+    f:write(text)
+    f:close()
+    files[#files + 1] = path
+    return path
+  end
+  local keep = {}
+  local srcs = ffi.new("const char *[?]", n)
+  local mans = ffi.new("const char *[?]", n)
+  for j, i in ipairs(jobs) do
+    local br = build_results[i]
+    keep[#keep + 1] = put(string.format("%s-%d.cl", prefix, j), br.ocl_source)
+    srcs[j - 1] = keep[#keep]
+    keep[#keep + 1] = put(string.format("%s-%d.json", prefix, j), br.ocl_manifest)
+    mans[j - 1] = keep[#keep]
+  end
+  local rsrc, rman
+  if ref then
+    rsrc = put(prefix .. "-ref.cl", ref.source)
+    rman = put(prefix .. "-ref.json", ref.manifest)
+  end
+  local dev = mo.device_of_target(self.task and self.task.target or "opencl")
+  local btime = 10
+  for _, i in ipairs(jobs) do btime = build_results[i].build_timeout or btime end
+  local rep = self.repeats
+  local costs = ffi.new("double[?]", n * rep)
+  local nc = ffi.new("int[?]", n)
+  local en = ffi.new("int[?]", n)
+  local msgs = ffi.new("char *[?]", n)
+  local t0 = C.tl_now()
+  local rc = C.tl_rpc_measure_batch_opencl(ctx, self.host, self.port, self.key, self.priority, n,
+                                           srcs, mans, dev, self.number, rep, self.min_repeat_ms,
+                                           btime, self.timeout, self.n_parallel,
+                                           self.cooldown_interval, self.wait_limit,
+                                           self.wait_report_interval, rsrc, rman, 1e-4, costs, nc,
+                                           en, msgs)
+  local per = (C.tl_now() - t0) / n
+  for _, p in ipairs(files) do os.remove(p) end
+  local stopped
+  if rc ~= 0 then
+    stopped = core.errmsg()
+    C.tl_clearerr(ctx)
+  end
+  for j, i in ipairs(jobs) do
+    local m = msgs[j - 1] ~= nil and ffi.string(msgs[j - 1]) or nil
+    if msgs[j - 1] ~= nil then C.tl_rpc_free(msgs[j - 1]) end
+    local e = tonumber(en[j - 1])
+    local c = {}
+    for k = 0, nc[j - 1] - 1 do c[#c + 1] = tonumber(costs[(j - 1) * rep + k]) end
+    if e == 0 then measure.trim_costs(c) else c = { 1e9 } end
+    if e == 0 and #c == 0 then e, m, c = E.UNKNOWN_ERROR, "no costs", { 1e9 } end
+    if e < 0 then e = E.UNKNOWN_ERROR end
+    out[i] = measure.MeasureResult(c, e, (build_results[i].time_cost or 0) + per, os.time(), m)
+  end
+  keep = nil
+  return stopped
 end
 
 return M
