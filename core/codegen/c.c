@@ -57,6 +57,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#define SMALL_GLOBAL_MAX (16 * 1024)  /* bytes: global-scope buffers up to this go on the stack */
 #define STACK_ALLOC_MAX (32 * 1024)   /* bytes: larger local buffers go to the heap */
 
 /* Helper kinds, in emission order: a helper only uses kinds before it (or
@@ -306,8 +307,11 @@ static void emit_helper(tl_buf *o, uint64_t key) {
     /* vector + scalar makes GCC emit one register broadcast; a braced list of
     ** L copies was built through the stack (and stalled store forwarding). */
     if (!(t.code == TL_TC_FLOAT && t.bits == 16)) {
-      tl_buf_printf(o, "static inline %s tlc_bcast_%s(%s x) { %s z = {0}; return z + x; }\n", vt,
-                    vt, ec, vt);
+      /* floats: x - (+0) is x for every x (-0 included), so GCC drops the
+      ** subtraction and folds the broadcast into its user (x + 0 is not an
+      ** identity for -0 and cost an add per broadcast) */
+      tl_buf_printf(o, "static inline %s tlc_bcast_%s(%s x) { %s z = {0}; return %s; }\n", vt,
+                    vt, ec, vt, t.code == TL_TC_FLOAT ? "x - z" : "z + x");
       return;
     }
     tl_buf_printf(o, "static inline %s tlc_bcast_%s(%s x) { return (%s){", vt, vt, ec, vt);
@@ -1425,7 +1429,10 @@ static void print_alloc(cg *c, tl_ref s) {
   int64_t bytes = cst && n < INT64_MAX / 8 ? n * (st.bits / 8 ? st.bits / 8 : 1) : INT64_MAX;
   buf_bind(c, b);
   const char *bn = c->bname[b];
-  if (cst && buf->scope != TL_SCOPE_GLOBAL && bytes <= STACK_ALLOC_MAX) {
+  /* small constant buffers live on the stack whatever their scope (e.g. a
+  ** global-scope stage computed at an inner loop): no allocation per
+  ** iteration, and the compiler may keep them in registers */
+  if (cst && bytes <= (buf->scope != TL_SCOPE_GLOBAL ? STACK_ALLOC_MAX : SMALL_GLOBAL_MAX)) {
     line(c, "%s %s[%lld] __attribute__((aligned(64)));", et, bn, (long long)(n > 0 ? n : 1));
   } else {
     indent(c);

@@ -3,13 +3,17 @@
 ** depthwise_conv2d_NCHWc.x86, dense_pack.x86, dense_nopack.x86.
 **
 ** The knobs are TVM's (names, policies, filters, definition order), so a
-** TVM log's entity (e.g. tophub llvm_v0.04) maps to a config of ours. The
-** computes are the plain topi operators (NCHW data, OIHW kernel; dense data
-** [M, K] x weight [N, K]); the schedules express the NCHWc blocking of
-** TVM's templates with splits of the channel axes (oc_bn = tile_oc[-1],
-** ic_bn = tile_ic[-1]) instead of a packed data layout, so the compute does
-** not depend on the config and injective consumers fuse after the anchor.
-** Fallback configs follow TVM's defaults for a 16-lane (AVX-512) machine.
+** TVM log's entity (e.g. tophub llvm_v0.04) maps to a config of ours.
+** conv2d_NCHWc.x86 (float32) computes with the output channel innermost: a
+** weight packed as [O/16][C][KH][KW][16], a blocked accumulation
+** [N][OH][OW][O] vectorized over oc_bn channels with reg_n register
+** accumulators (TVM's NCHW[x]c micro-kernel), and an injective stage back
+** to NCHW where the fused consumers go; the graph executor passes constant
+** weights pre-packed (a 5-D kernel input). The other computes are the plain
+** topi operators (NCHW data, OIHW kernel; dense [M, K] x [N, K]) with the
+** blocking expressed by splits. No compute depends on the config, so
+** injective consumers fuse after the anchor. Fallback configs follow TVM's
+** defaults for a 16-lane (AVX-512) machine.
 */
 #include "../../core/autotvm/autotvm.h"
 
@@ -221,9 +225,13 @@ static int define_split2(tl_atvm_cfg *cfg, const char *name, int64_t len, int no
   return k < 0 ? tl_errcode(cfg->ctx) : TL_OK;
 }
 
+static int conv_blocked_ok(const tl_atvm_args *a, const conv_info *ci);
+
 static int conv_nchwc_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   conv_info ci;
   TRY(conv_info_of(cfg->ctx, a, 0, &ci));
+  if (conv_blocked_ok(a, &ci))
+    cfg->flop = 2.0 * (double)(ci.N * ci.O * ci.OH * ci.OW) * (double)(ci.C * ci.KH * ci.KW);
   TRY(define_split2(cfg, "tile_ic", ci.C, 2));
   TRY(define_split2(cfg, "tile_oc", ci.O, 2));
   TRY(define_split2(cfg, "tile_ow", ci.OW, 2));
@@ -235,10 +243,14 @@ static int conv_nchwc_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   } else if (tl_atvm_space_define_knob(cfg->ctx, cfg->space, "unroll_kw", "[true, false]") < 0) {
     return tl_errcode(cfg->ctx);
   }
-  /* fallback: oc_bn <= simd lanes, ic_bn <= oc_bn, reg_n <= 31 (1x1: ow*oh < 32) */
+  /* fallback: oc_bn <= simd lanes, ic_bn <= oc_bn, reg_n <= 31 (1x1: ow*oh < 32);
+  ** with fewer than 8 accumulators (narrow outputs, e.g. 7 wide) the blocked
+  ** compute takes two vectors of output channels (measured 6-10% faster) */
   int64_t oc_bn = tl_atvm_largest_divisor(ci.O, SIMD_LANES);
   int64_t ic_bn = tl_atvm_largest_divisor(ci.C, oc_bn);
   int64_t reg_n = tl_atvm_largest_divisor(ci.OW, 31);
+  if (conv_blocked_ok(a, &ci) && reg_n < 8 && oc_bn == SIMD_LANES && ci.O % (2 * oc_bn) == 0)
+    oc_bn *= 2;
   int64_t s_ic[2] = {-1, ic_bn}, s_oc[2] = {-1, oc_bn}, s_ow[2] = {-1, reg_n};
   TRY(tl_cfg_fallback_split(cfg, "tile_ic", s_ic, 2));
   TRY(tl_cfg_fallback_split(cfg, "tile_oc", s_oc, 2));
@@ -251,9 +263,113 @@ static int conv_nchwc_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   return tl_cfg_fallback_split(cfg, "tile_ow", s_ow, 2);
 }
 
+/* The channel-blocked compute (float32, any stride/padding/dilation):
+**   pad_temp[n, c, y, x]       = the zero-padded data (only with padding)
+**   kernel_vec[o/B, c, kh, kw, o%B] = kernel[o, c, kh, kw] (B = 16 output
+**                                channels innermost, each block's weights
+**                                contiguous; a weight-only stage)
+**   conv2d_nchwc[n, oh, ow, o] = sum_{c,kh,kw} pad_temp[...] * kernel_vec[o/B, c, kh, kw, o%B]
+**   conv2d_nchw[n, o, oh, ow]  = conv2d_nchwc[n, oh, ow, o] (injective)
+** With the output channel the innermost axis of the accumulator and of the
+** kernel, a block of oc_bn output channels is one contiguous vector and the
+** data element is a broadcast scalar: the NCHW[x]c micro-kernel, whatever
+** the output width. None of the stages depends on the config. When in[1]
+** is already packed (5-D [O/B, C, KH, KW, B]: the graph executor packs
+** constant weights once), kernel_vec is not built. */
+static int e_var(tl_ctx *ctx, tl_dag *dag, const char *nm, uint32_t *v) {
+  return tl_dag_var(ctx, dag, nm, TL_INT32, v);
+}
+
+static int e_lin(tl_ctx *ctx, tl_dag *dag, uint32_t a, int64_t s, uint32_t b, int64_t d,
+                 uint32_t *out) {
+  /* a * s + b * d */
+  uint32_t cs, cd, x, y;
+  TRY(tl_dag_const_int(ctx, dag, TL_INT32, s, &cs));
+  TRY(tl_dag_const_int(ctx, dag, TL_INT32, d, &cd));
+  TRY(tl_dag_binary(ctx, dag, TL_EXPR_MUL, a, cs, &x));
+  TRY(tl_dag_binary(ctx, dag, TL_EXPR_MUL, b, cd, &y));
+  return tl_dag_binary(ctx, dag, TL_EXPR_ADD, x, y, out);
+}
+
+static int conv_blocked_ok(const tl_atvm_args *a, const conv_info *ci) {
+  if (a->dtype[0] != TL_FLOAT32 || a->dtype[1] != TL_FLOAT32) return 0;
+  if (ci->out_dtype && strcmp(ci->out_dtype, "float32") != 0) return 0;
+  return a->shape[1][1] == ci->C;   /* groups = 1 */
+}
+
 static int conv_nchwc_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in,
                               int nin, int *out, int max_out, int *nout) {
-  return conv_compute_common(ctx, a, dag, in, nin, out, max_out, nout, 0);
+  conv_info ci;
+  TRY(conv_info_of(ctx, a, 0, &ci));
+  if (!conv_blocked_ok(a, &ci) || nin < 2 || max_out < 1)
+    return conv_compute_common(ctx, a, dag, in, nin, out, max_out, nout, 0);
+  int data = in[0], kernel = in[1], rc;
+  /* padding */
+  if (ci.pad[0] || ci.pad[1] || ci.pad[2] || ci.pad[3]) {
+    char attrs[160];
+    snprintf(attrs, sizeof attrs, "{\"pad_before\":[0,0,%lld,%lld],\"pad_after\":[0,0,%lld,%lld]}",
+             (long long)ci.pad[0], (long long)ci.pad[1], (long long)ci.pad[2], (long long)ci.pad[3]);
+    int pn = 0, p;
+    TRY(tl_topi_op(ctx, dag, "pad", &data, 1, attrs, &p, 1, &pn));
+    data = p;
+  }
+  /* kernel_vec[O/B, C, KH, KW, B]: B = the largest power of two <= 16 dividing O */
+  int64_t B = 1;
+  while (B < 16 && ci.O % (B * 2) == 0) B *= 2;
+  int packed = tl_dag_tensor_ndim(dag, kernel) == 5;
+  if (packed) {
+    const int64_t *ks = tl_dag_tensor_shape(dag, kernel);
+    if (ks[0] * ks[4] != ci.O || ks[1] != ci.C || ks[2] != ci.KH || ks[3] != ci.KW)
+      return tl_err(ctx, TL_E_SHAPE, "conv2d_NCHWc.x86: a packed kernel must be [O/B, C, KH, KW, B]");
+    B = ks[4];
+  } else {
+    uint32_t ax[5], idx[4], body, cB, o;
+    static const char *const nm[5] = {"ob", "c", "kh", "kw", "b"};
+    for (int i = 0; i < 5; i++) TRY(e_var(ctx, dag, nm[i], &ax[i]));
+    TRY(tl_dag_const_int(ctx, dag, TL_INT32, B, &cB));
+    TRY(tl_dag_binary(ctx, dag, TL_EXPR_MUL, ax[0], cB, &o));
+    TRY(tl_dag_binary(ctx, dag, TL_EXPR_ADD, o, ax[4], &idx[0]));
+    idx[1] = ax[1], idx[2] = ax[2], idx[3] = ax[3];
+    TRY(tl_dag_load(ctx, dag, kernel, 4, idx, &body));
+    int64_t shape[5] = {ci.O / B, ci.C, ci.KH, ci.KW, B};
+    int kv;
+    TRY(tl_dag_compute(ctx, dag, "kernel_vec", "kernel_vec", 5, shape, ax, 1, &body,
+                       TL_REDUCE_NONE, 0, NULL, 0, &kv));
+    kernel = kv;
+  }
+  /* the blocked conv */
+  uint32_t ax[4], rv[3], di[4], ki[5], lhs, rhs, body, cB;
+  static const char *const nm[4] = {"n", "oh", "ow", "oc"};
+  for (int i = 0; i < 4; i++) TRY(e_var(ctx, dag, nm[i], &ax[i]));
+  TRY(tl_dag_reduce_axis(ctx, dag, "rc", ci.C, &rv[0]));
+  TRY(tl_dag_reduce_axis(ctx, dag, "ry", ci.KH, &rv[1]));
+  TRY(tl_dag_reduce_axis(ctx, dag, "rx", ci.KW, &rv[2]));
+  di[0] = ax[0], di[1] = rv[0];
+  TRY(e_lin(ctx, dag, ax[1], ci.stride[0], rv[1], ci.dil[0], &di[2]));
+  TRY(e_lin(ctx, dag, ax[2], ci.stride[1], rv[2], ci.dil[1], &di[3]));
+  TRY(tl_dag_const_int(ctx, dag, TL_INT32, B, &cB));
+  TRY(tl_dag_binary(ctx, dag, TL_EXPR_FLOORDIV, ax[3], cB, &ki[0]));
+  ki[1] = rv[0], ki[2] = rv[1], ki[3] = rv[2];
+  TRY(tl_dag_binary(ctx, dag, TL_EXPR_FLOORMOD, ax[3], cB, &ki[4]));
+  TRY(tl_dag_load(ctx, dag, data, 4, di, &lhs));
+  TRY(tl_dag_load(ctx, dag, kernel, 5, ki, &rhs));
+  TRY(tl_dag_binary(ctx, dag, TL_EXPR_MUL, lhs, rhs, &body));
+  int64_t cshape[4] = {ci.N, ci.OH, ci.OW, ci.O};
+  int cv;
+  TRY(tl_dag_compute(ctx, dag, "conv2d_nchwc", "conv2d_x86_blocked", 4, cshape, ax, 1, &body,
+                     TL_REDUCE_SUM, 3, rv, 0, &cv));
+  /* back to NCHW */
+  uint32_t ox[4], oi[4], ob;
+  static const char *const onm[4] = {"n", "oc", "oh", "ow"};
+  for (int i = 0; i < 4; i++) TRY(e_var(ctx, dag, onm[i], &ox[i]));
+  oi[0] = ox[0], oi[1] = ox[2], oi[2] = ox[3], oi[3] = ox[1];
+  TRY(tl_dag_load(ctx, dag, cv, 4, oi, &ob));
+  int64_t oshape[4] = {ci.N, ci.O, ci.OH, ci.OW};
+  rc = tl_dag_compute(ctx, dag, "conv2d_nchw", "injective", 4, oshape, ox, 1, &ob,
+                      TL_REDUCE_NONE, 0, NULL, 0, out);
+  if (rc) return rc;
+  *nout = 1;
+  return TL_OK;
 }
 
 /* The outer (output) stage: n, oc, oh, ow -> par(n, oco, oho), owo, [ohi], owi, oci.
@@ -279,10 +395,121 @@ static int conv_outer(tl_ctx *ctx, tl_sched *s, int O, int64_t oc_bn, int64_t oh
   return TL_OK;
 }
 
+/* Schedule of the channel-blocked compute. The outer stage (the group's
+** NCHW output, or the blocked conv itself when the output has another
+** shape) is tiled par(n, oc/oc_bn, oh/oh_f), ow/reg_n, [oh_f,] ...; the
+** accumulating stage is computed at ow/reg_n (at the parallel loop for 1x1
+** kernels) as ic/ic_bn, kh, [ic_bn, kw | kw, ic_bn], [oh_f,] reg_n
+** (unrolled), oc_bn (vectorized): reg_n (x oh_f) vector accumulators, one
+** kernel vector load and one broadcast data element per FMA row. */
+static int conv_blocked_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *s, int CV) {
+  tl_ctx *ctx = cfg->ctx;
+  tl_dag *dag = tl_sched_dag(s);
+  int64_t ic_bn = last_of(cfg, "tile_ic"), oc_bn = last_of(cfg, "tile_oc"),
+          reg_n = last_of(cfg, "tile_ow");
+  if (!ic_bn || !oc_bn || !reg_n) return tl_errcode(ctx);
+  int is1x1 = ci->KH == 1 && ci->KW == 1;
+  int64_t oh_f = is1x1 ? (int64_t)tl_cfg_other(cfg, "tile_oh") : 1;
+  int unroll_kw = is1x1 ? 0 : tl_cfg_other(cfg, "unroll_kw") != 0;
+  if (oh_f < 1 || ci->OH % oh_f != 0) oh_f = 1;
+  /* inline the injective stages except the output, the padding and the
+  ** weight packing (both kept at root, computed once per call) */
+  for (int i = 0; i < tl_sched_num_stages(s) - 1; i++) {
+    if (i == CV || tl_sched_stage_op_kind(s, i) != TL_DAG_COMPUTE) continue;
+    if (tl_dag_op_nreduce(dag, i) > 0) continue;
+    const char *tag = tl_dag_op_tag(dag, i);
+    if (i < CV && tag && (strncmp(tag, "injective,pad", 13) == 0 || strcmp(tag, "kernel_vec") == 0)) {
+      int f[2] = {0, 1};
+      TRY(tl_sched_fuse(ctx, s, i, 2, f));
+      TRY(tl_sched_annotate(ctx, s, i, 0, TL_ANN_PARALLEL));
+      continue;
+    }
+    TRY(tl_sched_compute_inline(ctx, s, i));
+  }
+  char cname[128];
+  snprintf(cname, sizeof cname, "%s", tl_sched_stage_name(s, CV));
+  int last = tl_sched_num_stages(s) - 1, O, CC, t[3];
+  const int64_t *ls = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, last, 0));
+  int nchw_out = last != CV && tl_dag_tensor_ndim(dag, tl_sched_stage_tensor(s, last, 0)) == 4 &&
+                 ls[0] == ci->N && ls[1] == ci->O && ls[2] == ci->OH && ls[3] == ci->OW;
+  int attach;
+  if (nchw_out) {
+    /* O: n oc oh ow -> par(n, oco, oho), owo, [ohi], oci, owi */
+    O = last, CC = CV;
+    int oco, oci, oho = 2, ohi = -1, owo, owi;
+    TRY(split_node(ctx, s, O, 1, 1, &oc_bn, t)); oco = t[0], oci = t[1];
+    if (oh_f > 1) { TRY(split_node(ctx, s, O, 2, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
+    TRY(split_node(ctx, s, O, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
+    int order[7], no = 0;
+    order[no++] = 0, order[no++] = oco, order[no++] = oho, order[no++] = owo;
+    if (ohi >= 0) order[no++] = ohi;
+    order[no++] = oci, order[no++] = owi;
+    TRY(reorder_nodes(ctx, s, O, order, no));
+    int par, f3[3] = {0, oco, oho};
+    TRY(fuse_nodes(ctx, s, O, f3, 3, &par));
+    TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
+    TRY(ann(ctx, s, O, owi, TL_ANN_VECTORIZE));
+    attach = is1x1 ? par : owo;
+  } else {
+    /* the blocked conv is the outer stage: n oh ow oc -> par(n, oco, oho), owo, [ohi], owi, oci */
+    int ns;
+    TRY(tl_sched_cache_write(ctx, s, CV, "local", &ns));
+    O = find(s, cname), CC = ns;
+    int oho = 1, ohi = -1, owo, owi, oco, oci;
+    if (oh_f > 1) { TRY(split_node(ctx, s, O, 1, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
+    TRY(split_node(ctx, s, O, 2, 1, &reg_n, t)); owo = t[0], owi = t[1];
+    TRY(split_node(ctx, s, O, 3, 1, &oc_bn, t)); oco = t[0], oci = t[1];
+    int order[7], no = 0;
+    order[no++] = 0, order[no++] = oco, order[no++] = oho, order[no++] = owo;
+    if (ohi >= 0) order[no++] = ohi;
+    order[no++] = owi, order[no++] = oci;
+    TRY(reorder_nodes(ctx, s, O, order, no));
+    int par, f3[3] = {0, oco, oho};
+    TRY(fuse_nodes(ctx, s, O, f3, 3, &par));
+    TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
+    TRY(ann(ctx, s, O, oci, TL_ANN_VECTORIZE));
+    attach = is1x1 ? par : owo;
+  }
+  TRY(tl_sched_compute_at(ctx, s, CC, O, pos(s, O, attach)));
+  /* CC: n oh ow oc | rc ry rx */
+  int oho = 1, ohi = -1, owo, owi, oco, oci, rco, rci, ry = 5, rx = 6;
+  if (oh_f > 1) { TRY(split_node(ctx, s, CC, 1, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
+  TRY(split_node(ctx, s, CC, 2, 1, &reg_n, t)); owo = t[0], owi = t[1];
+  TRY(split_node(ctx, s, CC, 3, 1, &oc_bn, t)); oco = t[0], oci = t[1];
+  TRY(split_node(ctx, s, CC, 4, 1, &ic_bn, t)); rco = t[0], rci = t[1];
+  int order[12], no = 0;
+  order[no++] = 0, order[no++] = oco, order[no++] = oho, order[no++] = owo, order[no++] = rco;
+  if (is1x1) order[no++] = rci, order[no++] = ry, order[no++] = rx;
+  else if (unroll_kw) order[no++] = ry, order[no++] = rci, order[no++] = rx;
+  else order[no++] = ry, order[no++] = rx, order[no++] = rci;
+  /* oc_bn wider than the kernel's block B: oc_bn/B vectors of B lanes each */
+  int64_t B = 1;
+  while (B < 16 && ci->O % (B * 2) == 0) B *= 2;
+  int ocio = -1;
+  if (oc_bn > B && oc_bn % B == 0) {
+    TRY(split_node(ctx, s, CC, oci, 1, &B, t));
+    ocio = t[0], oci = t[1];
+  }
+  /* one broadcast data element feeds the oc_bn/B kernel vectors */
+  if (ohi >= 0) order[no++] = ohi;
+  order[no++] = owi;
+  if (ocio >= 0) order[no++] = ocio;
+  order[no++] = oci;
+  TRY(reorder_nodes(ctx, s, CC, order, no));
+  if (unroll_kw) TRY(ann(ctx, s, CC, rx, TL_ANN_UNROLL));
+  if (ohi >= 0) TRY(ann(ctx, s, CC, ohi, TL_ANN_UNROLL));
+  if (ocio >= 0) TRY(ann(ctx, s, CC, ocio, TL_ANN_UNROLL));
+  TRY(ann(ctx, s, CC, owi, TL_ANN_UNROLL));
+  TRY(ann(ctx, s, CC, oci, TL_ANN_VECTORIZE));
+  return TL_OK;
+}
+
 static int conv_nchwc_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   tl_ctx *ctx = cfg->ctx;
   conv_info ci;
   TRY(conv_info_of(ctx, a, 0, &ci));
+  int CV = tl_atvm_stage_by_tag(s, "conv2d_x86_blocked");
+  if (CV >= 0) return conv_blocked_schedule(cfg, &ci, s, CV);
   int C = tl_atvm_stage_by_tag(s, "conv2d_nchw");
   if (C < 0) return tl_err(ctx, TL_E_SCHED, "conv2d_NCHWc.x86: no conv2d_nchw stage");
   TRY(tl_atvm_inline_injective(ctx, s, C));

@@ -170,4 +170,39 @@ do
   end
 end
 
+-- conv2d_NCHWc.x86's channel-blocked compute against topi's conv2d: the fallback and
+-- random configs over shapes with stride 2, 1x1, C = 3, O not a multiple of 16, 7-wide outputs
+do
+  local te, topi = tl.te, tl.topi
+  local rng = 7
+  local function rand_index(n)   -- a small LCG: the same configs on every run
+    rng = (rng * 1103515245 + 12345) % 2147483648
+    return rng % n
+  end
+  local shapes = { { 3, 12, 16, 7, 2, 3 }, { 8, 10, 48, 3, 1, 1 }, { 16, 9, 32, 1, 2, 0 },
+                   { 6, 8, 12, 3, 2, 1 }, { 32, 7, 64, 3, 1, 1 }, { 4, 6, 24, 1, 1, 0 } }
+  for _, L in ipairs(shapes) do
+    local C, H, O, K, S, P = unpack(L)
+    local args = { { "TENSOR", { 1, C, H, H }, "float32" }, { "TENSOR", { O, C, K, K }, "float32" },
+                   { S, S }, { P, P, P, P }, { 1, 1 }, "NCHW", "NCHW", "float32" }
+    local task = autotvm.task.create("conv2d_NCHWc.x86", args, "llvm -mcpu=skylake-avx512")
+    local A = te.placeholder({ 1, C, H, H }, "float32", "A")
+    local W = te.placeholder({ O, C, K, K }, "float32", "W")
+    local Y = topi.nn.conv2d(A, W, { strides = S, padding = { P, P, P, P }, dilation = 1 })
+    local fr = tl.build(te.create_schedule(Y.op), { A, W, Y }, "c")
+    local oh = math.floor((H + 2 * P - K) / S) + 1
+    local a = tl.nd.random_uniform({ 1, C, H, H }, { seed = 1 })
+    local w = tl.nd.random_uniform({ O, C, K, K }, { seed = 2 })
+    local ref = tl.nd.empty({ 1, O, oh, oh })
+    fr(a, w, ref)
+    for i = 1, 3 do
+      local idx = i == 1 and -1 or rand_index(#task.config_space)
+      local s, targs = task:instantiate(idx)
+      local o = tl.nd.empty({ 1, O, oh, oh })
+      tl.build(s, targs, "c")(a, w, o)
+      testing.assert_allclose(o, ref, { rtol = 1e-4, atol = 1e-4 })
+    end
+  end
+end
+
 print("test_autotvm_space: ok")
