@@ -23,6 +23,16 @@ extern "C" {
 int tl_graph_plan(tl_ctx *ctx, int n, const int64_t *sizes, const int *first, const int *last,
                   int64_t align, int64_t *offsets, int64_t *total);
 
+/* Storage slots for devices whose arguments cannot start at a byte offset
+** (OpenCL): storage[i] in [0, *nstorage) for each buffer, two buffers share a
+** slot only when their lifetimes do not overlap; storage_bytes (capacity n)
+** gets each slot's size (the largest aligned size it holds). Buffers in order
+** of first use, each in the smallest free slot that fits, else the largest
+** free one (grown), else a new one. */
+int tl_graph_plan_storage(tl_ctx *ctx, int n, const int64_t *sizes, const int *first,
+                          const int *last, int64_t align, int *storage, int64_t *storage_bytes,
+                          int *nstorage);
+
 /* ---- executor -----------------------------------------------------------
 ** A graph executor: an arena of planned intermediate buffers, a table of
 ** slots (arrays: views into the arena, or external arrays such as params
@@ -78,6 +88,38 @@ int tl_graph_lib_num_parts(const tl_graph_lib *l);
 /* Resolve kernel fname of l (l must outlive e). */
 int tl_graph_exec_add_kernel_lib(tl_ctx *ctx, tl_graph_exec *e, tl_graph_lib *l,
                                  const char *fname, int *kernel);
+
+/* ---- OpenCL -----------------------------------------------------------
+** A slot viewing storage (a device array, e.g. 1-D uint8 on opencl:k) from
+** byte 0 with its own shape and dtype (must fit; keeps storage alive).
+** (struct tl_ocl_module is tunelua_opencl.h's tl_ocl_module.) */
+struct tl_ocl_module;
+int tl_graph_exec_slot_storage(tl_ctx *ctx, tl_graph_exec *e, tl_array *storage, int ndim,
+                               const int64_t *shape, int dtype, int *slot);
+/* A kernel that is an OpenCL module (m must outlive e); its steps launch
+** every kernel of m on the slots' device arrays and wait (tl_ocl_module_call). */
+int tl_graph_exec_add_kernel_ocl(tl_ctx *ctx, tl_graph_exec *e, struct tl_ocl_module *m,
+                                 const char *name, int *kernel);
+/* Build fs[0..n) for OpenCL device dev into out[n] (tl_opencl_build each; the
+** first alone, the others on nthreads > 1 pool threads). On failure every
+** out[i] is NULL. */
+int tl_graph_ocl_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int dev, int nthreads,
+                       struct tl_ocl_module **out);
+
+/* One program for all groups: fs[0..n)'s OpenCL C joined and built once for
+** device dev (a queue of its own in the device's context; every kernel's
+** work-group checked against the device and the compiled kernel). Steps of
+** its groups enqueue without waiting; a run ends with one clFinish. */
+typedef struct tl_graph_ocl_lib tl_graph_ocl_lib;
+int tl_graph_ocl_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int dev,
+                           tl_graph_ocl_lib **out);
+void tl_graph_ocl_lib_free(tl_graph_ocl_lib *l);
+double tl_graph_ocl_lib_compile_seconds(const tl_graph_ocl_lib *l);
+int tl_graph_ocl_lib_num_kernels(const tl_graph_ocl_lib *l);
+/* Group g of l as a kernel of e (l must outlive e; one library per executor);
+** its steps' arguments are checked (device, dtype, shape) when added. */
+int tl_graph_exec_add_kernel_ocl_lib(tl_ctx *ctx, tl_graph_exec *e, tl_graph_ocl_lib *l,
+                                     int group, int *kernel);
 
 /* cdef:end */
 

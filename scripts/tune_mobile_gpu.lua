@@ -3,14 +3,25 @@
 --   tunelua scripts/tune_mobile_gpu.lua                      -- resnet-18, local OpenCL device
 --   tunelua scripts/tune_mobile_gpu.lua --network mobilenet --tuner ga --n-trial 200
 --   tunelua scripts/tune_mobile_gpu.lua --tracker 127.0.0.1:9190 --key rk3399
---   tunelua scripts/tune_mobile_gpu.lua --tutorial          -- n_trial 1000, early_stopping 450
+--   tunelua scripts/tune_mobile_gpu.lua --tutorial          -- the tutorial's settings
 --
 -- Extract the network's conv2d tasks, tune each (every trial appended to the
 -- log), compile the network with the best records, measure its latency.
 -- Re-run with the same log to resume. docs/tutorials/tune_mobile_gpu.md
 -- tells the story; tunelua.flow holds the steps.
+--
+-- The defaults are sized for `make run` on a 2-core machine with pocl (OpenCL on
+-- the CPU): 32x32 images, 8 trials per task, 2 runs per measurement, 10 end-to-end
+-- repeats: about ten minutes. --tutorial restores the tutorial's settings (224x224,
+-- n_trial 1000, early_stopping 450, number 10, timeout 5, repeat 30).
 require("tunelua.flow").main(arg, {
   target = "opencl -device=mali",
   key = "rk3399",
   ops = "nn.conv2d",
+  image_size = 32,
+  n_trial = 6,
+  early_stopping = 6,
+  number = 2,
+  timeout = 3,
+  ["repeat"] = 10,
 }, "scripts/tune_mobile_gpu.lua")

@@ -78,3 +78,72 @@ TL_EXPORT int tl_graph_plan(tl_ctx *ctx, int n, const int64_t *sizes, const int 
   free(b);
   return TL_OK;
 }
+
+/* ---- storage slots --------------------------------------------------------
+** For devices whose buffers cannot be sub-allocated at byte offsets (OpenCL
+** arguments are whole cl_mem objects): every buffer is assigned a storage
+** slot, one device buffer each. Buffers are visited in order of first use
+** (ties: index); a slot is free for buffer i when every buffer it held so far
+** ended before i's first step. Among the free slots the smallest one that
+** is large enough is taken, else the largest free one (which grows), else a
+** new slot. Slot sizes are the largest (aligned) size they hold. */
+static int by_first(const void *a, const void *b) {
+  const pbuf *x = a, *y = b;
+  if (x->first != y->first) return x->first < y->first ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+TL_EXPORT int tl_graph_plan_storage(tl_ctx *ctx, int n, const int64_t *sizes, const int *first,
+                                    const int *last, int64_t align, int *storage,
+                                    int64_t *storage_bytes, int *nstorage) {
+  if (!nstorage) return tl_err(ctx, TL_E_ARG, "tl_graph_plan_storage: nstorage is NULL");
+  *nstorage = 0;
+  if (n < 0) return tl_err(ctx, TL_E_ARG, "tl_graph_plan_storage: negative buffer count %d", n);
+  if (n == 0) return TL_OK;
+  if (!sizes || !first || !last || !storage || !storage_bytes)
+    return tl_err(ctx, TL_E_ARG, "tl_graph_plan_storage: NULL array argument");
+  if (align < 1 || (align & (align - 1)))
+    return tl_err(ctx, TL_E_ARG, "tl_graph_plan_storage: align must be a power of two, got %lld",
+                  (long long)align);
+  pbuf *b = tl_malloc(sizeof *b * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    if (sizes[i] < 0 || first[i] > last[i]) {
+      free(b);
+      return tl_err(ctx, TL_E_ARG,
+                    "tl_graph_plan_storage: buffer %d: size %lld, lifetime [%d, %d] is invalid", i,
+                    (long long)sizes[i], first[i], last[i]);
+    }
+    b[i].size = (sizes[i] + align - 1) & ~(align - 1);
+    if (b[i].size == 0) b[i].size = align;
+    b[i].first = first[i];
+    b[i].last = last[i];
+    b[i].idx = i;
+  }
+  qsort(b, (size_t)n, sizeof *b, by_first);
+  int *busy = tl_malloc(sizeof(int) * (size_t)n);   /* last step of each slot's holders */
+  int ns = 0;
+  for (int i = 0; i < n; i++) {
+    int best = -1, big = -1;
+    for (int s = 0; s < ns; s++) {
+      if (busy[s] >= b[i].first) continue;
+      if (storage_bytes[s] >= b[i].size) {
+        if (best < 0 || storage_bytes[s] < storage_bytes[best]) best = s;
+      } else if (big < 0 || storage_bytes[s] > storage_bytes[big]) {
+        big = s;
+      }
+    }
+    if (best < 0) best = big;
+    if (best < 0) {
+      best = ns++;
+      storage_bytes[best] = 0;
+      busy[best] = -1;
+    }
+    if (storage_bytes[best] < b[i].size) storage_bytes[best] = b[i].size;
+    if (busy[best] < b[i].last) busy[best] = b[i].last;
+    storage[b[i].idx] = best;
+  }
+  *nstorage = ns;
+  free(busy);
+  free(b);
+  return TL_OK;
+}

@@ -26,6 +26,9 @@ flow.defaults = {
   ["repeat"] = 30,
   number = 10,
   timeout = 5,
+  -- what --tutorial sets (the tutorial's own settings); false = the network's default
+  tutorial = { n_trial = 1000, early_stopping = 450, image_size = false, number = 10, timeout = 5,
+               ["repeat"] = 30 },
 }
 
 flow.usage = [[
@@ -39,10 +42,25 @@ usage: tunelua %s [options]
   --tracker HOST:PORT   measure on devices of an RPC tracker (default: this machine)
   --key KEY             device key at the tracker (default %s)
   --ops LIST            operators to tune, comma-separated (default %s)
-  --image-size N        input height and width (default: the network's)
+  --image-size N        input height and width (default %s)
   --repeat N            end-to-end measurements (default %d)
-  --tutorial            the tutorial's settings: n_trial 1000, early_stopping 450
+  --number N            runs per measurement of a config (default %d)
+  --timeout S           seconds a config may run (default %d)
+  --tutorial            the tutorial's settings: %s
+                        (options given explicitly still win)
 ]]
+
+local function tutorial_str(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local parts = {}
+  for _, k in ipairs(keys) do
+    local v = t[k]
+    parts[#parts + 1] = k .. " " .. (v == false and "(the network's)" or tostring(v))
+  end
+  return table.concat(parts, ", ")
+end
 
 --- Parse argv over a copy of defaults; errors are raised with level 0.
 function flow.parse_args(argv, defaults, script)
@@ -67,20 +85,30 @@ function flow.parse_args(argv, defaults, script)
   local strings = { ["--network"] = "network", ["--target"] = "target", ["--tuner"] = "tuner",
     ["--log"] = "log", ["--tracker"] = "tracker", ["--key"] = "key", ["--ops"] = "ops" }
   local counts = { ["--n-trial"] = "n_trial", ["--early-stopping"] = "early_stopping",
-    ["--image-size"] = "image_size", ["--repeat"] = "repeat" }
+    ["--image-size"] = "image_size", ["--repeat"] = "repeat", ["--number"] = "number",
+    ["--timeout"] = "timeout" }
+  local given, tutorial = {}, false
   while i <= #argv do
     local a = argv[i]
-    if strings[a] then o[strings[a]] = value(a)
-    elseif counts[a] then o[counts[a]] = count(a)
-    elseif a == "--tutorial" then o.n_trial, o.early_stopping = 1000, 450
+    if strings[a] then o[strings[a]] = value(a); given[strings[a]] = true
+    elseif counts[a] then o[counts[a]] = count(a); given[counts[a]] = true
+    elseif a == "--tutorial" then tutorial = true
     elseif a == "-h" or a == "--help" then
       io.write(string.format(flow.usage, script or "script.lua", o.network, o.target, o.tuner,
-        o.n_trial, o.early_stopping, o.key, o.ops, o["repeat"]))
+        o.n_trial, o.early_stopping, o.key, o.ops, o.image_size or "the network's", o["repeat"],
+        o.number, o.timeout, tutorial_str(o.tutorial or {})))
       os.exit(0)
     else
       error(string.format("unknown option %q (see --help)", a), 0)
     end
     i = i + 1
+  end
+  if tutorial then
+    for k, v in pairs(o.tutorial or {}) do
+      if not given[k] then
+        if v == false then o[k] = nil else o[k] = v end
+      end
+    end
   end
   if o.tracker and not o.tracker:match("^[^:]+:%d+$") then
     error("--tracker: expected HOST:PORT, got " .. o.tracker, 0)
@@ -98,6 +126,11 @@ end
 function flow.tuning_option(o)
   local autotvm = require "tunelua.autotvm"
   local runner
+  if o.target:match("^opencl") and not o.tracker then
+    -- the local OpenCL device: configs are measured in forked children (docs/measure_opencl.md);
+    -- this process must not touch OpenCL before tuning ends
+    require "tunelua.autotvm.measure_opencl"
+  end
   if o.tracker then
     local host, port = tracker_addr(o)
     runner = autotvm.RPCRunner(o.key, host, port, { number = o.number, timeout = o.timeout })

@@ -18,6 +18,9 @@
 -- tl_graph_plan (buffers reused across non-overlapping lifetimes); graph outputs, inputs
 -- and weights live in their own arrays. The run loop is C (tl_graph_exec_run): kernel
 -- function pointers and their DLTensor arguments, called in order.
+-- OpenCL targets ("opencl", "opencl -device=mali"): Mali templates (fallback config when
+-- no record) or tl_topi_default_schedule_gpu, then tunelua.graph.opencl: storage slots on
+-- the device, one OpenCL program for all groups, the same C run loop (docs/executor.md).
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local nd = require "tunelua.nd"
@@ -25,6 +28,7 @@ local walk = require "tunelua.graph.walk"
 local group = require "tunelua.graph.group"
 local strategy = require "tunelua.graph.strategy"
 local extract = require "tunelua.graph.extract"
+local ocl = require "tunelua.graph.opencl"
 
 local C, ctx, check = core.C, core.ctx, core.check
 
@@ -138,6 +142,83 @@ local function lookup_index(c, task, tgt, impl)
   return ok and config_index(cfg) or nil
 end
 
+-- Weight pre-packing for conv2d_NCHWc.x86: its compute reads the kernel as
+-- [O/B, C, KH, KW, B] (B = the largest power of two <= 16 dividing O: a block of output
+-- channels innermost and contiguous) and takes that layout directly when the kernel input is
+-- 5-D, so a constant OIHW weight is packed once here instead of at every run.
+local packed_cache = setmetatable({}, { __mode = "k" })
+local function pack_oihw(value)
+  local p = packed_cache[value]
+  if p then return p end
+  local sh = value:shape()
+  local O, Ci, KH, KW = sh[1], sh[2], sh[3], sh[4]
+  local B = 1
+  while B < 16 and O % (B * 2) == 0 do B = B * 2 end
+  p = nd.empty({ O / B, Ci, KH, KW, B }, "float32")
+  local src = ffi.cast("const float *", value:data_ptr())
+  local dst = ffi.cast("float *", p:data_ptr())
+  local khw = KH * KW
+  for o = 0, O - 1 do
+    local ob, b = math.floor(o / B), o % B
+    for c = 0, Ci - 1 do
+      local sb, db = (o * Ci + c) * khw, (ob * Ci + c) * khw
+      for k = 0, khw - 1 do dst[(db + k) * B + b] = src[sb + k] end
+    end
+  end
+  packed_cache[value] = p
+  return p
+end
+
+-- The constant value feeding the anchor's weight (argument 2), or nil.
+local function anchor_weight_const(call, anchor)
+  local w = anchor.args[2]
+  if not w then return nil end
+  if w.kind == "const" then return w.value end
+  if w.kind == "var" and walk.is_function(call.op) then
+    for i, p in ipairs(call.op.params) do
+      if p == w then
+        local a = call.args[i]
+        if a and a.kind == "const" then return a.value end
+      end
+    end
+  end
+  return nil
+end
+
+local function packable(impl, value)
+  if impl.name ~= "conv2d_NCHWc.x86" or not value then return false end
+  local ok, sh = pcall(function() return value:shape() end)
+  if not ok or #sh ~= 4 or value:dtype() ~= "float32" then return false end
+  local d, k = impl.args[1], impl.args[2]
+  return type(d) == "table" and type(k) == "table" and d[3] == "float32" and k[3] == "float32"
+    and k[2][2] == d[2][2] and impl.args[#impl.args] == "float32"
+end
+
+-- Several templates for one op (Mali conv2d 3x3: spatial pack, winograd): as TVM selects
+-- the implementation, the one whose best record is fastest comes first, judged in the first
+-- context that has a record for any of them; the others keep the strategy's order.
+local function by_cost(impls, ctxs, tgt)
+  if #impls < 2 then return impls end
+  for _, c in ipairs(ctxs) do
+    if type(c.query) == "function" then
+      local best, best_cost
+      for i, impl in ipairs(impls) do
+        local wl = { impl.name }
+        for j, a in ipairs(impl.args) do wl[j + 1] = a end
+        local ok, r = pcall(c.query, c, tgt.str, wl)
+        local cost = ok and type(r) == "table" and tonumber(r.cost) or nil
+        if cost and (not best_cost or cost < best_cost) then best, best_cost = i, cost end
+      end
+      if best then
+        local out = { impls[best] }
+        for i, impl in ipairs(impls) do if i ~= best then out[#out + 1] = impl end end
+        return out
+      end
+    end
+  end
+  return impls
+end
+
 local function tuned_group(call, tgt, ctxs)
   if not (has_c("tl_atvm_template_compute") and has_c("tl_atvm_template_schedule")) then return nil end
   local tm = task_module()
@@ -149,11 +230,28 @@ local function tuned_group(call, tgt, ctxs)
     anchor = call
   end
   if not anchor then return nil end
-  for _, impl in ipairs(strategy.templates(anchor, tgt)) do
-    local okt, task = pcall(tm.create, impl.name, impl.args, tgt.str)
+  local impls = by_cost(strategy.templates(anchor, tgt), ctxs, tgt)
+  -- Mali, as TVM does it: when no template has a config anywhere, the first template's
+  -- fallback config (tried after every template was looked up), not counted as tuned
+  local passes = tgt.family == "mali" and 2 or 1
+  for pass = 1, passes do
+  for pi, impl in ipairs(impls) do
+    local okt, task
+    if pass == 1 or pi == 1 then okt, task = pcall(tm.create, impl.name, impl.args, tgt.str) end
     if okt and type(task) == "table" and task.handle ~= nil then
-      for _, c in ipairs(ctxs) do
-        local index = lookup_index(c, task, tgt, impl)
+      local wconst = anchor_weight_const(call, anchor)
+      local cands = {}
+      if pass == 1 then
+        for _, c in ipairs(ctxs) do cands[#cands + 1] = c end
+      else
+        cands[1] = "fallback"
+      end
+      -- no config anywhere: the template's fallback config (conv2d_NCHWc.x86 only; it beats
+      -- the generic default schedule), not counted as tuned
+      if impl.name == "conv2d_NCHWc.x86" then cands[#cands + 1] = "fallback" end
+      for _, c in ipairs(cands) do
+        local index
+        if c == "fallback" then index = -1 else index = lookup_index(c, task, tgt, impl) end
         if index then
           local args_json = strategy.args_json(impl.args)
           local okb, g = pcall(group.build, call, {
@@ -162,12 +260,23 @@ local function tuned_group(call, tgt, ctxs)
               local n = #in_ids
               local ids = intarr(n)
               for i = 1, n do ids[i - 1] = in_ids[i] end
+              local extra
+              if n >= 2 and packable(impl, wconst) then
+                local pv = pack_oihw(wconst)
+                local psh = pv:shape()
+                local sh = ffi.new("int64_t[5]", psh[1], psh[2], psh[3], psh[4], psh[5])
+                local pt = int1()
+                check(C.tl_dag_placeholder(ctx, dag, "kernel_packed", 5, sh, dtype_code("float32"), pt))
+                ids[1] = pt[0]
+                extra = { { tensor = pt[0], value = pv,
+                            node = { type = { shape = psh, dtype = "float32" } } } }
+              end
               local outs, nout = intarr(16), int1()
               local rc = C.tl_atvm_template_compute(ctx, impl.name, args_json, dag, ids, n, outs, 16, nout)
               if rc ~= 0 then error(core.errmsg(), 0) end
               local r = {}
               for i = 0, nout[0] - 1 do r[#r + 1] = outs[i] end
-              return r
+              return r, extra
             end })
           if okb then
             local oks, s = pcall(function()
@@ -175,7 +284,10 @@ local function tuned_group(call, tgt, ctxs)
               check(C.tl_atvm_template_schedule(ctx, task.handle, index, s))
               return s
             end)
-            if oks then return g, s, impl.name .. " config " .. tostring(index) end
+            if oks then
+              if c == "fallback" then return g, s, impl.name .. " fallback", true end
+              return g, s, impl.name .. " config " .. tostring(index)
+            end
             io.stderr:write("executor: tuned schedule for " .. impl.name .. " failed (" .. tostring(s)
                             .. "); using the default schedule\n")
           else
@@ -187,6 +299,7 @@ local function tuned_group(call, tgt, ctxs)
         end
       end
     end
+  end
   end
   return nil
 end
@@ -214,8 +327,9 @@ end
 function executor.build(mod, opts)
   opts = opts or {}
   local tgt = strategy.parse_target(opts.target or "llvm", 2)
-  if tgt.kind ~= "llvm" and tgt.kind ~= "c" then
-    error("executor.build: only CPU targets ('llvm', 'c') run here, got '" .. tgt.str .. "'", 2)
+  if tgt.kind ~= "llvm" and tgt.kind ~= "c" and tgt.kind ~= "opencl" then
+    error("executor.build: only CPU targets ('llvm', 'c') and OpenCL ('opencl ...') run here, got '"
+          .. tgt.str .. "'", 2)
   end
   local params = opts.params or {}
   local t0 = C.tl_now()
@@ -277,15 +391,14 @@ function executor.build(mod, opts)
       for _, a in ipairs(n.args) do
         for _, b in ipairs(val[a]) do args[#args + 1] = b end
       end
-      local g, s, how
-      if #ctxs > 0 then g, s, how = tuned_group(n, tgt, ctxs) end
+      local g, s, how, fallback = tuned_group(n, tgt, ctxs)
       if not g then
         g = group.build(n, nil, 2)
         s = nil
       end
       local key = group.key_text(g) .. (how and (" " .. how) or "")
       ngroups = ngroups + 1
-      if how then ntuned = ntuned + 1 end
+      if how and not fallback then ntuned = ntuned + 1 end
       local k = cache[key]
       if not k and opts.plan_only then
         k = { name = g.name, key = key }
@@ -293,7 +406,7 @@ function executor.build(mod, opts)
       elseif not k then
         if not s then
           s = new_sched(g)
-          local ok, err = pcall(default_schedule, s)
+          local ok, err = pcall(tgt.kind == "opencl" and ocl.default_schedule or default_schedule, s)
           if not ok then
             -- a default schedule that fails leaves the group unscheduled (correct, slow)
             C.tl_clearerr(ctx)
@@ -355,6 +468,19 @@ function executor.build(mod, opts)
   local outputs = val[main.body]
   for _, b in ipairs(outputs) do
     if b.kind == "inter" then b.kind = "output" end
+  end
+
+  -- OpenCL: storage slots on the device, device kernels (graph/opencl.lua)
+  if tgt.kind == "opencl" and not opts.plan_only then
+    local r = ocl.finish({ tgt = tgt, bufs = bufs, steps = steps, kernels = kernels, opts = opts }, 2)
+    r.kernels, r.steps, r.inputs, r.input_order, r.outputs = kernels, steps, inputs, input_order, outputs
+    r.target, r.num_groups, r.num_tuned, r.build_seconds = tgt.str, ngroups, ntuned, C.tl_now() - t0
+    local lib = setmetatable(r, Lib)
+    if not opts.quiet then
+      io.stdout:flush()
+      print(string.format("%d of %d operators use untuned schedules", ngroups - ntuned, ngroups))
+    end
+    return lib
   end
 
   -- 2. memory plan over the intermediates
@@ -539,7 +665,9 @@ function GraphModule:get_output(i)
   end
   local out = ffi.new("tl_array *[1]")
   check(C.tl_graph_exec_slot_ref(ctx, self.lib.exec, b.slot, out), 2)
-  return nd.adopt(out[0])
+  local a = nd.adopt(out[0])
+  if self.lib.device then return a:copyto("cpu") end   -- OpenCL: a host copy
+  return a
 end
 
 --- m:benchmark({number = 1, repeats = 3, min_repeat_ms = 0, quiet = false})

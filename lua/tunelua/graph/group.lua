@@ -48,12 +48,14 @@ local MAXOUT = 64
 
 --- Add one call's topi op(s) to dag: returns the list of output tensor ids.
 --- anchor_hook(dag, node, in_ids, arg_types) may return output ids to replace the topi op
---- (used for AutoTVM template computes).
+--- (used for AutoTVM template computes), and as a second value a list of extra constant
+--- inputs {tensor = placeholder id in dag, value = nd array, node = {type = ...}} (weights the
+--- hook packed at build time).
 function group.emit_call(dag, node, in_ids, arg_types, anchor_hook, level)
   level = (level or 1) + 1
   if anchor_hook and ANCHORS[node.op] then
-    local r = anchor_hook(dag, node, in_ids, arg_types)
-    if r then return r end
+    local r, extra = anchor_hook(dag, node, in_ids, arg_types)
+    if r then return r, extra end
   end
   local name, attrs = ops.to_topi(node, arg_types, level)
   local n = #in_ids
@@ -139,7 +141,9 @@ function group.build(call, opts, level)
           error("graph: nested functions inside a fused group are not supported", level)
         end
         local in_ids, tys = flat_ids(n.args, n.op)
-        val[n] = group.emit_call(scratch, n, in_ids, tys, opts.anchor_hook, level)
+        local extra
+        val[n], extra = group.emit_call(scratch, n, in_ids, tys, opts.anchor_hook, level)
+        for _, c in ipairs(extra or {}) do consts[#consts + 1] = c end
         if ANCHORS[n.op] and not anchor then anchor = n end
         names[#names + 1] = (n.op:gsub("%.", "_"))
       elseif n.kind == "tuple" then
@@ -166,7 +170,9 @@ function group.build(call, opts, level)
       end
     end
     body = call
-    val[call] = group.emit_call(scratch, call, in_ids, tys, opts.anchor_hook, level)
+    local extra
+    val[call], extra = group.emit_call(scratch, call, in_ids, tys, opts.anchor_hook, level)
+    for _, c in ipairs(extra or {}) do consts[#consts + 1] = c end
     if ANCHORS[call.op] then anchor = call end
     names[1] = (call.op:gsub("%.", "_"))
   end
@@ -184,7 +190,10 @@ function group.build(call, opts, level)
   -- one input per flattened argument (tuple arguments give one per field)
   for i = 1, #ph do g.inputs[i] = { tensor = map[ph[i]] } end
   for _, c in ipairs(consts) do
-    g.consts[#g.consts + 1] = { tensor = map[c.tensor], value = c.value, node = c.node }
+    -- a constant no op reads any more (e.g. replaced by a packed copy) is dropped
+    if map[c.tensor] >= 0 then
+      g.consts[#g.consts + 1] = { tensor = map[c.tensor], value = c.value, node = c.node }
+    end
   end
   for i = 1, no do g.outputs[i] = map[outs[i]] end
   local has_reduce = false

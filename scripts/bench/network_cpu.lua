@@ -1,0 +1,99 @@
+--- End-to-end networks on the host CPU: tunelua untuned, tunelua tuned, PyTorch, same run.
+--
+--   tunelua scripts/bench/network_cpu.lua                      -- resnet-18 and mobilenet
+--   tunelua scripts/bench/network_cpu.lua --log r18.log        -- tuned records from a log
+--   tunelua scripts/bench/network_cpu.lua --n-trial 32 --threads 2 --repeat 30
+--
+-- Batch 1, fp32, NCHW. "untuned" compiles with each template's fallback
+-- config and the default schedules (no history, no TopHub); "TopHub" with
+-- TVM's pre-tuned x86 records; "tuned" with the best records of --log, or of
+-- a short tuning run this script does itself (--n-trial per task, xgb) when no
+-- log is given. The peer is PyTorch on the same networks
+-- (scripts/bench/torch_peer.py, /usr/bin/python3 with Debian's python3-torch)
+-- with the same thread count. Every figure is the median of --repeat runs.
+local tl = require "tunelua"
+local autotvm = require "tunelua.autotvm"
+local relay = require "tunelua.relay"
+local executor = require "tunelua.graph.executor"
+local networks = require "networks"
+
+local opts = { networks = "resnet-18,mobilenet", threads = 2, ["repeat"] = 30, n_trial = 16,
+               log = nil, target = "llvm -mcpu=skylake-avx512", python = "/usr/bin/python3" }
+do
+  local i = 1
+  while i <= #arg do
+    local a, v = arg[i], arg[i + 1]
+    if a == "--networks" then opts.networks = v
+    elseif a == "--threads" then opts.threads = tonumber(v)
+    elseif a == "--repeat" then opts["repeat"] = tonumber(v)
+    elseif a == "--n-trial" then opts.n_trial = tonumber(v)
+    elseif a == "--log" then opts.log = v
+    elseif a == "--target" then opts.target = v
+    elseif a == "--python" then opts.python = v
+    else error("network_cpu: unknown option " .. tostring(a) .. " (see the header of this script)", 0) end
+    if v == nil then error("network_cpu: " .. a .. " expects a value", 0) end
+    i = i + 2
+  end
+end
+tl.set_num_threads(opts.threads)
+
+local function script_dir()
+  local src = debug.getinfo(1, "S").source:sub(2)
+  return src:match("^(.*)/[^/]*$") or "."
+end
+
+local function torch_ms(name)
+  local cmd = string.format("%s %s/torch_peer.py --network %s --threads %d --repeat %d 2>&1",
+                            opts.python, script_dir(), name, opts.threads, opts["repeat"])
+  local p = io.popen(cmd)
+  local out = p:read("*a")
+  p:close()
+  local med = out:match('"median_ms": ([%d%.e%-]+)')
+  local ver = out:match('"torch": "([^"]+)"')
+  if not med then return nil, out:gsub("\n", " ") end
+  return tonumber(med), ver
+end
+
+local function bench(mod, params, history, tophub)
+  local lib = executor.build(mod, { target = opts.target, params = params, history = history,
+                                    tophub = tophub })
+  local m = executor.GraphModule(lib)
+  local shape = mod.main.params[1].type.shape
+  m:set_input("data", tl.nd.random_uniform(shape, { seed = 1 }))
+  local r = m:benchmark({ number = 1, repeats = opts["repeat"], quiet = true })
+  return r.median * 1e3, r
+end
+
+local rows = {}
+for name in opts.networks:gmatch("[^,]+") do
+  local mod, params = networks.get_network(name, { batch_size = 1 })
+  local log = opts.log
+  if not log then
+    log = string.format("network_cpu.%s.log", name)
+    local tasks = autotvm.task.extract_from_program(mod, { target = opts.target, params = params,
+      ops = { "nn.conv2d", "nn.dense" } })
+    autotvm.tune_tasks(tasks, autotvm.measure_option({
+      builder = autotvm.LocalBuilder(), runner = autotvm.LocalRunner({ number = 4, ["repeat"] = 3 }),
+    }), { tuner = "xgb", n_trial = opts.n_trial, early_stopping = opts.n_trial, log_filename = log })
+  end
+  local untuned = bench(mod, params, nil, false)
+  local tophub = bench(mod, params, nil, true)
+  local tuned = bench(mod, params, autotvm.apply_history_best(log), true)
+  local torch, ver = torch_ms(name)
+  rows[#rows + 1] = { name = name, untuned = untuned, tophub = tophub, tuned = tuned,
+                      torch = torch, torch_ver = ver, log = log }
+end
+
+print(string.format("\nbatch 1, fp32, %d threads, %s; median of %d runs (ms); ratio = PyTorch / tunelua",
+                    opts.threads, opts.target, opts["repeat"]))
+print(string.format("%-12s %10s %10s %10s %10s %8s", "network", "untuned", "TopHub", "tuned",
+                    "PyTorch", "ratio"))
+for _, r in ipairs(rows) do
+  local best = math.min(r.untuned, r.tophub, r.tuned)
+  print(string.format("%-12s %10.2f %10.2f %10.2f %10s %8s", r.name, r.untuned, r.tophub, r.tuned,
+                      r.torch and string.format("%.2f", r.torch) or "n/a",
+                      r.torch and string.format("%.2f", r.torch / best) or "n/a"))
+end
+for _, r in ipairs(rows) do
+  if r.torch then print(string.format("PyTorch %s; tuned records: %s", r.torch_ver, r.log)) break end
+end

@@ -1,0 +1,151 @@
+#!/usr/bin/python3
+"""The PyTorch CPU peer of scripts/bench/network_cpu.lua.
+
+Builds the benchmark networks exactly as tunelua's networks/ define them
+(resnet-18/34/50: pre-activation ResNet v2; mobilenet: MobileNet v1 with
+batch norm and relu after the depthwise convolutions), in eval mode, and
+times batch-1 fp32 inference on the CPU with the given thread count.
+
+    python3 scripts/bench/torch_peer.py --network resnet-18 --threads 2 --repeat 30
+
+Prints one JSON object: {"network", "threads", "median_ms", "mean_ms", "std_ms", "runs",
+"torch"}.
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+try:
+    import torch
+    import torch.nn as nn
+except ImportError:
+    sys.stderr.write("torch_peer: PyTorch is not installed "
+                     "(apt-get install python3-torch)\n")
+    sys.exit(3)
+
+
+def bn(c, eps):
+    return nn.BatchNorm2d(c, eps=eps)
+
+
+class BasicUnit(nn.Module):
+    def __init__(self, cin, cout, stride, dim_match, bottleneck):
+        super().__init__()
+        eps = 2e-5
+        self.bottleneck = bottleneck
+        self.bn1 = bn(cin, eps)
+        if bottleneck:
+            mid = cout // 4
+            self.conv1 = nn.Conv2d(cin, mid, 1, stride, 0, bias=False)
+            self.bn2 = bn(mid, eps)
+            self.conv2 = nn.Conv2d(mid, mid, 3, 1, 1, bias=False)
+            self.bn3 = bn(mid, eps)
+            self.conv3 = nn.Conv2d(mid, cout, 1, 1, 0, bias=False)
+        else:
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn2 = bn(cout, eps)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.sc = None if dim_match else nn.Conv2d(cin, cout, 1, stride, 0, bias=False)
+
+    def forward(self, x):
+        act1 = torch.relu(self.bn1(x))
+        y = self.conv1(act1)
+        y = self.conv2(torch.relu(self.bn2(y)))
+        if self.bottleneck:
+            y = self.conv3(torch.relu(self.bn3(y)))
+        shortcut = x if self.sc is None else self.sc(act1)
+        return y + shortcut
+
+
+class ResNetV2(nn.Module):
+    CONFIG = {18: ([2, 2, 2, 2], False), 34: ([3, 4, 6, 3], False),
+              50: ([3, 4, 6, 3], True), 101: ([3, 4, 23, 3], True),
+              152: ([3, 8, 36, 3], True)}
+
+    def __init__(self, depth):
+        super().__init__()
+        units, bottleneck = self.CONFIG[depth]
+        filters = [64, 256, 512, 1024, 2048] if bottleneck else [64, 64, 128, 256, 512]
+        eps = 2e-5
+        self.bn_data = bn(3, eps)
+        self.conv0 = nn.Conv2d(3, filters[0], 7, 2, 3, bias=False)
+        self.bn0 = bn(filters[0], eps)
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        layers = []
+        cin = filters[0]
+        for i, n in enumerate(units):
+            for j in range(n):
+                stride = 2 if (j == 0 and i > 0) else 1
+                layers.append(BasicUnit(cin, filters[i + 1], stride, j > 0, bottleneck))
+                cin = filters[i + 1]
+        self.units = nn.Sequential(*layers)
+        self.bn1 = bn(cin, eps)
+        self.fc1 = nn.Linear(cin, 1000)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.bn0(self.conv0(self.bn_data(x)))))
+        x = torch.relu(self.bn1(self.units(x)))
+        x = torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1)
+        return torch.softmax(self.fc1(x), dim=-1)
+
+
+class MobileNetV1(nn.Module):
+    def __init__(self):
+        super().__init__()
+        eps = 1e-5
+
+        def block(cin, cout, stride):
+            return [nn.Conv2d(cin, cin, 3, stride, 1, groups=cin, bias=False), bn(cin, eps),
+                    nn.ReLU(), nn.Conv2d(cin, cout, 1, 1, 0, bias=False), bn(cout, eps),
+                    nn.ReLU()]
+
+        spec = [(32, 64, 1), (64, 128, 2), (128, 128, 1), (128, 256, 2), (256, 256, 1),
+                (256, 512, 2)] + [(512, 512, 1)] * 5 + [(512, 1024, 2), (1024, 1024, 1)]
+        layers = [nn.Conv2d(3, 32, 3, 2, 1, bias=False), bn(32, eps), nn.ReLU()]
+        for cin, cout, s in spec:
+            layers += block(cin, cout, s)
+        self.features = nn.Sequential(*layers)
+        self.fc = nn.Linear(1024, 1000)
+
+    def forward(self, x):
+        x = torch.flatten(nn.functional.adaptive_avg_pool2d(self.features(x), 1), 1)
+        return torch.softmax(self.fc(x), dim=-1)
+
+
+def build(name):
+    if name.startswith("resnet-"):
+        return ResNetV2(int(name.split("-")[1]))
+    if name == "mobilenet":
+        return MobileNetV1()
+    raise SystemExit("torch_peer: unknown network %r" % name)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--network", default="resnet-18")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--image-size", type=int, default=224)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    model = build(a.network).eval()
+    x = torch.rand(1, 3, a.image_size, a.image_size)
+    times = []
+    with torch.no_grad():
+        for _ in range(3):
+            model(x)
+        for _ in range(a.repeat):
+            t0 = time.perf_counter()
+            model(x)
+            times.append((time.perf_counter() - t0) * 1e3)
+    print(json.dumps({
+        "network": a.network, "threads": a.threads, "runs": a.repeat,
+        "median_ms": statistics.median(times), "mean_ms": statistics.mean(times),
+        "std_ms": statistics.pstdev(times), "torch": torch.__version__,
+    }))
+
+
+if __name__ == "__main__":
+    main()
