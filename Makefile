@@ -14,7 +14,7 @@ build: bootstrap
 	@cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	./$(BUILD)/tunelua scripts/run_demo.lua
+	./$(BUILD)/tunelua scripts/tune_mobile_gpu.lua
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1200
