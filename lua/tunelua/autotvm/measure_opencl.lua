@@ -22,7 +22,8 @@
 --     time evaluator (number, repeat, min_repeat_ms, profiling events). A launch refused by the
 --     compiled kernel's limits or a failing launch is RUNTIME_DEVICE; a crash (signal) is
 --     RUNTIME_DEVICE; running past the builder's timeout while compiling is BUILD_TIMEOUT, past
---     the runner's timeout afterwards RUN_TIMEOUT.
+--     the runner's timeout afterwards RUN_TIMEOUT (the first launch gets the builder's timeout
+--     on top: pocl generates a kernel's code when it is first enqueued).
 local ffi = require "ffi"
 local jit = require "jit"
 local core = require "tunelua.core"
@@ -451,9 +452,27 @@ local function child_build(fd, br, run_limit)
     return nil
   end
   local m = ffi.gc(mp[0], C.tl_ocl_module_free)
-  emit(fd, string.format("compile %.9g\nphase run\n", tonumber(C.tl_ocl_module_compile_seconds(m))))
-  alarm_after(run_limit)
+  emit(fd, string.format("compile %.9g\n", tonumber(C.tl_ocl_module_compile_seconds(m))))
   return m
+end
+
+-- The run phase starts with one launch that gets the build's time limit on
+-- top of the run's: some drivers (pocl) generate a kernel's device code only
+-- when it is first enqueued, which must not eat the time the kernel itself is
+-- given. Then the run's own limit applies. Returns false after reporting a
+-- failure.
+local function first_launch(fd, m, devs, n, build_limit, run_limit)
+  emit(fd, "phase run\n")
+  alarm_after(build_limit + run_limit)
+  local rc = C.tl_ocl_module_call(ctx, m, devs, n)
+  if rc ~= 0 then
+    local msg = core.errmsg()
+    C.tl_clearerr(ctx)
+    emit(fd, string.format("error %d\n%s", E.RUNTIME_DEVICE, msg))
+    return false
+  end
+  alarm_after(run_limit)
+  return true
 end
 
 -- Child: compile the reference, run it once on the seeded inputs, write every argument's bytes.
@@ -461,6 +480,7 @@ local function child_reference(fd, br, path, run_limit)
   local m = child_build(fd, br, run_limit)
   if not m then return end
   local host, devs, n = make_args(br.sig, br.device)
+  if not first_launch(fd, m, devs, n, br.build_timeout or 10, run_limit) then return end
   ck(C.tl_ocl_module_call(ctx, m, devs, n), "running the reference")
   local f = assert(io.open(path, "wb"))
   for i = 1, n do
@@ -475,6 +495,7 @@ local function child_run(fd, br, o)
   local m = child_build(fd, br, o.run_limit)
   if not m then return end
   local host, devs, n = make_args(br.sig, br.device)
+  if not first_launch(fd, m, devs, n, br.build_timeout or 10, o.run_limit) then return end
   if o.ref_path then
     local rc = C.tl_ocl_module_call(ctx, m, devs, n)
     if rc ~= 0 then
@@ -626,7 +647,7 @@ local function reference_of(runner, task, timeout)
   end
   local path = tmp_path()
   local r = in_child(function(fd) child_reference(fd, br, path, runner.timeout) end,
-                     timeout + runner.timeout + 1)
+                     2 * timeout + runner.timeout + 1)
   local p = parse_child(r, "reference", timeout, runner.timeout)
   if p.error_no ~= 0 then
     os.remove(path)
@@ -661,7 +682,7 @@ function M.run_one(runner, inp, br)
   local tw = now()
   wait_primers(0)
   M.stats.wait_s = M.stats.wait_s + (now() - tw)
-  local r = in_child(function(fd) child_run(fd, br, o) end, btime + runner.timeout + 1)
+  local r = in_child(function(fd) child_run(fd, br, o) end, 2 * btime + runner.timeout + 1)
   local p = parse_child(r, what, btime, runner.timeout)
   M.stats.runs = M.stats.runs + 1
   M.stats.child_s = M.stats.child_s + r.seconds
