@@ -11,6 +11,10 @@
 #
 #   scripts/device/pack.sh /tmp/b-ocl
 #   run(command="sh scripts/device/run_h200.sh scripts/bench/opencl_gpu.lua", carry=["build-device"])
+#
+# The GPU benchmark (tuned resnet-18 convs vs PyTorch, results under $OUT):
+#   run(command="PACK=build-device sh scripts/device/bench_h200.sh --n-trial 96 --budget 380",
+#       carry=["build-device"])
 set -eu
 build=${1:?usage: pack.sh BUILD_DIR [OUT_DIR]}
 out=${2:-build-device}
