@@ -112,10 +112,13 @@ local function source_of(lowered)
 end
 measure.source_of = source_of
 
+-- An error as a trial's reason: no traceback, and no "file.lua:N: " position
+-- of the Lua code that raised it (the message names the task and config).
 local function strip_traceback(msg)
-  msg = tostring(msg)
-  return (msg:gsub("\nstack traceback:.*$", ""))
+  msg = tostring(msg):gsub("\nstack traceback:.*$", "")
+  return (msg:gsub("^[^%s:]+%.lua:%d+: ", ""))
 end
+measure.strip_traceback = strip_traceback
 
 -- Compile (source, sig) pairs in parallel. items[i] = {source=, sig=} or {error_no=, error_msg=}.
 local function compile_items(items, dir, cflags, timeout, n_parallel)

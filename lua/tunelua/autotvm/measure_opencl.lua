@@ -58,10 +58,7 @@ M.stats = { builds = 0, build_s = 0, runs = 0, child_s = 0, compile_s = 0, wait_
 
 local function now() return tonumber(C.tl_now()) end
 
-local function strip_traceback(msg)
-  msg = tostring(msg)
-  return (msg:gsub("\nstack traceback:.*$", ""))
-end
+local strip_traceback = measure.strip_traceback
 
 local function config_index(inp)
   local c = inp.config
