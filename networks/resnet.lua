@@ -15,37 +15,61 @@ local layers = require "networks.layers"
 
 local resnet = {}
 
-local function residual_unit(b, x, nf, stride, dim_match, name, bottle_neck, dl, kl)
+-- One unit; o: conv (the builder's method, "conv2d" | "conv3d"), dl, kl (data and kernel
+-- layouts), axis (the batch norms' axis; nil: batch_norm's default, as resnet_3d has it).
+local function residual_unit(b, x, nf, stride, dim_match, name, bottle_neck, o)
   local R = require(relay_mod)
-  local axis = dl:find("C") - 1
-  local act1 = R.nn.relu(b:batch_norm(x, { name = name .. "_bn1", epsilon = 2e-5, axis = axis }))
+  local dl, kl = o.dl, o.kl
+  local function conv(y, suffix, channels, k, st, pad)
+    return b[o.conv](b, y, { name = name .. suffix, channels = channels, kernel_size = k,
+                             strides = st, padding = pad, data_layout = dl, kernel_layout = kl })
+  end
+  local function bn_relu(y, suffix)
+    return R.nn.relu(b:batch_norm(y, { name = name .. suffix, epsilon = 2e-5, axis = o.axis }))
+  end
+  local act1 = bn_relu(x, "_bn1")
   local body
   if bottle_neck then
     local q = math.floor(nf * 0.25)
-    local c1 = b:conv2d(act1, { name = name .. "_conv1", channels = q, kernel_size = 1,
-                                strides = stride, padding = 0, data_layout = dl,
-                                kernel_layout = kl })
-    local a2 = R.nn.relu(b:batch_norm(c1, { name = name .. "_bn2", epsilon = 2e-5, axis = axis }))
-    local c2 = b:conv2d(a2, { name = name .. "_conv2", channels = q, kernel_size = 3,
-                              strides = 1, padding = 1, data_layout = dl, kernel_layout = kl })
-    local a3 = R.nn.relu(b:batch_norm(c2, { name = name .. "_bn3", epsilon = 2e-5, axis = axis }))
-    body = b:conv2d(a3, { name = name .. "_conv3", channels = nf, kernel_size = 1, strides = 1,
-                          padding = 0, data_layout = dl, kernel_layout = kl })
+    local a2 = bn_relu(conv(act1, "_conv1", q, 1, stride, 0), "_bn2")
+    local a3 = bn_relu(conv(a2, "_conv2", q, 3, 1, 1), "_bn3")
+    body = conv(a3, "_conv3", nf, 1, 1, 0)
   else
-    local c1 = b:conv2d(act1, { name = name .. "_conv1", channels = nf, kernel_size = 3,
-                                strides = stride, padding = 1, data_layout = dl,
-                                kernel_layout = kl })
-    local a2 = R.nn.relu(b:batch_norm(c1, { name = name .. "_bn2", epsilon = 2e-5, axis = axis }))
-    body = b:conv2d(a2, { name = name .. "_conv2", channels = nf, kernel_size = 3, strides = 1,
-                          padding = 1, data_layout = dl, kernel_layout = kl })
+    local a2 = bn_relu(conv(act1, "_conv1", nf, 3, stride, 1), "_bn2")
+    body = conv(a2, "_conv2", nf, 3, 1, 1)
   end
   local shortcut = x
-  if not dim_match then
-    shortcut = b:conv2d(act1, { name = name .. "_sc", channels = nf, kernel_size = 1,
-                                strides = stride, padding = 0, data_layout = dl,
-                                kernel_layout = kl })
-  end
+  if not dim_match then shortcut = conv(act1, "_sc", nf, 1, stride, 0) end
   return R.add(body, shortcut)
+end
+
+--- The residual stages over body (shared with networks.resnet_3d): units[i] units of
+--- filters[i + 1] filters, the first of each stage (but stage 1) with stride 2 in every
+--- spatial dimension; o as residual_unit's, with dims (2 or 3).
+function resnet.stages(b, body, units, filters, bottle_neck, o)
+  local function strides(v)
+    local t = {}
+    for k = 1, o.dims do t[k] = v end
+    return t
+  end
+  for i = 1, #units do
+    for j = 1, units[i] do
+      local s = (j == 1 and i > 1) and 2 or 1
+      body = residual_unit(b, body, filters[i + 1], strides(s), j > 1,
+                           string.format("stage%d_unit%d", i, j), bottle_neck, o)
+    end
+  end
+  return body
+end
+
+--- The head after the pooling (shared with networks.resnet_3d): batch_flatten, fc1 (dense +
+--- bias, opts.num_classes), softmax; returns mod, params.
+function resnet.classifier(b, body, opts)
+  local R = require(relay_mod)
+  body = R.nn.batch_flatten(body)
+  body = b:dense_add_bias(body, { name = "fc1", units = opts.num_classes or 1000 })
+  body = R.nn.softmax(body, { axis = -1 })
+  return b:finish(body, opts)
 end
 
 --- Units per stage, filter list and block kind for (num_layers, height).
@@ -102,21 +126,11 @@ function resnet.get_workload(opts)
     body = R.nn.max_pool2d(body, { pool_size = { 3, 3 }, strides = { 2, 2 }, padding = { 1, 1 },
                                    layout = dl })
   end
-  for i = 1, #units do
-    local s = i == 1 and 1 or 2
-    body = residual_unit(b, body, filters[i + 1], { s, s }, false,
-                         string.format("stage%d_unit%d", i, 1), bottle_neck, dl, kl)
-    for j = 2, units[i] do
-      body = residual_unit(b, body, filters[i + 1], { 1, 1 }, true,
-                           string.format("stage%d_unit%d", i, j), bottle_neck, dl, kl)
-    end
-  end
+  body = resnet.stages(b, body, units, filters, bottle_neck,
+                       { conv = "conv2d", dims = 2, dl = dl, kl = kl, axis = axis })
   body = R.nn.relu(b:batch_norm(body, { name = "bn1", epsilon = 2e-5, axis = axis }))
   body = R.nn.global_avg_pool2d(body, { layout = dl })
-  body = R.nn.batch_flatten(body)
-  body = b:dense_add_bias(body, { name = "fc1", units = opts.num_classes or 1000 })
-  body = R.nn.softmax(body, { axis = -1 })
-  return b:finish(body, opts)
+  return resnet.classifier(b, body, opts)
 end
 
 return resnet

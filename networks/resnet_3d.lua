@@ -10,38 +10,6 @@ local resnet = require "networks.resnet"
 
 local resnet_3d = {}
 
-local function residual_unit(b, x, nf, stride, dim_match, name, bottle_neck, dl, kl)
-  local R = require "tunelua.relay"
-  local act1 = R.nn.relu(b:batch_norm(x, { name = name .. "_bn1", epsilon = 2e-5 }))
-  local body
-  if bottle_neck then
-    local q = math.floor(nf * 0.25)
-    local c1 = b:conv3d(act1, { name = name .. "_conv1", channels = q, kernel_size = 1,
-                                strides = stride, padding = 0, data_layout = dl,
-                                kernel_layout = kl })
-    local a2 = R.nn.relu(b:batch_norm(c1, { name = name .. "_bn2", epsilon = 2e-5 }))
-    local c2 = b:conv3d(a2, { name = name .. "_conv2", channels = q, kernel_size = 3,
-                              strides = 1, padding = 1, data_layout = dl, kernel_layout = kl })
-    local a3 = R.nn.relu(b:batch_norm(c2, { name = name .. "_bn3", epsilon = 2e-5 }))
-    body = b:conv3d(a3, { name = name .. "_conv3", channels = nf, kernel_size = 1, strides = 1,
-                          padding = 0, data_layout = dl, kernel_layout = kl })
-  else
-    local c1 = b:conv3d(act1, { name = name .. "_conv1", channels = nf, kernel_size = 3,
-                                strides = stride, padding = 1, data_layout = dl,
-                                kernel_layout = kl })
-    local a2 = R.nn.relu(b:batch_norm(c1, { name = name .. "_bn2", epsilon = 2e-5 }))
-    body = b:conv3d(a2, { name = name .. "_conv2", channels = nf, kernel_size = 3, strides = 1,
-                          padding = 1, data_layout = dl, kernel_layout = kl })
-  end
-  local shortcut = x
-  if not dim_match then
-    shortcut = b:conv3d(act1, { name = name .. "_sc", channels = nf, kernel_size = 1,
-                                strides = stride, padding = 0, data_layout = dl,
-                                kernel_layout = kl })
-  end
-  return R.add(body, shortcut)
-end
-
 --- opts: num_layers (18), batch_size, num_classes, image_shape, layout ("NCDHW"|"NDHWC"),
 --- dtype, seed, init_params. Returns mod, params.
 function resnet_3d.get_workload(opts)
@@ -72,15 +40,8 @@ function resnet_3d.get_workload(opts)
                             kernel_layout = kl })
     body = R.nn.relu(b:batch_norm(body, { name = "bn0", epsilon = 2e-5 }))
   end
-  for i = 1, #units do
-    local s = i == 1 and 1 or 2
-    body = residual_unit(b, body, filters[i + 1], { s, s, s }, false,
-                         string.format("stage%d_unit%d", i, 1), bottle_neck, dl, kl)
-    for j = 2, units[i] do
-      body = residual_unit(b, body, filters[i + 1], { 1, 1, 1 }, true,
-                           string.format("stage%d_unit%d", i, j), bottle_neck, dl, kl)
-    end
-  end
+  body = resnet.stages(b, body, units, filters, bottle_neck,
+                       { conv = "conv3d", dims = 3, dl = dl, kl = kl })
   body = R.nn.relu(b:batch_norm(body, { name = "bn1", epsilon = 2e-5 }))
   if R.nn.global_avg_pool3d then
     body = R.nn.global_avg_pool3d(body, { layout = dl })
@@ -93,10 +54,7 @@ function resnet_3d.get_workload(opts)
     body = R.nn.avg_pool3d(body, { pool_size = sp, strides = { 1, 1, 1 },
                                    padding = { 0, 0, 0 }, layout = dl })
   end
-  body = R.nn.batch_flatten(body)
-  body = b:dense_add_bias(body, { name = "fc1", units = opts.num_classes or 1000 })
-  body = R.nn.softmax(body, { axis = -1 })
-  return b:finish(body, opts)
+  return resnet.classifier(b, body, opts)
 end
 
 return resnet_3d

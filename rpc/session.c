@@ -620,6 +620,23 @@ static int server_handshake(tl_ctx *ctx, int fd, const char *match_key, const ch
   return 0;
 }
 
+/* Sends msg (consumed) to the tracker on fd; *reply is its answer (the caller decrefs it). */
+static int tracker_call_json(tl_ctx *ctx, int fd, json_t *msg, double timeout_s, json_t **reply) {
+  char *req = json_dumps(msg, RPC_TRACKER_JSON);
+  json_decref(msg);
+  int rc = rpc_tracker_call(ctx, fd, req, timeout_s, reply);
+  free(req);
+  return rc;
+}
+
+/* The same with a 5 s limit: did the tracker answer 0 (success)? */
+static int tracker_ok(tl_ctx *ctx, int fd, json_t *msg) {
+  json_t *r = NULL;
+  int ok = !tracker_call_json(ctx, fd, msg, 5, &r) && json_integer_value(r) == 0;
+  json_decref(r);
+  return ok;
+}
+
 TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int tracker_port,
                                 const char *key, const char *host, int port, int port_end,
                                 const char *custom_addr, double session_timeout, int verbose) {
@@ -674,14 +691,7 @@ TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int track
         continue;
       }
       json_t *info = json_pack("{s:s, s:[s?, i]}", "key", skey, "addr", custom_addr, bound);
-      json_t *msg = json_pack("[i, o]", TC_UPDATE_INFO, info);
-      char *req = json_dumps(msg, RPC_TRACKER_JSON);
-      json_decref(msg);
-      json_t *r = NULL;
-      int bad = rpc_tracker_call(ctx, tfd, req, 5, &r) || json_integer_value(r) != 0;
-      free(req);
-      json_decref(r);
-      if (bad) {
+      if (!tracker_ok(ctx, tfd, json_pack("[i, o]", TC_UPDATE_INFO, info))) {
         close(tfd);
         tfd = -1;
         continue;
@@ -693,13 +703,7 @@ TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int track
       snprintf(match_key, sizeof match_key, "%s:%llu.%lu", key,
                (unsigned long long)(salt % 1000000007ull), ++counter);
       json_t *put = json_pack("[i, s, [i, s], s?]", TC_PUT, key, bound, match_key, custom_addr);
-      char *req = json_dumps(put, RPC_TRACKER_JSON);
-      json_decref(put);
-      json_t *r = NULL;
-      int bad = rpc_tracker_call(ctx, tfd, req, 5, &r) || json_integer_value(r) != 0;
-      free(req);
-      json_decref(r);
-      if (bad) {
+      if (!tracker_ok(ctx, tfd, put)) {
         close(tfd);
         tfd = -1;
         continue;
@@ -824,12 +828,8 @@ TL_EXPORT int tl_rpc_request(tl_ctx *ctx, const char *tracker_host, int tracker_
   int tfd;
   int rc = rpc_tracker_open(ctx, tracker_host, tracker_port, 10, &tfd);
   if (rc) return rc;
-  json_t *req = json_pack("[i, s, s, i]", TC_REQUEST, key, "", priority);
-  char *t = json_dumps(req, RPC_TRACKER_JSON);
-  json_decref(req);
   json_t *r = NULL;
-  rc = rpc_tracker_call(ctx, tfd, t, timeout_s, &r);
-  free(t);
+  rc = tracker_call_json(ctx, tfd, json_pack("[i, s, s, i]", TC_REQUEST, key, "", priority), timeout_s, &r);
   close(tfd);
   if (rc == TL_E_TIMEOUT)
     return tl_err(ctx, TL_E_TIMEOUT, "no free device of key '%s' within %.0f s", key, timeout_s);

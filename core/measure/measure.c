@@ -203,8 +203,47 @@ static int compile_one(tl_ctx *ctx, const char *source, const char *cflags, cons
   return rc;
 }
 
+/* n jobs, job(ctx, i, arg) for i in [0, n), over up to n_parallel threads (at most 256; the
+** calling thread when none starts), each thread with a tl_ctx of its own. */
+typedef void (*batch_job)(tl_ctx *ctx, int i, void *arg);
+
 typedef struct {
-  int n;
+  int n, next;
+  batch_job job;
+  void *arg;
+  pthread_mutex_t mu;
+} job_queue;
+
+static void *job_worker(void *p) {
+  job_queue *q = p;
+  tl_ctx *ctx = tl_ctx_new();
+  for (;;) {
+    pthread_mutex_lock(&q->mu);
+    int i = q->next++;
+    pthread_mutex_unlock(&q->mu);
+    if (i >= q->n) break;
+    q->job(ctx, i, q->arg);
+  }
+  tl_ctx_free(ctx);
+  return NULL;
+}
+
+static void run_jobs(int n, int n_parallel, batch_job job, void *arg) {
+  if (n_parallel < 1) n_parallel = 1;
+  if (n_parallel > n) n_parallel = n;
+  if (n_parallel > 256) n_parallel = 256;
+  job_queue q = {n, 0, job, arg};
+  pthread_mutex_init(&q.mu, NULL);
+  pthread_t th[256];
+  int started = 0;
+  for (int t = 0; t < n_parallel; t++)
+    if (pthread_create(&th[started], NULL, job_worker, &q) == 0) started++;
+  if (!started) job_worker(&q);
+  for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+  pthread_mutex_destroy(&q.mu);
+}
+
+typedef struct {
   const char *const *sources;
   const char *const *so_paths;
   const char *cflags;
@@ -212,32 +251,21 @@ typedef struct {
   int *codes;
   double *secs;
   char **msgs;
-  int next;
-  pthread_mutex_t mu;
 } build_batch;
 
-static void *build_worker(void *arg) {
+static void build_job(tl_ctx *ctx, int i, void *arg) {
   build_batch *bb = arg;
-  tl_ctx *ctx = tl_ctx_new();
-  for (;;) {
-    pthread_mutex_lock(&bb->mu);
-    int i = bb->next++;
-    pthread_mutex_unlock(&bb->mu);
-    if (i >= bb->n) break;
-    if (!bb->sources[i] || !bb->so_paths[i]) {   /* skipped (already failed) */
-      bb->codes[i] = TL_E_ARG;
-      bb->msgs[i] = NULL;
-      bb->secs[i] = 0;
-      continue;
-    }
-    double t0 = tl_now();
-    tl_clearerr(ctx);
-    bb->codes[i] = compile_one(ctx, bb->sources[i], bb->cflags, bb->so_paths[i], bb->timeout_s,
-                               &bb->msgs[i]);
-    bb->secs[i] = tl_now() - t0;
+  if (!bb->sources[i] || !bb->so_paths[i]) {   /* skipped (already failed) */
+    bb->codes[i] = TL_E_ARG;
+    bb->msgs[i] = NULL;
+    bb->secs[i] = 0;
+    return;
   }
-  tl_ctx_free(ctx);
-  return NULL;
+  double t0 = tl_now();
+  tl_clearerr(ctx);
+  bb->codes[i] = compile_one(ctx, bb->sources[i], bb->cflags, bb->so_paths[i], bb->timeout_s,
+                             &bb->msgs[i]);
+  bb->secs[i] = tl_now() - t0;
 }
 
 TL_EXPORT int tl_measure_build_batch(tl_ctx *ctx, int n, const char *const *sources,
@@ -247,20 +275,8 @@ TL_EXPORT int tl_measure_build_batch(tl_ctx *ctx, int n, const char *const *sour
   if (n < 0 || (n > 0 && (!sources || !so_paths || !codes || !secs || !msgs)))
     return tl_err(ctx, TL_E_ARG, "tl_measure_build_batch: bad arguments");
   if (n == 0) return TL_OK;
-  if (n_parallel < 1) n_parallel = 1;
-  if (n_parallel > n) n_parallel = n;
-  if (n_parallel > 256) n_parallel = 256;
-  build_batch bb = {n, sources, so_paths, cflags, timeout_s, codes, secs, msgs, 0};
-  pthread_mutex_init(&bb.mu, NULL);
-  pthread_t th[256];
-  int started = 0;
-  for (int t = 0; t < n_parallel; t++) {
-    if (pthread_create(&th[t], NULL, build_worker, &bb) != 0) break;
-    started++;
-  }
-  if (!started) build_worker(&bb);
-  for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
-  pthread_mutex_destroy(&bb.mu);
+  build_batch bb = {sources, so_paths, cflags, timeout_s, codes, secs, msgs};
+  run_jobs(n, n_parallel, build_job, &bb);
   return TL_OK;
 }
 
@@ -300,7 +316,6 @@ static int lower_child(void *argp, int out_fd) {
 
 typedef struct {
   tl_atvm_task *task;
-  int n;
   const int64_t *indices;
   const char *const *so_paths;
   const char *cflags;
@@ -308,62 +323,51 @@ typedef struct {
   int *error_no;
   double *secs;
   char **msgs, **sigs;
-  int next;
-  pthread_mutex_t mu;
 } task_batch;
 
-static void *task_worker(void *arg) {
+static void task_job(tl_ctx *ctx, int i, void *arg) {
   task_batch *tb = arg;
-  tl_ctx *ctx = tl_ctx_new();
-  for (;;) {
-    pthread_mutex_lock(&tb->mu);
-    int i = tb->next++;
-    pthread_mutex_unlock(&tb->mu);
-    if (i >= tb->n) break;
-    double t0 = tl_now();
-    tb->msgs[i] = tb->sigs[i] = NULL;
-    lower_arg la = {tb->task, tb->indices[i]};
-    tl_proc_result *res = NULL;
-    tl_clearerr(ctx);
-    if (tl_proc_call(ctx, lower_child, &la, tb->timeout_s, (size_t)64 << 20, &res)) {
-      tb->error_no[i] = TL_MEASURE_UNKNOWN_ERROR;
-      tb->msgs[i] = tl_strdup(tl_errmsg(ctx));
-      tb->secs[i] = tl_now() - t0;
-      continue;
-    }
-    size_t olen = 0;
-    const char *o = tl_proc_stdout(res, &olen);
-    int st = tl_proc_status(res);
-    if (st == TL_PROC_OK && o && strlen(o) < olen) {
-      size_t sl = strlen(o);
-      tb->sigs[i] = tl_strndup(o, sl);
-      double left = tb->timeout_s > 0 ? tb->timeout_s - (tl_now() - t0) : 0;
-      if (tb->timeout_s > 0 && left < 0.001) left = 0.001;
-      int rc = compile_one(ctx, o + sl + 1, tb->cflags, tb->so_paths[i], left, &tb->msgs[i]);
-      tb->error_no[i] = rc == TL_OK ? TL_MEASURE_NO_ERROR
-                        : rc == TL_E_TIMEOUT ? TL_MEASURE_BUILD_TIMEOUT : TL_MEASURE_COMPILE_HOST;
-    } else if (st == TL_PROC_EXIT && tl_proc_code(res) == 3) {
-      tb->error_no[i] = TL_MEASURE_INSTANTIATION_ERROR;
-      tb->msgs[i] = tl_strndup(o ? o : "", o ? olen : 0);
-    } else if (st == TL_PROC_TIMEOUT) {
-      tb->error_no[i] = TL_MEASURE_BUILD_TIMEOUT;
-      tb->msgs[i] = tl_sprintf("build timed out after %.1f s (instantiating config %lld)",
-                               tb->timeout_s, (long long)tb->indices[i]);
-    } else {
-      size_t el = 0;
-      const char *e = tl_proc_stderr(res, &el);
-      tb->error_no[i] = TL_MEASURE_COMPILE_HOST;
-      tb->msgs[i] = st == TL_PROC_SIGNAL
-        ? tl_sprintf("instantiating config %lld crashed: signal %d (%s)", (long long)tb->indices[i],
-                     tl_proc_code(res), strsignal(tl_proc_code(res)))
-        : tl_sprintf("instantiating config %lld failed (status %d): %.*s", (long long)tb->indices[i],
-                     tl_proc_code(res), (int)(el > 2000 ? 2000 : el), e ? e : "");
-    }
-    tl_proc_result_free(res);
+  double t0 = tl_now();
+  tb->msgs[i] = tb->sigs[i] = NULL;
+  lower_arg la = {tb->task, tb->indices[i]};
+  tl_proc_result *res = NULL;
+  tl_clearerr(ctx);
+  if (tl_proc_call(ctx, lower_child, &la, tb->timeout_s, (size_t)64 << 20, &res)) {
+    tb->error_no[i] = TL_MEASURE_UNKNOWN_ERROR;
+    tb->msgs[i] = tl_strdup(tl_errmsg(ctx));
     tb->secs[i] = tl_now() - t0;
+    return;
   }
-  tl_ctx_free(ctx);
-  return NULL;
+  size_t olen = 0;
+  const char *o = tl_proc_stdout(res, &olen);
+  int st = tl_proc_status(res);
+  if (st == TL_PROC_OK && o && strlen(o) < olen) {
+    size_t sl = strlen(o);
+    tb->sigs[i] = tl_strndup(o, sl);
+    double left = tb->timeout_s > 0 ? tb->timeout_s - (tl_now() - t0) : 0;
+    if (tb->timeout_s > 0 && left < 0.001) left = 0.001;
+    int rc = compile_one(ctx, o + sl + 1, tb->cflags, tb->so_paths[i], left, &tb->msgs[i]);
+    tb->error_no[i] = rc == TL_OK ? TL_MEASURE_NO_ERROR
+                      : rc == TL_E_TIMEOUT ? TL_MEASURE_BUILD_TIMEOUT : TL_MEASURE_COMPILE_HOST;
+  } else if (st == TL_PROC_EXIT && tl_proc_code(res) == 3) {
+    tb->error_no[i] = TL_MEASURE_INSTANTIATION_ERROR;
+    tb->msgs[i] = tl_strndup(o ? o : "", o ? olen : 0);
+  } else if (st == TL_PROC_TIMEOUT) {
+    tb->error_no[i] = TL_MEASURE_BUILD_TIMEOUT;
+    tb->msgs[i] = tl_sprintf("build timed out after %.1f s (instantiating config %lld)",
+                             tb->timeout_s, (long long)tb->indices[i]);
+  } else {
+    size_t el = 0;
+    const char *e = tl_proc_stderr(res, &el);
+    tb->error_no[i] = TL_MEASURE_COMPILE_HOST;
+    tb->msgs[i] = st == TL_PROC_SIGNAL
+      ? tl_sprintf("instantiating config %lld crashed: signal %d (%s)", (long long)tb->indices[i],
+                   tl_proc_code(res), strsignal(tl_proc_code(res)))
+      : tl_sprintf("instantiating config %lld failed (status %d): %.*s", (long long)tb->indices[i],
+                   tl_proc_code(res), (int)(el > 2000 ? 2000 : el), e ? e : "");
+  }
+  tl_proc_result_free(res);
+  tb->secs[i] = tl_now() - t0;
 }
 
 TL_EXPORT int tl_measure_build_task_batch(tl_ctx *ctx, tl_atvm_task *task, int n,
@@ -373,18 +377,8 @@ TL_EXPORT int tl_measure_build_task_batch(tl_ctx *ctx, tl_atvm_task *task, int n
   if (!task || n < 0 || (n > 0 && (!indices || !so_paths || !error_no || !secs || !msgs || !sigs)))
     return tl_err(ctx, TL_E_ARG, "tl_measure_build_task_batch: bad arguments");
   if (n == 0) return TL_OK;
-  if (n_parallel < 1) n_parallel = 1;
-  if (n_parallel > n) n_parallel = n;
-  if (n_parallel > 256) n_parallel = 256;
-  task_batch tb = {task, n, indices, so_paths, cflags, timeout_s, error_no, secs, msgs, sigs, 0};
-  pthread_mutex_init(&tb.mu, NULL);
-  pthread_t th[256];
-  int started = 0;
-  for (int t = 0; t < n_parallel; t++)
-    if (pthread_create(&th[started], NULL, task_worker, &tb) == 0) started++;
-  if (!started) task_worker(&tb);
-  for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
-  pthread_mutex_destroy(&tb.mu);
+  task_batch tb = {task, indices, so_paths, cflags, timeout_s, error_no, secs, msgs, sigs};
+  run_jobs(n, n_parallel, task_job, &tb);
   return TL_OK;
 }
 
@@ -618,6 +612,22 @@ static int run_child(void *arg, int out_fd) {
   return 0;   /* the process ends here: no need to free */
 }
 
+/* A measurement child's result on stdout: int32 error_no, int32 n (<= repeat), n costs, then
+** an optional message. Returns 1 and fills the outputs when o holds one, else 0. */
+static int read_run_result(const char *o, size_t olen, int repeat, double *costs, int *ncosts,
+                           int *error_no, char **msg) {
+  if (olen < 8) return 0;
+  int32_t h[2];
+  memcpy(h, o, sizeof h);
+  size_t need = 8 + sizeof(double) * (size_t)(h[1] > 0 ? h[1] : 0);
+  if (h[1] < 0 || h[1] > repeat || olen < need) return 0;
+  *error_no = h[0];
+  *ncosts = h[1];
+  memcpy(costs, o + 8, sizeof(double) * (size_t)h[1]);
+  if (olen > need) *msg = tl_strndup(o + need, olen - need);
+  return 1;
+}
+
 TL_EXPORT int tl_measure_run(tl_ctx *ctx, const char *so_path, const char *fname,
                              const char *sig_json, int number, int repeat, double min_repeat_ms,
                              int cache_flush, double timeout_s, const char *ref_so_path,
@@ -655,18 +665,7 @@ TL_EXPORT int tl_measure_run(tl_ctx *ctx, const char *so_path, const char *fname
   const char *e = tl_proc_stderr(res, &elen);
   switch (tl_proc_status(res)) {
   case TL_PROC_OK:
-    if (olen >= 8) {
-      int32_t h[2];
-      memcpy(h, o, sizeof h);
-      size_t need = 8 + sizeof(double) * (size_t)(h[1] > 0 ? h[1] : 0);
-      if (h[1] >= 0 && h[1] <= repeat && olen >= need) {
-        *error_no = h[0];
-        *ncosts = h[1];
-        memcpy(costs, o + 8, sizeof(double) * (size_t)h[1]);
-        if (olen > need) *msg = tl_strndup(o + need, olen - need);
-        break;
-      }
-    }
+    if (read_run_result(o, olen, repeat, costs, ncosts, error_no, msg)) break;
     *error_no = TL_MEASURE_RUNTIME_DEVICE;
     *msg = tl_sprintf("the measurement child ended without a result%s%.*s", elen ? ": " : "",
                       (int)(elen > 2000 ? 2000 : elen), e ? e : "");
@@ -891,18 +890,7 @@ TL_EXPORT int tl_measure_run_opencl(tl_ctx *ctx, const char *source_path, const 
   }
   int st = tl_proc_status(res);
   int sig = st == TL_PROC_SIGNAL ? tl_proc_code(res) : 0;
-  if (st == TL_PROC_OK && olen >= 8) {
-    int32_t h[2];
-    memcpy(h, o, sizeof h);
-    size_t need = 8 + sizeof(double) * (size_t)(h[1] > 0 ? h[1] : 0);
-    if (h[1] >= 0 && h[1] <= repeat && olen >= need) {
-      *error_no = h[0];
-      *ncosts = h[1];
-      memcpy(costs, o + 8, sizeof(double) * (size_t)h[1]);
-      if (olen > need) *msg = tl_strndup(o + need, olen - need);
-      goto done;
-    }
-  }
+  if (st == TL_PROC_OK && read_run_result(o, olen, repeat, costs, ncosts, error_no, msg)) goto done;
   if (st == TL_PROC_TIMEOUT || sig == SIGALRM) {
     if (ph == 'r') {
       *error_no = TL_MEASURE_RUN_TIMEOUT;

@@ -18,7 +18,7 @@
 **                     K...] kernel; strides, padding, dilation, groups,
 **                     output_padding (as conv2d_transpose).
 */
-#include "topi.h"
+#include "pool.h"
 
 #include <stdio.h>
 
@@ -122,33 +122,64 @@ static tl_ref win(tl_ir *ir, tl_ref y, int64_t s, tl_ref r, int64_t d) {
 
 /* ---- conv1d / conv3d --------------------------------------------------------- */
 
-int tl_topi_conv_nd(tl_topi_call *c) {
+/* The start of every op here: nin inputs, the first (data) of rank D + 2 with D spatial
+** dims (1 to 3: from the op's name, else from data's rank) in layout L. */
+static int nd_start(tl_topi_call *c, int nin, int *D, nd_layout *L) {
   int rc;
-  if ((rc = tl_topi_nin(c, 2, 2))) return rc;
+  if ((rc = tl_topi_nin(c, nin, nin))) return rc;
+  int data = c->in[0];
+  *D = nd_dims_of(c->op);
+  if (*D == 0) *D = tl_topi_ndim(c->dag, data) - 2;
+  if (*D < 1 || *D > ND_MAX) return tl_err(c->ctx, TL_E_ARG, "%s: 1 to 3 spatial dimensions", c->op);
+  if ((rc = parse_layout(c, *D, L))) return rc;
+  return check_rank(c, data, *D + 2, "data");
+}
+
+/* The common start of conv1d/3d and their transposes: two inputs (data, kernel) of rank D + 2,
+** the layout, strides/dilation/padding, groups (> 0), one dtype and out_dtype. */
+static int conv_prologue(tl_topi_call *c, int *D, nd_layout *L, int64_t *s, int64_t *d, int64_t *pb,
+                         int64_t *pa, int64_t *g, tl_type *dt, tl_type *ot) {
+  int rc;
+  if ((rc = nd_start(c, 2, D, L))) return rc;
   int data = c->in[0], kernel = c->in[1];
-  int D = nd_dims_of(c->op);
-  if (D == 0) D = tl_topi_ndim(c->dag, data) - 2;
-  if (D < 1 || D > ND_MAX) return tl_err(c->ctx, TL_E_ARG, "%s: 1 to 3 spatial dimensions", c->op);
-  nd_layout L;
-  if ((rc = parse_layout(c, D, &L))) return rc;
-  if ((rc = check_rank(c, data, D + 2, "data")) || (rc = check_rank(c, kernel, D + 2, "kernel")))
-    return rc;
-  int64_t s[ND_MAX], d[ND_MAX], pb[ND_MAX], pa[ND_MAX], g;
-  if ((rc = window_attrs(c, D, s, d, pb, pa))) return rc;
-  if ((rc = tl_topi_get_int(c, "groups", 1, &g))) return rc;
+  if ((rc = check_rank(c, kernel, *D + 2, "kernel"))) return rc;
+  if ((rc = window_attrs(c, *D, s, d, pb, pa))) return rc;
+  if ((rc = tl_topi_get_int(c, "groups", 1, g))) return rc;
   char ib[400];
-  if (g <= 0)
+  if (*g <= 0)
     return tl_err(c->ctx, TL_E_ARG, "%s: groups must be positive, got %lld %s", c->op,
-                  (long long)g, tl_topi_inputs_str(c, ib));
-  tl_dag *dag = c->dag;
-  tl_ir *ir = dag->ir;
-  tl_type dt = tl_topi_dtype(dag, data), ot;
-  if (!tl_type_eq(dt, tl_topi_dtype(dag, kernel))) {
+                  (long long)*g, tl_topi_inputs_str(c, ib));
+  *dt = tl_topi_dtype(c->dag, data);
+  if (!tl_type_eq(*dt, tl_topi_dtype(c->dag, kernel))) {
     char t1[24], t2[24];
     return tl_err(c->ctx, TL_E_DTYPE, "%s: data is %s but kernel is %s", c->op,
-                  tl_type_str(dt, t1), tl_type_str(tl_topi_dtype(dag, kernel), t2));
+                  tl_type_str(*dt, t1), tl_type_str(tl_topi_dtype(c->dag, kernel), t2));
   }
-  if ((rc = tl_topi_get_dtype(c, "out_dtype", dt, &ot))) return rc;
+  return tl_topi_get_dtype(c, "out_dtype", *dt, ot);
+}
+
+
+/* The convolution's output stage: sum of prod over the reduce vars rv, attrs aj (consumed). */
+static int emit_conv(tl_topi_call *c, const char *tag, int nd, const int64_t *oshape,
+                     const tl_ref *ax, tl_ref prod, const tl_ref *rv, int nrv, json_t *aj) {
+  int out;
+  int rc = tl_topi_emit(c, tag, tag, "out_elemwise_fusable", nd, oshape, ax, prod,
+                        TL_RED_SUM, rv, nrv, 0, aj, &out);
+  json_decref(aj);
+  if (rc) return rc;
+  return tl_topi_push_out(c, out);
+}
+
+int tl_topi_conv_nd(tl_topi_call *c) {
+  int rc, D;
+  nd_layout L;
+  int64_t s[ND_MAX], d[ND_MAX], pb[ND_MAX], pa[ND_MAX], g;
+  tl_type dt, ot;
+  if ((rc = conv_prologue(c, &D, &L, s, d, pb, pa, &g, &dt, &ot))) return rc;
+  int data = c->in[0], kernel = c->in[1];
+  char ib[400];
+  tl_dag *dag = c->dag;
+  tl_ir *ir = dag->ir;
   /* kernel: OI<spatial> with channels first, <spatial>IO with channels last */
   static const char *const kfirst[4] = {"", "OIW", "OIHW", "OIDHW"};
   static const char *const klast[4] = {"", "WIO", "HWIO", "DHWIO"};
@@ -236,12 +267,7 @@ int tl_topi_conv_nd(tl_topi_call *c) {
   json_object_set_new(aj, "layout", json_string(L.name));
   json_object_set_new(aj, "out_dtype", json_string(tl_type_str(ot, tb)));
   json_object_set_new(aj, "kernel_size", ints_json(K, D));
-  int out;
-  rc = tl_topi_emit(c, tag, tag, "out_elemwise_fusable", nd, oshape, ax, tl_mul(ir, lhs, rhs),
-                    TL_RED_SUM, rv, D + 1, 0, aj, &out);
-  json_decref(aj);
-  if (rc) return rc;
-  return tl_topi_push_out(c, out);
+  return emit_conv(c, tag, nd, oshape, ax, tl_mul(ir, lhs, rhs), rv, D + 1, aj);
 }
 
 /* ---- conv1d_transpose / conv3d_transpose (channels first) ------------------------
@@ -250,34 +276,20 @@ int tl_topi_conv_nd(tl_topi_call *c) {
 ** direct convolution with the flipped kernel [C, O/groups, K...]. */
 
 int tl_topi_conv_transpose_nd(tl_topi_call *c) {
-  int rc;
-  if ((rc = tl_topi_nin(c, 2, 2))) return rc;
-  int data = c->in[0], kernel = c->in[1];
-  int D = nd_dims_of(c->op);
-  if (D == 0) D = tl_topi_ndim(c->dag, data) - 2;
-  if (D < 1 || D > ND_MAX) return tl_err(c->ctx, TL_E_ARG, "%s: 1 to 3 spatial dimensions", c->op);
+  int rc, D;
   nd_layout L;
-  if ((rc = parse_layout(c, D, &L))) return rc;
+  int64_t s[ND_MAX], d[ND_MAX], pb[ND_MAX], pa[ND_MAX], op[ND_MAX], g;
+  static const int64_t zero[ND_MAX] = {0, 0, 0};
+  tl_type dt, ot;
+  if ((rc = conv_prologue(c, &D, &L, s, d, pb, pa, &g, &dt, &ot))) return rc;
   if (L.cl)
     return tl_err(c->ctx, TL_E_UNSUPPORTED, "%s: layout '%s' is not supported (channels first only)",
                   c->op, L.name);
-  if ((rc = check_rank(c, data, D + 2, "data")) || (rc = check_rank(c, kernel, D + 2, "kernel")))
-    return rc;
-  int64_t s[ND_MAX], d[ND_MAX], pb[ND_MAX], pa[ND_MAX], op[ND_MAX], g;
-  static const int64_t zero[ND_MAX] = {0, 0, 0};
-  if ((rc = window_attrs(c, D, s, d, pb, pa))) return rc;
-  if ((rc = tl_topi_get_int(c, "groups", 1, &g))) return rc;
   if ((rc = tl_topi_get_ints(c, "output_padding", D, zero, op, NULL))) return rc;
+  int data = c->in[0], kernel = c->in[1];
   char ib[400], b1[160];
-  if (g <= 0)
-    return tl_err(c->ctx, TL_E_ARG, "%s: groups must be positive, got %lld %s", c->op,
-                  (long long)g, tl_topi_inputs_str(c, ib));
   tl_dag *dag = c->dag;
   tl_ir *ir = dag->ir;
-  tl_type dt = tl_topi_dtype(dag, data), ot;
-  if (!tl_type_eq(dt, tl_topi_dtype(dag, kernel)))
-    return tl_err(c->ctx, TL_E_DTYPE, "%s: data and kernel have different dtypes", c->op);
-  if ((rc = tl_topi_get_dtype(c, "out_dtype", dt, &ot))) return rc;
   const int64_t *ds = tl_topi_shape(dag, data), *ks = tl_topi_shape(dag, kernel);
   int64_t N = ds[0], C = ds[1], KC = ks[0], OG = ks[1], K[ND_MAX], Kd[ND_MAX], OS[ND_MAX];
   if (C % g != 0)
@@ -356,47 +368,16 @@ int tl_topi_conv_transpose_nd(tl_topi_call *c) {
   json_object_set_new(aj, "kernel_size", ints_json(K, D));
   char tag[40];
   snprintf(tag, sizeof tag, "conv%dd_transpose_%s", D, D == 1 ? "ncw" : "ncdhw");
-  int out;
-  rc = tl_topi_emit(c, tag, tag, "out_elemwise_fusable", nd, oshape, ax, tl_mul(ir, lhs, rhs),
-                    TL_RED_SUM, rv, D + 1, 0, aj, &out);
-  json_decref(aj);
-  if (rc) return rc;
-  return tl_topi_push_out(c, out);
+  return emit_conv(c, tag, nd, oshape, ax, tl_mul(ir, lhs, rhs), rv, D + 1, aj);
 }
 
 /* ---- pool1d / pool3d ------------------------------------------------------------- */
 
-static int pool_kind(tl_topi_call *c, int *is_max) {
-  const char *pt;
-  const char *dflt = strstr(c->op, "max") ? "max" : strstr(c->op, "avg") ? "avg" : NULL;
-  int rc = tl_topi_get_str(c, "pool_type", dflt, &pt);
-  if (rc) return rc;
-  if (!pt) return tl_err(c->ctx, TL_E_ARG, "%s: attribute 'pool_type' is required (\"max\" or \"avg\")", c->op);
-  if (strcmp(pt, "max") == 0) *is_max = 1;
-  else if (strcmp(pt, "avg") == 0) *is_max = 0;
-  else return tl_err(c->ctx, TL_E_ARG, "%s: pool_type must be \"max\" or \"avg\", got \"%s\"", c->op, pt);
-  return TL_OK;
-}
-
-/* count of r in [0, K) with lo <= start + r*d < hi */
-static tl_ref window_count(tl_ir *ir, tl_ref start, int64_t K, int64_t d, int64_t lo, int64_t hi) {
-  tl_ref rlo = tl_floordiv(ir, tl_add(ir, tl_sub(ir, tl_int(ir, lo), start), tl_int(ir, d - 1)), tl_int(ir, d));
-  rlo = tl_max(ir, rlo, tl_int(ir, 0));
-  tl_ref rhi = tl_floordiv(ir, tl_sub(ir, tl_int(ir, hi - 1), start), tl_int(ir, d));
-  rhi = tl_min(ir, rhi, tl_int(ir, K - 1));
-  return tl_max(ir, tl_add(ir, tl_sub(ir, rhi, rlo), tl_int(ir, 1)), tl_int(ir, 0));
-}
-
 int tl_topi_pool_nd(tl_topi_call *c) {
-  int rc, is_max = 0, np;
-  if ((rc = tl_topi_nin(c, 1, 1))) return rc;
-  int data = c->in[0];
-  int D = nd_dims_of(c->op);
-  if (D == 0) D = tl_topi_ndim(c->dag, data) - 2;
-  if (D < 1 || D > ND_MAX) return tl_err(c->ctx, TL_E_ARG, "%s: 1 to 3 spatial dimensions", c->op);
+  int rc, is_max = 0, np, D;
   nd_layout L;
-  if ((rc = parse_layout(c, D, &L)) || (rc = pool_kind(c, &is_max))) return rc;
-  if ((rc = check_rank(c, data, D + 2, "data"))) return rc;
+  if ((rc = nd_start(c, 1, &D, &L)) || (rc = tl_topi_pool_kind(c, &is_max))) return rc;
+  int data = c->in[0];
   int64_t k[ND_MAX], s[ND_MAX], d[ND_MAX], pb[ND_MAX], pa[ND_MAX], ceil_mode, cip;
   json_t *kv = json_object_get(c->attrs, "kernel") ? NULL : json_object_get(c->attrs, "pool_size");
   if ((rc = tl_topi_get_ints(c, kv ? "pool_size" : "kernel", D, NULL, k, &np))) return rc;
@@ -436,14 +417,7 @@ int tl_topi_pool_nd(tl_topi_call *c) {
     pshape[L.sdim[i]] = TL_MAX((o[i] - 1) * s[i] + kd[i], in[i] + pb[i]);
   }
   tl_type dt = tl_topi_dtype(dag, data);
-  double padv = 0;
-  if (is_max) {
-    tl_ref lo = tl_te_reducer_identity(dag, TL_RED_MAX, dt);
-    int64_t iv;
-    double fv;
-    if (tl_ir_is_float(ir, lo, &fv)) padv = fv;
-    else if (tl_ir_is_int(ir, lo, &iv)) padv = (double)iv;
-  }
+  double padv = tl_topi_pool_pad_value(dag, dt, is_max);
   int pad;
   if ((rc = tl_topi_pad_stage(c, data, before, pshape, padv, "pad_temp", &pad))) return rc;
   int64_t oshape[ND_MAX + 2];
@@ -485,7 +459,7 @@ int tl_topi_pool_nd(tl_topi_call *c) {
   for (int i = 0; i < D; i++) {
     tl_ref start = tl_sub(ir, tl_mul(ir, bx[L.sdim[i]], tl_int(ir, s[i])), tl_int(ir, pb[i]));
     int64_t lo = cip ? -pb[i] : 0, hi = cip ? in[i] + pa[i] : in[i];
-    tl_ref cnt = window_count(ir, start, k[i], d[i], lo, hi);
+    tl_ref cnt = tl_topi_window_count(ir, start, k[i], d[i], lo, hi);
     count = count ? tl_mul(ir, count, cnt) : cnt;
   }
   count = tl_max(ir, count, tl_int(ir, 1));
@@ -502,15 +476,10 @@ int tl_topi_pool_nd(tl_topi_call *c) {
 /* ---- global pool over 1 or 3 spatial dims ------------------------------------------ */
 
 int tl_topi_global_pool_nd(tl_topi_call *c) {
-  int rc, is_max = 0;
-  if ((rc = tl_topi_nin(c, 1, 1))) return rc;
-  int data = c->in[0];
-  int D = nd_dims_of(c->op);
-  if (D == 0) D = tl_topi_ndim(c->dag, data) - 2;
-  if (D < 1 || D > ND_MAX) return tl_err(c->ctx, TL_E_ARG, "%s: 1 to 3 spatial dimensions", c->op);
+  int rc, is_max = 0, D;
   nd_layout L;
-  if ((rc = parse_layout(c, D, &L)) || (rc = pool_kind(c, &is_max))) return rc;
-  if ((rc = check_rank(c, data, D + 2, "data"))) return rc;
+  if ((rc = nd_start(c, 1, &D, &L)) || (rc = tl_topi_pool_kind(c, &is_max))) return rc;
+  int data = c->in[0];
   tl_dag *dag = c->dag;
   tl_ir *ir = dag->ir;
   const int64_t *ds = tl_topi_shape(dag, data);

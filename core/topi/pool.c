@@ -15,7 +15,7 @@
 **       [floor(y*H/OH), ceil((y+1)*H/OH)): a reduction over the largest
 **       window with a where-condition.
 */
-#include "topi.h"
+#include "pool.h"
 
 #include <stdio.h>
 
@@ -33,7 +33,7 @@ static int layout_hw(tl_topi_call *c, int data, int *hd, int *wd, const char **l
   return TL_OK;
 }
 
-static int pool_kind(tl_topi_call *c, int *is_max) {
+int tl_topi_pool_kind(tl_topi_call *c, int *is_max) {
   const char *pt;
   const char *dflt = strstr(c->op, "max") ? "max" : strstr(c->op, "avg") ? "avg" : NULL;
   int rc = tl_topi_get_str(c, "pool_type", dflt, &pt);
@@ -45,8 +45,7 @@ static int pool_kind(tl_topi_call *c, int *is_max) {
   return TL_OK;
 }
 
-/* count of r in [0, K) with lo <= start + r*d < hi */
-static tl_ref window_count(tl_ir *ir, tl_ref start, int64_t K, int64_t d, int64_t lo, int64_t hi) {
+tl_ref tl_topi_window_count(tl_ir *ir, tl_ref start, int64_t K, int64_t d, int64_t lo, int64_t hi) {
   tl_ref rlo = tl_floordiv(ir, tl_add(ir, tl_sub(ir, tl_int(ir, lo), start), tl_int(ir, d - 1)), tl_int(ir, d));
   rlo = tl_max(ir, rlo, tl_int(ir, 0));
   tl_ref rhi = tl_floordiv(ir, tl_sub(ir, tl_int(ir, hi - 1), start), tl_int(ir, d));
@@ -54,12 +53,24 @@ static tl_ref window_count(tl_ir *ir, tl_ref start, int64_t K, int64_t d, int64_
   return tl_max(ir, tl_add(ir, tl_sub(ir, rhi, rlo), tl_int(ir, 1)), tl_int(ir, 0));
 }
 
+double tl_topi_pool_pad_value(tl_dag *dag, tl_type dt, int is_max) {
+  double padv = 0;
+  if (is_max) {
+    tl_ref lo = tl_te_reducer_identity(dag, TL_RED_MAX, dt);
+    int64_t iv;
+    double fv;
+    if (tl_ir_is_float(dag->ir, lo, &fv)) padv = fv;
+    else if (tl_ir_is_int(dag->ir, lo, &iv)) padv = (double)iv;
+  }
+  return padv;
+}
+
 int tl_topi_pool2d(tl_topi_call *c) {
   int rc, hd = 2, wd = 3, is_max = 0, np;
   if ((rc = tl_topi_nin(c, 1, 1))) return rc;
   int data = c->in[0];
   const char *layout;
-  if ((rc = layout_hw(c, data, &hd, &wd, &layout)) || (rc = pool_kind(c, &is_max))) return rc;
+  if ((rc = layout_hw(c, data, &hd, &wd, &layout)) || (rc = tl_topi_pool_kind(c, &is_max))) return rc;
   static const int64_t one2[2] = {1, 1};
   int64_t k[2], s[2], d[2], p[4], pin[8], ceil_mode, cip;
   json_t *kv = json_object_get(c->attrs, "kernel") ? NULL : json_object_get(c->attrs, "pool_size");
@@ -117,14 +128,7 @@ int tl_topi_pool2d(tl_topi_call *c) {
     pshape[dim] = TL_MAX((o[i] - 1) * s[i] + kd[i], in[i] + p[i]);
   }
   tl_type dt = tl_topi_dtype(dag, data);
-  double padv = 0;
-  if (is_max) {
-    tl_ref lo = tl_te_reducer_identity(dag, TL_RED_MAX, dt);
-    int64_t iv;
-    double fv;
-    if (tl_ir_is_float(ir, lo, &fv)) padv = fv;
-    else if (tl_ir_is_int(ir, lo, &iv)) padv = (double)iv;
-  }
+  double padv = tl_topi_pool_pad_value(dag, dt, is_max);
   int pad;
   if ((rc = tl_topi_pad_stage(c, data, before, pshape, padv, "pad_temp", &pad))) return rc;
   int64_t oshape[4];
@@ -174,7 +178,7 @@ int tl_topi_pool2d(tl_topi_call *c) {
     int dim = i ? wd : hd;
     tl_ref start = tl_sub(ir, tl_mul(ir, bx[dim], tl_int(ir, s[i])), tl_int(ir, p[i]));
     int64_t lo = cip ? -p[i] : 0, hi = cip ? in[i] + p[i + 2] : in[i];
-    cnt[i] = window_count(ir, start, k[i], d[i], lo, hi);
+    cnt[i] = tl_topi_window_count(ir, start, k[i], d[i], lo, hi);
   }
   tl_ref count = tl_max(ir, tl_mul(ir, cnt[0], cnt[1]), tl_int(ir, 1));
   tl_ref sv = tl_te_load(dag, sum, bx, 4);
@@ -192,7 +196,7 @@ int tl_topi_global_pool(tl_topi_call *c) {
   if ((rc = tl_topi_nin(c, 1, 1))) return rc;
   int data = c->in[0];
   const char *layout;
-  if ((rc = layout_hw(c, data, &hd, &wd, &layout)) || (rc = pool_kind(c, &is_max))) return rc;
+  if ((rc = layout_hw(c, data, &hd, &wd, &layout)) || (rc = tl_topi_pool_kind(c, &is_max))) return rc;
   tl_dag *dag = c->dag;
   tl_ir *ir = dag->ir;
   const int64_t *ds = tl_topi_shape(dag, data);
@@ -233,7 +237,7 @@ int tl_topi_adaptive_pool(tl_topi_call *c) {
   if ((rc = tl_topi_nin(c, 1, 1))) return rc;
   int data = c->in[0];
   const char *layout;
-  if ((rc = layout_hw(c, data, &hd, &wd, &layout)) || (rc = pool_kind(c, &is_max))) return rc;
+  if ((rc = layout_hw(c, data, &hd, &wd, &layout)) || (rc = tl_topi_pool_kind(c, &is_max))) return rc;
   int64_t osz[2];
   if ((rc = tl_topi_get_ints(c, "output_size", 2, NULL, osz, &n))) return rc;
   if (n < 0) return tl_err(c->ctx, TL_E_ARG, "%s: attribute 'output_size' is required", c->op);

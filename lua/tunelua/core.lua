@@ -58,4 +58,24 @@ function core.argerror(msg, level)
   error(msg, (level or 1) + 2)
 end
 
+--- Gives t submodules and functions that load on first use: t[k] is require(submodules[k]),
+-- or, for functions[k] = {module, field}, require(module)[field]; either is then stored in t.
+function core.lazy(t, submodules, functions)
+  return setmetatable(t, {
+    __index = function(tt, k)
+      local fn = functions[k]
+      local v
+      if fn then
+        v = require(fn[1])[fn[2]]
+      elseif submodules[k] then
+        v = require(submodules[k])
+      else
+        return nil
+      end
+      rawset(tt, k, v)
+      return v
+    end,
+  })
+end
+
 return core

@@ -37,21 +37,7 @@ local functions = {
   cpu = { "tunelua.nd", "cpu" },
 }
 
-setmetatable(tl, {
-  __index = function(t, k)
-    local fn = functions[k]
-    if fn then
-      local f = require(fn[1])[fn[2]]
-      rawset(t, k, f)
-      return f
-    end
-    local name = submodules[k]
-    if not name then return nil end
-    local m = require(name)
-    rawset(t, k, m)
-    return m
-  end,
-})
+core.lazy(tl, submodules, functions)
 
 --- Number of cores of this machine.
 function tl.num_cores() return core.C.tl_num_cores() end

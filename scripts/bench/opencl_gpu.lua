@@ -456,13 +456,9 @@ local function hand_bench(quick, dev, wallclock)
 
   -- ---- conv2d (NCHW, 3x3, stride 1, pad 1) ------------------------------------------------------
 
-  function conv2d(N, CI, H, W, CO, shared)
-    local KH = 3
-    if shared then
-      local s, X, Wt, O = conv2d_shared(N, CI, H, W, CO)
-      return conv2d_run(s, X, Wt, O, N, CI, H, W, CO, "shared tiles")
-    end
-    local pad = 1
+  -- the declaration: X, W, the padded input (to inline) and the output
+  local function conv2d_compute(N, CI, H, W, CO)
+    local KH, pad = 3, 1
     local X = te.placeholder({N, CI, H, W}, "float32", "X")
     local Wt = te.placeholder({CO, CI, KH, KH}, "float32", "W")
     local P = te.compute({N, CI, H + 2 * pad, W + 2 * pad}, function(n, c, h, w)
@@ -475,12 +471,14 @@ local function hand_bench(quick, dev, wallclock)
     local O = te.compute({N, CO, H, W}, function(n, f, y, x)
       return te.sum(P(n, rc, y + ry, x + rx) * Wt(f, rc, ry, rx), {rc, ry, rx})
     end, "conv")
-    local s = te.create_schedule(O.op)
-    s[P]:compute_inline()
-    local OL = s:cache_write(O, "local")
+    return X, Wt, P, O
+  end
+
+  -- the output's work split, the same for both conv2d schedules: per work-item 4 output
+  -- channels x 1 row x 4 columns; a block: 2 channel groups x 7 rows x (W/4) column groups (at
+  -- most 196 work-items: the compiled kernel's limit on the H200 is 256); OL at the work-item
+  local function tile_output(s, O, OL)
     local n, f, y, x = O.op.axis[1], O.op.axis[2], O.op.axis[3], O.op.axis[4]
-    -- per work-item: 4 output channels x 1 row x 4 columns; a block: 2 channel groups x 7 rows x
-    -- (W/4) column groups (at most 196 work-items: the compiled kernel's limit on the H200 is 256)
     local fo, fi = s[O]:split(f, {factor = 4})
     local bz, tz = s[O]:split(fo, {factor = 2})
     local yo, yi = s[O]:split(y, {factor = 7})
@@ -494,6 +492,18 @@ local function hand_bench(quick, dev, wallclock)
     s[O]:unroll(fi)
     s[O]:vectorize(xi)
     s[OL]:compute_at(s[O], xo)
+  end
+
+  function conv2d(N, CI, H, W, CO, shared)
+    if shared then
+      local s, X, Wt, O = conv2d_shared(N, CI, H, W, CO)
+      return conv2d_run(s, X, Wt, O, N, CI, H, W, CO, "shared tiles")
+    end
+    local X, Wt, P, O = conv2d_compute(N, CI, H, W, CO)
+    local s = te.create_schedule(O.op)
+    s[P]:compute_inline()
+    local OL = s:cache_write(O, "local")
+    tile_output(s, O, OL)
     local orc, ory, orx = OL.op.reduce_axis[1], OL.op.reduce_axis[2], OL.op.reduce_axis[3]
     s[OL]:reorder(orc, ory, orx, OL.op.axis[1], OL.op.axis[2], OL.op.axis[3], OL.op.axis[4])
     s[OL]:unroll(ory)
@@ -535,38 +545,14 @@ local function hand_bench(quick, dev, wallclock)
   -- width (4 channels x 4 columns per work-item); per chunk of 8 input channels the padded input
   -- tile and the weights are fetched into __local memory by all work-items together.
   function conv2d_shared(N, CI, H, W, CO)
-    local KH, pad, RC = 3, 1, 8
-    local X = te.placeholder({N, CI, H, W}, "float32", "X")
-    local Wt = te.placeholder({CO, CI, KH, KH}, "float32", "W")
-    local P = te.compute({N, CI, H + 2 * pad, W + 2 * pad}, function(n, c, h, w)
-      return te.if_then_else(te.all(te.ge(h, pad), te.lt(h, H + pad), te.ge(w, pad), te.lt(w, W + pad)),
-                             X(n, c, h - pad, w - pad), 0.0)
-    end, "pad")
-    local rc = te.reduce_axis({0, CI}, "rc")
-    local ry = te.reduce_axis({0, KH}, "ry")
-    local rx = te.reduce_axis({0, KH}, "rx")
-    local O = te.compute({N, CO, H, W}, function(n, f, y, x)
-      return te.sum(P(n, rc, y + ry, x + rx) * Wt(f, rc, ry, rx), {rc, ry, rx})
-    end, "conv")
+    local RC = 8
+    local X, Wt, P, O = conv2d_compute(N, CI, H, W, CO)
     local s = te.create_schedule(O.op)
     local OL = s:cache_write(O, "local")
     local PS = s:cache_read(P, "shared", {OL})
     local WS = s:cache_read(Wt, "shared", {OL})
     s[P]:compute_inline()
-    local n, f, y, x = O.op.axis[1], O.op.axis[2], O.op.axis[3], O.op.axis[4]
-    local fo, fi = s[O]:split(f, {factor = 4})
-    local bz, tz = s[O]:split(fo, {factor = 2})
-    local yo, yi = s[O]:split(y, {factor = 7})
-    local xo, xi = s[O]:split(x, {factor = 4})
-    s[O]:reorder(n, bz, yo, tz, yi, xo, fi, xi)
-    s[O]:bind(bz, "blockIdx.z")
-    s[O]:bind(yo, "blockIdx.y")
-    s[O]:bind(tz, "threadIdx.z")
-    s[O]:bind(yi, "threadIdx.y")
-    s[O]:bind(xo, "threadIdx.x")
-    s[O]:unroll(fi)
-    s[O]:vectorize(xi)
-    s[OL]:compute_at(s[O], xo)
+    tile_output(s, O, OL)
     local rco, rci = s[OL]:split(OL.op.reduce_axis[1], {factor = RC})
     s[OL]:reorder(rco, rci, OL.op.reduce_axis[2], OL.op.reduce_axis[3], OL.op.axis[1], OL.op.axis[2],
                   OL.op.axis[3], OL.op.axis[4])

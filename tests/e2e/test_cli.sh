@@ -1,24 +1,7 @@
 #!/bin/bash
 # End-to-end checks of the tunelua command line: options, scripts, the REPL
 # (fed through a pipe), and the one-line errors of misuse.
-set -u
-TL=$(realpath "${1:-build/tunelua}")
-fails=0
-passes=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-check() {   # check NAME EXPECTED_STATUS EXPECTED_SUBSTRING ACTUAL_STATUS ACTUAL_OUTPUT
-  local name=$1 want_rc=$2 want=$3 rc=$4 out=$5
-  if [ "$rc" != "$want_rc" ] || [[ "$out" != *"$want"* ]]; then
-    echo "FAIL $name: status $rc (want $want_rc), output:"
-    echo "$out" | head -20
-    echo "  expected to contain: $want"
-    fails=$((fails + 1))
-  else
-    passes=$((passes + 1))
-  fi
-}
+. "$(dirname "$0")/lib_check.sh" "${1:-build/tunelua}"
 
 out=$("$TL" --version 2>&1); check version 0 "tunelua 0." $? "$out"
 out=$("$TL" --help 2>&1); check help 0 "usage: tunelua" $? "$out"
@@ -54,5 +37,4 @@ out=$(printf 'print(y)\n' | "$TL" -i -e 'y = 42' 2>&1); check interactive_after_
 # modules are found without environment variables, from any directory
 out=$(cd / && "$TL" -e 'print(require("tunelua").version)' 2>&1); check module_path 0 "0." $? "$out"
 
-echo "$passes passed, $fails failed"
-[ "$fails" = 0 ]
+check_done test_cli

@@ -1,24 +1,7 @@
 #!/bin/bash
 # End-to-end checks of `tunelua log best` and `tunelua log summary` on a
 # small AutoTVM log (two workloads, errors, a malformed line).
-set -u
-TL=$(realpath "${1:-build/tunelua}")
-fails=0
-passes=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-check() {   # check NAME EXPECTED_STATUS EXPECTED_SUBSTRING ACTUAL_STATUS ACTUAL_OUTPUT
-  local name=$1 want_rc=$2 want=$3 rc=$4 out=$5
-  if [ "$rc" != "$want_rc" ] || [[ "$out" != *"$want"* ]]; then
-    echo "FAIL $name: status $rc (want $want_rc), output:"
-    echo "$out" | head -20
-    echo "  expected to contain: $want"
-    fails=$((fails + 1))
-  else
-    passes=$((passes + 1))
-  fi
-}
+. "$(dirname "$0")/lib_check.sh" "${1:-build/tunelua}"
 
 D='[["TENSOR", [4, 32], "float32"], ["TENSOR", [24, 32], "float32"], null, "float32"]'
 C='[["TENSOR", [1, 64, 56, 56], "float32"], ["TENSOR", [64, 64, 3, 3], "float32"], [1, 1], [1, 1, 1, 1], [1, 1], "NCHW", "NCHW", "float32"]'
@@ -61,5 +44,4 @@ check "unknown subcommand" 1 "tunelua log: unknown command 'frobnicate'" "$rc" "
 out=$("$TL" log 2>&1); rc=$?
 check "usage" 1 "usage: tunelua log best IN [OUT]" "$rc" "$out"
 
-echo "test_log_cli: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+check_done test_log_cli

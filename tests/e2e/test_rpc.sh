@@ -7,49 +7,14 @@
 # key without devices, a tracker restart and an orderly shutdown. A real tuning job is in
 # test_rpc_tune.sh. Only 127.0.0.1 and ports the OS hands out are used.
 #   bash tests/e2e/test_rpc.sh [path/to/tunelua]
-set -u
-T=${1:-${TUNELUA:-build/tunelua}}
-T=$(cd "$(dirname "$T")" && pwd)/$(basename "$T")
-W=$(mktemp -d /tmp/tunelua-e2e-rpc.XXXXXX)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for i in 1 2 3 4 5 6 7 8 9 10; do
-    alive=0
-    for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ $alive = 0 ] && break
-    sleep 0.2
-  done
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -rf "$W"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$W"/*.out; do echo "== $f"; tail -5 "$f"; done; exit 1; }
-wait_for() {  # wait_for FILE PATTERN SECONDS
-  local i=0
-  while ! grep -q "$2" "$1" 2>/dev/null; do
-    sleep 0.1; i=$((i + 1)); [ $i -gt $(($3 * 10)) ] && return 1
-  done
-  return 0
-}
+. "$(dirname "$0")/lib_rpc.sh"
+rpc_init rpc 5 "${1:-}"
 KEY=e2ekey
-export TUNELUA_MEASURE_DIR=$W
 
 # ---- tracker on a free port ---------------------------------------------------------------
-"$T" rpc tracker --host 127.0.0.1 --port 0 > "$W/tracker.out" 2>&1 &
-PIDS+=($!); TPID=$!; disown $TPID
-wait_for "$W/tracker.out" "bind to" 5 || fail "tracker did not start"
-PORT=$(sed -n 's/^bind to 127.0.0.1:\([0-9]*\)$/\1/p' "$W/tracker.out")
-[ -n "$PORT" ] || fail "no port in: $(cat "$W/tracker.out")"
+start_tracker tracker --port 0; TPID=$LPID; PORT=$LPORT
 echo "tracker at 127.0.0.1:$PORT"
 
-start_server() {  # start_server N
-  "$T" rpc server --tracker 127.0.0.1:$PORT --key $KEY --host 127.0.0.1 --port 0 > "$W/server$1.out" 2>&1 &
-  SPID=$!
-  disown $SPID
-  PIDS+=($SPID)
-  wait_for "$W/server$1.out" "bind to" 5 || fail "server $1 did not start"
-}
 start_server 1; S1=$SPID
 start_server 2; S2=$SPID
 start_server 3; S3=$SPID
@@ -70,10 +35,7 @@ cat "$W/query.txt"
 # ---- the tracker's bytes, exactly (formats §3.2-3.3), on a tracker of its own ----------------
 # Every message of the table in §3.3 and its reply, byte for byte as TVM's Python tracker writes
 # them (json.dumps: ", " and ": " separators), ending with STOP and the right key.
-"$T" rpc tracker --host 127.0.0.1 --port 0 --stop-key wirestop > "$W/wtracker.out" 2>&1 &
-WTPID=$!; PIDS+=($WTPID); disown $WTPID
-wait_for "$W/wtracker.out" "bind to" 5 || fail "wire tracker did not start"
-WPORT=$(sed -n 's/^bind to 127.0.0.1:\([0-9]*\)$/\1/p' "$W/wtracker.out")
+start_tracker wtracker --port 0 --stop-key wirestop; WTPID=$LPID; WPORT=$LPORT
 cat > "$W/wire.lua" <<'EOF'
 local ffi = require "ffi"
 local core = require "tunelua.core"
@@ -370,7 +332,7 @@ for i = 1, 3 do s[i] = rpc.request_remote(key, "127.0.0.1", port, {timeout = 10}
 for i = 1, 3 do assert(s[i]:hello().ok == true); s[i]:close() end
 print("fuzz: ok")
 EOF
-SPORTS=$(sed -n 's/^bind to 127.0.0.1:\([0-9]*\)$/\1/p' "$W/server2.out" "$W/server3.out" "$W/server4.out")
+SPORTS=$(bound_port "$W/server2.out" "$W/server3.out" "$W/server4.out")
 "$T" "$W/fuzz.lua" $PORT $KEY $SPORTS || fail "malformed frames"
 query_until "$KEY 3 3 0" 10 || { cat "$W/query.txt"; fail "query after fuzz"; }
 FD1=$(ls /proc/$TPID/fd | wc -l)
@@ -406,9 +368,7 @@ cat "$W/nodev.out"
 # ---- the tracker dies and comes back on its port: the servers register again (back-off) ----------
 kill -9 $TPID
 sleep 0.5
-"$T" rpc tracker --host 127.0.0.1 --port $PORT --stop-key e2estop > "$W/tracker2.out" 2>&1 &
-PIDS+=($!); TPID=$!; disown $TPID
-wait_for "$W/tracker2.out" "bind to" 5 || fail "tracker did not restart on port $PORT"
+start_tracker tracker2 --port $PORT --stop-key e2estop; TPID=$LPID
 query_until "$KEY 3 3 0" 15 || { cat "$W/query.txt"; fail "servers did not re-register"; }
 echo "tracker restarted; servers registered again"
 

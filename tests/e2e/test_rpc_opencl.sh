@@ -8,32 +8,8 @@
 # load. The tuning process never initializes OpenCL. Only 127.0.0.1 and ports the OS hands out
 # are used. Prints SKIP and passes without an OpenCL device.
 #   bash tests/e2e/test_rpc_opencl.sh [path/to/tunelua]
-set -u
-T=${1:-${TUNELUA:-build/tunelua}}
-T=$(cd "$(dirname "$T")" && pwd)/$(basename "$T")
-W=$(mktemp -d /tmp/tunelua-e2e-rpcocl.XXXXXX)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for i in 1 2 3 4 5 6 7 8 9 10; do
-    alive=0
-    for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ $alive = 0 ] && break
-    sleep 0.2
-  done
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -rf "$W"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$W"/*.out; do echo "== $f"; tail -12 "$f"; done; exit 1; }
-wait_for() {  # wait_for FILE PATTERN SECONDS
-  local i=0
-  while ! grep -q "$2" "$1" 2>/dev/null; do
-    sleep 0.1; i=$((i + 1)); [ $i -gt $(($3 * 10)) ] && return 1
-  done
-  return 0
-}
-export TUNELUA_MEASURE_DIR=$W
+. "$(dirname "$0")/lib_rpc.sh"
+rpc_init rpcocl 12 "${1:-}"
 T0=$(date +%s.%N)
 
 # An OpenCL device? (queried in a child: never in this process's tunelua either)
@@ -45,18 +21,7 @@ case "$DEV" in
 esac
 
 KEY=oclkey
-"$T" rpc tracker --host 127.0.0.1 --port 0 > "$W/tracker.out" 2>&1 &
-TPID=$!; PIDS+=($TPID); disown $TPID
-wait_for "$W/tracker.out" "bind to" 5 || fail "tracker did not start"
-PORT=$(sed -n 's/^bind to 127.0.0.1:\([0-9]*\)$/\1/p' "$W/tracker.out")
-[ -n "$PORT" ] || fail "no port in: $(cat "$W/tracker.out")"
-start_server() {  # start_server N
-  "$T" rpc server --tracker 127.0.0.1:$PORT --key $KEY --host 127.0.0.1 --port 0 > "$W/server$1.out" 2>&1 &
-  SPID=$!
-  disown $SPID
-  PIDS+=($SPID)
-  wait_for "$W/server$1.out" "bind to" 5 || fail "server $1 did not start"
-}
+start_tracker tracker --port 0; TPID=$LPID; PORT=$LPORT
 start_server 1; S1=$SPID
 start_server 2; S2=$SPID
 free_is() {  # free_is N SECONDS: the tracker has N free servers of KEY

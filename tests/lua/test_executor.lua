@@ -6,15 +6,13 @@ local ffi = require "ffi"
 local core = require "tunelua.core"
 local nd = require "tunelua.nd"
 local relay = require "tunelua.relay"
-local networks = require "networks"
 local reference = require "networks.reference"
 local executor = require "tunelua.graph.executor"
+local check = require "tests.lua.lib.executor_check"
 
 local C, ctx = core.C, core.ctx
 
-local function eq(a, b, what)
-  if a ~= b then error(string.format("%s: expected %s, got %s", what, tostring(b), tostring(a)), 2) end
-end
+local eq = check.eq
 
 -- ---- tl_graph_plan -----------------------------------------------------------------------
 
@@ -54,14 +52,7 @@ end
 -- ---- small graphs ----------------------------------------------------------------------
 
 local function check_graph(mod, params, inputs, what)
-  local lib = executor.build(mod, { target = "llvm", params = params, quiet = true })
-  local m = executor.GraphModule(lib)
-  m:set_input(inputs)
-  m:run()
-  local ref = reference.run(mod, params, inputs)
-  for i = 1, #ref do
-    reference.assert_close(m:get_output(i - 1), ref[i], { rtol = 1e-4, atol = 1e-6 })
-  end
+  local lib, m = check.check_graph(mod, params, inputs, nil, what)
   assert(lib.planned_bytes <= lib.intermediate_bytes, what .. ": plan larger than the intermediates")
   return lib, m
 end
@@ -194,22 +185,8 @@ end
 
 -- ---- networks at reduced size ----------------------------------------------------------
 
-local function check_network(name, layout, size)
-  local mod, params, ishape = networks.get_network(name, { layout = layout, image_size = size, num_classes = 10 })
-  local lib = executor.build(mod, { target = "llvm", params = params, quiet = true })
-  local m = executor.GraphModule(lib)
-  local x = nd.random_uniform(ishape, { seed = 7 })
-  m:set_input("data", x)
-  m:run()
-  local out = m:get_output(0)
-  local ref = reference.run(mod, params, { data = x })[1]
-  reference.assert_close(out, ref, { rtol = 1e-4, atol = 1e-6 })
-  assert(lib.planned_bytes < lib.intermediate_bytes, name .. ": buffers are reused")
-  return lib
-end
-
-local lib = check_network("mobilenet", "NHWC", 32)
+local lib = check.check_network("mobilenet", "NHWC", 32, 7)
 eq(lib.num_groups - lib.num_tuned, lib.num_groups, "no history: every group untuned")
-check_network("resnet-18", "NCHW", 32)
+check.check_network("resnet-18", "NCHW", 32, 7)
 
 print("test_executor: ok")

@@ -13,13 +13,11 @@ local nd = require "tunelua.nd"
 local relay = require "tunelua.relay"
 local networks = require "networks"
 local reference = require "networks.reference"
-local executor = require "tunelua.graph.executor"
+local ex = require "tests.lua.lib.executor_check"
 
 local C, ctx = core.C, core.ctx
 
-local function eq(a, b, what)
-  if a ~= b then error(string.format("%s: expected %s, got %s", what, tostring(b), tostring(a)), 2) end
-end
+local eq, check_graph = ex.eq, ex.check_graph
 
 -- ---- tl_graph_plan_storage (no device needed) -------------------------------------------
 
@@ -89,18 +87,9 @@ local t_start = C.tl_now()
 
 local function check(mod, params, inputs, opts, what)
   local t0 = C.tl_now()
-  local o = { target = "opencl -device=mali", params = params, quiet = true }
+  local o = { target = "opencl -device=mali" }
   for k, v in pairs(opts or {}) do if k ~= "once" then o[k] = v end end
-  local lib = executor.build(mod, o)
-  local m = executor.GraphModule(lib)
-  m:set_input(inputs)
-  m:run()
-  local ref = reference.run(mod, params, inputs)
-  for i = 1, #ref do
-    local out = m:get_output(i - 1)
-    eq(out:device(), "cpu:0", what .. ": get_output gives a host array")
-    reference.assert_close(out, ref[i], { rtol = 1e-4, atol = 1e-6 })
-  end
+  local lib, m = check_graph(mod, params, inputs, o, what)
   if opts and opts.once then return lib, m, C.tl_now() - t0 end
   -- a second run with other inputs (buffers reused, outputs overwritten)
   local inputs2 = {}

@@ -43,20 +43,10 @@ end
 -- Build outs over ins with the default CPU schedule (topi.default_schedule;
 -- TUNELUA_TOPI_EMPTY=1: the empty schedule), run on arrays, return arrays.
 local use_empty = os.getenv("TUNELUA_TOPI_EMPTY") == "1"
+local build_run = require("tests.lua.lib.topi_check").build_run
 local function run(ins, outs, arrays)
   local s = use_empty and create_schedule(#outs == 1 and outs[1].op or outs) or topi.default_schedule(outs, "llvm")
-  local args = {}
-  for _, t in ipairs(ins) do args[#args + 1] = t end
-  for _, t in ipairs(outs) do args[#args + 1] = t end
-  local f = tl.build(s, args, "c", { cflags = "-O1" })
-  local res, call = {}, {}
-  for i, a in ipairs(arrays) do call[i] = a end
-  for i, t in ipairs(outs) do
-    res[i] = nd.empty(t.shape, t.dtype)
-    call[#call + 1] = res[i]
-  end
-  f(unpack(call))
-  return res
+  return build_run(s, ins, outs, arrays)
 end
 
 local count = 0
@@ -366,18 +356,24 @@ for trial = 1, 12 do
   check("pool2d " .. a.pool_type .. " #" .. trial, run({ X }, { Y }, { xa })[1], os, want)
 end
 
+-- global avg/max pooling of xf: rows of win elements (the spatial dims), one per N*C
+local function global_pool_ref(xf, rows, win, pt)
+  local want = {}
+  for r = 0, rows - 1 do
+    local acc, mx = 0, -math.huge
+    for i = 0, win - 1 do local v = xf[r * win + i + 1]; acc = acc + v; mx = math.max(mx, v) end
+    want[r + 1] = pt == "avg" and acc / win or mx
+  end
+  return want
+end
+
 do
   local xs = { 2, 3, 5, 7 }
   local xa, xf = rand_array(xs)
   local X = te.placeholder(xs, "float32", "X")
   for _, pt in ipairs { "avg", "max" } do
     local Y = topi.nn.global_pool(X, pt)
-    local want = {}
-    for nc = 0, 5 do
-      local acc, mx = 0, -math.huge
-      for i = 0, 34 do local v = xf[nc * 35 + i + 1]; acc = acc + v; mx = math.max(mx, v) end
-      want[nc + 1] = pt == "avg" and acc / 35 or mx
-    end
+    local want = global_pool_ref(xf, 6, 35, pt)
     check("global_pool " .. pt, run({ X }, { Y }, { xa })[1], { 2, 3, 1, 1 }, want)
     local oh, ow = 3, 2
     local Z = topi.nn.adaptive_pool(X, { oh, ow }, pt)
@@ -596,6 +592,22 @@ local function each_index(shape, fn)
   end
 end
 
+-- Data and kernel entries (indices or extents) of a D-d conv in its layout: {n, c, sp...} and
+-- {o, i, k...} channels first, {n, sp..., c} and {k..., i, o} channels last (cl).
+local function conv_nd_order(cl, D, n, c, sp, o, i, k)
+  local xv, wv = { n }, {}
+  if cl then
+    for j = 1, D do xv[#xv + 1] = sp[j]; wv[j] = k[j] end
+    xv[#xv + 1] = c; wv[D + 1] = i; wv[D + 2] = o
+  else
+    xv[2] = c
+    for j = 1, D do xv[2 + j] = sp[j] end
+    wv[1], wv[2] = o, i
+    for j = 1, D do wv[2 + j] = k[j] end
+  end
+  return xv, wv
+end
+
 -- conv over D spatial dims, channels first (kernel O I K...) or last (K... I O).
 local function ref_conv_nd(x, xs, w, ws, a, cl)
   local D = #xs - 2
@@ -627,16 +639,7 @@ local function ref_conv_nd(x, xs, w, ws, a, cl)
       if inside then
         for rc = 0, CG - 1 do
           local ci = gi * CG + rc
-          local xi, wi = { oi[1] }, {}
-          if cl then
-            for i = 1, D do xi[#xi + 1] = pos[i]; wi[i] = ki[i] end
-            xi[#xi + 1] = ci; wi[D + 1] = rc; wi[D + 2] = o
-          else
-            xi[2] = ci
-            for i = 1, D do xi[2 + i] = pos[i] end
-            wi[1], wi[2] = o, rc
-            for i = 1, D do wi[2 + i] = ki[i] end
-          end
+          local xi, wi = conv_nd_order(cl, D, oi[1], ci, pos, o, rc, ki)
           acc = acc + x[offset(xs, xi) + 1] * w[offset(ws, wi) + 1]
         end
       end
@@ -662,16 +665,7 @@ for trial = 1, 8 do
   end
   local inn = {}
   for i = 1, D do inn[i] = rnd((K[i] - 1) * a.dilation[i] + 1, 6) end
-  local xs, ws = { N }, {}
-  if cl then
-    for i = 1, D do xs[#xs + 1] = inn[i]; ws[i] = K[i] end
-    xs[#xs + 1] = Cc; ws[D + 1] = CG; ws[D + 2] = O
-  else
-    xs[2] = Cc
-    for i = 1, D do xs[2 + i] = inn[i] end
-    ws[1], ws[2] = O, CG
-    for i = 1, D do ws[2 + i] = K[i] end
-  end
+  local xs, ws = conv_nd_order(cl, D, N, Cc, inn, O, CG, K)
   a.layout = D == 3 and (cl and "NDHWC" or "NCDHW") or (cl and "NWC" or "NCW")
   local xa, xf = rand_array(xs)
   local wa, wf = rand_array(ws)
@@ -802,12 +796,7 @@ do
   local X = te.placeholder(xs, "float32", "X")
   for _, pt in ipairs { "avg", "max" } do
     local Y = topi.nn.global_pool(X, pt)
-    local want = {}
-    for nc = 0, 5 do
-      local acc, mx = 0, -math.huge
-      for i = 0, 59 do local v = xf[nc * 60 + i + 1]; acc = acc + v; mx = math.max(mx, v) end
-      want[nc + 1] = pt == "avg" and acc / 60 or mx
-    end
+    local want = global_pool_ref(xf, 6, 60, pt)
     check("global_pool3d " .. pt, run({ X }, { Y }, { xa })[1], { 2, 3, 1, 1, 1 }, want)
   end
 end

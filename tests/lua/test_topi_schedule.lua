@@ -27,20 +27,7 @@ local function ph(shape, dtype)
   return te.placeholder(shape, dtype or "float32", "p" .. uid)
 end
 
-local function build_run(s, ins, outs, arrays)
-  local args = {}
-  for _, t in ipairs(ins) do args[#args + 1] = t end
-  for _, t in ipairs(outs) do args[#args + 1] = t end
-  local f = tl.build(s, args, "c", { cflags = "-O1" })
-  local call, res = {}, {}
-  for i, a in ipairs(arrays) do call[i] = a end
-  for i, t in ipairs(outs) do
-    res[i] = nd.empty(t.shape, t.dtype)
-    call[#call + 1] = res[i]
-  end
-  f(unpack(call))
-  return res
-end
+local build_run = require("tests.lua.lib.topi_check").build_run
 
 local count = 0
 -- default schedule vs empty schedule on the same inputs

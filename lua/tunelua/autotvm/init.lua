@@ -39,20 +39,6 @@ local functions = {
   tune_tasks = { "tunelua.autotvm.recipe", "tune_tasks" },
 }
 
-setmetatable(autotvm, {
-  __index = function(t, k)
-    local fn = functions[k]
-    if fn then
-      local f = require(fn[1])[fn[2]]
-      rawset(t, k, f)
-      return f
-    end
-    local name = submodules[k]
-    if not name then return nil end
-    local m = require(name)
-    rawset(t, k, m)
-    return m
-  end,
-})
+require("tunelua.core").lazy(autotvm, submodules, functions)
 
 return autotvm

@@ -202,6 +202,17 @@ function Tuner:next_batch(_) error("tuner: next_batch is not implemented", 2) en
 function Tuner:update(_, _) end
 function Tuner:load_history(_) end
 
+-- Takes the best of measured (inputs, results) when it beats the best so far.
+local function take_best(self, inputs, results)
+  for k, res in ipairs(results) do
+    local f = result_flops(self.task, res)
+    if f > self.best_flops then
+      self.best_flops, self.best_config = f, inputs[k].config
+      self.best_measure_pair = { inputs[k], res }
+    end
+  end
+end
+
 -- Mark already measured configs (a resumed log) as visited and let the tuner learn from
 -- them. The base version feeds them to update() and takes the best.
 function Tuner:add_history(inputs, results)
@@ -210,13 +221,7 @@ function Tuner:add_history(inputs, results)
     for _, inp in ipairs(inputs) do self.visited[config_index(inp.config)] = true end
   end
   self:update(inputs, results)
-  for k, res in ipairs(results) do
-    local f = result_flops(self.task, res)
-    if f > self.best_flops then
-      self.best_flops, self.best_config = f, inputs[k].config
-      self.best_measure_pair = { inputs[k], res }
-    end
-  end
+  take_best(self, inputs, results)
 end
 
 local ERR_NAMES = { [0] = "NO_ERROR", "INSTANTIATION_ERROR", "COMPILE_HOST", "COMPILE_DEVICE",
@@ -333,19 +338,22 @@ local function visit(self, i)
   end
 end
 
-local function index_add_history(self, inputs, results)
-  for _, inp in ipairs(inputs) do visit(self, config_index(inp.config)) end
-  for k, res in ipairs(results) do
-    local f = result_flops(self.task, res)
-    if f > self.best_flops then
-      self.best_flops, self.best_config = f, inputs[k].config
-      self.best_measure_pair = { inputs[k], res }
-    end
-  end
+-- A tuner class whose methods default to base's.
+local function subclass(base)
+  local cls = setmetatable({}, { __index = base })
+  cls.__index = cls
+  return cls
 end
 
-local GridSearchTuner = setmetatable({}, { __index = Tuner })
-GridSearchTuner.__index = GridSearchTuner
+-- The base of GridSearchTuner and RandomTuner: each valid index of [begin_idx, end_idx] once.
+local IndexTuner = subclass(Tuner)
+function IndexTuner:has_next() return self.nvisited < self.visited_max end
+function IndexTuner:add_history(inputs, results)
+  for _, inp in ipairs(inputs) do visit(self, config_index(inp.config)) end
+  take_best(self, inputs, results)
+end
+
+local GridSearchTuner = subclass(IndexTuner)
 tuner.GridSearchTuner_class = GridSearchTuner
 
 function tuner.GridSearchTuner(task, o)
@@ -353,7 +361,6 @@ function tuner.GridSearchTuner(task, o)
   self.counter = self.begin_idx
   return self
 end
-function GridSearchTuner:has_next() return self.nvisited < self.visited_max end
 function GridSearchTuner:next_batch(n)
   local out = {}
   while #out < n and self:has_next() do
@@ -368,13 +375,10 @@ function GridSearchTuner:next_batch(n)
   end
   return out
 end
-GridSearchTuner.add_history = index_add_history
 
-local RandomTuner = setmetatable({}, { __index = Tuner })
-RandomTuner.__index = RandomTuner
+local RandomTuner = subclass(IndexTuner)
 
 function tuner.RandomTuner(task, o) return index_tuner(RandomTuner, task, o) end
-function RandomTuner:has_next() return self.nvisited < self.visited_max end
 function RandomTuner:next_batch(n)
   local out = {}
   local sp = self.space
@@ -398,12 +402,10 @@ function RandomTuner:next_batch(n)
   end
   return out
 end
-RandomTuner.add_history = index_add_history
 
 -- ---- GATuner (A4) ----------------------------------------------------------------------------
 
-local GATuner = setmetatable({}, { __index = Tuner })
-GATuner.__index = GATuner
+local GATuner = subclass(Tuner)
 
 function tuner.GATuner(task, o)
   o = o or {}
@@ -527,13 +529,7 @@ function GATuner:update(inputs, results)
 end
 
 function GATuner:add_history(inputs, results)
-  for _, inp in ipairs(inputs) do
-    local i = config_index(inp.config)
-    if not self.visited[i] then
-      self.visited[i] = true
-      self.nvisited = self.nvisited + 1
-    end
-  end
+  for _, inp in ipairs(inputs) do visit(self, config_index(inp.config)) end
   -- the best measured configs become the first elites
   local order = {}
   for k = 1, #results do order[k] = k end
@@ -558,8 +554,7 @@ end
 local FEATURE = { itervar = 0, knob = 1, curve = 2 }
 local LOSS = { reg = 0, rank = 1, ["rank-binary"] = 2 }
 
-local XGBTuner = setmetatable({}, { __index = Tuner })
-XGBTuner.__index = XGBTuner
+local XGBTuner = subclass(Tuner)
 
 function tuner.XGBTuner(task, o)
   o = o or {}
@@ -606,13 +601,6 @@ end
 
 function XGBTuner:has_next() return self.nvisited < self.space.len end
 
-local function xvisit(self, i)
-  if not self.visited[i] then
-    self.visited[i] = true
-    self.nvisited = self.nvisited + 1
-  end
-end
-
 function XGBTuner:next_batch(n)
   local out = {}
   local sp = self.space
@@ -630,7 +618,7 @@ function XGBTuner:next_batch(n)
       self.trial_pt = self.trial_pt + 1
     end
     if not idx then break end
-    xvisit(self, idx)
+    visit(self, idx)
     out[#out + 1] = sp:get(idx)
   end
   return out
@@ -697,7 +685,7 @@ function XGBTuner:update(inputs, results)
     self.xs[#self.xs + 1] = idx
     self.ys[#self.ys + 1] = f
     if f > self.flops_max then self.flops_max = f end
-    xvisit(self, idx)
+    visit(self, idx)
   end
   if #self.xs >= self.plan_size * (self.train_ct + 1) and self.flops_max > 1e-6 then
     -- a model failure (e.g. an XGBoost error) must not end the tuning run: warn, keep the
@@ -745,13 +733,7 @@ function XGBTuner:add_history(inputs, results)
   -- (a retrain per plan_size new trials)
   self:update(inputs, results)
   self.train_ct = math.max(self.train_ct, math.floor(#self.xs / self.plan_size))
-  for k, res in ipairs(results) do
-    local f = result_flops(self.task, res)
-    if f > self.best_flops then
-      self.best_flops, self.best_config = f, inputs[k].config
-      self.best_measure_pair = { inputs[k], res }
-    end
-  end
+  take_best(self, inputs, results)
 end
 
 local function ser(v)
@@ -851,8 +833,7 @@ end
 
 -- ---- DropletTuner (A8) -------------------------------------------------------------------------
 
-local DropletTuner = setmetatable({}, { __index = Tuner })
-DropletTuner.__index = DropletTuner
+local DropletTuner = subclass(Tuner)
 
 function tuner.DropletTuner(task, o)
   o = o or {}

@@ -3,6 +3,8 @@
 -- Works on relay's nodes and on plain tables of the same shape (kind = "var", "const",
 -- "call", "tuple", "tuple_get"; a call's `.op` is an op name or a function table with
 -- `.params` and `.body`; a module has `.main`).
+local relay = require "tunelua.relay"
+
 local walk = {}
 
 --- The main function of a module (mod.main, mod["main"], or mod itself when it is one).
@@ -27,40 +29,11 @@ function walk.is_fused_call(node)
   return node.kind == "call" and walk.is_function(node.op)
 end
 
-local function kids(node)
-  local k = node.kind
-  if k == "call" then return node.args
-  elseif k == "tuple" then return node.fields
-  elseif k == "tuple_get" then return { node.tuple }
-  end
-  return {}
-end
-walk.kids = kids
-
---- Post-order list of the nodes reachable from expr (each once, arguments left to right).
-function walk.postorder(expr)
-  local order, seen = {}, {}
-  -- iterative DFS (networks are deep: recursion would overflow on long chains)
-  local stack = { { expr, 0 } }
-  seen[expr] = true
-  while #stack > 0 do
-    local top = stack[#stack]
-    local node, i = top[1], top[2]
-    local ks = kids(node)
-    if i < #ks then
-      top[2] = i + 1
-      local c = ks[i + 1]
-      if not seen[c] then
-        seen[c] = true
-        stack[#stack + 1] = { c, 0 }
-      end
-    else
-      stack[#stack] = nil
-      order[#order + 1] = node
-    end
-  end
-  return order
-end
+-- The one walker is relay's: children of a node (call args, tuple fields, a tuple_get's
+-- tuple) and the post-order list of the nodes reachable from an expression (each once,
+-- arguments left to right; iterative, networks are deep).
+walk.kids = relay.kids
+walk.postorder = relay.post_order
 
 --- Every op call in evaluation order, descending into fused functions: calls f(node)
 --- for calls whose op is a string.

@@ -347,22 +347,25 @@ function relay.with_args(n, new)
   return n
 end
 
+-- n over its children as rewritten in map (n itself when none changed).
+local function rebuild(n, map)
+  local ks = kids(n)
+  if #ks == 0 then return n end
+  local changed, new = false, {}
+  for i, c in ipairs(ks) do
+    new[i] = map[c]
+    if new[i] ~= c then changed = true end
+  end
+  return changed and relay.with_args(n, new) or n
+end
+
 --- relay.mutate(expr, f) -> new expr, map: rebuilds the graph bottom-up (memoized: every
 --- node once); f(node, old) gets each node with its children already rewritten and may
 --- return a replacement (nil keeps it).
 function relay.mutate(expr, f)
   local map = {}
   for _, n in ipairs(post_order(expr)) do
-    local cur = n
-    local ks = kids(n)
-    if #ks > 0 then
-      local changed, new = false, {}
-      for i, c in ipairs(ks) do
-        new[i] = map[c]
-        if new[i] ~= c then changed = true end
-      end
-      if changed then cur = relay.with_args(n, new) end
-    end
+    local cur = rebuild(n, map)
     local r = f and f(cur, n, map)
     map[n] = r or cur
   end
@@ -375,20 +378,7 @@ end
 function relay.mutate_pre(expr, f)
   local map = {}
   for _, n in ipairs(post_order(expr)) do
-    local r = f(n, map)
-    if r == nil then
-      r = n
-      local ks = kids(n)
-      if #ks > 0 then
-        local changed, new = false, {}
-        for i, c in ipairs(ks) do
-          new[i] = map[c]
-          if new[i] ~= c then changed = true end
-        end
-        if changed then r = relay.with_args(n, new) end
-      end
-    end
-    map[n] = r
+    map[n] = f(n, map) or rebuild(n, map)
   end
   return map[expr], map
 end
@@ -708,33 +698,22 @@ local function builder(op_name, nargs)
 end
 
 local nnb = relay.nn
-nnb.conv2d = builder("nn.conv2d", 2)
-nnb.conv3d = builder("nn.conv3d", 2)
-nnb.conv2d_transpose = builder("nn.conv2d_transpose", 2)
-nnb.dense = builder("nn.dense", 2)
-nnb.batch_matmul = builder("nn.batch_matmul", 2)
-nnb.bias_add = builder("nn.bias_add", 2)
+for _, n in ipairs { "conv2d", "conv3d", "conv2d_transpose", "dense", "batch_matmul", "bias_add",
+                     "prelu" } do
+  nnb[n] = builder("nn." .. n, 2)
+end
 nnb.batch_norm = builder("nn.batch_norm", 5)
-nnb.prelu = builder("nn.prelu", 2)
-nnb.relu = builder("nn.relu", 1)
+for _, n in ipairs { "relu", "softmax", "log_softmax", "max_pool2d", "avg_pool2d", "max_pool3d",
+                     "avg_pool3d", "global_avg_pool2d", "global_max_pool2d", "global_avg_pool3d",
+                     "global_max_pool3d", "batch_flatten", "pad" } do
+  nnb[n] = builder("nn." .. n, 1)
+end
 --- relay.nn.leaky_relu(x, {alpha = 0.01}) (or a number alpha)
 function nnb.leaky_relu(x, a)
   if type(a) == "number" then a = { alpha = a } end
   local r_ = make_call("nn.leaky_relu", { x }, a, 2)
   return r_
 end
-nnb.softmax = builder("nn.softmax", 1)
-nnb.log_softmax = builder("nn.log_softmax", 1)
-nnb.max_pool2d = builder("nn.max_pool2d", 1)
-nnb.avg_pool2d = builder("nn.avg_pool2d", 1)
-nnb.max_pool3d = builder("nn.max_pool3d", 1)
-nnb.avg_pool3d = builder("nn.avg_pool3d", 1)
-nnb.global_avg_pool2d = builder("nn.global_avg_pool2d", 1)
-nnb.global_max_pool2d = builder("nn.global_max_pool2d", 1)
-nnb.global_avg_pool3d = builder("nn.global_avg_pool3d", 1)
-nnb.global_max_pool3d = builder("nn.global_max_pool3d", 1)
-nnb.batch_flatten = builder("nn.batch_flatten", 1)
-nnb.pad = builder("nn.pad", 1)
 --- relay.nn.dropout(x, {rate}) -> field 0 of the dropout call (as TVM's Python API).
 function nnb.dropout(x, a)
   local c = make_call("nn.dropout", { x }, a, 2)
@@ -756,30 +735,23 @@ function relay.clip(x, lo, hi)
   local r_ = make_call("clip", { x }, a, 2)
   return r_
 end
+-- relay[op](x, v) of one attribute key: v is the attrs table when it is a table (that has
+-- key, unless any_table), else the attribute's value.
+local function one_attr_builder(op, key, any_table)
+  return function(x, v)
+    local a = (type(v) == "table" and (any_table or v[key])) and v or { [key] = v }
+    local r_ = make_call(op, { x }, a, 2)
+    return r_
+  end
+end
 --- relay.cast(x, dtype)
-function relay.cast(x, dtype)
-  local a = type(dtype) == "table" and dtype or { dtype = dtype }
-  local r_ = make_call("cast", { x }, a, 2)
-  return r_
-end
+relay.cast = one_attr_builder("cast", "dtype", true)
 --- relay.reshape(x, newshape) (or {newshape = ...})
-function relay.reshape(x, s)
-  local a = (type(s) == "table" and s.newshape) and s or { newshape = s }
-  local r_ = make_call("reshape", { x }, a, 2)
-  return r_
-end
+relay.reshape = one_attr_builder("reshape", "newshape")
 --- relay.transpose(x[, axes])
-function relay.transpose(x, axes)
-  local a = (type(axes) == "table" and axes.axes) and axes or { axes = axes }
-  local r_ = make_call("transpose", { x }, a, 2)
-  return r_
-end
+relay.transpose = one_attr_builder("transpose", "axes")
 --- relay.squeeze(x[, axis])
-function relay.squeeze(x, axis)
-  local a = (type(axis) == "table" and axis.axis) and axis or { axis = axis }
-  local r_ = make_call("squeeze", { x }, a, 2)
-  return r_
-end
+relay.squeeze = one_attr_builder("squeeze", "axis")
 --- relay.expand_dims(x, axis[, num_newaxis])
 function relay.expand_dims(x, axis, num)
   local a = type(axis) == "table" and axis or { axis = axis, num_newaxis = num }
