@@ -11,7 +11,7 @@
 -- tells the story; tunelua.flow holds the steps.
 --
 -- The defaults are sized for `make run` on a 2-core machine with pocl (OpenCL on
--- the CPU): 32x32 images, 8 trials per task, 2 runs per measurement, 10 end-to-end
+-- the CPU): 32x32 images, 6 trials per task, 2 runs per measurement, 10 end-to-end
 -- repeats: about ten minutes. --tutorial restores the tutorial's settings (224x224,
 -- n_trial 1000, early_stopping 450, number 10, timeout 5, repeat 30).
 require("tunelua.flow").main(arg, {

@@ -12,4 +12,9 @@ require("tunelua.flow").main(arg, {
   ops = "nn.conv2d,nn.dense",
   number = 4,
   ["repeat"] = 10,
+  -- the x86 tutorial's settings: random search over each task's whole space, no early
+  -- stopping, number 1 x repeat 10 with the CPU cache flushed, 100 runs x 3 end-to-end
+  tutorial = { tuner = "random", n_trial = math.huge, early_stopping = false, image_size = false,
+               number = 1, runner_repeat = 10, cache_flush = true, bench_number = 100,
+               ["repeat"] = 3 },
 }, "scripts/tune_relay_x86.lua")

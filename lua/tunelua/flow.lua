@@ -6,8 +6,11 @@
 -- Extract the network's tasks, tune each with the chosen tuner (every trial
 -- appended to the log), compile the network with the best records and
 -- measure its end-to-end latency. Re-running with the same log resumes:
--- configurations already measured are not measured again. Options come from
--- the command line (see flow.usage); `defaults` holds the script's own.
+-- configurations already measured are not measured again (every trial is kept
+-- in LOG.trials, see flow.keep_trials). With --tracker, tuning measures on the
+-- farm; the network itself still runs on this machine (no remote graph runtime).
+-- Options come from the command line (see flow.usage); `defaults` holds the
+-- script's own.
 local flow = {}
 
 flow.defaults = {
@@ -26,6 +29,9 @@ flow.defaults = {
   ["repeat"] = 30,
   number = 10,
   timeout = 5,
+  runner_repeat = nil,    -- LocalRunner/RPCRunner repeat (nil: the runner's default, 3)
+  cache_flush = nil,      -- enable_cpu_cache_flush of the runner (CPU targets)
+  bench_number = 1,       -- runs per end-to-end measurement
   -- what --tutorial sets (the tutorial's own settings); false = the network's default
   tutorial = { n_trial = 1000, early_stopping = 450, image_size = false, number = 10, timeout = 5,
                ["repeat"] = 30 },
@@ -39,6 +45,7 @@ usage: tunelua %s [options]
   --n-trial N           trials per task (default %d)
   --early-stopping N    stop a task after N trials without improvement (default %d)
   --log FILE            the tuning log (default <key>.<network>.log); re-run to resume
+                        (every trial is kept in FILE.trials, the best per task in FILE)
   --tracker HOST:PORT   measure on devices of an RPC tracker (default: this machine)
   --key KEY             device key at the tracker (default %s)
   --ops LIST            operators to tune, comma-separated (default %s)
@@ -46,7 +53,8 @@ usage: tunelua %s [options]
   --repeat N            end-to-end measurements (default %d)
   --number N            runs per measurement of a config (default %d)
   --timeout S           seconds a config may run (default %d)
-  --tutorial            the tutorial's settings: %s
+  --tutorial            the tutorial's settings:
+                        %s
                         (options given explicitly still win)
 ]]
 
@@ -57,7 +65,10 @@ local function tutorial_str(t)
   local parts = {}
   for _, k in ipairs(keys) do
     local v = t[k]
-    parts[#parts + 1] = k .. " " .. (v == false and "(the network's)" or tostring(v))
+    local text = tostring(v)
+    if v == false then text = k == "image_size" and "(the network's)" or "none"
+    elseif v == math.huge then text = "(the whole space)" end
+    parts[#parts + 1] = k .. " " .. text
   end
   return table.concat(parts, ", ")
 end
@@ -122,6 +133,53 @@ local function tracker_addr(o)
   return host, tonumber(port)
 end
 
+local function read_lines(path)
+  local lines = {}
+  local f = io.open(path, "r")
+  if not f then return lines end
+  for line in f:lines() do
+    if line:match("%S") then lines[#lines + 1] = line end
+  end
+  f:close()
+  return lines
+end
+
+--- Keep every trial of the tuning runs in LOG.trials, so that re-running with the same log
+--- measures nothing again. tune_tasks resumes from LOG.tmp (a killed run's trials) and LOG;
+--- but at the end it keeps only the best record per workload in LOG and removes LOG.tmp,
+--- so a re-run after a finished run would measure n_trial - 1 new configs per task.
+--- Here: the runner appends each result to LOG.trials as it comes, and before tuning the
+--- trials of LOG.trials and LOG.tmp are joined and handed to tune_tasks through LOG.tmp.
+function flow.keep_trials(runner, log)
+  local record = require "tunelua.autotvm.record"
+  local trials, tmp = log .. ".trials", log .. ".tmp"
+  local seen, all = {}, {}
+  for _, path in ipairs({ trials, tmp }) do
+    for _, line in ipairs(read_lines(path)) do
+      if not seen[line] then seen[line] = true; all[#all + 1] = line end
+    end
+  end
+  if #all > 0 then
+    for _, path in ipairs({ trials, tmp }) do
+      local f = assert(io.open(path, "w"))
+      f:write(table.concat(all, "\n"), "\n")
+      f:close()
+    end
+  end
+  local run = runner.run
+  runner.run = function(self, inputs, build_results)
+    local results = run(self, inputs, build_results)
+    local f = io.open(trials, "a")
+    if f then
+      for k, inp in ipairs(inputs) do
+        if results[k] then f:write(record.encode(inp, results[k]), "\n") end
+      end
+      f:close()
+    end
+    return results
+  end
+end
+
 --- The tuning_option table of the tutorials for options o.
 function flow.tuning_option(o)
   local autotvm = require "tunelua.autotvm"
@@ -133,10 +191,13 @@ function flow.tuning_option(o)
   end
   if o.tracker then
     local host, port = tracker_addr(o)
-    runner = autotvm.RPCRunner(o.key, host, port, { number = o.number, timeout = o.timeout })
+    runner = autotvm.RPCRunner(o.key, host, port, { number = o.number, timeout = o.timeout,
+      ["repeat"] = o.runner_repeat, enable_cpu_cache_flush = o.cache_flush })
   else
-    runner = autotvm.LocalRunner({ number = o.number, timeout = o.timeout })
+    runner = autotvm.LocalRunner({ number = o.number, timeout = o.timeout,
+      ["repeat"] = o.runner_repeat, enable_cpu_cache_flush = o.cache_flush })
   end
+  flow.keep_trials(runner, o.log)
   return {
     log_filename = o.log,
     tuner = o.tuner,
@@ -175,18 +236,26 @@ function flow.tune_and_evaluate(o, tuning_opt)
 
   local module
   if o.tracker then
-    print("Upload...")
     local host, port = tracker_addr(o)
     local remote = require("tunelua.rpc").request_remote(o.key, host, port, { timeout = 10000 })
-    module = remote:graph_module(lib)
-  else
+    if type(remote.graph_module) == "function" then
+      print("Upload...")
+      module = remote:graph_module(lib)
+    else
+      -- the RPC session runs single kernels (tuning); it has no graph runtime yet
+      remote:close()
+      io.stderr:write(string.format("note: no remote graph runtime yet: the network runs on this " ..
+        "machine's device, not on the '%s' device at %s:%d\n", o.key, host, port))
+    end
+  end
+  if not module then
     module = require("tunelua.graph.executor").GraphModule(lib)
   end
   local data = tl.nd.random_uniform(input_shape, { low = 0, high = 1, seed = 1, dtype = o.dtype })
   module:set_input("data", data)
 
   print("Evaluate inference time cost...")
-  module:benchmark({ number = 1, repeats = o["repeat"] })   -- prints the mean and std dev
+  module:benchmark({ number = o.bench_number or 1, repeats = o["repeat"] })   -- prints the mean and std dev
 end
 
 --- The scripts' entry point.
