@@ -9,7 +9,13 @@
 ** [N][OH][OW][O] vectorized over oc_bn channels with reg_n register
 ** accumulators (TVM's NCHW[x]c micro-kernel), and an injective stage back
 ** to NCHW where the fused consumers go; the graph executor passes constant
-** weights pre-packed (a 5-D kernel input). The other computes are the plain
+** weights pre-packed (a 5-D kernel input).
+** depthwise_conv2d_NCHWc.x86 (float32, channel multiplier 1) computes with
+** a block of 16 channels innermost: the padded data packed once per call to
+** [N][C/16][H][W][16], the weight to [C/16][KH][KW][16], the accumulation
+** [N][C/16][OH][OW][16] vectorized over the channel block with tile_ow
+** register accumulators, and an injective stage back to NCHW (fused
+** consumers go there). The other computes are the plain
 ** topi operators (NCHW data, OIHW kernel; dense [M, K] x [N, K]) with the
 ** blocking expressed by splits. No compute depends on the config, so
 ** injective consumers fuse after the anchor. Fallback configs follow TVM's
@@ -574,29 +580,213 @@ const tl_atvm_template tl_x86_conv2d_nchwc = {"conv2d_NCHWc.x86", conv_nchwc_def
 
 /* ---- depthwise_conv2d_NCHWc.x86 --------------------------------------------------- */
 
+static int dw_blocked_ok(const tl_atvm_args *a, const conv_info *ci) {
+  if (a->dtype[0] != TL_FLOAT32 || a->dtype[1] != TL_FLOAT32) return 0;
+  if (ci->out_dtype && strcmp(ci->out_dtype, "float32") != 0) return 0;
+  return a->shape[1][1] == 1 && a->shape[1][0] == ci->C;   /* channel multiplier 1 */
+}
+
+/* the channel block of the blocked depthwise compute: the largest power of two <= 16 dividing C */
+static int64_t dw_block(int64_t C) {
+  int64_t B = 1;
+  while (B < 16 && C % (B * 2) == 0) B *= 2;
+  return B;
+}
+
 static int dw_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   conv_info ci;
   TRY(conv_info_of(cfg->ctx, a, 1, &ci));
+  if (dw_blocked_ok(a, &ci))
+    cfg->flop = 2.0 * (double)(ci.N * ci.C * ci.OH * ci.OW) * (double)(ci.KH * ci.KW);
   TRY(define_split2(cfg, "tile_ic", ci.C, 2));
   TRY(define_split2(cfg, "tile_oc", ci.O, 2));
   TRY(define_split2(cfg, "tile_ow", ci.OW, 2));
   TRY(filter_ow64(cfg, 2));
   int64_t oc_bn = tl_atvm_largest_divisor(ci.O, SIMD_LANES);
   int64_t ic_bn = tl_atvm_largest_divisor(ci.C, oc_bn);
-  int64_t reg_n = tl_atvm_largest_divisor(ci.OW, 31);
+  /* the blocked compute keeps reg_n vector accumulators plus the data and
+  ** kernel vectors in registers: at most 16 (28 spilled, measured) */
+  int64_t reg_n = tl_atvm_largest_divisor(ci.OW, dw_blocked_ok(a, &ci) ? 16 : 31);
   int64_t s_ic[2] = {-1, ic_bn}, s_oc[2] = {-1, oc_bn}, s_ow[2] = {-1, reg_n};
   TRY(tl_cfg_fallback_split(cfg, "tile_ic", s_ic, 2));
   TRY(tl_cfg_fallback_split(cfg, "tile_oc", s_oc, 2));
   return tl_cfg_fallback_split(cfg, "tile_ow", s_ow, 2);
 }
 
+/* The channel-blocked depthwise compute (float32, channel multiplier 1):
+**   data_vec[n, cb, y, x, b]  = pad(data)[n, cb*B + b, y, x]  (NCHW -> NCHW[B]c,
+**                               the padding folded in; one pass at root)
+**   kernel_vec[cb, kh, kw, b] = kernel[cb*B + b, 0, kh, kw]
+**   depthwise_nchwc[n, cb, oh, ow, b] = sum_{ry,rx} data_vec[n, cb, oh*s + ry*d, ow*s + rx*d, b]
+**                                                   * kernel_vec[cb, ry, rx, b]
+**   depthwise_nchw[n, c, oh, ow] = depthwise_nchwc[n, c/B, oh, ow, c%B]  (injective)
+** B = 16 channels (fewer when C is not a multiple): a block of channels is one
+** contiguous vector in the data, the kernel and the accumulator, whatever the
+** stride. No stage depends on the config. */
+static int dw_blocked_compute(tl_ctx *ctx, const conv_info *ci, tl_dag *dag, const int *in,
+                              int *out, int *nout) {
+  int data = in[0], kernel = in[1];
+  int64_t B = dw_block(ci->C);
+  uint32_t cB;
+  TRY(tl_dag_const_int(ctx, dag, TL_INT32, B, &cB));
+  if (ci->pad[0] || ci->pad[1] || ci->pad[2] || ci->pad[3]) {
+    char attrs[160];
+    snprintf(attrs, sizeof attrs, "{\"pad_before\":[0,0,%lld,%lld],\"pad_after\":[0,0,%lld,%lld]}",
+             (long long)ci->pad[0], (long long)ci->pad[1], (long long)ci->pad[2], (long long)ci->pad[3]);
+    int pn = 0, p;
+    TRY(tl_topi_op(ctx, dag, "pad", &data, 1, attrs, &p, 1, &pn));
+    data = p;
+  }
+  const int64_t *ps = tl_dag_tensor_shape(dag, data);
+  int64_t PH = ps[2], PW = ps[3];
+  { /* data_vec */
+    uint32_t ax[5], idx[4], c, body;
+    static const char *const nm[5] = {"n", "cb", "y", "x", "b"};
+    for (int i = 0; i < 5; i++) TRY(e_var(ctx, dag, nm[i], &ax[i]));
+    TRY(tl_dag_binary(ctx, dag, TL_EXPR_MUL, ax[1], cB, &c));
+    idx[0] = ax[0], idx[2] = ax[2], idx[3] = ax[3];
+    TRY(tl_dag_binary(ctx, dag, TL_EXPR_ADD, c, ax[4], &idx[1]));
+    TRY(tl_dag_load(ctx, dag, data, 4, idx, &body));
+    int64_t shape[5] = {ci->N, ci->C / B, PH, PW, B};
+    TRY(tl_dag_compute(ctx, dag, "data_vec", "data_vec", 5, shape, ax, 1, &body, TL_REDUCE_NONE,
+                       0, NULL, 0, &data));
+  }
+  { /* kernel_vec */
+    uint32_t ax[4], idx[4], c, zero, body;
+    static const char *const nm[4] = {"cb", "kh", "kw", "b"};
+    for (int i = 0; i < 4; i++) TRY(e_var(ctx, dag, nm[i], &ax[i]));
+    TRY(tl_dag_binary(ctx, dag, TL_EXPR_MUL, ax[0], cB, &c));
+    TRY(tl_dag_binary(ctx, dag, TL_EXPR_ADD, c, ax[3], &idx[0]));
+    TRY(tl_dag_const_int(ctx, dag, TL_INT32, 0, &zero));
+    idx[1] = zero, idx[2] = ax[1], idx[3] = ax[2];
+    TRY(tl_dag_load(ctx, dag, kernel, 4, idx, &body));
+    int64_t shape[4] = {ci->C / B, ci->KH, ci->KW, B};
+    TRY(tl_dag_compute(ctx, dag, "kernel_vec", "kernel_vec", 4, shape, ax, 1, &body,
+                       TL_REDUCE_NONE, 0, NULL, 0, &kernel));
+  }
+  uint32_t ax[5], rv[2], di[5], ki[4], lhs, rhs, body;
+  static const char *const nm[5] = {"n", "cb", "oh", "ow", "b"};
+  for (int i = 0; i < 5; i++) TRY(e_var(ctx, dag, nm[i], &ax[i]));
+  TRY(tl_dag_reduce_axis(ctx, dag, "ry", ci->KH, &rv[0]));
+  TRY(tl_dag_reduce_axis(ctx, dag, "rx", ci->KW, &rv[1]));
+  di[0] = ax[0], di[1] = ax[1], di[4] = ax[4];
+  TRY(e_lin(ctx, dag, ax[2], ci->stride[0], rv[0], ci->dil[0], &di[2]));
+  TRY(e_lin(ctx, dag, ax[3], ci->stride[1], rv[1], ci->dil[1], &di[3]));
+  ki[0] = ax[1], ki[1] = rv[0], ki[2] = rv[1], ki[3] = ax[4];
+  TRY(tl_dag_load(ctx, dag, data, 5, di, &lhs));
+  TRY(tl_dag_load(ctx, dag, kernel, 4, ki, &rhs));
+  TRY(tl_dag_binary(ctx, dag, TL_EXPR_MUL, lhs, rhs, &body));
+  int64_t cshape[5] = {ci->N, ci->C / B, ci->OH, ci->OW, B};
+  int cv;
+  TRY(tl_dag_compute(ctx, dag, "depthwise_nchwc", "depthwise_x86_blocked", 5, cshape, ax, 1,
+                     &body, TL_REDUCE_SUM, 2, rv, 0, &cv));
+  uint32_t ox[4], oi[5], ob;
+  static const char *const onm[4] = {"n", "c", "oh", "ow"};
+  for (int i = 0; i < 4; i++) TRY(e_var(ctx, dag, onm[i], &ox[i]));
+  oi[0] = ox[0], oi[2] = ox[2], oi[3] = ox[3];
+  TRY(tl_dag_binary(ctx, dag, TL_EXPR_FLOORDIV, ox[1], cB, &oi[1]));
+  TRY(tl_dag_binary(ctx, dag, TL_EXPR_FLOORMOD, ox[1], cB, &oi[4]));
+  TRY(tl_dag_load(ctx, dag, cv, 5, oi, &ob));
+  int64_t oshape[4] = {ci->N, ci->C, ci->OH, ci->OW};
+  TRY(tl_dag_compute(ctx, dag, "depthwise_nchw", "injective", 4, oshape, ox, 1, &ob,
+                     TL_REDUCE_NONE, 0, NULL, 0, out));
+  *nout = 1;
+  return TL_OK;
+}
+
 static int dw_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
                       int *out, int max_out, int *nout) {
+  conv_info ci;
+  TRY(conv_info_of(ctx, a, 1, &ci));
+  if (dw_blocked_ok(a, &ci) && nin >= 2 && max_out >= 1 && tl_dag_tensor_ndim(dag, in[1]) == 4)
+    return dw_blocked_compute(ctx, &ci, dag, in, out, nout);
   return conv_compute_common(ctx, a, dag, in, nin, out, max_out, nout, 1);
+}
+
+/* Schedule of the blocked depthwise compute: the packing stages at root
+** (parallel, the padding inlined into data_vec); the NCHW output tiled
+** par(n, c/B, oh), ow/reg_n, c%B, reg_n (vectorized), with the accumulation
+** computed at ow/reg_n as ry, rx, reg_n (unrolled), vec (vectorized):
+** reg_n vector accumulators, one kernel vector per (ry, rx) for all of them.
+** vec = tile_oc's block when it divides B (else B). */
+static int dw_blocked_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *s, int CV) {
+  tl_ctx *ctx = cfg->ctx;
+  tl_dag *dag = tl_sched_dag(s);
+  int64_t oc_bn = last_of(cfg, "tile_oc"), reg_n = last_of(cfg, "tile_ow");
+  if (!oc_bn || !reg_n) return tl_errcode(ctx);
+  int64_t B = dw_block(ci->C);
+  int64_t vec = oc_bn <= B && B % oc_bn == 0 ? oc_bn : B;
+  for (int i = 0; i < tl_sched_num_stages(s) - 1; i++) {
+    if (i == CV || tl_sched_stage_op_kind(s, i) != TL_DAG_COMPUTE) continue;
+    if (tl_dag_op_nreduce(dag, i) > 0) continue;
+    const char *tag = tl_dag_op_tag(dag, i);
+    if (i < CV && tag && (strcmp(tag, "data_vec") == 0 || strcmp(tag, "kernel_vec") == 0)) {
+      if (strcmp(tag, "data_vec") == 0) {
+        /* par(n cb y), x, b (vectorized: B strided loads, one vector
+        ** store; 5-10% faster than unrolled scalar copies, measured) */
+        int f[3] = {0, 1, 2};
+        TRY(tl_sched_fuse(ctx, s, i, 3, f));
+        TRY(ann(ctx, s, i, node_at(s, i, 2), TL_ANN_VECTORIZE));
+      }
+      TRY(tl_sched_annotate(ctx, s, i, 0, TL_ANN_PARALLEL));
+      continue;
+    }
+    TRY(tl_sched_compute_inline(ctx, s, i));
+  }
+  char cname[128];
+  snprintf(cname, sizeof cname, "%s", tl_sched_stage_name(s, CV));
+  int last = tl_sched_num_stages(s) - 1, O, CC, t[3], attach;
+  const int64_t *ls = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, last, 0));
+  int nchw_out = last != CV && tl_dag_tensor_ndim(dag, tl_sched_stage_tensor(s, last, 0)) == 4 &&
+                 ls[0] == ci->N && ls[1] == ci->C && ls[2] == ci->OH && ls[3] == ci->OW;
+  if (nchw_out) {
+    /* O: n c oh ow -> par(n, cb, oh), owo, ci, owi (vectorized) */
+    O = last, CC = CV;
+    int cb, cin, owo, owi;
+    TRY(split_node(ctx, s, O, 1, 1, &B, t)); cb = t[0], cin = t[1];
+    TRY(split_node(ctx, s, O, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
+    int order[6] = {0, cb, 2, owo, cin, owi};
+    TRY(reorder_nodes(ctx, s, O, order, 6));
+    int par, f3[3] = {0, cb, 2};
+    TRY(fuse_nodes(ctx, s, O, f3, 3, &par));
+    TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
+    TRY(ann(ctx, s, O, owi, TL_ANN_VECTORIZE));
+    attach = owo;
+  } else {
+    /* the blocked stage is the outer one: n cb oh ow b -> par(n, cb, oh), owo, owi, b */
+    int ns;
+    TRY(tl_sched_cache_write(ctx, s, CV, "local", &ns));
+    O = find(s, cname), CC = ns;
+    TRY(split_node(ctx, s, O, 3, 1, &reg_n, t));
+    int owo = t[0], par, f3[3] = {0, 1, 2};
+    TRY(fuse_nodes(ctx, s, O, f3, 3, &par));
+    TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
+    TRY(ann(ctx, s, O, node_at(s, O, tl_sched_num_iters(s, O) - 1), TL_ANN_VECTORIZE));
+    attach = owo;
+  }
+  TRY(tl_sched_compute_at(ctx, s, CC, O, pos(s, O, attach)));
+  /* CC: n cb oh ow b | ry rx -> n cb oh owo, [bo], ry, rx, owi (unrolled), bi (vectorized) */
+  int owo, owi, bo = -1, bi = 4, ry = 5, rx = 6;
+  TRY(split_node(ctx, s, CC, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
+  if (vec < B) { TRY(split_node(ctx, s, CC, 4, 1, &vec, t)); bo = t[0], bi = t[1]; }
+  int order[10], no = 0;
+  order[no++] = 0, order[no++] = 1, order[no++] = 2, order[no++] = owo;
+  if (bo >= 0) order[no++] = bo;
+  order[no++] = ry, order[no++] = rx, order[no++] = owi, order[no++] = bi;
+  TRY(reorder_nodes(ctx, s, CC, order, no));
+  TRY(ann(ctx, s, CC, owi, TL_ANN_UNROLL));
+  TRY(ann(ctx, s, CC, bi, TL_ANN_VECTORIZE));
+  return TL_OK;
 }
 
 static int dw_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   tl_ctx *ctx = cfg->ctx;
+  int CV = tl_atvm_stage_by_tag(s, "depthwise_x86_blocked");
+  if (CV >= 0) {
+    conv_info ci;
+    TRY(conv_info_of(ctx, a, 1, &ci));
+    return dw_blocked_schedule(cfg, &ci, s, CV);
+  }
   int C = tl_atvm_stage_by_tag(s, "depthwise_conv2d_nchw");
   if (C < 0) return tl_err(ctx, TL_E_SCHED, "depthwise_conv2d_NCHWc.x86: no depthwise stage");
   TRY(tl_atvm_inline_injective(ctx, s, C));
