@@ -52,7 +52,7 @@
 ** Output is deterministic: names are assigned in traversal order, helpers
 ** are sorted, nothing depends on addresses or hash order.
 */
-#include "codegen.h"
+#include "cfamily.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -69,20 +69,7 @@ enum {
 };
 
 typedef struct cg {
-  tl_ctx *ctx;
-  tl_ir *ir;
-  const tl_lowered *f;
-  tl_buf *o;                      /* where statements go now */
-  int ind;                        /* indentation level */
-  int err;                        /* first error, TL_OK if none */
-  char **vname;                   /* var id -> C name (NULL until bound) */
-  int *vbound;                    /* var id -> binding depth */
-  uint8_t *nonneg;                /* var id -> known >= 0 */
-  int nvars;
-  char **bname;                   /* buffer id -> C name */
-  int *bscope;                    /* buffer id -> declared in scope */
-  int nbufs;
-  TL_VEC(char *) names;           /* every C identifier taken */
+  tl_cf b;                        /* first: names, scopes, output (cfamily.h) */
   TL_VEC(uint64_t) helpers;       /* kind << 32 | packed type */
   int in_par;                     /* inside an outlined parallel body */
   int npar;
@@ -90,33 +77,7 @@ typedef struct cg {
   int64_t unroll_max;             /* from pragma_auto_unroll_max_step; 0 = none */
 } cg;
 
-#define P(c, s) tl_buf_puts((c)->o, s)
-#define PF(c, ...) tl_buf_printf((c)->o, __VA_ARGS__)
-
-static void cg_err(cg *c, int code, const char *fmt, ...) TL_PRINTF(3, 4);
-static void cg_err(cg *c, int code, const char *fmt, ...) {
-  if (c->err) return;
-  char msg[TL_ERRMSG_MAX];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  c->err = tl_err(c->ctx, code, "codegen_c: %s: %s", c->f->name ? c->f->name : "?", msg);
-}
-
-static void indent(cg *c) {
-  for (int i = 0; i < c->ind; i++) P(c, "  ");
-}
-
-static void line(cg *c, const char *fmt, ...) TL_PRINTF(2, 3);
-static void line(cg *c, const char *fmt, ...) {
-  indent(c);
-  va_list ap;
-  va_start(ap, fmt);
-  tl_buf_vprintf(c->o, fmt, ap);
-  va_end(ap);
-  P(c, "\n");
-}
+/* P, PF, cg_err, line, var_bind, ...: the shorthands of cfamily.h */
 
 /* ---- types ----------------------------------------------------------------- */
 
@@ -447,77 +408,6 @@ static const char *const reserved_words[] = {
   "stdout", "stderr", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
   "uint32_t", "uint64_t", "size_t", "va_list", "FILE", "float_t", "double_t", "ptrdiff_t"};
 
-static int name_taken(const cg *c, const char *s) {
-  for (int i = 0; i < c->names.n; i++)
-    if (strcmp(c->names.v[i], s) == 0) return 1;
-  return 0;
-}
-
-/* A fresh C identifier derived from base. Owned by c->names. */
-static const char *fresh_name(cg *c, const char *base) {
-  char b[64];
-  int n = 0;
-  for (const char *p = base ? base : ""; *p && n < 40; p++) {
-    char ch = *p;
-    int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_' ||
-             (ch >= '0' && ch <= '9');
-    b[n++] = ok ? ch : '_';
-  }
-  b[n] = 0;
-  if (n == 0 || (b[0] >= '0' && b[0] <= '9') || strncmp(b, "tlc_", 4) == 0 || b[0] == '_') {
-    memmove(b + 2, b, (size_t)n + 1);
-    b[0] = 'v';
-    b[1] = '_';
-  }
-  char cand[80];
-  snprintf(cand, sizeof cand, "%s", b);
-  for (int k = 1; name_taken(c, cand); k++) snprintf(cand, sizeof cand, "%s_%d", b, k);
-  char *s = tl_strdup(cand);
-  TL_VEC_PUSH(c->names, s);
-  return s;
-}
-
-static int var_id(const cg *c, tl_ref v) { return (int)c->ir->nodes.v[v].imm.u; }
-
-static const char *var_bind(cg *c, tl_ref v, int nonneg) {
-  int id = var_id(c, v);
-  if (!c->vname[id]) c->vname[id] = (char *)fresh_name(c, tl_ir_var(c->ir, v)->name);
-  c->vbound[id]++;
-  c->nonneg[id] = (uint8_t)nonneg;
-  return c->vname[id];
-}
-
-static void var_unbind(cg *c, tl_ref v) { c->vbound[var_id(c, v)]--; }
-
-static const char *var_use_id(cg *c, int id) {
-  if (!c->vbound[id]) {
-    cg_err(c, TL_E_ARG, "variable '%s' is used where it is not bound (not a loop variable, let or "
-           "argument shape variable in scope)", c->ir->vars.v[id].name);
-    return "0";
-  }
-  return c->vname[id];
-}
-
-static const char *var_use(cg *c, tl_ref v) { return var_use_id(c, var_id(c, v)); }
-
-static const char *buf_use(cg *c, int b) {
-  if (b < 0 || b >= c->nbufs) {
-    cg_err(c, TL_E_ARG, "buffer id %d does not exist", b);
-    return "0";
-  }
-  if (!c->bscope[b]) {
-    cg_err(c, TL_E_ARG, "buffer '%s' is used but is neither an argument nor allocated in scope",
-           tl_ir_buffer(c->ir, b)->name);
-    return "0";
-  }
-  return c->bname[b];
-}
-
-static void buf_bind(cg *c, int b) {
-  if (!c->bname[b]) c->bname[b] = (char *)fresh_name(c, tl_ir_buffer(c->ir, b)->name);
-  c->bscope[b]++;
-}
-
 /* ---- expressions ------------------------------------------------------------------ */
 
 static void pe(cg *c, tl_ref e, int lane);
@@ -540,64 +430,7 @@ static void put_int(cg *c, tl_type t, int64_t v) {
   }
 }
 
-static void put_float(cg *c, tl_type t, double v) {
-  const char *cast = t.bits == 64 ? "(double)" : t.bits == 16 ? "(_Float16)" : "";
-  if (isnan(v)) {
-    PF(c, "(%sNAN)", cast);
-    return;
-  }
-  if (isinf(v)) {
-    PF(c, "(%s%sINFINITY)", cast, v < 0 ? "-" : "");
-    return;
-  }
-  char b[64];
-  snprintf(b, sizeof b, t.bits == 64 ? "%.17g" : "%.9g", v);
-  if (!strpbrk(b, ".e")) strcat(b, ".0");
-  if (t.bits == 16) PF(c, "((_Float16)%sf)", b);
-  else PF(c, v < 0 ? "(%s%s)" : "%s%s", b, t.bits == 64 ? "" : "f");
-}
-
-/* Known >= 0 (conservative). */
-static int nonneg(cg *c, tl_ref e) {
-  const tl_ir *ir = c->ir;
-  const tl_node *n = tl_ir_node(ir, e);
-  if (n->type.code == TL_TC_UINT) return 1;
-  if (n->type.code != TL_TC_INT) return 0;
-  tl_ref a = n->nkids > 0 ? tl_ir_kid(ir, e, 0) : 0, b = n->nkids > 1 ? tl_ir_kid(ir, e, 1) : 0;
-  int64_t k;
-  switch (n->op) {
-  case TL_IR_INT: return n->imm.i >= 0;
-  case TL_IR_VAR: return c->nonneg[n->imm.u];
-  case TL_IR_ADD:
-  case TL_IR_MUL:
-  case TL_IR_MIN:
-  case TL_IR_RAMP:
-  case TL_IR_FLOORDIV:
-  case TL_IR_TRUNCDIV:
-  case TL_IR_TRUNCMOD:
-    return nonneg(c, a) && nonneg(c, b);
-  case TL_IR_FLOORMOD:
-    return (tl_ir_is_int(ir, b, &k) && k > 0) || (nonneg(c, a) && nonneg(c, b));
-  case TL_IR_MAX:
-    return nonneg(c, a) || nonneg(c, b);
-  case TL_IR_BITAND:
-    return nonneg(c, a) || nonneg(c, b);
-  case TL_IR_SHR:
-  case TL_IR_BROADCAST:
-  case TL_IR_CAST:
-    return nonneg(c, a);
-  default:
-    return 0;
-  }
-}
-
-/* A positive constant divisor (scalar or broadcast immediate), else 0. */
-static int64_t const_divisor(cg *c, tl_ref b) {
-  int64_t k;
-  if (tl_ir_op(c->ir, b) == TL_IR_BROADCAST) b = tl_ir_kid(c->ir, b, 0);
-  if (tl_ir_is_int(c->ir, b, &k) && k > 0) return k;
-  return 0;
-}
+static void put_float(cg *c, tl_type t, double v) { tl_cf_put_float(&c->b, t, v, "_Float16", 0); }
 
 static void put_call_helper(cg *c, const char *name, tl_type t, tl_ref a, tl_ref b, int lane) {
   char hn[32];
@@ -614,25 +447,9 @@ static void print_arith(cg *c, int op, tl_type t, tl_ref a, tl_ref b, int lane, 
   tl_type et = tl_type_scalar(t);
   tl_type ht = vec ? t : et;         /* type the helper works on */
   int sint = et.code == TL_TC_INT, uint = et.code == TL_TC_UINT, flt = et.code == TL_TC_FLOAT;
-  const char *sym = NULL;
-  switch (op) {
-  case TL_IR_ADD: sym = "+"; break;
-  case TL_IR_SUB: sym = "-"; break;
-  case TL_IR_MUL: sym = "*"; break;
-  case TL_IR_DIV: sym = "/"; break;
-  case TL_IR_SHL: sym = "<<"; break;
-  case TL_IR_SHR: sym = ">>"; break;
-  case TL_IR_BITAND: sym = "&"; break;
-  case TL_IR_BITOR: sym = "|"; break;
-  case TL_IR_BITXOR: sym = "^"; break;
-  case TL_IR_TRUNCDIV:
-  case TL_IR_TRUNCMOD:
-    if (flt) {
-      cg_err(c, TL_E_UNSUPPORTED, "%s on a floating-point type", tl_ir_opname[op]);
-      return;
-    }
-    sym = op == TL_IR_TRUNCDIV ? "/" : "%";
-    break;
+  const char *sym = tl_cf_infix_sym(&c->b, op, et);
+  if (c->b.err) return;
+  if (!sym) switch (op) {
   case TL_IR_FLOORDIV:
   case TL_IR_FLOORMOD: {
     if (uint) {
@@ -640,25 +457,8 @@ static void print_arith(cg *c, int op, tl_type t, tl_ref a, tl_ref b, int lane, 
       break;
     }
     if (sint) {
-      int64_t k = const_divisor(c, b);
-      if (k > 0 && (k & (k - 1)) == 0) {
-        int sh = 0;
-        while ((INT64_C(1) << sh) < k) sh++;
-        P(c, "(");
-        pe(c, a, lane);
-        if (op == TL_IR_FLOORDIV) {
-          PF(c, " >> %d)", sh);
-        } else {
-          P(c, " & ");
-          put_int(c, et, k - 1);
-          P(c, ")");
-        }
-        return;
-      }
-      if (k > 0 && nonneg(c, a)) {
-        sym = op == TL_IR_FLOORDIV ? "/" : "%";
-        break;
-      }
+      if (tl_cf_int_floordiv(&c->b, op, et, a, b, lane, &sym)) return;
+      if (sym) break;
     } else if (!flt) {
       cg_err(c, TL_E_UNSUPPORTED, "%s on a boolean", tl_ir_opname[op]);
       return;
@@ -677,15 +477,7 @@ static void print_arith(cg *c, int op, tl_type t, tl_ref a, tl_ref b, int lane, 
     cg_err(c, TL_E_INTERNAL, "unexpected binary op %s", tl_ir_opname[op]);
     return;
   }
-  /* narrow integers: C computes in int; wrap back to the IR's type */
-  int narrow = !vec && tl_type_is_int(et) && !tl_type_is_bool(et) && et.bits < 32;
-  if (narrow) PF(c, "((%s)", ctype(c, et));
-  P(c, "(");
-  pe(c, a, lane);
-  PF(c, " %s ", sym);
-  pe(c, b, lane);
-  P(c, ")");
-  if (narrow) P(c, ")");
+  tl_cf_infix(&c->b, sym, et, a, b, lane, vec);
 }
 
 static void print_cmp(cg *c, int op, tl_type t, tl_ref a, tl_ref b, int lane, int vec) {
@@ -699,7 +491,7 @@ static void print_cmp(cg *c, int op, tl_type t, tl_ref a, tl_ref b, int lane, in
     P(c, ")");
     return;
   }
-  tl_type ot = vec_norm(tl_ir_type(c->ir, a));
+  tl_type ot = vec_norm(tl_ir_type(c->b.ir, a));
   char mt[32];
   vtn(c, tl_type_make(TL_TC_INT, 32, t.lanes), mt);
   if (ot.bits == 32) PF(c, "((%s)(", mt);
@@ -712,7 +504,7 @@ static void print_cmp(cg *c, int op, tl_type t, tl_ref a, tl_ref b, int lane, in
 }
 
 static void print_select(cg *c, tl_ref e, int lane, int vec) {
-  const tl_ir *ir = c->ir;
+  const tl_ir *ir = c->b.ir;
   int op = tl_ir_op(ir, e);
   tl_type t = tl_ir_type(ir, e);
   tl_ref cond = tl_ir_kid(ir, e, 0), a = tl_ir_kid(ir, e, 1), b = tl_ir_kid(ir, e, 2);
@@ -751,7 +543,7 @@ static void print_select(cg *c, tl_ref e, int lane, int vec) {
 }
 
 static void print_cast(cg *c, tl_ref e, int lane, int vec) {
-  const tl_ir *ir = c->ir;
+  const tl_ir *ir = c->b.ir;
   tl_type t = tl_ir_type(ir, e);
   tl_ref a = tl_ir_kid(ir, e, 0);
   tl_type st = tl_ir_type(ir, a);
@@ -799,13 +591,13 @@ static void put_addr(cg *c, const char *bn, tl_ref base) {
 }
 
 static void print_load(cg *c, tl_ref e, int lane, int vec) {
-  const tl_ir *ir = c->ir;
+  const tl_ir *ir = c->b.ir;
   const tl_node *n = tl_ir_node(ir, e);
   int b = (int)n->imm.u;
   tl_type t = n->type;
   if (n->nkids != 1) {
     cg_err(c, TL_E_ARG, "load from '%s' has %d indices; codegen needs one flattened index",
-           b < c->nbufs ? tl_ir_buffer(ir, b)->name : "?", n->nkids);
+           b < c->b.nbufs ? tl_ir_buffer(ir, b)->name : "?", n->nkids);
     return;
   }
   const char *bn = buf_use(c, b);
@@ -857,7 +649,7 @@ static void print_load(cg *c, tl_ref e, int lane, int vec) {
 }
 
 static void print_call(cg *c, tl_ref e, int lane, int vec) {
-  const tl_ir *ir = c->ir;
+  const tl_ir *ir = c->b.ir;
   const tl_node *n = tl_ir_node(ir, e);
   int k = (int)n->imm.u, widen;
   tl_type t = n->type;
@@ -893,25 +685,25 @@ static void print_call(cg *c, tl_ref e, int lane, int vec) {
       P(c, tl_type_str(et, tn));
       p++;
     } else {
-      tl_buf_putn(c->o, p, 1);
+      tl_buf_putn(c->b.o, p, 1);
     }
   }
   if (widen) P(c, ")");
 }
 
 static void print_let(cg *c, tl_ref e, int lane) {
-  const tl_ir *ir = c->ir;
+  const tl_ir *ir = c->b.ir;
   tl_ref var = tl_ir_kid(ir, e, 0), val = tl_ir_kid(ir, e, 1), body = tl_ir_kid(ir, e, 2);
   char dt[32];
   tl_type vt = tl_ir_type(ir, val);
   decl_type(c, vt, dt);
   int nn = nonneg(c, val);
   tl_buf v = {0};
-  tl_buf *saved = c->o;
-  c->o = &v;
+  tl_buf *saved = c->b.o;
+  c->b.o = &v;
   if (lane >= 0 && vt.lanes > 1) pe(c, val, lane);   /* only this lane: others may fault */
   else pe(c, val, -1);
-  c->o = saved;
+  c->b.o = saved;
   const char *vn = var_bind(c, var, nn);
   if (lane >= 0 && vt.lanes > 1) PF(c, "({ %s %s = {0}; %s[%d] = %s; ", dt, vn, vn, lane, v.s ? v.s : "0");
   else PF(c, "({ %s %s = %s; ", dt, vn, v.s ? v.s : "0");
@@ -923,8 +715,8 @@ static void print_let(cg *c, tl_ref e, int lane) {
 
 /* Print e; lane >= 0 prints lane `lane` of a vector expression as a scalar. */
 static void pe(cg *c, tl_ref e, int lane) {
-  if (c->err) return;
-  const tl_ir *ir = c->ir;
+  if (c->b.err) return;
+  const tl_ir *ir = c->b.ir;
   const tl_node *n = tl_ir_node(ir, e);
   tl_type t = n->type;
   if (t.lanes == 1) lane = -1;
@@ -1082,7 +874,7 @@ static int access_fn(const tl_ir *ir, tl_ref r, void *ud) {
 
 /* Iterations of the loop provably independent: see the file comment. */
 static int ivdep_ok(cg *c, tl_ref loop) {
-  const tl_ir *ir = c->ir;
+  const tl_ir *ir = c->b.ir;
   tl_ref v = tl_ir_kid(ir, loop, 0);
   access_st a;
   memset(&a, 0, sizeof a);
@@ -1155,10 +947,10 @@ static int free_fn(const tl_ir *ir, tl_ref r, void *ud) {
     break;
   case TL_IR_LOAD:
   case TL_IR_STORE:
-    if (n->imm.u < (uint64_t)f->c->nbufs) f->ubuf[n->imm.u] = 1;
+    if (n->imm.u < (uint64_t)f->c->b.nbufs) f->ubuf[n->imm.u] = 1;
     break;
   case TL_IR_ALLOC:
-    if (n->imm.u < (uint64_t)f->c->nbufs) {
+    if (n->imm.u < (uint64_t)f->c->b.nbufs) {
       const tl_buffer *b = tl_ir_buffer(ir, (int)n->imm.u);
       f->abuf[n->imm.u] = 1;
       for (int d = 0; d < b->ndim; d++) tl_ir_visit(ir, b->shape[d], free_fn, ud);
@@ -1176,25 +968,19 @@ static void ps(cg *c, tl_ref s);
 static void put_fail(cg *c, int code, const char *what) {
   if (c->in_par)
     line(c, "{ tlc_error(%d, \"%s: %s\"); __atomic_store_n(tlc_cl->tlc_failed, %d, "
-         "__ATOMIC_RELAXED); return; }", code, c->f->name, what, code);
+         "__ATOMIC_RELAXED); return; }", code, c->b.f->name, what, code);
   else
-    line(c, "return tlc_error(%d, \"%s: %s\");", code, c->f->name, what);
-}
-
-static void print_body_block(cg *c, tl_ref body) {
-  c->ind++;
-  ps(c, body);
-  c->ind--;
+    line(c, "return tlc_error(%d, \"%s: %s\");", code, c->b.f->name, what);
 }
 
 static void print_parallel(cg *c, tl_ref loop) {
-  tl_ir *ir = c->ir;
+  tl_ir *ir = c->b.ir;
   tl_ref var = tl_ir_kid(ir, loop, 0), min = tl_ir_kid(ir, loop, 1), ext = tl_ir_kid(ir, loop, 2);
   tl_ref body = tl_ir_kid(ir, loop, 3);
   int id = c->npar++;
   char dt[32];
-  free_st f = {c, tl_calloc((size_t)c->nvars, 1), tl_calloc((size_t)c->nvars, 1),
-               tl_calloc((size_t)c->nbufs + 1, 1), tl_calloc((size_t)c->nbufs + 1, 1)};
+  free_st f = {c, tl_calloc((size_t)c->b.nvars, 1), tl_calloc((size_t)c->b.nvars, 1),
+               tl_calloc((size_t)c->b.nbufs + 1, 1), tl_calloc((size_t)c->b.nbufs + 1, 1)};
   tl_ir_visit(ir, body, free_fn, &f);
   f.used[var_id(c, var)] = 0;
   tl_type vt = tl_ir_type(ir, var);
@@ -1202,14 +988,14 @@ static void print_parallel(cg *c, tl_ref loop) {
 
   /* the call site */
   line(c, "{");
-  c->ind++;
+  c->b.ind++;
   indent(c);
   PF(c, "tlc_par%d_t tlc_c = {", id);
   pe(c, min, -1);
   P(c, ", &tlc_failed");
-  for (int i = 0; i < c->nvars; i++)
+  for (int i = 0; i < c->b.nvars; i++)
     if (f.used[i] && !f.bound[i]) PF(c, ", %s", var_use_id(c, i));
-  for (int b = 0; b < c->nbufs; b++)
+  for (int b = 0; b < c->b.nbufs; b++)
     if (f.ubuf[b] && !f.abuf[b]) PF(c, ", %s", buf_use(c, b));
   P(c, "};\n");
   indent(c);
@@ -1217,33 +1003,33 @@ static void print_parallel(cg *c, tl_ref loop) {
   pe(c, ext, -1);
   PF(c, "), tlc_par%d, &tlc_c);\n", id);
   line(c, "if (tlc_failed) return tlc_failed;");
-  c->ind--;
+  c->b.ind--;
   line(c, "}");
 
   /* the closure and the outlined function */
   tl_buf fn = {0};
-  tl_buf *saved = c->o;
-  int saved_ind = c->ind;
-  c->o = &fn;
-  c->ind = 0;
+  tl_buf *saved = c->b.o;
+  int saved_ind = c->b.ind;
+  c->b.o = &fn;
+  c->b.ind = 0;
   PF(c, "typedef struct {\n  %s tlc_min;\n  int32_t *tlc_failed;\n", vtype);
-  for (int i = 0; i < c->nvars; i++)
-    if (f.used[i] && !f.bound[i] && c->vname[i])
-      PF(c, "  %s %s;\n", decl_type(c, ir->vars.v[i].type, dt), c->vname[i]);
-  for (int b = 0; b < c->nbufs; b++)
-    if (f.ubuf[b] && !f.abuf[b] && c->bname[b])
-      PF(c, "  %s *%s;\n", ctype(c, storage_type(tl_ir_buffer(ir, b)->dtype)), c->bname[b]);
+  for (int i = 0; i < c->b.nvars; i++)
+    if (f.used[i] && !f.bound[i] && c->b.vname[i])
+      PF(c, "  %s %s;\n", decl_type(c, ir->vars.v[i].type, dt), c->b.vname[i]);
+  for (int b = 0; b < c->b.nbufs; b++)
+    if (f.ubuf[b] && !f.abuf[b] && c->b.bname[b])
+      PF(c, "  %s *%s;\n", ctype(c, storage_type(tl_ir_buffer(ir, b)->dtype)), c->b.bname[b]);
   PF(c, "} tlc_par%d_t;\n\n", id);
   PF(c, "static void tlc_par%d(int64_t tlc_it, void *tlc_arg) {\n", id);
   PF(c, "  tlc_par%d_t *tlc_cl = (tlc_par%d_t *)tlc_arg;\n", id, id);
-  for (int i = 0; i < c->nvars; i++)
-    if (f.used[i] && !f.bound[i] && c->vname[i])
-      PF(c, "  %s %s = tlc_cl->%s;\n", decl_type(c, ir->vars.v[i].type, dt), c->vname[i],
-         c->vname[i]);
-  for (int b = 0; b < c->nbufs; b++)
-    if (f.ubuf[b] && !f.abuf[b] && c->bname[b])
+  for (int i = 0; i < c->b.nvars; i++)
+    if (f.used[i] && !f.bound[i] && c->b.vname[i])
+      PF(c, "  %s %s = tlc_cl->%s;\n", decl_type(c, ir->vars.v[i].type, dt), c->b.vname[i],
+         c->b.vname[i]);
+  for (int b = 0; b < c->b.nbufs; b++)
+    if (f.ubuf[b] && !f.abuf[b] && c->b.bname[b])
       PF(c, "  %s *restrict %s = tlc_cl->%s;\n",
-         ctype(c, storage_type(tl_ir_buffer(ir, b)->dtype)), c->bname[b], c->bname[b]);
+         ctype(c, storage_type(tl_ir_buffer(ir, b)->dtype)), c->b.bname[b], c->b.bname[b]);
   const char *vn = var_bind(c, var, nonneg(c, min));
   PF(c, "  %s %s = (%s)(tlc_cl->tlc_min + tlc_it);\n", vtype, vn, vtype);
   c->in_par = 1;
@@ -1251,8 +1037,8 @@ static void print_parallel(cg *c, tl_ref loop) {
   c->in_par = 0;
   var_unbind(c, var);
   P(c, "}\n\n");
-  c->o = saved;
-  c->ind = saved_ind;
+  c->b.o = saved;
+  c->b.ind = saved_ind;
   tl_buf_putn(&c->funcs, fn.s ? fn.s : "", fn.n);
   tl_buf_free(&fn);
   free(f.used);
@@ -1262,9 +1048,9 @@ static void print_parallel(cg *c, tl_ref loop) {
 }
 
 static void print_for(cg *c, tl_ref loop) {
-  tl_ir *ir = c->ir;
+  tl_ir *ir = c->b.ir;
   int kind = tl_for_kind(ir, loop), tag = tl_for_tag(ir, loop);
-  tl_ref var = tl_ir_kid(ir, loop, 0), min = tl_ir_kid(ir, loop, 1), ext = tl_ir_kid(ir, loop, 2);
+  tl_ref var = tl_ir_kid(ir, loop, 0), ext = tl_ir_kid(ir, loop, 2);
   tl_ref body = tl_ir_kid(ir, loop, 3);
   const char *vname0 = tl_ir_var(ir, var)->name;
   if (kind == TL_FOR_THREAD || kind == TL_FOR_VTHREAD || tag != TL_TAG_NONE) {
@@ -1282,8 +1068,8 @@ static void print_for(cg *c, tl_ref loop) {
     cg_err(c, TL_E_ARG, "loop variable '%s' is not a scalar integer", vname0);
     return;
   }
-  int64_t kmin, kext;
-  int cmin = tl_ir_is_int(ir, min, &kmin), cext = tl_ir_is_int(ir, ext, &kext);
+  int64_t kext;
+  int cext = tl_ir_is_int(ir, ext, &kext);
   if (kind == TL_FOR_UNROLLED && cext && kext > 1 && kext <= 65534)
     line(c, "#pragma GCC unroll %lld", (long long)kext);
   if (kind == TL_FOR_VECTORIZED) {
@@ -1297,67 +1083,20 @@ static void print_for(cg *c, tl_ref loop) {
     if (steps <= c->unroll_max / kext) line(c, "#pragma GCC unroll %lld", (long long)kext);
   }
   const char *ty = ctype(c, vt);
-  int nn = nonneg(c, min);
-  indent(c);
-  if (cmin && cext) {
-    const char *vn = var_bind(c, var, nn);
-    PF(c, "for (%s %s = ", ty, vn);
-    put_int(c, vt, kmin);
-    PF(c, "; %s < ", vn);
-    put_int(c, vt, kmin + kext);
-    PF(c, "; ++%s) {\n", vn);
-  } else {
-    char endname[80];
-    snprintf(endname, sizeof endname, "%s_end", vname0);
-    const char *en = fresh_name(c, endname);
-    /* min and extent are evaluated once, in declaration order */
-    tl_buf lo = {0};
-    tl_buf *saved = c->o;
-    c->o = &lo;
-    pe(c, min, -1);
-    c->o = saved;
-    const char *vn = var_bind(c, var, nn);
-    PF(c, "for (%s %s = %s, %s = %s + (", ty, vn, lo.s ? lo.s : "0", en, vn);
-    tl_buf_free(&lo);
-    pe(c, ext, -1);
-    PF(c, "); %s < %s; ++%s) {\n", vn, en, vn);
-  }
+  tl_cf_for_header(&c->b, loop, ty);
   print_body_block(c, body);
   var_unbind(c, var);
   line(c, "}");
 }
 
 static void print_store(cg *c, tl_ref s) {
-  const tl_ir *ir = c->ir;
-  const tl_node *n = tl_ir_node(ir, s);
-  int b = (int)n->imm.u;
-  if (n->nkids != 2) {
-    cg_err(c, TL_E_ARG, "store to '%s' has %d indices; codegen needs one flattened index",
-           b < c->nbufs ? tl_ir_buffer(ir, b)->name : "?", n->nkids - 1);
-    return;
-  }
-  const char *bn = buf_use(c, b);
-  tl_ref val = tl_ir_kid(ir, s, 0), ix = tl_ir_kid(ir, s, 1);
-  tl_type vt = tl_ir_type(ir, val), it = tl_ir_type(ir, ix);
-  tl_type bt = tl_ir_buffer(ir, b < c->nbufs ? b : 0)->dtype;
+  tl_cf_store st0;
+  if (!tl_cf_store_begin(&c->b, s, &st0)) return;
+  const tl_ir *ir = c->b.ir;
+  const char *bn = st0.bn;
+  tl_ref val = st0.val, ix = st0.ix;
+  tl_type vt = st0.vt, it = st0.it, bt = st0.bt;
   indent(c);
-  if (it.lanes == 1) {
-    if (vt.lanes != 1) {
-      cg_err(c, TL_E_ARG, "vector value stored through a scalar index into '%s'", bn);
-      return;
-    }
-    PF(c, "%s[", bn);
-    pe(c, ix, -1);
-    P(c, "] = ");
-    if (tl_type_is_bool(bt)) P(c, "(uint8_t)(");
-    pe(c, val, -1);
-    P(c, tl_type_is_bool(bt) ? ");\n" : ";\n");
-    return;
-  }
-  if (vt.lanes != it.lanes) {
-    cg_err(c, TL_E_ARG, "vector store into '%s': index and value lanes differ", bn);
-    return;
-  }
   tl_type st = storage_type(tl_type_lanes(bt, vt.lanes));
   char sv[32];
   vtn(c, st, sv);
@@ -1398,14 +1137,14 @@ static void print_store(cg *c, tl_ref s) {
 }
 
 static void print_alloc(cg *c, tl_ref s) {
-  tl_ir *ir = c->ir;
+  tl_ir *ir = c->b.ir;
   int b = (int)tl_ir_node(ir, s)->imm.u;
-  if (b < 0 || b >= c->nbufs) {
+  if (b < 0 || b >= c->b.nbufs) {
     cg_err(c, TL_E_ARG, "allocation of buffer id %d, which does not exist", b);
     return;
   }
   const tl_buffer *buf = tl_ir_buffer(ir, b);
-  if (c->bscope[b]) {
+  if (c->b.bscope[b]) {
     cg_err(c, TL_E_ARG, "buffer '%s' is allocated while already in scope (an argument or an "
            "enclosing allocation)", buf->name);
     return;
@@ -1424,11 +1163,11 @@ static void print_alloc(cg *c, tl_ref s) {
     }
   }
   line(c, "{");
-  c->ind++;
+  c->b.ind++;
   /* sizes are evaluated before the buffer's name is in scope */
   int64_t bytes = cst && n < INT64_MAX / 8 ? n * (st.bits / 8 ? st.bits / 8 : 1) : INT64_MAX;
   buf_bind(c, b);
-  const char *bn = c->bname[b];
+  const char *bn = c->b.bname[b];
   /* small constant buffers live on the stack whatever their scope (e.g. a
   ** global-scope stage computed at an inner loop): no allocation per
   ** iteration, and the compiler may keep them in registers */
@@ -1453,77 +1192,26 @@ static void print_alloc(cg *c, tl_ref s) {
     snprintf(what, sizeof what, "out of memory allocating buffer %s", bn);
     indent(c);
     PF(c, "if (!tlc_heap_%s) ", bn);
-    int saved = c->ind;
-    c->ind = 0;
+    int saved = c->b.ind;
+    c->b.ind = 0;
     put_fail(c, TL_E_NOMEM, what);
-    c->ind = saved;
+    c->b.ind = saved;
     line(c, "%s *restrict %s = tlc_heap_%s;", et, bn, bn);
   }
   ps(c, tl_ir_kid(ir, s, 0));
-  c->bscope[b]--;
-  c->ind--;
+  c->b.bscope[b]--;
+  c->b.ind--;
   line(c, "}");
 }
 
 static void ps(cg *c, tl_ref s) {
-  if (c->err || !s) return;
-  tl_ir *ir = c->ir;
+  if (c->b.err || !s) return;
+  tl_ir *ir = c->b.ir;
   int op = tl_ir_op(ir, s);
   switch (op) {
-  case TL_IR_SEQ: {
-    int n = tl_ir_nkids(ir, s);
-    for (int i = 0; i < n; i++) {
-      tl_ref k = tl_ir_kid(ir, s, i);
-      if (tl_ir_op(ir, k) == TL_IR_LET_STMT && i < n - 1) {
-        line(c, "{");
-        print_body_block(c, k);
-        line(c, "}");
-      } else {
-        ps(c, k);
-      }
-    }
-    return;
-  }
   case TL_IR_FOR:
     print_for(c, s);
     return;
-  case TL_IR_LET_STMT: {
-    tl_ref var = tl_ir_kid(ir, s, 0), val = tl_ir_kid(ir, s, 1);
-    char dt[32];
-    decl_type(c, tl_ir_type(ir, val), dt);
-    indent(c);
-    int nn = nonneg(c, val);
-    PF(c, "%s ", dt);
-    /* the value is printed before the variable is bound */
-    tl_buf tmp = {0};
-    tl_buf *saved = c->o;
-    c->o = &tmp;
-    pe(c, val, -1);
-    c->o = saved;
-    PF(c, "%s = %s;\n", var_bind(c, var, nn), tmp.s ? tmp.s : "0");
-    tl_buf_free(&tmp);
-    ps(c, tl_ir_kid(ir, s, 2));
-    var_unbind(c, var);
-    return;
-  }
-  case TL_IR_IF: {
-    tl_ref cond = tl_ir_kid(ir, s, 0), el = tl_ir_kid(ir, s, 2);
-    if (tl_ir_type(ir, cond).lanes != 1) {
-      cg_err(c, TL_E_ARG, "IF statement on a vector condition");
-      return;
-    }
-    indent(c);
-    P(c, "if (");
-    pe(c, cond, -1);
-    P(c, ") {\n");
-    print_body_block(c, tl_ir_kid(ir, s, 1));
-    if (el && tl_ir_op(ir, el) != TL_IR_NOP) {
-      line(c, "} else {");
-      print_body_block(c, el);
-    }
-    line(c, "}");
-    return;
-  }
   case TL_IR_STORE:
     print_store(c, s);
     return;
@@ -1544,19 +1232,11 @@ static void ps(cg *c, tl_ref s) {
     ps(c, tl_ir_kid(ir, s, 1));   /* other attributes (pragma_unroll_explicit): hints only */
     return;
   }
-  case TL_IR_EVAL:
-    indent(c);
-    P(c, "(void)(");
-    pe(c, tl_ir_kid(ir, s, 0), -1);
-    P(c, ");\n");
-    return;
-  case TL_IR_NOP:
-    return;
   case TL_IR_BARRIER:
     cg_err(c, TL_E_UNSUPPORTED, "barrier: thread synchronization needs the OpenCL backend, not C");
     return;
   default:
-    cg_err(c, TL_E_ARG, "%s node where a statement is expected", tl_ir_opname[op]);
+    tl_cf_stmt(&c->b, s);   /* SEQ, LET_STMT, IF, EVAL, NOP, errors */
     return;
   }
 }
@@ -1687,10 +1367,10 @@ static int has_parallel_fn(const tl_ir *ir, tl_ref r, void *ud) {
   return !*(int *)ud && tl_ir_is_stmt(ir, r);
 }
 
-/* Argument checks and bindings, into c->o. */
+/* Argument checks and bindings, into c->b.o. */
 static void print_args(cg *c) {
-  tl_ir *ir = c->ir;
-  const tl_lowered *f = c->f;
+  tl_ir *ir = c->b.ir;
+  const tl_lowered *f = c->b.f;
   const char *fn = f->name;
   line(c, "if (nargs != %d) return tlc_error(%d, \"%s: expected %d arguments, got %%d\", "
        "(int)nargs);", f->nargs, TL_E_ARG, fn, f->nargs);
@@ -1700,13 +1380,13 @@ static void print_args(cg *c) {
     tl_ref e;
   } deferred;
   TL_VEC(deferred) later = {0};
-  for (int k = 0; k < f->nargs && !c->err; k++) {
+  for (int k = 0; k < f->nargs && !c->b.err; k++) {
     int b = f->arg_bufs[k];
-    if (b < 0 || b >= c->nbufs) {
+    if (b < 0 || b >= c->b.nbufs) {
       cg_err(c, TL_E_ARG, "argument %d: buffer id %d does not exist", k, b);
       break;
     }
-    if (c->bscope[b]) {
+    if (c->b.bscope[b]) {
       cg_err(c, TL_E_ARG, "buffer '%s' is passed as two arguments", tl_ir_buffer(ir, b)->name);
       break;
     }
@@ -1719,7 +1399,7 @@ static void print_args(cg *c) {
       break;
     }
     buf_bind(c, b);
-    const char *bn = c->bname[b];
+    const char *bn = c->b.bname[b];
     tl_buf expect = {0};
     char tb[32];
     tl_buf_printf(&expect, "%s ", tl_type_str(dt, tb));
@@ -1755,7 +1435,7 @@ static void print_args(cg *c) {
     for (int d = 0; d < buf->ndim; d++) {
       tl_ref e = buf->shape[d];
       if (tl_ir_op(ir, e) == TL_IR_INT) continue;
-      if (tl_ir_op(ir, e) == TL_IR_VAR && !c->vbound[var_id(c, e)]) {
+      if (tl_ir_op(ir, e) == TL_IR_VAR && !c->b.vbound[var_id(c, e)]) {
         tl_type vt = tl_ir_type(ir, e);
         if (!tl_type_is_int(vt) || vt.lanes != 1) {
           cg_err(c, TL_E_ARG, "shape variable '%s' of argument %d is not an integer",
@@ -1775,22 +1455,37 @@ static void print_args(cg *c) {
     }
     tl_buf_free(&expect);
   }
-  for (int i = 0; i < later.n && !c->err; i++) {
+  for (int i = 0; i < later.n && !c->b.err; i++) {
     deferred *dd = &later.v[i];
     indent(c);
     PF(c, "if (tlc_t%d->shape[%d] != (int64_t)(", dd->k, dd->d);
     pe(c, dd->e, -1);
     PF(c, ")) return tlc_arg_error(%d, \"%s\", %d, \"%s\", tlc_expect%d, tlc_t%d);\n",
-       TL_E_SHAPE, fn, dd->k, c->bname[f->arg_bufs[dd->k]], dd->k, dd->k);
+       TL_E_SHAPE, fn, dd->k, c->b.bname[f->arg_bufs[dd->k]], dd->k, dd->k);
   }
   TL_VEC_FREE(later);
-  for (int k = 0; k < f->nargs && !c->err; k++) {
+  for (int k = 0; k < f->nargs && !c->b.err; k++) {
     int b = f->arg_bufs[k];
     const char *et = ctype(c, storage_type(tl_ir_buffer(ir, b)->dtype));
     line(c, "%s *restrict %s = (%s *)((char *)tlc_t%d->data + tlc_t%d->byte_offset);", et,
-         c->bname[b], et, k, k);
+         c->b.bname[b], et, k, k);
   }
 }
+
+/* ---- the hooks of the shared C-family printer (cfamily.h) ------------------------- */
+
+static int h_reserved_prefix(const char *b) {
+  return strncmp(b, "tlc_", 4) == 0;
+}
+static void h_pe(tl_cf *b, tl_ref e, int lane) { pe((cg *)b, e, lane); }
+static void h_put_int(tl_cf *b, tl_type t, int64_t v) { put_int((cg *)b, t, v); }
+static void h_ps(tl_cf *b, tl_ref s) { ps((cg *)b, s); }
+static const char *h_decl_type(tl_cf *b, tl_type t, char *buf) { return decl_type((cg *)b, t, buf); }
+
+static const tl_cf_hooks c_hooks = {
+  "codegen_c", "not a loop variable, let or argument shape variable in scope", "(uint8_t)(",
+  reserved_words, (int)TL_ARRAY_SIZE(reserved_words),
+  h_reserved_prefix, h_pe, h_put_int, h_ps, h_decl_type};
 
 int tl_codegen_c(tl_ctx *ctx, const tl_lowered *f, tl_buf *out) {
   if (!f || !f->ir || !out) return tl_err(ctx, TL_E_ARG, "codegen_c: NULL function or output");
@@ -1807,32 +1502,20 @@ int tl_codegen_c(tl_ctx *ctx, const tl_lowered *f, tl_buf *out) {
 
   cg c;
   memset(&c, 0, sizeof c);
-  c.ctx = ctx;
-  c.ir = ir;
-  c.f = f;
-  c.nvars = ir->vars.n;
-  c.vname = tl_calloc((size_t)c.nvars + 1, sizeof(char *));
-  c.vbound = tl_calloc((size_t)c.nvars + 1, sizeof(int));
-  c.nonneg = tl_calloc((size_t)c.nvars + 1, 1);
-  c.nbufs = ir->bufs.n;
-  c.bname = tl_calloc((size_t)c.nbufs + 1, sizeof(char *));
-  c.bscope = tl_calloc((size_t)c.nbufs + 1, sizeof(int));
-  for (size_t i = 0; i < TL_ARRAY_SIZE(reserved_words); i++)
-    TL_VEC_PUSH(c.names, tl_strdup(reserved_words[i]));
-  TL_VEC_PUSH(c.names, tl_strdup(f->name));
-  TL_VEC_PUSH(c.names, tl_sprintf("%s_error", f->name));
+  tl_cf_init(&c.b, &c_hooks, ctx, f);
+  TL_VEC_PUSH(c.b.names, tl_sprintf("%s_error", f->name));
 
   int par = 0;
   tl_ir_visit(ir, body, has_parallel_fn, &par);
 
   tl_buf mainb = {0};
-  c.o = &mainb;
-  c.ind = 1;
+  c.b.o = &mainb;
+  c.b.ind = 1;
   print_args(&c);
   if (par) line(&c, "int32_t tlc_failed = 0;");
   ps(&c, body);
 
-  int rc = c.err;
+  int rc = c.b.err;
   if (!rc) {
     tl_buf_printf(out, prelude_fmt, f->name, f->name, f->name, TL_E_ARG, TL_E_ARG, TL_E_DTYPE,
                   TL_E_SHAPE, TL_E_SHAPE, TL_E_ARG, TL_E_ARG);
@@ -1856,14 +1539,8 @@ int tl_codegen_c(tl_ctx *ctx, const tl_lowered *f, tl_buf *out) {
   }
   tl_buf_free(&mainb);
   tl_buf_free(&c.funcs);
-  for (int i = 0; i < c.names.n; i++) free(c.names.v[i]);
-  TL_VEC_FREE(c.names);
   TL_VEC_FREE(c.helpers);
-  free(c.vname);
-  free(c.vbound);
-  free(c.nonneg);
-  free(c.bname);
-  free(c.bscope);
+  tl_cf_free(&c.b);
   return rc;
 }
 

@@ -51,6 +51,12 @@ int tl_codegen_c(tl_ctx *ctx, const tl_lowered *f, tl_buf *out);
 ** tl_module_from_c). */
 int tl_build_c(tl_ctx *ctx, const tl_lowered *f, const char *cflags, tl_module **out);
 
+/* What module.c and the graph executor's library build share (core/runtime/module.c):
+** the C compiler ($TUNELUA_CC, else the one libtunelua was built with, else cc) and
+** the kernel cache directory (malloc'd, created; see module.c for the candidates). */
+const char *tl_kernel_compiler(void);
+int tl_kernel_cache_dir(tl_ctx *ctx, char **out);
+
 /* ---- OpenCL (core/codegen/opencl.c) ------------------------------------------
 ** Unlike the C backend it takes THREAD/VTHREAD loops, "shared" buffers and
 ** BARRIER nodes (what lowering makes of bound loops and shared caches).

@@ -44,26 +44,13 @@
 ** otherwise. LET expressions are substituted. float16 enables cl_khr_fp16
 ** and float64 cl_khr_fp64 (the runtime checks that the device has them).
 */
-#include "codegen.h"
+#include "cfamily.h"
 
 #include <math.h>
 #include <stdio.h>
 
 typedef struct ocg {
-  tl_ctx *ctx;
-  tl_ir *ir;
-  const tl_lowered *f;
-  tl_buf *o;
-  int ind;
-  int err;
-  char **vname;
-  int *vbound;
-  uint8_t *nonneg;
-  int nvars;
-  char **bname;
-  int *bscope;
-  int nbufs;
-  TL_VEC(char *) names;
+  tl_cf b;                        /* first: names, scopes, output (cfamily.h) */
   int *slot_of_buf;               /* buffer id -> slot, or -1 */
   /* the kernel being printed */
   int64_t launch[8];              /* per tag: launch extent (0 = unused) */
@@ -75,33 +62,7 @@ typedef struct ocg {
   int divergent;                  /* inside a thread-dependent condition */
 } ocg;
 
-#define P(c, s) tl_buf_puts((c)->o, s)
-#define PF(c, ...) tl_buf_printf((c)->o, __VA_ARGS__)
-
-static void cg_err(ocg *c, int code, const char *fmt, ...) TL_PRINTF(3, 4);
-static void cg_err(ocg *c, int code, const char *fmt, ...) {
-  if (c->err) return;
-  char msg[TL_ERRMSG_MAX];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  c->err = tl_err(c->ctx, code, "codegen_opencl: %s: %s", c->f->name ? c->f->name : "?", msg);
-}
-
-static void indent(ocg *c) {
-  for (int i = 0; i < c->ind; i++) P(c, "  ");
-}
-
-static void line(ocg *c, const char *fmt, ...) TL_PRINTF(2, 3);
-static void line(ocg *c, const char *fmt, ...) {
-  indent(c);
-  va_list ap;
-  va_start(ap, fmt);
-  tl_buf_vprintf(c->o, fmt, ap);
-  va_end(ap);
-  P(c, "\n");
-}
+/* P, PF, cg_err, line, var_bind, ...: the shorthands of cfamily.h */
 
 /* ---- types ---------------------------------------------------------------------- */
 
@@ -155,75 +116,6 @@ static const char *const reserved_words[] = {
   "main", "NULL", "signbit", "isnan", "isinf", "any", "all", "shuffle", "prefetch", "printf",
   "tl_floordiv_i32", "tl_floormod_i32", "tl_floordiv_i64", "tl_floormod_i64"};
 
-static int name_taken(const ocg *c, const char *s) {
-  for (int i = 0; i < c->names.n; i++)
-    if (strcmp(c->names.v[i], s) == 0) return 1;
-  return 0;
-}
-
-static const char *fresh_name(ocg *c, const char *base) {
-  char b[64];
-  int n = 0;
-  for (const char *p = base ? base : ""; *p && n < 40; p++) {
-    char ch = *p;
-    int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_' || (ch >= '0' && ch <= '9');
-    b[n++] = ok ? ch : '_';
-  }
-  b[n] = 0;
-  if (n == 0 || (b[0] >= '0' && b[0] <= '9') || b[0] == '_' || strncmp(b, "tl_", 3) == 0 ||
-      strncmp(b, "get_", 4) == 0 || strncmp(b, "convert_", 8) == 0 || strncmp(b, "as_", 3) == 0) {
-    memmove(b + 2, b, (size_t)n + 1);
-    b[0] = 'v';
-    b[1] = '_';
-  }
-  char cand[80];
-  snprintf(cand, sizeof cand, "%s", b);
-  for (int k = 1; name_taken(c, cand); k++) snprintf(cand, sizeof cand, "%s_%d", b, k);
-  char *s = tl_strdup(cand);
-  TL_VEC_PUSH(c->names, s);
-  return s;
-}
-
-static int var_id(const ocg *c, tl_ref v) { return (int)c->ir->nodes.v[v].imm.u; }
-
-static const char *var_bind(ocg *c, tl_ref v, int nonneg) {
-  int id = var_id(c, v);
-  if (!c->vname[id]) c->vname[id] = (char *)fresh_name(c, tl_ir_var(c->ir, v)->name);
-  c->vbound[id]++;
-  c->nonneg[id] = (uint8_t)nonneg;
-  return c->vname[id];
-}
-
-static void var_unbind(ocg *c, tl_ref v) { c->vbound[var_id(c, v)]--; }
-
-static const char *var_use(ocg *c, tl_ref v) {
-  int id = var_id(c, v);
-  if (!c->vbound[id]) {
-    cg_err(c, TL_E_ARG, "variable '%s' is used where it is not bound (symbolic shapes are not "
-           "supported by the OpenCL backend)", c->ir->vars.v[id].name);
-    return "0";
-  }
-  return c->vname[id];
-}
-
-static const char *buf_use(ocg *c, int b) {
-  if (b < 0 || b >= c->nbufs) {
-    cg_err(c, TL_E_ARG, "buffer id %d does not exist", b);
-    return "0";
-  }
-  if (!c->bscope[b]) {
-    cg_err(c, TL_E_ARG, "buffer '%s' is used but is neither an argument nor allocated in scope",
-           tl_ir_buffer(c->ir, b)->name);
-    return "0";
-  }
-  return c->bname[b];
-}
-
-static void buf_bind(ocg *c, int b) {
-  if (!c->bname[b]) c->bname[b] = (char *)fresh_name(c, tl_ir_buffer(c->ir, b)->name);
-  c->bscope[b]++;
-}
-
 /* ---- expressions ----------------------------------------------------------------------- */
 
 static void pe(ocg *c, tl_ref e, int lane);
@@ -247,75 +139,22 @@ static void put_int(ocg *c, tl_type t, int64_t v) {
 }
 
 static void put_float(ocg *c, tl_type t, double v) {
-  const char *cast = t.bits == 64 ? "(double)" : t.bits == 16 ? "(half)" : "";
   if (t.bits == 16) c->fp16 = 1;
   if (t.bits == 64) c->fp64 = 1;
-  if (isnan(v)) {
-    PF(c, "(%sNAN)", cast);
-    return;
-  }
-  if (isinf(v)) {
-    PF(c, "(%s%sINFINITY)", cast, v < 0 ? "-" : "");
-    return;
-  }
-  char b[64];
-  snprintf(b, sizeof b, t.bits == 64 ? "%.17g" : "%.9g", v);
-  if (!strpbrk(b, ".e")) strcat(b, ".0");
-  if (t.bits == 64) PF(c, "(%s)", b);
-  else if (t.bits == 16) PF(c, "((half)%sf)", b);
-  else PF(c, v < 0 ? "(%sf)" : "%sf", b);
-}
-
-static int nonneg(ocg *c, tl_ref e) {
-  const tl_ir *ir = c->ir;
-  const tl_node *n = tl_ir_node(ir, e);
-  if (n->type.code == TL_TC_UINT) return 1;
-  if (n->type.code != TL_TC_INT) return 0;
-  tl_ref a = n->nkids > 0 ? tl_ir_kid(ir, e, 0) : 0, b = n->nkids > 1 ? tl_ir_kid(ir, e, 1) : 0;
-  int64_t k;
-  switch (n->op) {
-  case TL_IR_INT: return n->imm.i >= 0;
-  case TL_IR_VAR: return c->nonneg[n->imm.u];
-  case TL_IR_ADD:
-  case TL_IR_MUL:
-  case TL_IR_MIN:
-  case TL_IR_RAMP:
-  case TL_IR_FLOORDIV:
-  case TL_IR_TRUNCDIV:
-  case TL_IR_TRUNCMOD:
-    return nonneg(c, a) && nonneg(c, b);
-  case TL_IR_FLOORMOD:
-    return (tl_ir_is_int(ir, b, &k) && k > 0) || (nonneg(c, a) && nonneg(c, b));
-  case TL_IR_MAX:
-  case TL_IR_BITAND:
-    return nonneg(c, a) || nonneg(c, b);
-  case TL_IR_SHR:
-  case TL_IR_BROADCAST:
-  case TL_IR_CAST:
-    return nonneg(c, a);
-  default:
-    return 0;
-  }
-}
-
-static int64_t const_divisor(ocg *c, tl_ref b) {
-  int64_t k;
-  if (tl_ir_op(c->ir, b) == TL_IR_BROADCAST) b = tl_ir_kid(c->ir, b, 0);
-  if (tl_ir_is_int(c->ir, b, &k) && k > 0) return k;
-  return 0;
+  tl_cf_put_float(&c->b, t, v, "half", 1);
 }
 
 /* A private (per work-item) array: accessed element by element, which keeps
 ** it in registers once loops are unrolled (vloadN on a private pointer can
 ** push it to local memory on some drivers). */
 static int is_private(ocg *c, int b) {
-  return b >= 0 && b < c->nbufs && c->slot_of_buf[b] < 0 &&
-         tl_ir_buffer(c->ir, b)->scope != TL_SCOPE_SHARED;
+  return b >= 0 && b < c->b.nbufs && c->slot_of_buf[b] < 0 &&
+         tl_ir_buffer(c->b.ir, b)->scope != TL_SCOPE_SHARED;
 }
 
 /* Vector nodes printed as whole vectors (else lane by lane). */
 static int vec_native(ocg *c, tl_ref e) {
-  const tl_ir *ir = c->ir;
+  const tl_ir *ir = c->b.ir;
   const tl_node *n = tl_ir_node(ir, e);
   if (tl_type_is_bool(n->type)) return 0;
   for (int i = 0; i < n->nkids; i++)
@@ -352,30 +191,14 @@ static int vec_native(ocg *c, tl_ref e) {
 }
 
 static void print_arith(ocg *c, tl_ref e, int lane, int vec) {
-  const tl_ir *ir = c->ir;
+  const tl_ir *ir = c->b.ir;
   int op = tl_ir_op(ir, e);
   tl_type t = tl_ir_type(ir, e), et = tl_type_scalar(t);
   tl_ref a = tl_ir_kid(ir, e, 0), b = tl_ir_kid(ir, e, 1);
   int sint = et.code == TL_TC_INT, flt = et.code == TL_TC_FLOAT, uint = et.code == TL_TC_UINT;
-  const char *sym = NULL;
-  switch (op) {
-  case TL_IR_ADD: sym = "+"; break;
-  case TL_IR_SUB: sym = "-"; break;
-  case TL_IR_MUL: sym = "*"; break;
-  case TL_IR_DIV: sym = "/"; break;
-  case TL_IR_SHL: sym = "<<"; break;
-  case TL_IR_SHR: sym = ">>"; break;
-  case TL_IR_BITAND: sym = "&"; break;
-  case TL_IR_BITOR: sym = "|"; break;
-  case TL_IR_BITXOR: sym = "^"; break;
-  case TL_IR_TRUNCDIV:
-  case TL_IR_TRUNCMOD:
-    if (flt) {
-      cg_err(c, TL_E_UNSUPPORTED, "%s on a floating-point type", tl_ir_opname[op]);
-      return;
-    }
-    sym = op == TL_IR_TRUNCDIV ? "/" : "%";
-    break;
+  const char *sym = tl_cf_infix_sym(&c->b, op, et);
+  if (c->b.err) return;
+  if (!sym) switch (op) {
   case TL_IR_MIN:
   case TL_IR_MAX:
     P(c, op == TL_IR_MIN ? "min(" : "max(");
@@ -415,24 +238,8 @@ static void print_arith(ocg *c, tl_ref e, int lane, int vec) {
       cg_err(c, TL_E_UNSUPPORTED, "%s on a boolean", tl_ir_opname[op]);
       return;
     }
-    int64_t k = const_divisor(c, b);
-    if (k > 0 && (k & (k - 1)) == 0) {
-      int sh = 0;
-      while ((INT64_C(1) << sh) < k) sh++;
-      P(c, "(");
-      pe(c, a, lane);
-      if (div) PF(c, " >> %d)", sh);
-      else {
-        P(c, " & ");
-        put_int(c, et, k - 1);
-        P(c, ")");
-      }
-      return;
-    }
-    if (k > 0 && nonneg(c, a)) {
-      sym = div ? "/" : "%";
-      break;
-    }
+    if (tl_cf_int_floordiv(&c->b, op, et, a, b, lane, &sym)) return;
+    if (sym) break;
     int w64 = et.bits == 64;
     PF(c, "tl_%s_%s(", div ? "floordiv" : "floormod", w64 ? "i64" : "i32");
     if (et.bits < 32) P(c, "(int)");
@@ -447,19 +254,11 @@ static void print_arith(ocg *c, tl_ref e, int lane, int vec) {
     cg_err(c, TL_E_INTERNAL, "unexpected binary op %s", tl_ir_opname[op]);
     return;
   }
-  int narrow = !vec && tl_type_is_int(et) && !tl_type_is_bool(et) && et.bits < 32;
-  char tb[24];
-  if (narrow) PF(c, "((%s)", tname(c, et, tb));
-  P(c, "(");
-  pe(c, a, lane);
-  PF(c, " %s ", sym);
-  pe(c, b, lane);
-  P(c, ")");
-  if (narrow) P(c, ")");
+  tl_cf_infix(&c->b, sym, et, a, b, lane, vec);
 }
 
 static void print_call(ocg *c, tl_ref e, int lane) {
-  const tl_ir *ir = c->ir;
+  const tl_ir *ir = c->b.ir;
   const tl_node *n = tl_ir_node(ir, e);
   int k = (int)n->imm.u;
   tl_type t = tl_type_scalar(n->type);
@@ -507,7 +306,7 @@ static void print_call(ocg *c, tl_ref e, int lane) {
 }
 
 static void print_cast(ocg *c, tl_ref e, int lane, int vec) {
-  const tl_ir *ir = c->ir;
+  const tl_ir *ir = c->b.ir;
   tl_type t = tl_ir_type(ir, e);
   tl_ref a = tl_ir_kid(ir, e, 0);
   char tb[24];
@@ -529,12 +328,12 @@ static void print_cast(ocg *c, tl_ref e, int lane, int vec) {
 }
 
 static void print_load(ocg *c, tl_ref e, int lane, int vec) {
-  const tl_ir *ir = c->ir;
+  const tl_ir *ir = c->b.ir;
   const tl_node *n = tl_ir_node(ir, e);
   int b = (int)n->imm.u;
   if (n->nkids != 1) {
     cg_err(c, TL_E_ARG, "load from '%s' has %d indices; codegen needs one flattened index",
-           b < c->nbufs ? tl_ir_buffer(ir, b)->name : "?", n->nkids);
+           b < c->b.nbufs ? tl_ir_buffer(ir, b)->name : "?", n->nkids);
     return;
   }
   const char *bn = buf_use(c, b);
@@ -554,8 +353,8 @@ static void print_load(ocg *c, tl_ref e, int lane, int vec) {
 }
 
 static void pe(ocg *c, tl_ref e, int lane) {
-  if (c->err) return;
-  tl_ir *ir = c->ir;
+  if (c->b.err) return;
+  tl_ir *ir = c->b.ir;
   const tl_node *n = tl_ir_node(ir, e);
   tl_type t = n->type;
   if (t.lanes == 1) lane = -1;
@@ -680,14 +479,8 @@ static void pe(ocg *c, tl_ref e, int lane) {
 
 static void ps(ocg *c, tl_ref s);
 
-static void block(ocg *c, tl_ref body) {
-  c->ind++;
-  ps(c, body);
-  c->ind--;
-}
-
 static void print_for(ocg *c, tl_ref loop) {
-  tl_ir *ir = c->ir;
+  tl_ir *ir = c->b.ir;
   int kind = tl_for_kind(ir, loop), tag = tl_for_tag(ir, loop);
   tl_ref var = tl_ir_kid(ir, loop, 0), min = tl_ir_kid(ir, loop, 1), ext = tl_ir_kid(ir, loop, 2);
   tl_ref body = tl_ir_kid(ir, loop, 3);
@@ -702,21 +495,21 @@ static void print_for(ocg *c, tl_ref loop) {
     int isblock = tag <= TL_TAG_BLOCK_Z;
     int dim = isblock ? tag - TL_TAG_BLOCK_X : tag - TL_TAG_THREAD_X;
     line(c, "{");
-    c->ind++;
+    c->b.ind++;
     const char *vn = var_bind(c, var, 1);
     line(c, "int %s = (int)%s(%d);", vn, isblock ? "get_group_id" : "get_local_id", dim);
     if (!isblock) c->tvar[var_id(c, var)] = 1;
     if (kext < c->launch[tag]) {
       line(c, "if (%s < %lld) {", vn, (long long)kext);
       c->divergent += !isblock;
-      block(c, body);
+      print_body_block(c, body);
       c->divergent -= !isblock;
       line(c, "}");
     } else {
       ps(c, body);
     }
     var_unbind(c, var);
-    c->ind--;
+    c->b.ind--;
     line(c, "}");
     return;
   }
@@ -730,67 +523,21 @@ static void print_for(ocg *c, tl_ref loop) {
     line(c, "#pragma unroll");
   char tb[24];
   const char *ty = tname(c, vt, tb);
-  int nn = nonneg(c, min);
-  indent(c);
-  if (cmin && cext) {
-    const char *vn = var_bind(c, var, nn);
-    PF(c, "for (%s %s = ", ty, vn);
-    put_int(c, vt, kmin);
-    PF(c, "; %s < ", vn);
-    put_int(c, vt, kmin + kext);
-    PF(c, "; ++%s) {\n", vn);
-  } else {
-    char endname[80];
-    snprintf(endname, sizeof endname, "%s_end", vname0);
-    const char *en = fresh_name(c, endname);
-    tl_buf lo = {0};
-    tl_buf *saved = c->o;
-    c->o = &lo;
-    pe(c, min, -1);
-    c->o = saved;
-    const char *vn = var_bind(c, var, nn);
-    PF(c, "for (%s %s = %s, %s = %s + (", ty, vn, lo.s ? lo.s : "0", en, vn);
-    tl_buf_free(&lo);
-    pe(c, ext, -1);
-    PF(c, "); %s < %s; ++%s) {\n", vn, en, vn);
-  }
-  block(c, body);
+  tl_cf_for_header(&c->b, loop, ty);
+  print_body_block(c, body);
   var_unbind(c, var);
   line(c, "}");
 }
 
 static void print_store(ocg *c, tl_ref s) {
-  const tl_ir *ir = c->ir;
-  const tl_node *n = tl_ir_node(ir, s);
-  int b = (int)n->imm.u;
-  if (n->nkids != 2) {
-    cg_err(c, TL_E_ARG, "store to '%s' has %d indices; codegen needs one flattened index",
-           b < c->nbufs ? tl_ir_buffer(ir, b)->name : "?", n->nkids - 1);
-    return;
-  }
-  const char *bn = buf_use(c, b);
-  tl_ref val = tl_ir_kid(ir, s, 0), ix = tl_ir_kid(ir, s, 1);
-  tl_type vt = tl_ir_type(ir, val), it = tl_ir_type(ir, ix);
-  tl_type bt = tl_ir_buffer(ir, b < c->nbufs ? b : 0)->dtype;
-  int isbool = tl_type_is_bool(bt);
-  if (it.lanes == 1) {
-    if (vt.lanes != 1) {
-      cg_err(c, TL_E_ARG, "vector value stored through a scalar index into '%s'", bn);
-      return;
-    }
-    indent(c);
-    PF(c, "%s[", bn);
-    pe(c, ix, -1);
-    P(c, "] = ");
-    if (isbool) P(c, "(uchar)(");
-    pe(c, val, -1);
-    P(c, isbool ? ");\n" : ";\n");
-    return;
-  }
-  if (vt.lanes != it.lanes) {
-    cg_err(c, TL_E_ARG, "vector store into '%s': index and value lanes differ", bn);
-    return;
-  }
+  tl_cf_store st0;
+  if (!tl_cf_store_begin(&c->b, s, &st0)) return;
+  const tl_ir *ir = c->b.ir;
+  const char *bn = st0.bn;
+  int b = st0.b;
+  tl_ref val = st0.val, ix = st0.ix;
+  tl_type vt = st0.vt;
+  int isbool = tl_type_is_bool(st0.bt);
   int64_t k = 0;
   if (!isbool && !is_private(c, b) && tl_ir_op(ir, ix) == TL_IR_RAMP &&
       tl_ir_is_int(ir, tl_ir_kid(ir, ix, 1), &k) && k == 1 && lanes_ok(vt.lanes)) {
@@ -806,7 +553,7 @@ static void print_store(ocg *c, tl_ref s) {
   if (vec_native(c, val) && tl_ir_op(ir, val) != TL_IR_BROADCAST) {
     char tb[24];
     line(c, "{");
-    c->ind++;
+    c->b.ind++;
     indent(c);
     PF(c, "%s tl_v = ", tname(c, vt, tb));
     pe(c, val, -1);
@@ -817,7 +564,7 @@ static void print_store(ocg *c, tl_ref s) {
       pe(c, ix, i);
       PF(c, "] = tl_v.s%x;\n", i);
     }
-    c->ind--;
+    c->b.ind--;
     line(c, "}");
     return;
   }
@@ -833,14 +580,14 @@ static void print_store(ocg *c, tl_ref s) {
 }
 
 static void print_alloc(ocg *c, tl_ref s) {
-  tl_ir *ir = c->ir;
+  tl_ir *ir = c->b.ir;
   int b = (int)tl_ir_node(ir, s)->imm.u;
-  if (b < 0 || b >= c->nbufs) {
+  if (b < 0 || b >= c->b.nbufs) {
     cg_err(c, TL_E_ARG, "allocation of buffer id %d, which does not exist", b);
     return;
   }
   const tl_buffer *buf = tl_ir_buffer(ir, b);
-  if (c->bscope[b]) {
+  if (c->b.bscope[b]) {
     cg_err(c, TL_E_ARG, "buffer '%s' is allocated while already in scope", buf->name);
     return;
   }
@@ -857,20 +604,20 @@ static void print_alloc(ocg *c, tl_ref s) {
   char tb[24];
   const char *et = tname(c, st, tb);
   buf_bind(c, b);
-  const char *bn = c->bname[b];
+  const char *bn = c->b.bname[b];
   if (buf->scope == TL_SCOPE_SHARED) {
     tl_buf_printf(&c->ldecl, "  __local %s %s[%lld];\n", et, bn, (long long)n);
     c->local_bytes += n * (st.bits / 8 ? st.bits / 8 : 1);
     ps(c, tl_ir_kid(ir, s, 0));
   } else {
     line(c, "{");
-    c->ind++;
+    c->b.ind++;
     line(c, "%s %s[%lld];", et, bn, (long long)n);
     ps(c, tl_ir_kid(ir, s, 0));
-    c->ind--;
+    c->b.ind--;
     line(c, "}");
   }
-  c->bscope[b]--;
+  c->b.bscope[b]--;
 }
 
 typedef struct {
@@ -881,7 +628,7 @@ typedef struct {
 static int thread_use_fn(const tl_ir *ir, tl_ref r, void *ud) {
   thread_use_st *t = ud;
   const tl_node *n = tl_ir_node(ir, r);
-  if (n->op == TL_IR_VAR && t->c->tvar[n->imm.u] && t->c->vbound[n->imm.u]) t->found = 1;
+  if (n->op == TL_IR_VAR && t->c->tvar[n->imm.u] && t->c->b.vbound[n->imm.u]) t->found = 1;
   return !t->found;
 }
 
@@ -890,8 +637,8 @@ static void ps_inner(ocg *c, tl_ref s);
 /* A statement; after_barrier tracks barriers that follow each other in the
 ** text (a second one is dropped): control flow in between resets it. */
 static void ps(ocg *c, tl_ref s) {
-  if (c->err || !s) return;
-  int op = tl_ir_op(c->ir, s);
+  if (c->b.err || !s) return;
+  int op = tl_ir_op(c->b.ir, s);
   int transparent = op == TL_IR_SEQ || op == TL_IR_BARRIER || op == TL_IR_NOP ||
                     op == TL_IR_ATTR || op == TL_IR_ALLOC;
   if (!transparent) c->after_barrier = 0;
@@ -900,63 +647,18 @@ static void ps(ocg *c, tl_ref s) {
 }
 
 static void ps_inner(ocg *c, tl_ref s) {
-  tl_ir *ir = c->ir;
+  tl_ir *ir = c->b.ir;
   int op = tl_ir_op(ir, s);
   switch (op) {
-  case TL_IR_SEQ: {
-    int n = tl_ir_nkids(ir, s);
-    for (int i = 0; i < n; i++) {
-      tl_ref k = tl_ir_kid(ir, s, i);
-      if (tl_ir_op(ir, k) == TL_IR_LET_STMT && i < n - 1) {
-        line(c, "{");
-        block(c, k);
-        line(c, "}");
-      } else {
-        ps(c, k);
-      }
-    }
-    return;
-  }
   case TL_IR_FOR:
     print_for(c, s);
     return;
-  case TL_IR_LET_STMT: {
-    tl_ref var = tl_ir_kid(ir, s, 0), val = tl_ir_kid(ir, s, 1);
-    char tb[24];
-    const char *dt = tname(c, tl_ir_type(ir, val), tb);
-    int nn = nonneg(c, val);
-    tl_buf tmp = {0};
-    tl_buf *saved = c->o;
-    c->o = &tmp;
-    pe(c, val, -1);
-    c->o = saved;
-    indent(c);
-    PF(c, "%s %s = %s;\n", dt, var_bind(c, var, nn), tmp.s ? tmp.s : "0");
-    tl_buf_free(&tmp);
-    ps(c, tl_ir_kid(ir, s, 2));
-    var_unbind(c, var);
-    return;
-  }
   case TL_IR_IF: {
-    tl_ref cond = tl_ir_kid(ir, s, 0), el = tl_ir_kid(ir, s, 2);
-    if (tl_ir_type(ir, cond).lanes != 1) {
-      cg_err(c, TL_E_ARG, "IF statement on a vector condition");
-      return;
-    }
-    indent(c);
-    P(c, "if (");
-    pe(c, cond, -1);
-    P(c, ") {\n");
     thread_use_st tu = {c, 0};
-    tl_ir_visit(ir, cond, thread_use_fn, &tu);
+    tl_ir_visit(ir, tl_ir_kid(ir, s, 0), thread_use_fn, &tu);
     c->divergent += tu.found;
-    block(c, tl_ir_kid(ir, s, 1));
-    if (el && tl_ir_op(ir, el) != TL_IR_NOP) {
-      line(c, "} else {");
-      block(c, el);
-    }
+    tl_cf_stmt(&c->b, s);
     c->divergent -= tu.found;
-    line(c, "}");
     return;
   }
   case TL_IR_STORE:
@@ -968,14 +670,6 @@ static void ps_inner(ocg *c, tl_ref s) {
   case TL_IR_ATTR:
     ps(c, tl_ir_kid(ir, s, 1));
     return;
-  case TL_IR_EVAL:
-    indent(c);
-    P(c, "(void)(");
-    pe(c, tl_ir_kid(ir, s, 0), -1);
-    P(c, ");\n");
-    return;
-  case TL_IR_NOP:
-    return;
   case TL_IR_BARRIER:
     if (c->divergent) {
       cg_err(c, TL_E_UNSUPPORTED, "barrier inside a condition on threadIdx (not every work-item "
@@ -986,7 +680,7 @@ static void ps_inner(ocg *c, tl_ref s) {
     c->after_barrier = 1;
     return;
   default:
-    cg_err(c, TL_E_ARG, "%s node where a statement is expected", tl_ir_opname[op]);
+    tl_cf_stmt(&c->b, s);   /* SEQ, LET_STMT, IF, EVAL, NOP, errors */
     return;
   }
 }
@@ -1003,7 +697,7 @@ static int scan_fn(const tl_ir *ir, tl_ref r, void *ud) {
   ocg *c = s->c;
   const tl_node *n = tl_ir_node(ir, r);
   if (n->op == TL_IR_LOAD || n->op == TL_IR_STORE) {
-    if (n->imm.u < (uint64_t)c->nbufs) s->used[n->imm.u] = 1;
+    if (n->imm.u < (uint64_t)c->b.nbufs) s->used[n->imm.u] = 1;
   } else if (n->op == TL_IR_FOR && tl_for_kind(ir, r) == TL_FOR_THREAD) {
     int tag = tl_for_tag(ir, r);
     int64_t e;
@@ -1066,6 +760,22 @@ void tl_ocl_code_free(tl_ocl_code *code) {
   memset(code, 0, sizeof *code);
 }
 
+/* ---- the hooks of the shared C-family printer (cfamily.h) ------------------------- */
+
+static int h_reserved_prefix(const char *b) {
+  return strncmp(b, "tl_", 3) == 0 || strncmp(b, "get_", 4) == 0 ||
+         strncmp(b, "convert_", 8) == 0 || strncmp(b, "as_", 3) == 0;
+}
+static void h_pe(tl_cf *b, tl_ref e, int lane) { pe((ocg *)b, e, lane); }
+static void h_put_int(tl_cf *b, tl_type t, int64_t v) { put_int((ocg *)b, t, v); }
+static void h_ps(tl_cf *b, tl_ref s) { ps((ocg *)b, s); }
+static const char *h_decl_type(tl_cf *b, tl_type t, char *buf) { return tname((ocg *)b, t, buf); }
+
+static const tl_cf_hooks ocl_hooks = {
+  "codegen_opencl", "symbolic shapes are not supported by the OpenCL backend", "(uchar)(",
+  reserved_words, (int)TL_ARRAY_SIZE(reserved_words),
+  h_reserved_prefix, h_pe, h_put_int, h_ps, h_decl_type};
+
 int tl_codegen_opencl(tl_ctx *ctx, const tl_lowered *f, tl_ocl_code *out) {
   memset(out, 0, sizeof *out);
   if (!f || !f->ir) return tl_err(ctx, TL_E_ARG, "codegen_opencl: NULL function");
@@ -1082,31 +792,19 @@ int tl_codegen_opencl(tl_ctx *ctx, const tl_lowered *f, tl_ocl_code *out) {
 
   ocg c;
   memset(&c, 0, sizeof c);
-  c.ctx = ctx;
-  c.ir = ir;
-  c.f = f;
-  c.nvars = ir->vars.n;
-  c.vname = tl_calloc((size_t)c.nvars + 1, sizeof(char *));
-  c.vbound = tl_calloc((size_t)c.nvars + 1, sizeof(int));
-  c.nonneg = tl_calloc((size_t)c.nvars + 1, 1);
-  c.tvar = tl_calloc((size_t)c.nvars + 1, 1);
-  c.nbufs = ir->bufs.n;
-  c.bname = tl_calloc((size_t)c.nbufs + 1, sizeof(char *));
-  c.bscope = tl_calloc((size_t)c.nbufs + 1, sizeof(int));
-  c.slot_of_buf = tl_malloc(sizeof(int) * ((size_t)c.nbufs + 1));
-  for (int b = 0; b < c.nbufs; b++) c.slot_of_buf[b] = -1;
-  for (size_t i = 0; i < TL_ARRAY_SIZE(reserved_words); i++)
-    TL_VEC_PUSH(c.names, tl_strdup(reserved_words[i]));
-  TL_VEC_PUSH(c.names, tl_strdup(f->name));
+  tl_cf_init(&c.b, &ocl_hooks, ctx, f);
+  c.tvar = tl_calloc((size_t)c.b.nvars + 1, 1);
+  c.slot_of_buf = tl_malloc(sizeof(int) * ((size_t)c.b.nbufs + 1));
+  for (int b = 0; b < c.b.nbufs; b++) c.slot_of_buf[b] = -1;
 
   /* arguments */
   out->nargs = f->nargs;
   out->arg_dtype = tl_calloc((size_t)f->nargs + 1, sizeof(int));
   out->arg_ndim = tl_calloc((size_t)f->nargs + 1, sizeof(int));
   out->arg_shape = tl_calloc((size_t)f->nargs + 1, sizeof(int64_t *));
-  for (int k = 0; k < f->nargs && !c.err; k++) {
+  for (int k = 0; k < f->nargs && !c.b.err; k++) {
     int b = f->arg_bufs[k];
-    if (b < 0 || b >= c.nbufs) {
+    if (b < 0 || b >= c.b.nbufs) {
       cg_err(&c, TL_E_ARG, "argument %d: buffer id %d does not exist", k, b);
       break;
     }
@@ -1134,7 +832,7 @@ int tl_codegen_opencl(tl_ctx *ctx, const tl_lowered *f, tl_ocl_code *out) {
   }
   /* global temporaries */
   TL_VEC(int64_t) temps = {0};
-  while (!c.err && tl_ir_op(ir, body) == TL_IR_ALLOC) {
+  while (!c.b.err && tl_ir_op(ir, body) == TL_IR_ALLOC) {
     int b = (int)tl_ir_node(ir, body)->imm.u;
     const tl_buffer *buf = tl_ir_buffer(ir, b);
     if (buf->scope != TL_SCOPE_GLOBAL) break;
@@ -1163,42 +861,42 @@ int tl_codegen_opencl(tl_ctx *ctx, const tl_lowered *f, tl_ocl_code *out) {
 
   tl_buf kernels = {0};
   TL_VEC(tl_ocl_kinfo) kinfo = {0};
-  uint8_t *used = tl_calloc((size_t)c.nbufs + 1, 1);
-  for (int r = 0; r < regions.n && !c.err; r++) {
+  uint8_t *used = tl_calloc((size_t)c.b.nbufs + 1, 1);
+  for (int r = 0; r < regions.n && !c.b.err; r++) {
     memset(c.launch, 0, sizeof c.launch);
-    memset(used, 0, (size_t)c.nbufs + 1);
+    memset(used, 0, (size_t)c.b.nbufs + 1);
     scan_st ss = {&c, used};
     tl_ir_visit(ir, regions.v[r], scan_fn, &ss);
     tl_ocl_kinfo ki;
     memset(&ki, 0, sizeof ki);
     ki.name = tl_sprintf("%s_kernel%d", f->name, r);
-    TL_VEC_PUSH(c.names, tl_strdup(ki.name));
+    TL_VEC_PUSH(c.b.names, tl_strdup(ki.name));
     for (int d = 0; d < 3; d++) {
       ki.grid[d] = c.launch[TL_TAG_BLOCK_X + d] ? c.launch[TL_TAG_BLOCK_X + d] : 1;
       ki.block[d] = c.launch[TL_TAG_THREAD_X + d] ? c.launch[TL_TAG_THREAD_X + d] : 1;
     }
     TL_VEC(int) slots = {0};
     for (int s = 0; s < f->nargs + temps.n; s++)
-      for (int b = 0; b < c.nbufs; b++)
+      for (int b = 0; b < c.b.nbufs; b++)
         if (used[b] && c.slot_of_buf[b] == s) TL_VEC_PUSH(slots, s);
     ki.slots = slots.v;
     ki.nslots = slots.n;
     tl_buf kb = {0};
     tl_buf_free(&c.ldecl);
     c.local_bytes = 0;
-    c.o = &kb;
-    c.ind = 1;
+    c.b.o = &kb;
+    c.b.ind = 1;
     ps(&c, regions.v[r]);
     ki.local_bytes = c.local_bytes;
     tl_buf_printf(&kernels, "__kernel __attribute__((reqd_work_group_size(%lld, %lld, %lld)))\nvoid %s(",
                   (long long)ki.block[0], (long long)ki.block[1], (long long)ki.block[2], ki.name);
     for (int s = 0; s < ki.nslots; s++) {
       int b = -1;
-      for (int bb = 0; bb < c.nbufs && b < 0; bb++)
+      for (int bb = 0; bb < c.b.nbufs && b < 0; bb++)
         if (used[bb] && c.slot_of_buf[bb] == ki.slots[s]) b = bb;
       char tb[24];
       const char *et = tname(&c, storage_type(tl_ir_buffer(ir, b)->dtype), tb);
-      tl_buf_printf(&kernels, "%s__global %s *restrict %s", s ? ", " : "", et, c.bname[b]);
+      tl_buf_printf(&kernels, "%s__global %s *restrict %s", s ? ", " : "", et, c.b.bname[b]);
     }
     tl_buf_puts(&kernels, ") {\n");
     if (c.ldecl.n) tl_buf_putn(&kernels, c.ldecl.s, c.ldecl.n);
@@ -1209,7 +907,7 @@ int tl_codegen_opencl(tl_ctx *ctx, const tl_lowered *f, tl_ocl_code *out) {
   }
   free(used);
   tl_buf_free(&c.ldecl);
-  int rc = c.err;
+  int rc = c.b.err;
   if (!rc) {
     tl_buf src = {0};
     tl_buf_printf(&src, "/* %s: generated by tunelua's OpenCL backend: %d kernel%s */\n", f->name,
@@ -1238,14 +936,8 @@ int tl_codegen_opencl(tl_ctx *ctx, const tl_lowered *f, tl_ocl_code *out) {
   }
   tl_buf_free(&kernels);
   TL_VEC_FREE(regions);
-  for (int i = 0; i < c.names.n; i++) free(c.names.v[i]);
-  TL_VEC_FREE(c.names);
-  free(c.vname);
-  free(c.vbound);
-  free(c.nonneg);
+  tl_cf_free(&c.b);
   free(c.tvar);
-  free(c.bname);
-  free(c.bscope);
   free(c.slot_of_buf);
   return rc;
 }

@@ -342,10 +342,6 @@ TL_EXPORT int tl_graph_exec_profile(tl_ctx *ctx, tl_graph_exec *e, int number, d
 
 #include "../codegen/codegen.h"
 
-#ifndef TL_C_COMPILER
-#define TL_C_COMPILER "cc"
-#endif
-
 struct tl_graph_lib {
   int nparts;
   void **handles;
@@ -353,38 +349,6 @@ struct tl_graph_lib {
   double compile_s;                /* summed over parts compiled now */
   int cache_hits;                  /* parts found in the cache */
 };
-
-static const char *gcompiler(void) {
-  const char *cc = getenv("TUNELUA_CC");
-  return cc && *cc ? cc : TL_C_COMPILER;
-}
-
-static int gcache_dir(tl_ctx *ctx, char **out) {
-  const char *env = getenv("TUNELUA_CACHE_DIR");
-  char *cands[4] = {0};
-  int n = 0;
-  if (env && *env) cands[n++] = tl_strdup(env);
-  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  if (xdg && *xdg) cands[n++] = tl_sprintf("%s/tunelua/kernels", xdg);
-  if (home && *home) cands[n++] = tl_sprintf("%s/.cache/tunelua/kernels", home);
-  const char *tmp = getenv("TMPDIR");
-  cands[n++] = tl_sprintf("%s/tunelua-%d/kernels", tmp && *tmp ? tmp : "/tmp", (int)getuid());
-  int chosen = -1;
-  for (int i = 0; i < n && chosen < 0; i++) {
-    if (tl_mkdirs(NULL, cands[i]) == TL_OK && access(cands[i], W_OK) == 0) chosen = i;
-    else if (i == 0 && env && *env)
-      break;
-  }
-  int rc = TL_OK;
-  if (chosen >= 0) {
-    *out = cands[chosen];
-    cands[chosen] = NULL;
-  } else {
-    rc = tl_err(ctx, TL_E_IO, "cannot create a kernel cache directory (tried '%s')", cands[0]);
-  }
-  for (int i = 0; i < n; i++) free(cands[i]);
-  return rc;
-}
 
 static int gwrite(const char *path, const char *data) {
   FILE *f = fopen(path, "wb");
@@ -535,11 +499,11 @@ TL_EXPORT int tl_graph_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int 
     src[i] = tl_buf_take(&b);
   }
   char *dir = NULL;
-  if (!rc) rc = gcache_dir(ctx, &dir);
+  if (!rc) rc = tl_kernel_cache_dir(ctx, &dir);
   gpart *parts = tl_calloc((size_t)nparts, sizeof(gpart));
   if (!rc) {
     const char *flags = cflags ? cflags : "-O3 -march=native";
-    const char *cc = gcompiler();
+    const char *cc = tl_kernel_compiler();
     /* contiguous slices of about equal kernel counts */
     for (int p = 0; p < nparts; p++) {
       int lo = (int)((int64_t)n * p / nparts), hi = (int)((int64_t)n * (p + 1) / nparts);

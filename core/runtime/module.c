@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "runtime.h"
+#include "../codegen/codegen.h"
 
 #define MODULE_STDERR_MAX 700          /* compiler output kept in messages */
 #define CACHE_FLUSH_BYTES (32u << 20)
@@ -51,13 +52,13 @@ struct tl_module {
 typedef int32_t (*kernel_fn)(void **args, int32_t nargs);
 typedef const char *(*kernel_err_fn)(void);
 
-static const char *compiler(void) {
+const char *tl_kernel_compiler(void) {
   const char *cc = getenv("TUNELUA_CC");
   return cc && *cc ? cc : TL_C_COMPILER;
 }
 
 /* The cache directory (malloc'd), created. */
-static int cache_dir(tl_ctx *ctx, char **out) {
+int tl_kernel_cache_dir(tl_ctx *ctx, char **out) {
   const char *env = getenv("TUNELUA_CACHE_DIR");
   char *cands[4] = {0};
   int n = 0;
@@ -197,7 +198,7 @@ TL_EXPORT int tl_module_from_c(tl_ctx *ctx, const char *source, const char *cfla
   *out = NULL;
   if (!source) return tl_err(ctx, TL_E_ARG, "tl_module_from_c: source is NULL");
   const char *flags = cflags ? cflags : "-O3 -march=native";
-  const char *cc = compiler();
+  const char *cc = tl_kernel_compiler();
   size_t slen = strlen(source);
 
   uint64_t h[2];
@@ -208,7 +209,7 @@ TL_EXPORT int tl_module_from_c(tl_ctx *ctx, const char *source, const char *cfla
     h[i] = x;
   }
   char *dir = NULL;
-  int rc = cache_dir(ctx, &dir);
+  int rc = tl_kernel_cache_dir(ctx, &dir);
   if (rc) return rc;
   char key[40];
   snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);

@@ -144,22 +144,21 @@ Func.__call = function(f, ...)
   check(C.tl_module_call(ctx, f.module, f.name, arr, n), 3)
 end
 
---- f:time_evaluator({number = 10, repeats = 3, min_repeat_ms = 0, cache_flush = false})
--- -> function(a, b, ...) returning {seconds per call of each repeat..., mean = m}
-function Func:time_evaluator(opts)
+-- The time evaluator of a C or an OpenCL function f: timer(arr, n, number, repeat, min_ms, flag,
+-- secs) runs the module's timing call (flag: the cache flush or the wall clock option).
+local function time_evaluator(f, opts, flag_name, timer)
   opts = opts or {}
   local number = opts.number or 10
   local rep = opts.repeats or opts["repeat"] or 3
   local min_ms = opts.min_repeat_ms or 0
-  local flush = opts.cache_flush and 1 or 0
+  local flag = opts[flag_name] and 1 or 0
   if type(number) ~= "number" or number < 1 or type(rep) ~= "number" or rep < 1 then
-    error("time_evaluator: number and repeat must be positive integers", 2)
+    error("time_evaluator: number and repeat must be positive integers", 3)
   end
-  local f = self
   return function(...)
     local arr, n = pack_args(f, "time_evaluator", 3, ...)
     local secs = ffi.new("double[?]", rep)
-    check(C.tl_module_time(ctx, f.module, f.name, arr, n, number, rep, min_ms, flush, secs), 3)
+    check(timer(arr, n, number, rep, min_ms, flag, secs), 3)
     local out, sum = {}, 0
     for i = 0, rep - 1 do
       out[i + 1] = secs[i]
@@ -169,6 +168,16 @@ function Func:time_evaluator(opts)
     out.results = { unpack(out) }
     return out
   end
+end
+
+--- f:time_evaluator({number = 10, repeats = 3, min_repeat_ms = 0, cache_flush = false})
+-- -> function(a, b, ...) returning {seconds per call of each repeat..., mean = m}
+function Func:time_evaluator(opts)
+  local f = self
+  local ev = time_evaluator(f, opts, "cache_flush", function(arr, n, number, rep, min_ms, flush, secs)
+    return C.tl_module_time(ctx, f.module, f.name, arr, n, number, rep, min_ms, flush, secs)
+  end)
+  return ev                              -- not a tail call: error levels count this frame
 end
 
 function Func:get_source() return ffi.string(C.tl_module_source(self.module)) end
@@ -187,28 +196,11 @@ end
 
 --- f:time_evaluator({number = 10, repeats = 3, min_repeat_ms = 0, wallclock = false})
 function OclFunc:time_evaluator(opts)
-  opts = opts or {}
-  local number = opts.number or 10
-  local rep = opts.repeats or opts["repeat"] or 3
-  local min_ms = opts.min_repeat_ms or 0
-  local wall = opts.wallclock and 1 or 0
-  if type(number) ~= "number" or number < 1 or type(rep) ~= "number" or rep < 1 then
-    error("time_evaluator: number and repeat must be positive integers", 2)
-  end
   local f = self
-  return function(...)
-    local arr, n = pack_args(f, "time_evaluator", 3, ...)
-    local secs = ffi.new("double[?]", rep)
-    check(C.tl_ocl_module_time(ctx, f.module, arr, n, number, rep, min_ms, wall, secs), 3)
-    local out, sum = {}, 0
-    for i = 0, rep - 1 do
-      out[i + 1] = secs[i]
-      sum = sum + secs[i]
-    end
-    out.mean = sum / rep
-    out.results = { unpack(out) }
-    return out
-  end
+  local ev = time_evaluator(f, opts, "wallclock", function(arr, n, number, rep, min_ms, wall, secs)
+    return C.tl_ocl_module_time(ctx, f.module, arr, n, number, rep, min_ms, wall, secs)
+  end)
+  return ev                              -- not a tail call: error levels count this frame
 end
 
 function OclFunc:get_source() return ffi.string(C.tl_ocl_module_source(self.module)) end
