@@ -8,7 +8,7 @@
 -- config and the default schedules (no history, no TopHub); "TopHub" with
 -- TVM's pre-tuned x86 records; "tuned" with the best records of --log, or of
 -- a short tuning run this script does itself (--n-trial per task, xgb) when no
--- log is given. The peer is PyTorch on the same networks
+-- log is given (--log none: no tuned column). The peer is PyTorch on the same networks
 -- (scripts/bench/torch_peer.py, /usr/bin/python3 with Debian's python3-torch)
 -- with the same thread count. Every figure is the median of --repeat runs.
 local tl = require "tunelua"
@@ -68,7 +68,9 @@ local rows = {}
 for name in opts.networks:gmatch("[^,]+") do
   local mod, params = networks.get_network(name, { batch_size = 1 })
   local log = opts.log
-  if not log then
+  if log == "none" then
+    log = nil
+  elseif not log then
     log = string.format("network_cpu.%s.log", name)
     local tasks = autotvm.task.extract_from_program(mod, { target = opts.target, params = params,
       ops = { "nn.conv2d", "nn.dense" } })
@@ -78,7 +80,7 @@ for name in opts.networks:gmatch("[^,]+") do
   end
   local untuned = bench(mod, params, nil, false)
   local tophub = bench(mod, params, nil, true)
-  local tuned = bench(mod, params, autotvm.apply_history_best(log), true)
+  local tuned = log and bench(mod, params, autotvm.apply_history_best(log), true) or nil
   local torch, ver = torch_ms(name)
   rows[#rows + 1] = { name = name, untuned = untuned, tophub = tophub, tuned = tuned,
                       torch = torch, torch_ver = ver, log = log }
@@ -89,11 +91,12 @@ print(string.format("\nbatch 1, fp32, %d threads, %s; median of %d runs (ms); ra
 print(string.format("%-12s %10s %10s %10s %10s %8s", "network", "untuned", "TopHub", "tuned",
                     "PyTorch", "ratio"))
 for _, r in ipairs(rows) do
-  local best = math.min(r.untuned, r.tophub, r.tuned)
-  print(string.format("%-12s %10.2f %10.2f %10.2f %10s %8s", r.name, r.untuned, r.tophub, r.tuned,
+  local best = math.min(r.untuned, r.tophub, r.tuned or math.huge)
+  print(string.format("%-12s %10.2f %10.2f %10s %10s %8s", r.name, r.untuned, r.tophub,
+                      r.tuned and string.format("%.2f", r.tuned) or "n/a",
                       r.torch and string.format("%.2f", r.torch) or "n/a",
                       r.torch and string.format("%.2f", r.torch / best) or "n/a"))
 end
 for _, r in ipairs(rows) do
-  if r.torch then print(string.format("PyTorch %s; tuned records: %s", r.torch_ver, r.log)) break end
+  if r.torch then print(string.format("PyTorch %s; tuned records: %s", r.torch_ver, r.log or "none")) break end
 end
