@@ -9,7 +9,8 @@ local base = string.format("%s/tl_tune_resume_%d_%d", dir, os.time(), math.rando
 local log = base .. ".log"
 local script = base .. "_child.lua"
 
-local ARGS = [[{ { "TENSOR", { 1, 32 }, "float32" }, { "TENSOR", { 16, 32 }, "float32" }, "None", "float32" }]]
+-- a space of 121 configs: the child cannot finish it between two polls below
+local ARGS = [[{ { "TENSOR", { 1, 1024 }, "float32" }, { "TENSOR", { 1024, 1024 }, "float32" }, "None", "float32" }]]
 local f = assert(io.open(script, "w"))
 f:write(string.format([[
 local autotvm = require "tunelua.autotvm"
@@ -22,10 +23,32 @@ autotvm.tune_tasks({ task }, mo, { tuner = "random", n_trial = 1000, log_filenam
 ]], ARGS, log))
 f:close()
 
--- the child tunes far more than it gets time for; SIGKILL after a few trials
+-- the child tunes in the background; SIGKILL it once it has logged two trials
 local tmp = log .. ".tmp"
-local rc = os.execute(string.format("timeout -s KILL 5 %s %s >/dev/null 2>&1", host.exe, script))
-assert(rc ~= 0 and rc ~= true, "the child was expected to be killed")
+local pidfile = base .. ".pid"
+os.execute(string.format("%s %s >/dev/null 2>&1 & echo $! > %s", host.exe, script, pidfile))
+local pid = assert(io.open(pidfile)):read("*n")
+local function count_lines(path)
+  local fh = io.open(path)
+  if not fh then return 0 end
+  local n = 0
+  for line in fh:lines() do if line:sub(-1) == "}" then n = n + 1 end end
+  fh:close()
+  return n
+end
+local t0 = os.time()
+while count_lines(tmp) < 2 do
+  assert(os.time() - t0 < 120, "the child logged no two trials in 120 s")
+  os.execute("sleep 0.05")
+end
+os.execute("kill -9 " .. pid)
+-- gone (or a zombie nobody reaped yet: it writes nothing either way) within 5 s
+for _ = 1, 100 do
+  if os.execute("kill -0 " .. pid .. " 2>/dev/null") ~= 0 then break end
+  os.execute("sleep 0.05")
+end
+os.remove(pidfile)
+assert(io.open(log) == nil, "the child finished before it was killed")
 local lines = 0
 for _ in io.lines(tmp) do lines = lines + 1 end
 assert(lines >= 1, "the killed run left no records")
