@@ -150,7 +150,7 @@ TL_EXPORT void tl_tune_sa_free(tl_tune_sa *sa) {
 
 /* ---- the top-num heap (min-heap on score) ---------------------------------------- */
 
-typedef struct hent { double s; int64_t p; } hent;
+typedef struct hent { double s; int64_t p; uint64_t r; } hent;   /* r: random tie-break */
 
 static void heap_down(hent *h, int n, int i) {
   for (;;) {
@@ -173,6 +173,38 @@ static int cmp_hent_desc(const void *a, const void *b) {
   const hent *x = a, *y = b;
   return x->s > y->s ? -1 : x->s < y->s;
 }
+static int cmp_hent_tie(const void *a, const void *b) {
+  const hent *x = a, *y = b;
+  if (x->s != y->s) return x->s > y->s ? -1 : 1;
+  return x->r < y->r ? -1 : x->r > y->r;
+}
+
+/* A small space is scored whole: with the defaults (up to 128 points, early stop
+** after 50 iterations) annealing scores at least 6400 points, more than a
+** space of TL_SA_EXHAUSTIVE configs holds, and may still miss the model's
+** best. Scoring every valid config returns the exact top num. Ties (trees
+** predict piecewise constants) are broken at random, from the seed. */
+#define TL_SA_EXHAUSTIVE 4096
+
+static int exhaustive(tl_ctx *ctx, tl_tune_sa *sa, tl_score_fn score, void *ud, int num,
+                      const int64_t *ex, int nexcl, int64_t *out, int *nout) {
+  int64_t *pts = tl_malloc(sizeof(int64_t) * (size_t)(sa->sp.len + 1));
+  int n = 0;
+  for (int64_t p = 0; p < sa->sp.range_len && n < sa->sp.len; p++)
+    if (tl_tspace_valid(&sa->sp, p) && !in_sorted(ex, nexcl, p)) pts[n++] = p;
+  hent *h = tl_malloc(sizeof(hent) * (size_t)(n + 1));
+  double *sc = tl_malloc(sizeof(double) * (size_t)(n + 1));
+  int rc = n ? score(ctx, ud, pts, n, sc) : TL_OK;
+  if (!rc) {
+    for (int i = 0; i < n; i++) h[i].s = sc[i], h[i].p = pts[i], h[i].r = tl_rng_next(&sa->rng);
+    qsort(h, (size_t)n, sizeof(hent), cmp_hent_tie);
+    for (int i = 0; i < n && i < num; i++) out[(*nout)++] = h[i].p;
+  }
+  free(pts);
+  free(h);
+  free(sc);
+  return rc;
+}
 
 int tl_sa_search(tl_ctx *ctx, tl_tune_sa *sa, tl_score_fn score, void *ud, int num,
                  const int64_t *exclusive, int nexcl, int64_t *out, int *nout) {
@@ -182,6 +214,11 @@ int tl_sa_search(tl_ctx *ctx, tl_tune_sa *sa, tl_score_fn score, void *ud, int n
   if (nexcl) memcpy(ex, exclusive, sizeof(int64_t) * (size_t)nexcl);
   qsort(ex, (size_t)nexcl, sizeof(int64_t), cmp_i64);
   int P = sa->parallel_size, rc = TL_OK;
+  if (sa->sp.len <= TL_SA_EXHAUSTIVE && sa->sp.range_len <= 16 * TL_SA_EXHAUSTIVE) {
+    rc = exhaustive(ctx, sa, score, ud, num, ex, nexcl, out, nout);
+    free(ex);
+    return rc;
+  }
   int64_t *pts = tl_malloc(sizeof(int64_t) * (size_t)P), *npts = tl_malloc(sizeof(int64_t) * (size_t)P);
   double *sc = tl_malloc(sizeof(double) * (size_t)P), *nsc = tl_malloc(sizeof(double) * (size_t)P);
   hent *h = tl_malloc(sizeof(hent) * (size_t)num);

@@ -7,7 +7,7 @@
 --            --n_parallel N (phase-1 parallel builds; default: cores)  --number 1 --repeats 5
 --            --batch 8 (phase-2 batch = the replay builder's n_parallel)  --measure_only 1
 --            --limit N (phase 1 measures at most N new configs per task in this run)
---            --plan_size N (xgb tuners; default: the tuner's 64)
+--            --plan_size N (xgb tuners; default: the tuner's, 32 or 16 on these spaces)
 --
 -- The x86 conv2d spaces are small (360-784 configs), so 4 tuners x 3 seeds x 512 trials would
 -- measure the same configs over and over. The benchmark therefore runs in two phases:

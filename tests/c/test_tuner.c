@@ -196,6 +196,47 @@ TL_TEST(tuner_sa_finds_max) {
   tl_ctx_free(ctx);
 }
 
+/* A space larger than the whole-space scoring limit (8x8x8x16 = 8192 points,
+** 7168 valid): the annealing path itself must find the known maximum. */
+static int score_fn4(tl_ctx *ctx, void *ud, const int64_t *pts, int n, double *out) {
+  (void)ctx;
+  int *calls = ud;
+  ++*calls;
+  for (int i = 0; i < n; i++) {
+    int64_t d[4];
+    tl_tspace_point2knob(g_sp, pts[i], d);
+    out[i] = -(double)((d[0] - 5) * (d[0] - 5) + (d[1] - 2) * (d[1] - 2) +
+                       (d[2] - 7) * (d[2] - 7) + (d[3] - 11) * (d[3] - 11));
+  }
+  return TL_OK;
+}
+
+TL_TEST(tuner_sa_anneals_large_space) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_tspace sp;
+  memset(&sp, 0, sizeof sp);
+  sp.nknobs = 4;
+  sp.dims[0] = sp.dims[1] = sp.dims[2] = 8;
+  sp.dims[3] = 16;
+  sp.range_len = 8192;
+  sp.len = 8192 - 1024;
+  sp.valid = valid_fn;
+  g_sp = &sp;
+  int64_t d[4] = {5, 2, 7, 11};
+  int64_t best = tl_tspace_knob2point(&sp, d);
+  tl_tune_sa *sa;
+  CHECK_EQ_INT(tl_sa_new_space(&sp, 500, 1.0, 0.0, 1, 16, 50, 3, &sa), TL_OK);
+  int calls = 0, nout = 0;
+  int64_t out[8];
+  CHECK_EQ_INT(tl_sa_search(ctx, sa, score_fn4, &calls, 4, NULL, 0, out, &nout), TL_OK);
+  CHECK_EQ_INT(nout, 4);
+  CHECK_EQ_INT(out[0], best);
+  for (int i = 0; i < nout; i++) CHECK(valid_fn(NULL, out[i]));
+  CHECK(calls > 1);   /* annealed in steps, not scored whole in one call */
+  tl_tune_sa_free(sa);
+  tl_ctx_free(ctx);
+}
+
 /* The task-level paths: features of a real template's configs (parallel ==
 ** serial), a model trained on task configs, annealing over the task's space. */
 TL_TEST(tuner_task_paths) {

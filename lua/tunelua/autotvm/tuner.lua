@@ -7,11 +7,12 @@
 --
 -- Tuners: RandomTuner, GridSearchTuner (index tuners, specs/algorithms.md A3), GATuner
 -- ({pop_size = 100, elite_num = 3, mutation_prob = 0.1}, A4), XGBTuner ({loss_type = "reg" |
--- "rank" | "rank-binary", feature_type = "itervar" | "knob" | "curve", plan_size = 64,
--- num_threads, optimizer = "sa", diversity_filter_ratio, seed}, A5/A6) and DropletTuner
--- (A8). Every tuner is an object with next_batch(n) -> configs, update(inputs, results) and
--- has_next(); `Tuner.tune(obj, opts)` runs the loop of A2 on any Lua object with those three
--- methods (and `task`), so a user's own tuner needs no base class.
+-- "rank" | "rank-binary", feature_type = "itervar" | "knob" | "curve", plan_size (64; 32 or
+-- 16 on spaces under 1024 configs), num_threads, optimizer = "sa", diversity_filter_ratio,
+-- seed}, A5/A6) and DropletTuner (A8). Every tuner is an object with next_batch(n) ->
+-- configs, update(inputs, results) and has_next(); `Tuner.tune(obj, opts)` runs the loop of
+-- A2 on any Lua object with those three methods (and `task`), so a user's own tuner needs no
+-- base class.
 --
 -- The space is read through Contract C on task.handle (tl_atvm_space_*), or, for a task
 -- without a handle, through task.config_space's methods (len, range_length, dims,
@@ -578,7 +579,14 @@ function tuner.XGBTuner(task, o)
     error("XGBTuner: task has no handle (a task from autotvm.task.create or extraction)", 2)
   end
   self.feature_type, self.loss_type = ft, lt
-  self.plan_size = tonumber(o.plan_size) or 64
+  -- plan_size: trials per model plan, and the random trials before the first fit. TVM's 64
+  -- suits spaces of 10^4 configs and more; on a small space 64 random trials are a large
+  -- share of a short budget and the model plans long on little data. The default is the
+  -- largest power of two <= 1/16 of the space, between 16 and 64 (docs/autotvm.md, "Search
+  -- efficiency"): 64 from 1024 configs up.
+  local ps = 64
+  while ps > 16 and ps * 16 > self.space.len do ps = ps / 2 end
+  self.plan_size = tonumber(o.plan_size) or ps
   self.num_threads = tonumber(o.num_threads) or C.tl_num_cores()
   self.diversity_filter_ratio = ratio
   local seed = self.rng:below(2147483647) + 1
