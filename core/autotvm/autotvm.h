@@ -101,6 +101,10 @@ typedef struct tl_atvm_template {
 int tl_atvm_parse_args(tl_ctx *ctx, const char *args_json, tl_atvm_args *a);
 void tl_atvm_args_free(tl_atvm_args *a);
 const tl_atvm_template *tl_atvm_template_find(const char *name);
+/* args[i] as n ints: one int repeated, a list of n, or (n = 4) a pair
+** (top/bottom, left/right) of paddings; what names the argument in errors. */
+int tl_atvm_args_ints(tl_ctx *ctx, const tl_atvm_args *a, int i, int n, int64_t *out,
+                      const char *what);
 
 /* Schedule helpers for templates (targets/x86). */
 int tl_atvm_stage_by_tag(tl_sched *s, const char *tag_prefix);

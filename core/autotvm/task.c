@@ -24,6 +24,27 @@ struct tl_atvm_task {
   int64_t *valid_cache;        /* unused: no multi_filter in C templates */
 };
 
+/* ---- template arguments ----------------------------------------------------- */
+
+int tl_atvm_args_ints(tl_ctx *ctx, const tl_atvm_args *a, int i, int n, int64_t *out,
+                      const char *what) {
+  json_t *v = json_array_get(a->json, i);
+  if (json_is_integer(v)) {
+    for (int k = 0; k < n; k++) out[k] = json_integer_value(v);
+    return TL_OK;
+  }
+  if (!json_is_array(v)) return tl_err(ctx, TL_E_ARG, "args[%d] (%s) must be a list of ints", i, what);
+  size_t m = json_array_size(v);
+  if (n == 4 && m == 2) {   /* (top/bottom, left/right) padding */
+    out[0] = out[2] = json_integer_value(json_array_get(v, 0));
+    out[1] = out[3] = json_integer_value(json_array_get(v, 1));
+    return TL_OK;
+  }
+  if ((int)m != n) return tl_err(ctx, TL_E_ARG, "args[%d] (%s) must have %d values", i, what, n);
+  for (int k = 0; k < n; k++) out[k] = json_integer_value(json_array_get(v, k));
+  return TL_OK;
+}
+
 /* ---- template registry ----------------------------------------------------- */
 
 static const tl_atvm_template *const templates[] = {

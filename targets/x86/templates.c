@@ -144,23 +144,6 @@ static int64_t last_of(tl_atvm_cfg *cfg, const char *name) {
 
 /* ---- args helpers ----------------------------------------------------------------- */
 
-static int get_ints(tl_ctx *ctx, const tl_atvm_args *a, int i, int n, int64_t *out, const char *what) {
-  json_t *v = json_array_get(a->json, i);
-  if (json_is_integer(v)) {
-    for (int k = 0; k < n; k++) out[k] = json_integer_value(v);
-    return TL_OK;
-  }
-  if (!json_is_array(v)) return tl_err(ctx, TL_E_ARG, "args[%d] (%s) must be a list of ints", i, what);
-  size_t m = json_array_size(v);
-  if (n == 4 && m == 2) {
-    out[0] = out[2] = json_integer_value(json_array_get(v, 0));
-    out[1] = out[3] = json_integer_value(json_array_get(v, 1));
-    return TL_OK;
-  }
-  if ((int)m != n) return tl_err(ctx, TL_E_ARG, "args[%d] (%s) must have %d values", i, what, n);
-  for (int k = 0; k < n; k++) out[k] = json_integer_value(json_array_get(v, k));
-  return TL_OK;
-}
 
 /* conv args: data, kernel, strides, padding, dilation, layout, out_layout, out_dtype
 ** (depthwise: data, kernel, strides, padding, dilation, out_dtype). */
@@ -176,9 +159,9 @@ static int conv_info_of(tl_ctx *ctx, const tl_atvm_args *a, int depthwise, conv_
   if (a->ndim[0] != 4 || a->ndim[1] != 4)
     return tl_err(ctx, TL_E_SHAPE, "data and kernel must be 4-D (NCHW, OIHW), got %d-D and %d-D",
                   a->ndim[0], a->ndim[1]);
-  TRY(get_ints(ctx, a, 2, 2, ci->stride, "strides"));
-  TRY(get_ints(ctx, a, 3, 4, ci->pad, "padding"));
-  TRY(get_ints(ctx, a, 4, 2, ci->dil, "dilation"));
+  TRY(tl_atvm_args_ints(ctx, a, 2, 2, ci->stride, "strides"));
+  TRY(tl_atvm_args_ints(ctx, a, 3, 4, ci->pad, "padding"));
+  TRY(tl_atvm_args_ints(ctx, a, 4, 2, ci->dil, "dilation"));
   size_t n = json_array_size(a->json);
   ci->out_dtype = json_string_value(json_array_get(a->json, n - 1));
   if (!depthwise && n >= 6) {
