@@ -106,6 +106,21 @@ const tl_atvm_template *tl_atvm_template_find(const char *name);
 int tl_atvm_args_ints(tl_ctx *ctx, const tl_atvm_args *a, int i, int n, int64_t *out,
                       const char *what);
 
+/* Schedule helpers for templates (sched_util.c), addressing iterators by
+** their stable node ids: split (out: the n+1 nodes outer..inner), fuse (out:
+** the fused node), reorder (the listed nodes take the positions they hold,
+** in list order; others stay); two stages with outputs of one shape; dense's
+** arguments [data [M, K], weight [N, K], bias or null, out_dtype] and its
+** compute (the topi operator). */
+int tl_atvm_split_node(tl_ctx *ctx, tl_sched *s, int st, int node, int n, const int64_t *f,
+                       int *out);
+int tl_atvm_fuse_nodes(tl_ctx *ctx, tl_sched *s, int st, const int *nodes, int n, int *out);
+int tl_atvm_reorder_nodes(tl_ctx *ctx, tl_sched *s, int st, const int *nodes, int n);
+int tl_atvm_same_shape(tl_sched *s, int a, int b);
+int tl_atvm_dense_dims(tl_ctx *ctx, const tl_atvm_args *a, int64_t *M, int64_t *N, int64_t *K);
+int tl_atvm_dense_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
+                          int *out, int max_out, int *nout);
+
 /* Schedule helpers for templates (targets/x86). */
 int tl_atvm_stage_by_tag(tl_sched *s, const char *tag_prefix);
 /* Inline every injective compute stage that is not an output and not the

@@ -48,41 +48,6 @@ static int pos(tl_sched *s, int st, int node) { return tl_sched_node_iter(s, st,
 static int node_at(tl_sched *s, int st, int p) { return tl_sched_iter_node(s, st, p); }
 static int find(tl_sched *s, const char *name) { return tl_sched_stage_find(s, name); }
 
-/* Split node by n factors (innermost last); out gets n+1 nodes outer..inner. */
-static int split_node(tl_ctx *ctx, tl_sched *s, int st, int node, int n, const int64_t *f,
-                      int *out) {
-  int p = pos(s, st, node);
-  if (p < 0) return tl_err(ctx, TL_E_INTERNAL, "mali template: lost an iterator");
-  TRY(tl_sched_split(ctx, s, st, p, n, f, 1));
-  for (int i = 0; i <= n; i++) out[i] = node_at(s, st, p + i);
-  return TL_OK;
-}
-
-/* The listed nodes take the positions they occupy, in list order. */
-static int reorder_nodes(tl_ctx *ctx, tl_sched *s, int st, const int *nodes, int n) {
-  int ni = tl_sched_num_iters(s, st), order[64], slots[64], ps[64], ns = 0;
-  if (ni > 64 || n > 64) return tl_err(ctx, TL_E_INTERNAL, "mali template: too many iterators");
-  for (int i = 0; i < ni; i++) order[i] = i;
-  for (int i = 0; i < n; i++) {
-    ps[i] = pos(s, st, nodes[i]);
-    if (ps[i] < 0) return tl_err(ctx, TL_E_INTERNAL, "mali template: reorder: lost an iterator");
-  }
-  for (int i = 0; i < ni; i++)
-    for (int j = 0; j < n; j++)
-      if (ps[j] == i) slots[ns++] = i;
-  for (int j = 0; j < n; j++) order[slots[j]] = ps[j];
-  return tl_sched_reorder(ctx, s, st, ni, order);
-}
-
-/* Fuse consecutive nodes (outer..inner) into *out. */
-static int fuse_nodes(tl_ctx *ctx, tl_sched *s, int st, const int *nodes, int n, int *out) {
-  int ps[16];
-  for (int i = 0; i < n; i++) ps[i] = pos(s, st, nodes[i]);
-  if (n > 1) TRY(tl_sched_fuse(ctx, s, st, n, ps));
-  *out = node_at(s, st, ps[0]);
-  return TL_OK;
-}
-
 static int64_t extent_of(tl_sched *s, int st, int node) {
   int p = pos(s, st, node);
   return p < 0 ? 0 : tl_sched_iter_extent(s, st, p);
@@ -94,15 +59,6 @@ static int ann(tl_ctx *ctx, tl_sched *s, int st, int node, int a) {
   if (p < 0) return tl_err(ctx, TL_E_INTERNAL, "mali template: annotate: lost an iterator");
   if (tl_sched_iter_extent(s, st, p) == 1) return TL_OK;
   return tl_sched_annotate(ctx, s, st, p, a);
-}
-
-static int same_shape(tl_sched *s, int a, int b) {
-  tl_dag *dag = tl_sched_dag(s);
-  int ta = tl_sched_stage_tensor(s, a, 0), tb = tl_sched_stage_tensor(s, b, 0);
-  int n = tl_dag_tensor_ndim(dag, ta);
-  if (n != tl_dag_tensor_ndim(dag, tb)) return 0;
-  return memcmp(tl_dag_tensor_shape(dag, ta), tl_dag_tensor_shape(dag, tb),
-                (size_t)n * sizeof(int64_t)) == 0;
 }
 
 static int inline_named(tl_ctx *ctx, tl_sched *s, const char *name) {
@@ -217,7 +173,6 @@ static int define_ann(tl_atvm_cfg *cfg, const char *name, int n, const char *pol
   return tl_atvm_space_define_annotate(cfg->ctx, cfg->space, name, n, policy, 0) < 0
              ? tl_errcode(cfg->ctx) : TL_OK;
 }
-
 
 /* ---- fallback from TopHub's reference log (formats §5.5) --------------------------
 ** TVM's spatial pack, depthwise and dense templates take their fallback
@@ -388,7 +343,6 @@ static void sanitize_ann(tl_atvm_cfg *cfg, const char *name, const int64_t *lens
 
 /* ---- args -------------------------------------------------------------------------- */
 
-
 /* conv args: data, kernel, strides, padding, dilation, out_dtype */
 typedef struct conv_info {
   int64_t N, C, H, W, O, KH, KW, OH, OW, stride[2], pad[4], dil[2];
@@ -447,7 +401,7 @@ static int anchor_stages(tl_ctx *ctx, tl_sched *s, const char *tag, const char *
   snprintf(cname, sizeof cname, "%s", tl_sched_stage_name(s, C));
   int last = tl_sched_num_stages(s) - 1;
   *other = -1;
-  if (last != C && same_shape(s, C, last)) {
+  if (last != C && tl_atvm_same_shape(s, C, last)) {
     *O = last, *L = C;
     return TL_OK;
   }
@@ -509,14 +463,14 @@ static int sp_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int
 static int tile_bind_3d(tl_ctx *ctx, tl_sched *s, int O, const int64_t *tc, const int64_t *th,
                         const int64_t *tw, int *inner, int *tx_node) {
   int c[3], h[3], w[3], bz;
-  TRY(split_node(ctx, s, O, node_at(s, O, 1), 2, tc + 1, c));
-  TRY(split_node(ctx, s, O, node_at(s, O, 4), 2, th + 1, h));
-  TRY(split_node(ctx, s, O, node_at(s, O, 7), 2, tw + 1, w));
+  TRY(tl_atvm_split_node(ctx, s, O, node_at(s, O, 1), 2, tc + 1, c));
+  TRY(tl_atvm_split_node(ctx, s, O, node_at(s, O, 4), 2, th + 1, h));
+  TRY(tl_atvm_split_node(ctx, s, O, node_at(s, O, 7), 2, tw + 1, w));
   int n = node_at(s, O, 0);
   int order[10] = {n, c[0], h[0], w[0], c[1], h[1], w[1], h[2], w[2], c[2]};
-  TRY(reorder_nodes(ctx, s, O, order, 10));
+  TRY(tl_atvm_reorder_nodes(ctx, s, O, order, 10));
   int f2[2] = {n, c[0]};
-  TRY(fuse_nodes(ctx, s, O, f2, 2, &bz));
+  TRY(tl_atvm_fuse_nodes(ctx, s, O, f2, 2, &bz));
   TRY(ann(ctx, s, O, bz, TL_ANN_BLOCK_Z));
   TRY(ann(ctx, s, O, h[0], TL_ANN_BLOCK_Y));
   TRY(ann(ctx, s, O, w[0], TL_ANN_BLOCK_X));
@@ -550,13 +504,13 @@ static int sp_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   /* L: n co oh ow | rc ry rx -> the inner tile split off each spatial axis */
   int n = node_at(s, L, 0), co = node_at(s, L, 1), oh = node_at(s, L, 2), ow = node_at(s, L, 3);
   int rc = node_at(s, L, 4), ry = node_at(s, L, 5), rx = node_at(s, L, 6), t[2];
-  TRY(split_node(ctx, s, L, co, 1, &tc[2], t)); int coo = t[0], vc = t[1];
-  TRY(split_node(ctx, s, L, oh, 1, &th[2], t)); int oho = t[0], vh = t[1];
-  TRY(split_node(ctx, s, L, ow, 1, &tw[2], t)); int owo = t[0], vw = t[1];
+  TRY(tl_atvm_split_node(ctx, s, L, co, 1, &tc[2], t)); int coo = t[0], vc = t[1];
+  TRY(tl_atvm_split_node(ctx, s, L, oh, 1, &th[2], t)); int oho = t[0], vh = t[1];
+  TRY(tl_atvm_split_node(ctx, s, L, ow, 1, &tw[2], t)); int owo = t[0], vw = t[1];
   int axes[10] = {n, coo, oho, owo, rc, ry, rx, vh, vw, vc}, order[10];
   if (wr != 10) return tl_err(ctx, TL_E_INTERNAL, "reorder_0 has %d axes", wr);
   for (int i = 0; i < 10; i++) order[i] = axes[re[i]];
-  TRY(reorder_nodes(ctx, s, L, order, 10));
+  TRY(tl_atvm_reorder_nodes(ctx, s, L, order, 10));
   int red[2] = {ry, rx};
   int64_t rl[2] = {ci.KH, ci.KW};
   TRY(apply_ann(cfg, s, L, "ann_reduce", red, rl, 2, 16, NULL));
@@ -646,7 +600,7 @@ static int wino_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   last = tl_sched_num_stages(s) - 1;
   int O = last, other = -1;
   if (last != W) {
-    if (same_shape(s, W, last)) TRY(tl_sched_compute_inline(ctx, s, W));
+    if (tl_atvm_same_shape(s, W, last)) TRY(tl_sched_compute_inline(ctx, s, W));
     else other = last, O = W;
   }
   if (other >= 0) TRY(bind_simple(ctx, s, other));
@@ -660,12 +614,12 @@ static int wino_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
     int eps = node_at(s, U, 0), nu = node_at(s, U, 1), co = node_at(s, U, 2), c = node_at(s, U, 3);
     int rh = node_at(s, U, 4), rw = node_at(s, U, 5), f;
     int order[6] = {co, c, eps, nu, rh, rw};
-    TRY(reorder_nodes(ctx, s, U, order, 6));
+    TRY(tl_atvm_reorder_nodes(ctx, s, U, order, 6));
     int fz[2] = {co, c};
-    TRY(fuse_nodes(ctx, s, U, fz, 2, &f));
+    TRY(tl_atvm_fuse_nodes(ctx, s, U, fz, 2, &f));
     int64_t th = 64;
     int tt[2];
-    TRY(split_node(ctx, s, U, f, 1, &th, tt));
+    TRY(tl_atvm_split_node(ctx, s, U, f, 1, &th, tt));
     TRY(ann(ctx, s, U, tt[0], TL_ANN_BLOCK_X));
     TRY(ann(ctx, s, U, tt[1], TL_ANN_THREAD_X));
     (void)eps, (void)nu, (void)rh, (void)rw;
@@ -682,10 +636,10 @@ static int wino_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   {
     int eps = node_at(s, V, 0), nu = node_at(s, V, 1), c = node_at(s, V, 2), p = node_at(s, V, 3);
     int order[4] = {c, p, eps, nu}, f, bt[2];
-    TRY(reorder_nodes(ctx, s, V, order, 4));
+    TRY(tl_atvm_reorder_nodes(ctx, s, V, order, 4));
     int fz[2] = {c, p};
-    TRY(fuse_nodes(ctx, s, V, fz, 2, &f));
-    TRY(split_node(ctx, s, V, f, 1, &t1[1], bt));
+    TRY(tl_atvm_fuse_nodes(ctx, s, V, fz, 2, &f));
+    TRY(tl_atvm_split_node(ctx, s, V, f, 1, &t1[1], bt));
     TRY(ann(ctx, s, V, bt[0], TL_ANN_BLOCK_X));
     TRY(ann(ctx, s, V, bt[1], TL_ANN_THREAD_X));
     TRY(ann(ctx, s, V, eps, TL_ANN_UNROLL));
@@ -722,13 +676,13 @@ static int wino_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   {
     int eps = node_at(s, M, 0), nu = node_at(s, M, 1), co = node_at(s, M, 2), p = node_at(s, M, 3);
     int c2[2], p2[2], y2[2], z;
-    TRY(split_node(ctx, s, M, co, 1, &bna, c2));
-    TRY(split_node(ctx, s, M, p, 1, &bnb, p2));
-    TRY(split_node(ctx, s, M, c2[0], 1, &yt, y2));
+    TRY(tl_atvm_split_node(ctx, s, M, co, 1, &bna, c2));
+    TRY(tl_atvm_split_node(ctx, s, M, p, 1, &bnb, p2));
+    TRY(tl_atvm_split_node(ctx, s, M, c2[0], 1, &yt, y2));
     int order[7] = {eps, nu, y2[0], p2[0], y2[1], c2[1], p2[1]};
-    TRY(reorder_nodes(ctx, s, M, order, 7));
+    TRY(tl_atvm_reorder_nodes(ctx, s, M, order, 7));
     int fz[2] = {eps, nu};
-    TRY(fuse_nodes(ctx, s, M, fz, 2, &z));
+    TRY(tl_atvm_fuse_nodes(ctx, s, M, fz, 2, &z));
     TRY(ann(ctx, s, M, z, TL_ANN_BLOCK_Z));
     TRY(ann(ctx, s, M, y2[0], TL_ANN_BLOCK_Y));
     TRY(ann(ctx, s, M, p2[0], TL_ANN_BLOCK_X));
@@ -742,11 +696,11 @@ static int wino_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   {
     int co = node_at(s, ML, 2), p = node_at(s, ML, 3), c = node_at(s, ML, 4);
     int c2[2], p2[2], k2[2];
-    TRY(split_node(ctx, s, ML, co, 1, &bna, c2));
-    TRY(split_node(ctx, s, ML, p, 1, &bnb, p2));
-    TRY(split_node(ctx, s, ML, c, 1, &cu[1], k2));
+    TRY(tl_atvm_split_node(ctx, s, ML, co, 1, &bna, c2));
+    TRY(tl_atvm_split_node(ctx, s, ML, p, 1, &bnb, p2));
+    TRY(tl_atvm_split_node(ctx, s, ML, c, 1, &cu[1], k2));
     int order[4] = {k2[0], k2[1], c2[1], p2[1]};
-    TRY(reorder_nodes(ctx, s, ML, order, 4));
+    TRY(tl_atvm_reorder_nodes(ctx, s, ML, order, 4));
     /* keep the outer (extent-1) spatial parts outside the reduction */
     int ni = tl_sched_num_iters(s, ML);
     int ord2[16], k = 0;
@@ -768,13 +722,13 @@ static int wino_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   {
     int n = node_at(s, O, 0), k = node_at(s, O, 1), h = node_at(s, O, 2), w = node_at(s, O, 3);
     int h2[2], w2[2], f, bt[2];
-    TRY(split_node(ctx, s, O, h, 1, &m, h2));
-    TRY(split_node(ctx, s, O, w, 1, &m, w2));
+    TRY(tl_atvm_split_node(ctx, s, O, h, 1, &m, h2));
+    TRY(tl_atvm_split_node(ctx, s, O, w, 1, &m, w2));
     int order[6] = {n, k, h2[0], w2[0], h2[1], w2[1]};
-    TRY(reorder_nodes(ctx, s, O, order, 6));
+    TRY(tl_atvm_reorder_nodes(ctx, s, O, order, 6));
     int fz[4] = {n, k, h2[0], w2[0]};
-    TRY(fuse_nodes(ctx, s, O, fz, 4, &f));
-    TRY(split_node(ctx, s, O, f, 1, &t2[1], bt));
+    TRY(tl_atvm_fuse_nodes(ctx, s, O, fz, 4, &f));
+    TRY(tl_atvm_split_node(ctx, s, O, f, 1, &t2[1], bt));
     TRY(ann(ctx, s, O, bt[0], TL_ANN_BLOCK_X));
     TRY(ann(ctx, s, O, bt[1], TL_ANN_THREAD_X));
     TRY(ann(ctx, s, O, h2[1], TL_ANN_UNROLL));
@@ -846,9 +800,9 @@ static int dw_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   TRY(tl_sched_compute_at(ctx, s, L, O, pos(s, O, txn)));
   int c = node_at(s, L, 1), y = node_at(s, L, 2), x = node_at(s, L, 3);
   int di = node_at(s, L, 4), dj = node_at(s, L, 5), t[2];
-  TRY(split_node(ctx, s, L, c, 1, &tc[2], t)); int ci_ = t[1];
-  TRY(split_node(ctx, s, L, y, 1, &ty[2], t)); int yi = t[1];
-  TRY(split_node(ctx, s, L, x, 1, &tx[2], t)); int xi = t[1];
+  TRY(tl_atvm_split_node(ctx, s, L, c, 1, &tc[2], t)); int ci_ = t[1];
+  TRY(tl_atvm_split_node(ctx, s, L, y, 1, &ty[2], t)); int yi = t[1];
+  TRY(tl_atvm_split_node(ctx, s, L, x, 1, &tx[2], t)); int xi = t[1];
   /* the reduction outside the per-thread tile */
   {
     int ni = tl_sched_num_iters(s, L), ord[16], k = 0, pd = pos(s, L, di), pj = pos(s, L, dj);
@@ -874,23 +828,9 @@ const tl_atvm_template tl_mali_depthwise_conv2d = {"depthwise_conv2d_nchw.mali",
 
 /* ---- dense.mali ------------------------------------------------------------------------ */
 
-/* args: data [M, K], weight [N, K], bias (TENSOR or null), out_dtype */
-static int dense_dims(tl_ctx *ctx, const tl_atvm_args *a, int64_t *M, int64_t *N, int64_t *K) {
-  if (a->ntensors < 2)
-    return tl_err(ctx, TL_E_ARG, "expected args [data, weight, bias or null, out_dtype] with 2 or 3 tensors, got %d",
-                  a->ntensors);
-  if (a->ndim[0] != 2 || a->ndim[1] != 2)
-    return tl_err(ctx, TL_E_SHAPE, "data and weight must be 2-D, got %d-D and %d-D", a->ndim[0], a->ndim[1]);
-  *M = a->shape[0][0], *K = a->shape[0][1], *N = a->shape[1][0];
-  if (a->shape[1][1] != *K)
-    return tl_err(ctx, TL_E_SHAPE, "data has K=%lld but weight has K=%lld", (long long)*K,
-                  (long long)a->shape[1][1]);
-  return TL_OK;
-}
-
 static int dense_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   int64_t M = 0, N = 0, K = 0;
-  TRY(dense_dims(cfg->ctx, a, &M, &N, &K));
+  TRY(tl_atvm_dense_dims(cfg->ctx, a, &M, &N, &K));
   TRY(define_split(cfg, "tile_y", M, 3, 0));
   TRY(define_split(cfg, "tile_x", N, 3, 0));
   TRY(define_split(cfg, "c_unroll", K, 2, 64));
@@ -904,18 +844,6 @@ static int dense_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   return TL_OK;
 }
 
-static int dense_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
-                         int *out, int max_out, int *nout) {
-  int64_t M = 0, N = 0, K = 0;
-  TRY(dense_dims(ctx, a, &M, &N, &K));
-  size_t n = json_array_size(a->json);
-  const char *od = json_string_value(json_array_get(a->json, n - 1));
-  char attrs[128];
-  snprintf(attrs, sizeof attrs, "{\"units\":%lld%s%s%s}", (long long)N, od ? ",\"out_dtype\":\"" : "",
-           od ? od : "", od ? "\"" : "");
-  return tl_topi_op(ctx, dag, "dense", in, nin >= 3 ? 3 : 2, attrs, out, max_out, nout);
-}
-
 static int dense_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   tl_ctx *ctx = cfg->ctx;
   const int64_t *ty = sizes_of(cfg, "tile_y", 3), *tx = sizes_of(cfg, "tile_x", 3),
@@ -927,10 +855,10 @@ static int dense_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) 
   char lname[128];
   snprintf(lname, sizeof lname, "%s", tl_sched_stage_name(s, L));
   int y3[3], x3[3];
-  TRY(split_node(ctx, s, O, node_at(s, O, 0), 2, ty + 1, y3));
-  TRY(split_node(ctx, s, O, node_at(s, O, 3), 2, tx + 1, x3));
+  TRY(tl_atvm_split_node(ctx, s, O, node_at(s, O, 0), 2, ty + 1, y3));
+  TRY(tl_atvm_split_node(ctx, s, O, node_at(s, O, 3), 2, tx + 1, x3));
   int order[6] = {y3[0], x3[0], y3[1], x3[1], y3[2], x3[2]};
-  TRY(reorder_nodes(ctx, s, O, order, 6));
+  TRY(tl_atvm_reorder_nodes(ctx, s, O, order, 6));
   TRY(ann(ctx, s, O, y3[0], TL_ANN_BLOCK_Y));
   TRY(ann(ctx, s, O, x3[0], TL_ANN_BLOCK_X));
   TRY(ann(ctx, s, O, y3[1], TL_ANN_THREAD_Y));
@@ -941,15 +869,15 @@ static int dense_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) 
   L = find(s, lname);
   TRY(tl_sched_compute_at(ctx, s, L, O, pos(s, O, x3[1])));
   int y = node_at(s, L, 0), x = node_at(s, L, 1), k = node_at(s, L, 2), t[2];
-  TRY(split_node(ctx, s, L, y, 1, &ty[2], t)); int yi = t[1];
-  TRY(split_node(ctx, s, L, x, 1, &tx[2], t)); int xi = t[1];
-  TRY(split_node(ctx, s, L, k, 1, &cu[1], t)); int ko = t[0], ku = t[1];
+  TRY(tl_atvm_split_node(ctx, s, L, y, 1, &ty[2], t)); int yi = t[1];
+  TRY(tl_atvm_split_node(ctx, s, L, x, 1, &tx[2], t)); int xi = t[1];
+  TRY(tl_atvm_split_node(ctx, s, L, k, 1, &cu[1], t)); int ko = t[0], ku = t[1];
   int ord[4] = {ko, ku, yi, xi};
-  TRY(reorder_nodes(ctx, s, L, ord, 4));
+  TRY(tl_atvm_reorder_nodes(ctx, s, L, ord, 4));
   TRY(ann(ctx, s, L, ku, TL_ANN_UNROLL));
   if (unroll_y) TRY(ann(ctx, s, L, yi, TL_ANN_UNROLL));
   if (vec_x) TRY(ann(ctx, s, L, xi, TL_ANN_VECTORIZE));
   return TL_OK;
 }
 
-const tl_atvm_template tl_mali_dense = {"dense.mali", dense_define, dense_compute, dense_schedule};
+const tl_atvm_template tl_mali_dense = {"dense.mali", dense_define, tl_atvm_dense_compute, dense_schedule};

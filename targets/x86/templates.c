@@ -77,58 +77,11 @@ static int pad_at_root(tl_ctx *ctx, tl_sched *s, const char *name) {
 static int pos(tl_sched *s, int st, int node) { return tl_sched_node_iter(s, st, node); }
 static int node_at(tl_sched *s, int st, int p) { return tl_sched_iter_node(s, st, p); }
 
-/* Split the iterator node by factors (inner_to_outer, innermost last); writes
-** the n+1 resulting nodes outer..inner. */
-static int split_node(tl_ctx *ctx, tl_sched *s, int st, int node, int n, const int64_t *f,
-                      int *out) {
-  int p = pos(s, st, node);
-  if (p < 0) return tl_err(ctx, TL_E_INTERNAL, "template: lost an iterator");
-  int rc = tl_sched_split(ctx, s, st, p, n, f, 1);
-  if (rc) return rc;
-  for (int i = 0; i <= n; i++) out[i] = node_at(s, st, p + i);
-  return TL_OK;
-}
-
-/* Reorder: the listed nodes take the positions they occupy, in list order. */
-static int reorder_nodes(tl_ctx *ctx, tl_sched *s, int st, const int *nodes, int n) {
-  int ni = tl_sched_num_iters(s, st), order[64], slots[64], ns = 0;
-  for (int i = 0; i < ni; i++) order[i] = i;
-  int ps[64];
-  for (int i = 0; i < n; i++) {
-    ps[i] = pos(s, st, nodes[i]);
-    if (ps[i] < 0) return tl_err(ctx, TL_E_INTERNAL, "template: reorder: lost an iterator");
-  }
-  for (int i = 0; i < ni; i++)
-    for (int j = 0; j < n; j++)
-      if (ps[j] == i) slots[ns++] = i;
-  for (int j = 0; j < n; j++) order[slots[j]] = ps[j];
-  return tl_sched_reorder(ctx, s, st, ni, order);
-}
-
-/* Fuse consecutive nodes (outer..inner); writes the fused node. */
-static int fuse_nodes(tl_ctx *ctx, tl_sched *s, int st, const int *nodes, int n, int *out) {
-  int ps[16];
-  for (int i = 0; i < n; i++) ps[i] = pos(s, st, nodes[i]);
-  int rc = n > 1 ? tl_sched_fuse(ctx, s, st, n, ps) : TL_OK;
-  if (rc) return rc;
-  *out = node_at(s, st, ps[0]);
-  return TL_OK;
-}
-
 static int ann(tl_ctx *ctx, tl_sched *s, int st, int node, int a) {
   int p = pos(s, st, node);
   if (p < 0) return tl_err(ctx, TL_E_INTERNAL, "template: annotate: lost an iterator");
   if (tl_sched_iter_extent(s, st, p) == 1 && a != TL_ANN_PARALLEL) return TL_OK;
   return tl_sched_annotate(ctx, s, st, p, a);
-}
-
-static int same_shape(tl_sched *s, int a, int b) {
-  tl_dag *dag = tl_sched_dag(s);
-  int ta = tl_sched_stage_tensor(s, a, 0), tb = tl_sched_stage_tensor(s, b, 0);
-  int n = tl_dag_tensor_ndim(dag, ta);
-  if (n != tl_dag_tensor_ndim(dag, tb)) return 0;
-  return memcmp(tl_dag_tensor_shape(dag, ta), tl_dag_tensor_shape(dag, tb),
-                (size_t)n * sizeof(int64_t)) == 0;
 }
 
 /* The stage named name (after stage-id shifts). */
@@ -143,7 +96,6 @@ static int64_t last_of(tl_atvm_cfg *cfg, const char *name) {
 }
 
 /* ---- args helpers ----------------------------------------------------------------- */
-
 
 /* conv args: data, kernel, strides, padding, dilation, layout, out_layout, out_dtype
 ** (depthwise: data, kernel, strides, padding, dilation, out_dtype). */
@@ -366,17 +318,17 @@ static int conv_nchwc_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, c
 static int conv_outer(tl_ctx *ctx, tl_sched *s, int O, int64_t oc_bn, int64_t oh_f, int64_t reg_n,
                       int at_par, int vec_oc, int *attach) {
   int n = 0, oc = 1, oh = 2, ow = 3, t[3], oco, oci, oho = oh, ohi = -1, owo, owi;
-  TRY(split_node(ctx, s, O, oc, 1, &oc_bn, t)); oco = t[0], oci = t[1];
-  if (oh_f > 1) { TRY(split_node(ctx, s, O, oh, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
-  TRY(split_node(ctx, s, O, ow, 1, &reg_n, t)); owo = t[0], owi = t[1];
+  TRY(tl_atvm_split_node(ctx, s, O, oc, 1, &oc_bn, t)); oco = t[0], oci = t[1];
+  if (oh_f > 1) { TRY(tl_atvm_split_node(ctx, s, O, oh, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
+  TRY(tl_atvm_split_node(ctx, s, O, ow, 1, &reg_n, t)); owo = t[0], owi = t[1];
   int order[7], no = 0;
   order[no++] = n, order[no++] = oco, order[no++] = oho, order[no++] = owo;
   if (ohi >= 0) order[no++] = ohi;
   if (vec_oc) order[no++] = owi, order[no++] = oci;
   else order[no++] = oci, order[no++] = owi;
-  TRY(reorder_nodes(ctx, s, O, order, no));
+  TRY(tl_atvm_reorder_nodes(ctx, s, O, order, no));
   int par, f3[3] = {n, oco, oho};
-  TRY(fuse_nodes(ctx, s, O, f3, 3, &par));
+  TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, 3, &par));
   TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
   if (vec_oc) TRY(ann(ctx, s, O, oci, TL_ANN_VECTORIZE));
   else TRY(ann(ctx, s, O, owi, TL_ANN_VECTORIZE));
@@ -426,16 +378,16 @@ static int conv_blocked_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched
     /* O: n oc oh ow -> par(n, oco, oho), owo, [ohi], oci, owi */
     O = last, CC = CV;
     int oco, oci, oho = 2, ohi = -1, owo, owi;
-    TRY(split_node(ctx, s, O, 1, 1, &oc_bn, t)); oco = t[0], oci = t[1];
-    if (oh_f > 1) { TRY(split_node(ctx, s, O, 2, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
-    TRY(split_node(ctx, s, O, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
+    TRY(tl_atvm_split_node(ctx, s, O, 1, 1, &oc_bn, t)); oco = t[0], oci = t[1];
+    if (oh_f > 1) { TRY(tl_atvm_split_node(ctx, s, O, 2, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
+    TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
     int order[7], no = 0;
     order[no++] = 0, order[no++] = oco, order[no++] = oho, order[no++] = owo;
     if (ohi >= 0) order[no++] = ohi;
     order[no++] = oci, order[no++] = owi;
-    TRY(reorder_nodes(ctx, s, O, order, no));
+    TRY(tl_atvm_reorder_nodes(ctx, s, O, order, no));
     int par, f3[3] = {0, oco, oho};
-    TRY(fuse_nodes(ctx, s, O, f3, 3, &par));
+    TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, 3, &par));
     TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
     TRY(ann(ctx, s, O, owi, TL_ANN_VECTORIZE));
     attach = is1x1 ? par : owo;
@@ -445,16 +397,16 @@ static int conv_blocked_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched
     TRY(tl_sched_cache_write(ctx, s, CV, "local", &ns));
     O = find(s, cname), CC = ns;
     int oho = 1, ohi = -1, owo, owi, oco, oci;
-    if (oh_f > 1) { TRY(split_node(ctx, s, O, 1, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
-    TRY(split_node(ctx, s, O, 2, 1, &reg_n, t)); owo = t[0], owi = t[1];
-    TRY(split_node(ctx, s, O, 3, 1, &oc_bn, t)); oco = t[0], oci = t[1];
+    if (oh_f > 1) { TRY(tl_atvm_split_node(ctx, s, O, 1, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
+    TRY(tl_atvm_split_node(ctx, s, O, 2, 1, &reg_n, t)); owo = t[0], owi = t[1];
+    TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &oc_bn, t)); oco = t[0], oci = t[1];
     int order[7], no = 0;
     order[no++] = 0, order[no++] = oco, order[no++] = oho, order[no++] = owo;
     if (ohi >= 0) order[no++] = ohi;
     order[no++] = owi, order[no++] = oci;
-    TRY(reorder_nodes(ctx, s, O, order, no));
+    TRY(tl_atvm_reorder_nodes(ctx, s, O, order, no));
     int par, f3[3] = {0, oco, oho};
-    TRY(fuse_nodes(ctx, s, O, f3, 3, &par));
+    TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, 3, &par));
     TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
     TRY(ann(ctx, s, O, oci, TL_ANN_VECTORIZE));
     attach = is1x1 ? par : owo;
@@ -462,10 +414,10 @@ static int conv_blocked_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched
   TRY(tl_sched_compute_at(ctx, s, CC, O, pos(s, O, attach)));
   /* CC: n oh ow oc | rc ry rx */
   int oho = 1, ohi = -1, owo, owi, oco, oci, rco, rci, ry = 5, rx = 6;
-  if (oh_f > 1) { TRY(split_node(ctx, s, CC, 1, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
-  TRY(split_node(ctx, s, CC, 2, 1, &reg_n, t)); owo = t[0], owi = t[1];
-  TRY(split_node(ctx, s, CC, 3, 1, &oc_bn, t)); oco = t[0], oci = t[1];
-  TRY(split_node(ctx, s, CC, 4, 1, &ic_bn, t)); rco = t[0], rci = t[1];
+  if (oh_f > 1) { TRY(tl_atvm_split_node(ctx, s, CC, 1, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
+  TRY(tl_atvm_split_node(ctx, s, CC, 2, 1, &reg_n, t)); owo = t[0], owi = t[1];
+  TRY(tl_atvm_split_node(ctx, s, CC, 3, 1, &oc_bn, t)); oco = t[0], oci = t[1];
+  TRY(tl_atvm_split_node(ctx, s, CC, 4, 1, &ic_bn, t)); rco = t[0], rci = t[1];
   int order[12], no = 0;
   order[no++] = 0, order[no++] = oco, order[no++] = oho, order[no++] = owo, order[no++] = rco;
   if (is1x1) order[no++] = rci, order[no++] = ry, order[no++] = rx;
@@ -476,7 +428,7 @@ static int conv_blocked_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched
   while (B < 16 && ci->O % (B * 2) == 0) B *= 2;
   int ocio = -1;
   if (oc_bn > B && oc_bn % B == 0) {
-    TRY(split_node(ctx, s, CC, oci, 1, &B, t));
+    TRY(tl_atvm_split_node(ctx, s, CC, oci, 1, &B, t));
     ocio = t[0], oci = t[1];
   }
   /* one broadcast data element feeds the oc_bn/B kernel vectors */
@@ -484,7 +436,7 @@ static int conv_blocked_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched
   order[no++] = owi;
   if (ocio >= 0) order[no++] = ocio;
   order[no++] = oci;
-  TRY(reorder_nodes(ctx, s, CC, order, no));
+  TRY(tl_atvm_reorder_nodes(ctx, s, CC, order, no));
   if (unroll_kw) TRY(ann(ctx, s, CC, rx, TL_ANN_UNROLL));
   if (ohi >= 0) TRY(ann(ctx, s, CC, ohi, TL_ANN_UNROLL));
   if (ocio >= 0) TRY(ann(ctx, s, CC, ocio, TL_ANN_UNROLL));
@@ -517,7 +469,7 @@ static int conv_nchwc_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched
     TRY(tl_sched_cache_write(ctx, s, C, "local", &ns));
     O = find(s, cname);
     CC = ns;
-  } else if (same_shape(s, C, last)) {
+  } else if (tl_atvm_same_shape(s, C, last)) {
     O = last;
     CC = C;
   } else {
@@ -534,10 +486,10 @@ static int conv_nchwc_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched
   /* the inner (accumulating) stage: n oc oh ow | rc ry rx */
   int oc = 1, oh = 2, ow = 3, rc = 4, ry = 5, rx = 6, t[3];
   int oco, oci, oho = oh, ohi = -1, owo, owi, rco, rci;
-  TRY(split_node(ctx, s, CC, oc, 1, &oc_bn, t)); oco = t[0], oci = t[1];
-  if (oh_f > 1) { TRY(split_node(ctx, s, CC, oh, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
-  TRY(split_node(ctx, s, CC, ow, 1, &reg_n, t)); owo = t[0], owi = t[1];
-  TRY(split_node(ctx, s, CC, rc, 1, &ic_bn, t)); rco = t[0], rci = t[1];
+  TRY(tl_atvm_split_node(ctx, s, CC, oc, 1, &oc_bn, t)); oco = t[0], oci = t[1];
+  if (oh_f > 1) { TRY(tl_atvm_split_node(ctx, s, CC, oh, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
+  TRY(tl_atvm_split_node(ctx, s, CC, ow, 1, &reg_n, t)); owo = t[0], owi = t[1];
+  TRY(tl_atvm_split_node(ctx, s, CC, rc, 1, &ic_bn, t)); rco = t[0], rci = t[1];
   int order[12], no = 0;
   order[no++] = 0, order[no++] = oco, order[no++] = oho, order[no++] = owo, order[no++] = rco;
   if (is1x1) {
@@ -551,7 +503,7 @@ static int conv_nchwc_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched
   /* NCHW: ow is the contiguous axis, so the reg_n block is the vector and
   ** the oc_bn block of accumulators is the loop around it */
   order[no++] = oci, order[no++] = owi;
-  TRY(reorder_nodes(ctx, s, CC, order, no));
+  TRY(tl_atvm_reorder_nodes(ctx, s, CC, order, no));
   if (unroll_kw) TRY(ann(ctx, s, CC, rx, TL_ANN_UNROLL));
   if (ohi >= 0) TRY(ann(ctx, s, CC, ohi, TL_ANN_UNROLL));
   TRY(ann(ctx, s, CC, owi, TL_ANN_VECTORIZE));
@@ -726,12 +678,12 @@ static int dw_blocked_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *
     /* O: n c oh ow -> par(n, cb, oh), owo, ci, owi (vectorized) */
     O = last, CC = CV;
     int cb, cin, owo, owi;
-    TRY(split_node(ctx, s, O, 1, 1, &B, t)); cb = t[0], cin = t[1];
-    TRY(split_node(ctx, s, O, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
+    TRY(tl_atvm_split_node(ctx, s, O, 1, 1, &B, t)); cb = t[0], cin = t[1];
+    TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
     int order[6] = {0, cb, 2, owo, cin, owi};
-    TRY(reorder_nodes(ctx, s, O, order, 6));
+    TRY(tl_atvm_reorder_nodes(ctx, s, O, order, 6));
     int par, f3[3] = {0, cb, 2};
-    TRY(fuse_nodes(ctx, s, O, f3, 3, &par));
+    TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, 3, &par));
     TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
     TRY(ann(ctx, s, O, owi, TL_ANN_VECTORIZE));
     attach = owo;
@@ -740,9 +692,9 @@ static int dw_blocked_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *
     int ns;
     TRY(tl_sched_cache_write(ctx, s, CV, "local", &ns));
     O = find(s, cname), CC = ns;
-    TRY(split_node(ctx, s, O, 3, 1, &reg_n, t));
+    TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &reg_n, t));
     int owo = t[0], par, f3[3] = {0, 1, 2};
-    TRY(fuse_nodes(ctx, s, O, f3, 3, &par));
+    TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, 3, &par));
     TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
     TRY(ann(ctx, s, O, node_at(s, O, tl_sched_num_iters(s, O) - 1), TL_ANN_VECTORIZE));
     attach = owo;
@@ -750,13 +702,13 @@ static int dw_blocked_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *
   TRY(tl_sched_compute_at(ctx, s, CC, O, pos(s, O, attach)));
   /* CC: n cb oh ow b | ry rx -> n cb oh owo, [bo], ry, rx, owi (unrolled), bi (vectorized) */
   int owo, owi, bo = -1, bi = 4, ry = 5, rx = 6;
-  TRY(split_node(ctx, s, CC, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
-  if (vec < B) { TRY(split_node(ctx, s, CC, 4, 1, &vec, t)); bo = t[0], bi = t[1]; }
+  TRY(tl_atvm_split_node(ctx, s, CC, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
+  if (vec < B) { TRY(tl_atvm_split_node(ctx, s, CC, 4, 1, &vec, t)); bo = t[0], bi = t[1]; }
   int order[10], no = 0;
   order[no++] = 0, order[no++] = 1, order[no++] = 2, order[no++] = owo;
   if (bo >= 0) order[no++] = bo;
   order[no++] = ry, order[no++] = rx, order[no++] = owi, order[no++] = bi;
-  TRY(reorder_nodes(ctx, s, CC, order, no));
+  TRY(tl_atvm_reorder_nodes(ctx, s, CC, order, no));
   TRY(ann(ctx, s, CC, owi, TL_ANN_UNROLL));
   TRY(ann(ctx, s, CC, bi, TL_ANN_VECTORIZE));
   return TL_OK;
@@ -778,7 +730,7 @@ static int dw_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   char cname[128];
   snprintf(cname, sizeof cname, "%s", tl_sched_stage_name(s, C));
   int last = tl_sched_num_stages(s) - 1, O, CC, attach;
-  if (last != C && same_shape(s, C, last)) {
+  if (last != C && tl_atvm_same_shape(s, C, last)) {
     O = last;
     CC = C;
   } else {
@@ -792,10 +744,10 @@ static int dw_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   TRY(tl_sched_compute_at(ctx, s, CC, O, pos(s, O, attach)));
   /* the accumulating stage: n c oh ow | ry rx -> ..., ry, rx, c_bn, ow_inner (vectorized) */
   int t[2], oco, oci, owo, owi;
-  TRY(split_node(ctx, s, CC, 1, 1, &oc_bn, t)); oco = t[0], oci = t[1];
-  TRY(split_node(ctx, s, CC, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
+  TRY(tl_atvm_split_node(ctx, s, CC, 1, 1, &oc_bn, t)); oco = t[0], oci = t[1];
+  TRY(tl_atvm_split_node(ctx, s, CC, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
   int order[8] = {0, oco, 2, owo, 4, 5, oci, owi};
-  TRY(reorder_nodes(ctx, s, CC, order, 8));
+  TRY(tl_atvm_reorder_nodes(ctx, s, CC, order, 8));
   TRY(ann(ctx, s, CC, 5, TL_ANN_UNROLL));
   TRY(ann(ctx, s, CC, owi, TL_ANN_VECTORIZE));
   return TL_OK;
@@ -806,35 +758,9 @@ const tl_atvm_template tl_x86_depthwise_nchwc = {"depthwise_conv2d_NCHWc.x86", d
 
 /* ---- dense ---------------------------------------------------------------------------- */
 
-/* args: data [M, K], weight [N, K], bias (TENSOR or null), out_dtype */
-static int dense_dims(tl_ctx *ctx, const tl_atvm_args *a, int64_t *M, int64_t *N, int64_t *K) {
-  if (a->ntensors < 2)
-    return tl_err(ctx, TL_E_ARG, "expected args [data, weight, bias or null, out_dtype] with 2 or 3 tensors, got %d",
-                  a->ntensors);
-  if (a->ndim[0] != 2 || a->ndim[1] != 2)
-    return tl_err(ctx, TL_E_SHAPE, "data and weight must be 2-D, got %d-D and %d-D", a->ndim[0], a->ndim[1]);
-  *M = a->shape[0][0], *K = a->shape[0][1], *N = a->shape[1][0];
-  if (a->shape[1][1] != *K)
-    return tl_err(ctx, TL_E_SHAPE, "data has K=%lld but weight has K=%lld", (long long)*K,
-                  (long long)a->shape[1][1]);
-  return TL_OK;
-}
-
-static int dense_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
-                         int *out, int max_out, int *nout) {
-  int64_t M = 0, N = 0, K = 0;
-  TRY(dense_dims(ctx, a, &M, &N, &K));
-  size_t n = json_array_size(a->json);
-  const char *od = json_string_value(json_array_get(a->json, n - 1));
-  char attrs[128];
-  snprintf(attrs, sizeof attrs, "{\"units\":%lld%s%s%s}", (long long)N, od ? ",\"out_dtype\":\"" : "",
-           od ? od : "", od ? "\"" : "");
-  return tl_topi_op(ctx, dag, "dense", in, nin >= 3 ? 3 : 2, attrs, out, max_out, nout);
-}
-
 static int dense_nopack_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   int64_t M = 0, N = 0, K = 0;
-  TRY(dense_dims(cfg->ctx, a, &M, &N, &K));
+  TRY(tl_atvm_dense_dims(cfg->ctx, a, &M, &N, &K));
   TRY(define_split2(cfg, "tile_y", M, 2));
   TRY(define_split2(cfg, "tile_x", N, 2));
   TRY(define_split2(cfg, "tile_k", K, 2));
@@ -850,14 +776,14 @@ static int dense_nopack_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
 static int dense_outer(tl_ctx *ctx, tl_sched *s, int O, const int64_t *ty, int nty,
                        const int64_t *tx, int ntx, int *par, int *yi, int *xi) {
   int yt[4], xt[4];
-  TRY(split_node(ctx, s, O, 0, nty - 1, ty + 1, yt));
-  TRY(split_node(ctx, s, O, 1, ntx - 1, tx + 1, xt));
+  TRY(tl_atvm_split_node(ctx, s, O, 0, nty - 1, ty + 1, yt));
+  TRY(tl_atvm_split_node(ctx, s, O, 1, ntx - 1, tx + 1, xt));
   int order[8], no = 0;
   for (int i = 0; i < nty - 1; i++) order[no++] = yt[i], order[no++] = xt[i];
   order[no++] = yt[nty - 1], order[no++] = xt[ntx - 1];
-  TRY(reorder_nodes(ctx, s, O, order, no));
+  TRY(tl_atvm_reorder_nodes(ctx, s, O, order, no));
   int f2[2] = {yt[0], xt[0]};
-  TRY(fuse_nodes(ctx, s, O, f2, 2, par));
+  TRY(tl_atvm_fuse_nodes(ctx, s, O, f2, 2, par));
   TRY(ann(ctx, s, O, *par, TL_ANN_PARALLEL));
   *yi = yt[nty - 1], *xi = xt[ntx - 1];
   return TL_OK;
@@ -877,12 +803,12 @@ static int dense_nopack_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sch
   /* C(y, x) = sum_k ... -> split k by vec, rfactor the inner part:
   ** C.rf(y, x, kk) = sum_ko ...; C(y, x) = sum_kk C.rf */
   int t[2], rf;
-  TRY(split_node(ctx, s, C, 2, 1, &tk[1], t));
+  TRY(tl_atvm_split_node(ctx, s, C, 2, 1, &tk[1], t));
   int kk = t[1];
   TRY(tl_sched_rfactor(ctx, s, C, pos(s, C, kk), 2, &rf));
   C = find(s, cname);
   int last = tl_sched_num_stages(s) - 1;
-  int O = (last != C && same_shape(s, C, last)) ? last : C;
+  int O = (last != C && tl_atvm_same_shape(s, C, last)) ? last : C;
   int par, yi, xi;
   TRY(dense_outer(ctx, s, O, ty, wy, tx, wx, &par, &yi, &xi));
   if (O != C) TRY(tl_sched_compute_at(ctx, s, C, O, pos(s, O, par)));
@@ -910,11 +836,11 @@ static int dense_nopack_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sch
 }
 
 const tl_atvm_template tl_x86_dense_nopack = {"dense_nopack.x86", dense_nopack_define,
-                                              dense_compute, dense_nopack_schedule};
+                                              tl_atvm_dense_compute, dense_nopack_schedule};
 
 static int dense_pack_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   int64_t M = 0, N = 0, K = 0;
-  TRY(dense_dims(cfg->ctx, a, &M, &N, &K));
+  TRY(tl_atvm_dense_dims(cfg->ctx, a, &M, &N, &K));
   TRY(define_split2(cfg, "tile_y", M, 3));
   TRY(define_split2(cfg, "tile_x", N, 3));
   TRY(define_split2(cfg, "tile_k", K, 2));
@@ -956,7 +882,7 @@ static int dense_pack_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched
   char cname[128];
   snprintf(cname, sizeof cname, "%s", tl_sched_stage_name(s, C));
   int last = tl_sched_num_stages(s) - 1, O, CC;
-  if (last == C || !same_shape(s, C, last)) {
+  if (last == C || !tl_atvm_same_shape(s, C, last)) {
     int ns;
     TRY(tl_sched_cache_write(ctx, s, C, "local", &ns));
     CC = ns;
@@ -967,33 +893,33 @@ static int dense_pack_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched
   }
   /* O: (xt, yt) fused and parallel, (yo, xo) fused, yi unrolled, xi vectorized */
   int yt[3], xt[3];
-  TRY(split_node(ctx, s, O, 0, 2, ty + 1, yt));
-  TRY(split_node(ctx, s, O, 1, 2, tx + 1, xt));
+  TRY(tl_atvm_split_node(ctx, s, O, 0, 2, ty + 1, yt));
+  TRY(tl_atvm_split_node(ctx, s, O, 1, 2, tx + 1, xt));
   int order[6] = {xt[0], yt[0], yt[1], xt[1], yt[2], xt[2]};
-  TRY(reorder_nodes(ctx, s, O, order, 6));
+  TRY(tl_atvm_reorder_nodes(ctx, s, O, order, 6));
   int xyt, xyo;
   int f1[2] = {xt[0], yt[0]}, f2[2] = {yt[1], xt[1]};
-  TRY(fuse_nodes(ctx, s, O, f1, 2, &xyt));
+  TRY(tl_atvm_fuse_nodes(ctx, s, O, f1, 2, &xyt));
   TRY(ann(ctx, s, O, xyt, TL_ANN_PARALLEL));
-  TRY(fuse_nodes(ctx, s, O, f2, 2, &xyo));
+  TRY(tl_atvm_fuse_nodes(ctx, s, O, f2, 2, &xyo));
   TRY(ann(ctx, s, O, yt[2], TL_ANN_UNROLL));
   TRY(ann(ctx, s, O, xt[2], TL_ANN_VECTORIZE));
   TRY(tl_sched_compute_at(ctx, s, CC, O, pos(s, O, xyo)));
   /* CC: y x | k -> ko, [yo,] ki, [yi | y], x with x vectorized */
   int t[2], y = 0, x = 1;
-  TRY(split_node(ctx, s, CC, 2, 1, &tk[1], t));
+  TRY(tl_atvm_split_node(ctx, s, CC, 2, 1, &tk[1], t));
   int ko = t[0], ki = t[1];
   int64_t inner = tin[1];
   if (inner > 1) {
     int yy[2];
-    TRY(split_node(ctx, s, CC, y, 1, &inner, yy));
+    TRY(tl_atvm_split_node(ctx, s, CC, y, 1, &inner, yy));
     int o2[5] = {ko, yy[0], ki, yy[1], x};
-    TRY(reorder_nodes(ctx, s, CC, o2, 5));
+    TRY(tl_atvm_reorder_nodes(ctx, s, CC, o2, 5));
     TRY(ann(ctx, s, CC, yy[0], TL_ANN_UNROLL));
     TRY(ann(ctx, s, CC, yy[1], TL_ANN_UNROLL));
   } else {
     int o2[4] = {ko, ki, y, x};
-    TRY(reorder_nodes(ctx, s, CC, o2, 4));
+    TRY(tl_atvm_reorder_nodes(ctx, s, CC, o2, 4));
     TRY(ann(ctx, s, CC, y, TL_ANN_UNROLL));
   }
   TRY(ann(ctx, s, CC, ki, TL_ANN_UNROLL));
@@ -1001,5 +927,5 @@ static int dense_pack_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched
   return TL_OK;
 }
 
-const tl_atvm_template tl_x86_dense_pack = {"dense_pack.x86", dense_pack_define, dense_compute,
+const tl_atvm_template tl_x86_dense_pack = {"dense_pack.x86", dense_pack_define, tl_atvm_dense_compute,
                                             dense_pack_schedule};

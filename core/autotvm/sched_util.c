@@ -1,0 +1,79 @@
+/*
+** sched_util.c -- helpers shared by the C templates (targets/x86,
+** targets/mali): schedule steps addressed by stable iterator nodes, and the
+** dense operator's arguments and compute.
+*/
+#include <stdio.h>
+
+#include "autotvm.h"
+
+int tl_atvm_split_node(tl_ctx *ctx, tl_sched *s, int st, int node, int n, const int64_t *f,
+                       int *out) {
+  int p = tl_sched_node_iter(s, st, node);
+  if (p < 0) return tl_err(ctx, TL_E_INTERNAL, "template: lost an iterator");
+  int rc = tl_sched_split(ctx, s, st, p, n, f, 1);
+  if (rc) return rc;
+  for (int i = 0; i <= n; i++) out[i] = tl_sched_iter_node(s, st, p + i);
+  return TL_OK;
+}
+
+int tl_atvm_fuse_nodes(tl_ctx *ctx, tl_sched *s, int st, const int *nodes, int n, int *out) {
+  int ps[16];
+  if (n > 16) return tl_err(ctx, TL_E_INTERNAL, "template: fuse: too many iterators");
+  for (int i = 0; i < n; i++) ps[i] = tl_sched_node_iter(s, st, nodes[i]);
+  int rc = n > 1 ? tl_sched_fuse(ctx, s, st, n, ps) : TL_OK;
+  if (rc) return rc;
+  *out = tl_sched_iter_node(s, st, ps[0]);
+  return TL_OK;
+}
+
+int tl_atvm_reorder_nodes(tl_ctx *ctx, tl_sched *s, int st, const int *nodes, int n) {
+  int ni = tl_sched_num_iters(s, st), order[64], slots[64], ps[64], ns = 0;
+  if (ni > 64 || n > 64) return tl_err(ctx, TL_E_INTERNAL, "template: too many iterators");
+  for (int i = 0; i < ni; i++) order[i] = i;
+  for (int i = 0; i < n; i++) {
+    ps[i] = tl_sched_node_iter(s, st, nodes[i]);
+    if (ps[i] < 0) return tl_err(ctx, TL_E_INTERNAL, "template: reorder: lost an iterator");
+  }
+  /* the positions the listed nodes hold, in order, take the nodes in list order */
+  for (int i = 0; i < ni; i++)
+    for (int j = 0; j < n; j++)
+      if (ps[j] == i) slots[ns++] = i;
+  for (int j = 0; j < n; j++) order[slots[j]] = ps[j];
+  return tl_sched_reorder(ctx, s, st, ni, order);
+}
+
+int tl_atvm_same_shape(tl_sched *s, int a, int b) {
+  tl_dag *dag = tl_sched_dag(s);
+  int ta = tl_sched_stage_tensor(s, a, 0), tb = tl_sched_stage_tensor(s, b, 0);
+  int n = tl_dag_tensor_ndim(dag, ta);
+  if (n != tl_dag_tensor_ndim(dag, tb)) return 0;
+  return memcmp(tl_dag_tensor_shape(dag, ta), tl_dag_tensor_shape(dag, tb),
+                (size_t)n * sizeof(int64_t)) == 0;
+}
+
+int tl_atvm_dense_dims(tl_ctx *ctx, const tl_atvm_args *a, int64_t *M, int64_t *N, int64_t *K) {
+  if (a->ntensors < 2)
+    return tl_err(ctx, TL_E_ARG, "expected args [data, weight, bias or null, out_dtype] with 2 or 3 tensors, got %d",
+                  a->ntensors);
+  if (a->ndim[0] != 2 || a->ndim[1] != 2)
+    return tl_err(ctx, TL_E_SHAPE, "data and weight must be 2-D, got %d-D and %d-D", a->ndim[0], a->ndim[1]);
+  *M = a->shape[0][0], *K = a->shape[0][1], *N = a->shape[1][0];
+  if (a->shape[1][1] != *K)
+    return tl_err(ctx, TL_E_SHAPE, "data has K=%lld but weight has K=%lld", (long long)*K,
+                  (long long)a->shape[1][1]);
+  return TL_OK;
+}
+
+int tl_atvm_dense_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
+                          int *out, int max_out, int *nout) {
+  int64_t M = 0, N = 0, K = 0;
+  int rc = tl_atvm_dense_dims(ctx, a, &M, &N, &K);
+  if (rc) return rc;
+  size_t n = json_array_size(a->json);
+  const char *od = json_string_value(json_array_get(a->json, n - 1));
+  char attrs[128];
+  snprintf(attrs, sizeof attrs, "{\"units\":%lld%s%s%s}", (long long)N, od ? ",\"out_dtype\":\"" : "",
+           od ? od : "", od ? "\"" : "");
+  return tl_topi_op(ctx, dag, "dense", in, nin >= 3 ? 3 : 2, attrs, out, max_out, nout);
+}
