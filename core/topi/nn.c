@@ -137,6 +137,35 @@ static int conv_out_hw(tl_topi_call *c, const conv_attrs *a, int64_t H, int64_t 
   return TL_OK;
 }
 
+/* The padded input of a 2-D convolution, NCHW or NHWC: a pad stage named name. */
+static int conv_pad(tl_topi_call *c, int data, const conv_attrs *a, int nhwc, int64_t N,
+                    int64_t C, int64_t H, int64_t W, const char *name, int *pad) {
+  int cd = nhwc ? 3 : 1, hd = nhwc ? 1 : 2, wd = nhwc ? 2 : 3;
+  int64_t before[4] = {0, 0, 0, 0}, pshape[4];
+  before[hd] = a->pad[0], before[wd] = a->pad[1];
+  pshape[0] = N, pshape[cd] = C;
+  pshape[hd] = H + a->pad[0] + a->pad[2], pshape[wd] = W + a->pad[1] + a->pad[3];
+  return tl_topi_pad_stage(c, data, before, pshape, 0, name, pad);
+}
+
+/* The convolution stage: sum over rv of lhs * rhs (both cast to out_dtype
+** when the inputs are of another type), tagged tag, with attrs aj (consumed). */
+static int conv_emit_sum(tl_topi_call *c, int data, const conv_attrs *a, const char *tag,
+                         const int64_t *oshape, const tl_ref *ax, tl_ref lhs, tl_ref rhs,
+                         const tl_ref *rv, int nrv, json_t *aj) {
+  tl_ir *ir = c->dag->ir;
+  if (!tl_type_eq(tl_topi_dtype(c->dag, data), a->out_dtype)) {
+    lhs = tl_cast(ir, a->out_dtype, lhs);
+    rhs = tl_cast(ir, a->out_dtype, rhs);
+  }
+  int out;
+  int rc = tl_topi_emit(c, tag, tag, "out_elemwise_fusable", 4, oshape, ax, tl_mul(ir, lhs, rhs),
+                        TL_RED_SUM, rv, nrv, 0, aj, &out);
+  json_decref(aj);
+  if (rc) return rc;
+  return tl_topi_push_out(c, out);
+}
+
 static tl_ref idx_win(tl_dag *dag, tl_ref y, int64_t s, tl_ref r, int64_t d) {
   tl_ir *ir = dag->ir;
   return tl_add(ir, tl_mul(ir, y, tl_int(ir, s)), tl_mul(ir, r, tl_int(ir, d)));
@@ -175,17 +204,7 @@ int tl_topi_conv2d(tl_topi_call *c) {
   tl_dag *dag = c->dag;
   tl_ir *ir = dag->ir;
   int pad;
-  int64_t before[4], pshape[4];
-  if (nhwc) {
-    int64_t b[4] = {0, a.pad[0], a.pad[1], 0}, s[4] = {N, H + a.pad[0] + a.pad[2], W + a.pad[1] + a.pad[3], C};
-    memcpy(before, b, sizeof b);
-    memcpy(pshape, s, sizeof s);
-  } else {
-    int64_t b[4] = {0, 0, a.pad[0], a.pad[1]}, s[4] = {N, C, H + a.pad[0] + a.pad[2], W + a.pad[1] + a.pad[3]};
-    memcpy(before, b, sizeof b);
-    memcpy(pshape, s, sizeof s);
-  }
-  if ((rc = tl_topi_pad_stage(c, data, before, pshape, 0, "pad_temp", &pad))) return rc;
+  if ((rc = conv_pad(c, data, &a, nhwc, N, C, H, W, "pad_temp", &pad))) return rc;
 
   static const char *const nchw_names[4] = {"nn", "ff", "yy", "xx"};
   static const char *const nhwc_names[4] = {"nn", "yy", "xx", "ff"};
@@ -205,11 +224,6 @@ int tl_topi_conv2d(tl_topi_call *c) {
     di[0] = n, di[1] = ci, di[2] = iy, di[3] = ix;
     ki[0] = f, ki[1] = rcv, ki[2] = ry, ki[3] = rx;
   }
-  tl_ref lhs = tl_te_load(dag, pad, di, 4), rhs = tl_te_load(dag, kernel, ki, 4);
-  if (!tl_type_eq(tl_topi_dtype(dag, data), a.out_dtype)) {
-    lhs = tl_cast(ir, a.out_dtype, lhs);
-    rhs = tl_cast(ir, a.out_dtype, rhs);
-  }
   tl_ref rv[3] = {rcv, ry, rx};
   int64_t oshape[4];
   if (nhwc) oshape[0] = N, oshape[1] = OH, oshape[2] = OW, oshape[3] = O;
@@ -217,13 +231,8 @@ int tl_topi_conv2d(tl_topi_call *c) {
   char tag[32];
   snprintf(tag, sizeof tag, "%sconv2d_%s", g > 1 ? "group_" : "", nhwc ? "nhwc" : "nchw");
   int64_t ksz[2] = {KH, KW};
-  json_t *aj = conv_attrs_json(&a, ksz);
-  int out;
-  rc = tl_topi_emit(c, tag, tag, "out_elemwise_fusable", 4, oshape, ax, tl_mul(ir, lhs, rhs),
-                    TL_RED_SUM, rv, 3, 0, aj, &out);
-  json_decref(aj);
-  if (rc) return rc;
-  return tl_topi_push_out(c, out);
+  return conv_emit_sum(c, data, &a, tag, oshape, ax, tl_te_load(dag, pad, di, 4),
+                       tl_te_load(dag, kernel, ki, 4), rv, 3, conv_attrs_json(&a, ksz));
 }
 
 /* ---- depthwise conv2d ------------------------------------------------------ */
@@ -251,16 +260,8 @@ int tl_topi_depthwise_conv2d(tl_topi_call *c) {
   if ((rc = conv_out_hw(c, &a, H, W, KH, KW, &OH, &OW))) return rc;
   tl_dag *dag = c->dag;
   tl_ir *ir = dag->ir;
-  int64_t before[4], pshape[4];
-  if (nhwc) {
-    before[0] = 0, before[1] = a.pad[0], before[2] = a.pad[1], before[3] = 0;
-    pshape[0] = N, pshape[1] = H + a.pad[0] + a.pad[2], pshape[2] = W + a.pad[1] + a.pad[3], pshape[3] = C;
-  } else {
-    before[0] = 0, before[1] = 0, before[2] = a.pad[0], before[3] = a.pad[1];
-    pshape[0] = N, pshape[1] = C, pshape[2] = H + a.pad[0] + a.pad[2], pshape[3] = W + a.pad[1] + a.pad[3];
-  }
   int pad;
-  if ((rc = tl_topi_pad_stage(c, data, before, pshape, 0, "PaddedInput", &pad))) return rc;
+  if ((rc = conv_pad(c, data, &a, nhwc, N, C, H, W, "PaddedInput", &pad))) return rc;
   static const char *const nchw_names[4] = {"b", "c", "i", "j"};
   static const char *const nhwc_names[4] = {"b", "i", "j", "c"};
   tl_ref ax[4];
@@ -278,11 +279,6 @@ int tl_topi_depthwise_conv2d(tl_topi_call *c) {
     dI[0] = ax[0], dI[1] = ic, dI[2] = iy, dI[3] = ix;
     kI[0] = ic, kI[1] = mm, kI[2] = di, kI[3] = dj;
   }
-  tl_ref lhs = tl_te_load(dag, pad, dI, 4), rhs = tl_te_load(dag, kernel, kI, 4);
-  if (!tl_type_eq(tl_topi_dtype(dag, data), a.out_dtype)) {
-    lhs = tl_cast(ir, a.out_dtype, lhs);
-    rhs = tl_cast(ir, a.out_dtype, rhs);
-  }
   int64_t oshape[4];
   if (nhwc) oshape[0] = N, oshape[1] = OH, oshape[2] = OW, oshape[3] = C * M;
   else oshape[0] = N, oshape[1] = C * M, oshape[2] = OH, oshape[3] = OW;
@@ -291,12 +287,8 @@ int tl_topi_depthwise_conv2d(tl_topi_call *c) {
   json_t *aj = conv_attrs_json(&a, ksz);
   json_object_set_new(aj, "channel_multiplier", json_integer(M));
   tl_ref rv[2] = {di, dj};
-  int out;
-  rc = tl_topi_emit(c, tag, tag, "out_elemwise_fusable", 4, oshape, ax, tl_mul(ir, lhs, rhs),
-                    TL_RED_SUM, rv, 2, 0, aj, &out);
-  json_decref(aj);
-  if (rc) return rc;
-  return tl_topi_push_out(c, out);
+  return conv_emit_sum(c, data, &a, tag, oshape, ax, tl_te_load(dag, pad, dI, 4),
+                       tl_te_load(dag, kernel, kI, 4), rv, 2, aj);
 }
 
 /* ---- conv2d_transpose (NCHW, NHWC) ----------------------------------------------
@@ -398,11 +390,6 @@ int tl_topi_conv2d_transpose(tl_topi_call *c) {
   tl_ref fy = tl_sub(ir, tl_int(ir, KH - 1), dh), fx = tl_sub(ir, tl_int(ir, KW - 1), dw);
   if (hwoi) ki[0] = fy, ki[1] = fx, ki[2] = ko, ki[3] = ci;
   else ki[0] = ci, ki[1] = ko, ki[2] = fy, ki[3] = fx;
-  tl_ref lhs = tl_te_load(dag, pad, pi, 4), rhs = tl_te_load(dag, kernel, ki, 4);
-  if (!tl_type_eq(dt, a.out_dtype)) {
-    lhs = tl_cast(ir, a.out_dtype, lhs);
-    rhs = tl_cast(ir, a.out_dtype, rhs);
-  }
   int64_t oshape[4];
   oshape[0] = N, oshape[cd] = OG * g, oshape[hd] = OH, oshape[wd] = OW;
   int64_t ksz[2] = {KH, KW};
@@ -410,13 +397,9 @@ int tl_topi_conv2d_transpose(tl_topi_call *c) {
   json_object_set_new(aj, "output_padding", ints_json(a.out_pad, 2));
   json_object_set_new(aj, "kernel_layout", json_string(kl));
   tl_ref rv[3] = {dc, dh, dw};
-  int out;
   const char *tag = nhwc ? "conv2d_transpose_nhwc" : "conv2d_transpose_nchw";
-  rc = tl_topi_emit(c, tag, tag, "out_elemwise_fusable", 4, oshape, ax, tl_mul(ir, lhs, rhs),
-                    TL_RED_SUM, rv, 3, 0, aj, &out);
-  json_decref(aj);
-  if (rc) return rc;
-  return tl_topi_push_out(c, out);
+  return conv_emit_sum(c, data, &a, tag, oshape, ax, tl_te_load(dag, pad, pi, 4),
+                       tl_te_load(dag, kernel, ki, 4), rv, 3, aj);
 }
 
 /* ---- dense ------------------------------------------------------------------- */
