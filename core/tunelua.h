@@ -69,6 +69,12 @@ void tl_pool_for(tl_pool *pool, int64_t n, void (*fn)(int64_t i, void *arg), voi
 /* The process-wide pool used by generated parallel loops. */
 tl_pool *tl_pool_global(void);
 void tl_set_num_threads(int n);                 /* resizes the global pool */
+/* For a process that runs nothing but kernels (a measurement child): (re)start
+** the global pool with its workers bound to CPUs 2..n of the affinity set, and
+** bind the calling thread to the first. Nothing when binding is off
+** (TUNELUA_BIND_THREADS=0) or the pool is larger than the set. Elsewhere the
+** pool binds nothing unless TUNELUA_BIND_THREADS=1. */
+void tl_pool_bind_caller(void);
 
 /* ---- base: child processes -------------------------------------------- */
 

@@ -481,7 +481,7 @@ static int serve_one(session *s, json_t *req, void *blob, uint64_t n) {
     if (repeat < 1 || repeat > 1024) return reply_err(s, "time: repeat must be in [1, 1024]") ? 1 : 0;
     double costs[1024];
     int32_t kc = 0;
-    if (tl_measure_time_fn(f, dl, na, number, repeat, mrm, flush, costs, &kc))
+    if (tl_kernel_time(f, dl, na, number, repeat, mrm, flush, costs, &kc))
       return reply_err(s, "time: kernel '%s' failed with code %d", fn, (int)kc) ? 1 : 0;
     json_t *c = json_array();
     for (int i = 0; i < repeat; i++) json_array_append_new(c, json_real(costs[i]));

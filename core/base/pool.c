@@ -36,7 +36,18 @@
 ** generation) runs its loops serially and is freed without joining.
 **
 ** The global pool is sized by tl_set_num_threads(n), else by the environment
-** variable TUNELUA_NUM_THREADS, else one thread per core. A pointer returned
+** variable TUNELUA_NUM_THREADS, else one thread per core.
+**
+** Binding. A measurement child calls tl_pool_bind_caller: its global pool's
+** workers are bound to CPUs 2..n of the process's affinity set and the
+** calling thread to the first. Unbound, the scheduler sometimes left a fresh
+** child's worker sharing the caller's CPU, and a kernel then ran at half or
+** single-thread speed in one run out of three (34 or 80 GFLOPS for one
+** config). Elsewhere nothing is bound unless TUNELUA_BIND_THREADS=1, which
+** binds the global pool's workers (never the application's thread: processes
+** it forks, compilers among them, inherit its mask). TUNELUA_BIND_THREADS=0
+** turns binding off everywhere. No binding when the pool is larger than the
+** set. A pointer returned
 ** by tl_pool_global() stays valid for the life of the process: a pool replaced
 ** by tl_set_num_threads is stopped (its threads joined) but its struct is kept
 ** and runs later loops serially, so a racing caller never touches freed memory.
@@ -304,6 +315,30 @@ TL_EXPORT void tl_pool_for(tl_pool *pool, int64_t n, void (*fn)(int64_t i, void 
 
 /* ---- creation and teardown ------------------------------------------------ */
 
+/* TUNELUA_BIND_THREADS: -1 unset (bind in measurement children), 0 never, 1 also the
+** global pool's workers of every process. */
+static int bind_env(void) {
+  const char *e = getenv("TUNELUA_BIND_THREADS");
+  if (!e || !*e) return -1;
+  return e[0] == '0' ? 0 : 1;
+}
+static int g_bind_requested;          /* set by tl_pool_bind_caller */
+
+/* Bind worker i of a pool of nthreads to the (i+1)-th CPU of the calling
+** thread's affinity set; nothing when the set is smaller than the pool. */
+static void bind_worker(pthread_t th, int i, int nthreads, const cpu_set_t *set) {
+  if (CPU_COUNT(set) < nthreads) return;
+  int seen = -1;
+  for (int c = 0; c < CPU_SETSIZE; c++) {
+    if (!CPU_ISSET(c, set) || ++seen != i + 1) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    pthread_setaffinity_np(th, sizeof one, &one);   /* best effort */
+    return;
+  }
+}
+
 static tl_pool *pool_create(int nthreads, int global) {
   pthread_once(&g_once, pool_once);
   if (nthreads <= 0) nthreads = tl_num_cores();
@@ -333,11 +368,17 @@ static tl_pool *pool_create(int nthreads, int global) {
 
   /* Workers block every asynchronous signal: handlers (the REPL's Ctrl-C,
   ** the host's SIGCHLD) keep running on the application's threads. */
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int be = bind_env();
+  int bind = global && (be == 1 || (be == -1 && g_bind_requested)) &&
+             pthread_getaffinity_np(pthread_self(), sizeof set, &set) == 0;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
   for (int i = 0; i < nthreads - 1; i++) {
     if (pthread_create(&p->threads[p->nworkers], NULL, worker_main, p) != 0) break;
+    if (bind) bind_worker(p->threads[p->nworkers], i, nthreads, &set);
 #ifdef __GLIBC__
     char name[16];
     snprintf(name, sizeof name, "tl-pool-%d", i + 1);
@@ -364,6 +405,27 @@ static void pool_stop(tl_pool *p) {
 }
 
 TL_EXPORT tl_pool *tl_pool_new(int nthreads) { return pool_create(nthreads, 0); }
+
+TL_EXPORT void tl_pool_bind_caller(void) {
+  if (bind_env() == 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) != 0) return;
+  g_bind_requested = 1;
+  /* a pool made before the request keeps its unbound workers: make a new one */
+  tl_pool *p = atomic_load(&g_pool);
+  if (p && p->fork_gen == atomic_load(&g_fork_gen)) tl_set_num_threads(p->nthreads);
+  p = tl_pool_global();               /* binds its workers while the set is whole */
+  if (CPU_COUNT(&set) < p->nthreads) return;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &set)) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(c, &one);
+      pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+      return;
+    }
+}
 
 TL_EXPORT void tl_pool_free(tl_pool *pool) {
   if (!pool || pool->global) return; /* the global pool is never freed by a client */

@@ -40,7 +40,6 @@
 
 #define MEASURE_MAX_ARGS 64
 #define MEASURE_MAX_REPEAT 1024
-#define MEASURE_FLUSH_BYTES ((size_t)32 << 20)
 
 /* A crashing kernel must end the child with its signal: no inherited (or
 ** sanitizer) handler runs, and the child dies with the process that measures. */
@@ -480,50 +479,6 @@ static int open_kernel(const char *so_path, const char *fname, void **h, kernel_
   return 0;
 }
 
-int tl_measure_time_fn(void *fnp, void **dl, int nargs, int number, int repeat,
-                       double min_repeat_ms, int cache_flush, double *costs, int32_t *kcode) {
-  kernel_fn fn;
-  *(void **)&fn = fnp;
-  if (number < 1) number = 1;
-  int32_t kr = fn(dl, nargs);   /* warm-up */
-  if (kr) {
-    *kcode = kr;
-    return -1;
-  }
-  unsigned char *flush = cache_flush ? tl_malloc(MEASURE_FLUSH_BYTES) : NULL;
-  for (int r = 0; r < repeat; r++) {
-    double secs;
-    for (;;) {
-      if (flush) {
-        memset(flush, r & 0xff, MEASURE_FLUSH_BYTES);
-        __asm__ volatile("" : : "r"(flush) : "memory");
-      }
-      double t0 = tl_now();
-      for (int i = 0; i < number; i++) {
-        kr = fn(dl, nargs);
-        if (kr) {
-          free(flush);
-          *kcode = kr;
-          return -1;
-        }
-      }
-      secs = tl_now() - t0;
-      double dur_ms = secs * 1e3;
-      if (min_repeat_ms <= 0 || dur_ms >= min_repeat_ms || number >= 1000000000) break;
-      double next = number * 1.618;
-      if (dur_ms > 0) {
-        double want = min_repeat_ms / (dur_ms / number) + 1;
-        if (want > next) next = want;
-      }
-      if (next < number + 1) next = number + 1;
-      number = next > 1e9 ? 1000000000 : (int)next;
-    }
-    costs[r] = secs / number;
-  }
-  free(flush);
-  return 0;
-}
-
 typedef struct {
   const char *so_path, *fname, *sig;
   int number, repeat;
@@ -603,7 +558,8 @@ static int run_child(void *arg, int out_fd) {
       }
     }
   }
-  if (tl_measure_time_fn(*(void **)&fn, dl, s.nargs, ra->number, ra->repeat, ra->min_repeat_ms,
+  tl_pool_bind_caller();
+  if (tl_kernel_time(*(void **)&fn, dl, s.nargs, ra->number, ra->repeat, ra->min_repeat_ms,
                          ra->cache_flush, costs, &kcode)) {
     child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, kernel_msg(h, ra->fname, kcode));
     return 0;

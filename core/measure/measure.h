@@ -16,8 +16,4 @@ enum {                           /* MeasureErrorNo (formats §1.5) */
   TL_MEASURE_UNKNOWN_ERROR = 8
 };
 
-/* TVM's time evaluator on a raw kernel pointer; -1 with *kcode on a kernel failure. */
-int tl_measure_time_fn(void *fn, void **dl, int nargs, int number, int repeat,
-                       double min_repeat_ms, int cache_flush, double *costs, int32_t *kcode);
-
 #endif

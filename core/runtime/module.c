@@ -18,7 +18,7 @@
 ** Kernels follow the C backend's ABI (codegen/c.c): int32_t f(void **args,
 ** int32_t nargs) with DLTensor pointers, returning 0 or a TL_E_* code whose
 ** message f_error() returns. tl_module_time implements TVM's time-evaluator
-** contract: one warm-up call, then `repeat` measurements of `number` calls
+** contract (tl_kernel_time): a warm-up of at least 10 ms, then `repeat` measurements of `number` calls
 ** each, where with min_repeat_ms > 0 number grows (by the golden ratio, or
 ** to the estimate that reaches min_repeat_ms) until one measurement lasts at
 ** least min_repeat_ms; with cache_flush a 32 MiB buffer is written before
@@ -328,36 +328,43 @@ static void flush_caches(unsigned char *buf, int round) {
   __asm__ volatile("" : : "r"(buf) : "memory");   /* keep the stores */
 }
 
-TL_EXPORT int tl_module_time(tl_ctx *ctx, tl_module *m, const char *fname, tl_array **args,
-                             int nargs, int number, int repeat, double min_repeat_ms,
-                             int cache_flush, double *secs_out) {
-  if (repeat < 1) return tl_err(ctx, TL_E_ARG, "tl_module_time: repeat must be >= 1, got %d", repeat);
-  if (!secs_out) return tl_err(ctx, TL_E_ARG, "tl_module_time: secs_out is NULL");
-  if (number < 1) number = 1;
+/* The warm-up runs the kernel until this much time has passed (at least once).
+** A process that has just started (a measurement child is forked per run)
+** creates its thread pool on the first parallel loop, and a sub-millisecond
+** kernel is over before the new workers are even scheduled (on a VM waking an
+** idle vCPU alone can take that long): after a single warm-up call the first
+** repeats ran on the calling thread alone, and one config measured 34 or 80
+** GFLOPS from run to run. After a few milliseconds of back-to-back calls the
+** workers are awake and spinning, as they are in a network's stream of
+** kernels. */
+#define TIME_WARMUP_S 10e-3
+
+int tl_kernel_time(void *fnp, void **dl, int nargs, int number, int repeat,
+                   double min_repeat_ms, int cache_flush, double *secs_out, int32_t *kcode) {
   kernel_fn fn;
-  int rc = lookup(ctx, m, fname, &fn);
-  if (rc) return rc;
-  void *stack[16], **dl = NULL;
-  rc = pack_args(ctx, args, nargs, stack, &dl);
-  if (rc) return rc;
-  unsigned char *flush = NULL;
-  int32_t kr = fn(dl, nargs);                      /* warm-up */
-  if (kr) goto failed;
-  if (cache_flush) flush = tl_malloc(CACHE_FLUSH_BYTES);
+  *(void **)&fn = fnp;
+  if (number < 1) number = 1;
+  int32_t kr;
+  double w0 = tl_now();
+  do {                                             /* warm-up */
+    if ((kr = fn(dl, nargs))) goto failed;
+  } while (tl_now() - w0 < TIME_WARMUP_S);
+  unsigned char *flush = cache_flush ? tl_malloc(CACHE_FLUSH_BYTES) : NULL;
   for (int r = 0; r < repeat; r++) {
     double secs;
     for (;;) {
       if (flush) flush_caches(flush, r);
       double t0 = tl_now();
-      for (int i = 0; i < number; i++) {
-        kr = fn(dl, nargs);
-        if (kr) goto failed;
-      }
+      for (int i = 0; i < number; i++)
+        if ((kr = fn(dl, nargs))) {
+          free(flush);
+          goto failed;
+        }
       secs = tl_now() - t0;
       double dur_ms = secs * 1e3;
       if (min_repeat_ms <= 0 || dur_ms >= min_repeat_ms || number >= 1000000000) break;
       /* TVM's rule: jump to the estimate that reaches min_repeat_ms, at least x1.618 */
-      double grown = number * 1.618, next = grown;
+      double next = number * 1.618;
       if (dur_ms > 0) {
         double want = min_repeat_ms / (dur_ms / number) + 1;
         if (want > next) next = want;
@@ -368,10 +375,26 @@ TL_EXPORT int tl_module_time(tl_ctx *ctx, tl_module *m, const char *fname, tl_ar
     secs_out[r] = secs / number;
   }
   free(flush);
-  if (dl != stack) free(dl);
-  return TL_OK;
+  return 0;
 failed:
-  free(flush);
+  *kcode = kr;
+  return -1;
+}
+
+TL_EXPORT int tl_module_time(tl_ctx *ctx, tl_module *m, const char *fname, tl_array **args,
+                             int nargs, int number, int repeat, double min_repeat_ms,
+                             int cache_flush, double *secs_out) {
+  if (repeat < 1) return tl_err(ctx, TL_E_ARG, "tl_module_time: repeat must be >= 1, got %d", repeat);
+  if (!secs_out) return tl_err(ctx, TL_E_ARG, "tl_module_time: secs_out is NULL");
+  kernel_fn fn;
+  int rc = lookup(ctx, m, fname, &fn);
+  if (rc) return rc;
+  void *stack[16], **dl = NULL;
+  rc = pack_args(ctx, args, nargs, stack, &dl);
+  if (rc) return rc;
+  int32_t kr = 0;
+  rc = tl_kernel_time(*(void **)&fn, dl, nargs, number, repeat, min_repeat_ms, cache_flush, secs_out,
+                      &kr);
   if (dl != stack) free(dl);
-  return kernel_failed(ctx, m, fname, kr);
+  return rc ? kernel_failed(ctx, m, fname, kr) : TL_OK;
 }

@@ -107,4 +107,15 @@ const tl_device_api *tl_device_get(int dev_type);
 /* "cpu", "opencl", "ext_dev", ... or "unknown" for types without a name. */
 const char *tl_device_type_name(int dev_type);
 
+/* ---- timing ------------------------------------------------------------------ */
+
+/* The time evaluator on a raw CPU kernel (int32_t fn(void **dl, int32_t nargs)):
+** a warm-up of at least 10 ms, then `repeat` measurements of `number` calls,
+** number growing until one lasts min_repeat_ms (if > 0), the caches flushed
+** before each with cache_flush. Seconds per call go to secs_out[0..repeat);
+** -1 with *kcode set when the kernel returns a nonzero code. Used by
+** tl_module_time, the measurement child and the RPC server. */
+int tl_kernel_time(void *fn, void **dl, int nargs, int number, int repeat, double min_repeat_ms,
+                   int cache_flush, double *secs_out, int32_t *kcode);
+
 #endif

@@ -8,15 +8,18 @@
 --            --batch 8 (phase-2 batch = the replay builder's n_parallel)  --measure_only 1
 --            --limit N (phase 1 measures at most N new configs per task in this run)
 --            --plan_size N (xgb tuners; default: the tuner's, 32 or 16 on these spaces)
+--            --passes 3 (phase-1 measurements of each config, each pass in its own order)
 --
 -- The x86 conv2d spaces are small (360-784 configs), so 4 tuners x 3 seeds x 512 trials would
 -- measure the same configs over and over. The benchmark therefore runs in two phases:
 --
 --   phase 1 (real measurement): every config of each task's space is built (LocalBuilder,
---     parallel compiles) and run once (LocalRunner, serial, number x repeat), in a shuffled
---     order so that machine-load drift does not favour a region of the space. The costs go to a
---     cache file per task (appended per batch: an interrupted run resumes), with the wall time
---     of each build and run batch; that is the throughput table.
+--     parallel compiles) and run (LocalRunner, serial, number x repeat) once per pass
+--     (--passes, default 3), each pass in its own shuffled order so that machine-load drift
+--     does not favour a region of the space. The costs go to a cache file per task (appended
+--     per batch: an interrupted run resumes), with the wall time of each build and run batch;
+--     that is the throughput table. A config's replayed cost is its fastest pass (each pass
+--     the median of its repeats), so one loaded moment does not make or break a config.
 --   phase 2 (replay): every tuner and seed runs the ordinary tune loop (tuner, cost model,
 --     annealing, GA all for real) against a replay builder/runner pair with the builder/runner
 --     interface that answers each config with its phase-1 result (the median of its repeat
@@ -41,7 +44,7 @@ local now = function() return core.C.tl_now() end
 local opts = { tuners = "xgb,xgb_rank,ga,random", seeds = 3, checkpoints = "64,128,256,512",
                tasks = "1,2,3", n_parallel = core.C.tl_num_cores(), number = 1, repeats = 5,
                batch = 8, cache = "/tmp/tunelua-search-efficiency", limit = 1e9, measure_only = 0,
-               plan_size = 0 }
+               plan_size = 0, passes = 3 }
 local argv = arg or {}
 local i = 1
 while i <= #argv do
@@ -61,6 +64,7 @@ while i <= #argv do
 end
 if opts.quick then
   opts.tuners, opts.seeds, opts.checkpoints, opts.tasks, opts.limit = "xgb,random", 1, "32,64", "3", 16
+  opts.passes = 1
 end
 local function list(s, num)
   local out = {}
@@ -124,7 +128,7 @@ local function hash(s)
   for k = 1, #s do h = bit.band(bit.bxor(h * 33, s:byte(k)), 0x7fffffff) end
   return string.format("%08x", h)
 end
--- A config's replayed cost is the median of its repeat timings (phase 1 runs on a shared,
+-- A pass's cost of a config is the median of its repeat timings (phase 1 runs on a shared,
 -- loaded machine, where one slow repeat moves a mean far more than a median).
 local function median(c)
   local t = {}
@@ -139,14 +143,22 @@ local function cache_path(task)
   return string.format("%s/%s-%d-%s.tsv", opts.cache, task.name, #task.config_space, hash(key))
 end
 
+-- Cache lines of a pass follow its "P <pass>" line (lines before any P line are pass 1). A
+-- config's replayed cost is its fastest pass (each pass the median of its repeats): on a
+-- shared machine interference only ever slows a run down, and a pass that caught a loaded
+-- moment (this VM's passes differ by up to 3x for the same config) says nothing about the
+-- config. A config that failed in every pass keeps its first error.
 local function load_table(path)
-  local tab = { costs = {}, n = 0, batches = { n = 0, build = 0, run = 0 }, notes = {} }
+  local tab = { costs = {}, n = 0, batches = { n = 0, build = 0, run = 0 }, notes = {}, pass_n = {} }
   local f = io.open(path, "r")
   if not f then return tab end
+  local pass = 1
   for line in f:lines() do
     local kind = line:sub(1, 1)
     if kind == "#" then
       tab.notes[#tab.notes + 1] = line:sub(3)
+    elseif kind == "P" then
+      pass = tonumber(line:match("^P\t(%d+)")) or pass
     elseif kind == "B" then
       local n, b, r = line:match("^B\t(%d+)\t(%S+)\t(%S+)")
       if n then
@@ -160,72 +172,108 @@ local function load_table(path)
         local c = {}
         for x in cs:gmatch("[^,]+") do c[#c + 1] = tonumber(x) end
         idx = tonumber(idx)
-        if not tab.costs[idx] then tab.n = tab.n + 1 end
-        tab.costs[idx] = { costs = c, median = median(c), error_no = tonumber(eno),
+        local e = tab.costs[idx]
+        if not e then
+          e = { passes = {} }
+          tab.costs[idx] = e
+          tab.n = tab.n + 1
+        end
+        if not e.passes[pass] then tab.pass_n[pass] = (tab.pass_n[pass] or 0) + 1 end
+        e.passes[pass] = { costs = c, median = median(c), error_no = tonumber(eno),
                            build_s = tonumber(bs), error_msg = msg ~= "-" and msg or nil }
       end
     end
   end
   f:close()
+  for _, e in pairs(tab.costs) do
+    local ok, first = {}, nil
+    for p = 1, table.maxn(e.passes) do
+      local r = e.passes[p]
+      if r then
+        first = first or r
+        if r.error_no == 0 and #r.costs > 0 then ok[#ok + 1] = r.median end
+      end
+    end
+    e.build_s = first.build_s
+    e.npass = #ok
+    if #ok > 0 then
+      e.error_no, e.median = 0, math.min(unpack(ok))
+      e.spread = #ok > 1 and (math.max(unpack(ok)) / math.min(unpack(ok))) or nil
+    else
+      e.error_no, e.median, e.error_msg = first.error_no, first.median, first.error_msg
+    end
+  end
   return tab
 end
 
--- ---- phase 1: measure every config once --------------------------------------------------------
+-- ---- phase 1: measure every config once per pass -------------------------------------------
+-- Each pass measures the whole space in its own shuffled order, so a burst of load on a shared
+-- machine hits a config in one pass at most.
 local function phase1(task, desc)
   os.execute("mkdir -p '" .. opts.cache .. "'")
   local path = cache_path(task)
   local tab = load_table(path)
   local len = #task.config_space
-  local todo = {}
-  for k = 0, len - 1 do if not tab.costs[k] then todo[#todo + 1] = k end end
-  -- shuffled (fixed seed): load drift spreads over the whole space
-  local rng = tuner_mod.new_rng(12345)
-  for k = #todo, 2, -1 do
-    local j = 1 + rng:below(k)
-    todo[k], todo[j] = todo[j], todo[k]
-  end
-  local limit = math.min(#todo, tonumber(opts.limit))
-  if limit == 0 then return tab, path end
-  io.write(string.format("phase 1, %s: measuring %d of %d configs (%d cached) -> %s\n", desc, limit,
-    len, tab.n, path))
-  io.flush()
-  local builder = measure.LocalBuilder({ n_parallel = tonumber(opts.n_parallel), timeout = 120 })
-  local runner = measure.LocalRunner({ number = tonumber(opts.number), repeats = tonumber(opts.repeats),
-                                       timeout = 20, cooldown_interval = 0 })
-  runner:set_task(task)
-  local f = assert(io.open(path, "a"))
-  f:write(string.format("# %s; number %s repeat %s, n_parallel %s, load %s\n", provenance(),
-    opts.number, opts.repeats, opts.n_parallel, sh("cut -d' ' -f1-3 /proc/loadavg")))
-  local B = 4 * tonumber(opts.n_parallel)
-  local done, t_start = 0, now()
-  while done < limit do
-    local inputs = {}
-    for k = done + 1, math.min(done + B, limit) do
-      inputs[#inputs + 1] = measure.MeasureInput(task, task.config_space:get(todo[k]))
+  local budget = tonumber(opts.limit)
+  for pass = 1, tonumber(opts.passes) do
+    local todo = {}
+    for k = 0, len - 1 do
+      local e = tab.costs[k]
+      if not (e and e.passes[pass]) then todo[#todo + 1] = k end
     end
-    local t0 = now()
-    local brs = builder:build(inputs)
-    local t1 = now()
-    local res = runner:run(inputs, brs)
-    local t2 = now()
-    f:write(string.format("B\t%d\t%.4f\t%.4f\n", #inputs, t1 - t0, t2 - t1))
-    for k, r in ipairs(res) do
-      local idx = inputs[k].config.index
-      local c = {}
-      for j, x in ipairs(r.costs) do c[j] = string.format("%.9g", x) end
-      local msg = r.error_msg and tostring(r.error_msg):gsub("[\t\n\r]+", " "):sub(1, 300) or "-"
-      f:write(string.format("C\t%d\t%d\t%.4f\t%s\t%s\n", idx, r.error_no, brs[k].time_cost or 0,
-        table.concat(c, ","), msg ~= "" and msg or "-"))
+    -- shuffled (a fixed seed per pass; pass 1 keeps the single-pass order)
+    local rng = tuner_mod.new_rng(12345 + 7919 * (pass - 1))
+    for k = #todo, 2, -1 do
+      local j = 1 + rng:below(k)
+      todo[k], todo[j] = todo[j], todo[k]
     end
-    f:flush()
-    done = done + #inputs
-    local el = now() - t_start
-    io.write(string.format("  %d/%d  %.1f s, %.2f trials/s, eta %.0f s\n", done, limit, el, done / el,
-      (limit - done) * el / done))
-    io.flush()
+    local limit = math.min(#todo, budget)
+    if limit > 0 then
+      budget = budget - limit
+      io.write(string.format("phase 1, %s, pass %d: measuring %d of %d configs (%d cached) -> %s\n", desc,
+        pass, limit, len, len - #todo, path))
+      io.flush()
+      local builder = measure.LocalBuilder({ n_parallel = tonumber(opts.n_parallel), timeout = 120 })
+      local runner = measure.LocalRunner({ number = tonumber(opts.number), repeats = tonumber(opts.repeats),
+                                           timeout = 20, cooldown_interval = 0 })
+      runner:set_task(task)
+      local f = assert(io.open(path, "a"))
+      f:write(string.format("# %s; pass %d, number %s repeat %s, n_parallel %s, load %s\n", provenance(),
+        pass, opts.number, opts.repeats, opts.n_parallel, sh("cut -d' ' -f1-3 /proc/loadavg")))
+      f:write(string.format("P\t%d\n", pass))
+      local B = 4 * tonumber(opts.n_parallel)
+      local done, t_start = 0, now()
+      while done < limit do
+        local inputs = {}
+        for k = done + 1, math.min(done + B, limit) do
+          inputs[#inputs + 1] = measure.MeasureInput(task, task.config_space:get(todo[k]))
+        end
+        local t0 = now()
+        local brs = builder:build(inputs)
+        local t1 = now()
+        local res = runner:run(inputs, brs)
+        local t2 = now()
+        f:write(string.format("B\t%d\t%.4f\t%.4f\n", #inputs, t1 - t0, t2 - t1))
+        for k, r in ipairs(res) do
+          local idx = inputs[k].config.index
+          local c = {}
+          for j, x in ipairs(r.costs) do c[j] = string.format("%.9g", x) end
+          local msg = r.error_msg and tostring(r.error_msg):gsub("[\t\n\r]+", " "):sub(1, 300) or "-"
+          f:write(string.format("C\t%d\t%d\t%.4f\t%s\t%s\n", idx, r.error_no, brs[k].time_cost or 0,
+            table.concat(c, ","), msg ~= "" and msg or "-"))
+        end
+        f:flush()
+        done = done + #inputs
+        local el = now() - t_start
+        io.write(string.format("  %d/%d  %.1f s, %.2f trials/s, eta %.0f s\n", done, limit, el, done / el,
+          (limit - done) * el / done))
+        io.flush()
+      end
+      f:close()
+      tab = load_table(path)
+    end
   end
-  f:close()
-  return load_table(path), path
+  return tab, path
 end
 
 -- ---- phase 2: replay measured costs through the builder/runner interface -------------------------
@@ -257,7 +305,7 @@ local function ReplayRunner(tables)
 end
 
 local function flops_of(task, e)
-  if e.error_no ~= 0 or #e.costs == 0 then return 0 end
+  if e.error_no ~= 0 or not e.median then return 0 end
   return task.flop / e.median
 end
 
@@ -273,7 +321,10 @@ for _, ti in ipairs(task_ids) do
     task.flop / 1e9))
   local tab, path = phase1(task, "task " .. ti)
   tables[task] = tab
-  complete[ti] = tab.n == #task.config_space
+  complete[ti] = true
+  for p = 1, tonumber(opts.passes) do
+    if (tab.pass_n[p] or 0) < #task.config_space then complete[ti] = false end
+  end
   thr.n, thr.build, thr.run = thr.n + tab.batches.n, thr.build + tab.batches.build,
     thr.run + tab.batches.run
   tab.best, tab.errors = 0, 0
@@ -282,8 +333,16 @@ for _, ti in ipairs(task_ids) do
     if e.error_no ~= 0 then tab.errors = tab.errors + 1 end
   end
   thr.errors = thr.errors + tab.errors
+  local spreads = {}
+  for _, e in pairs(tab.costs) do if e.spread then spreads[#spreads + 1] = e.spread end end
   io.write(string.format("  cost table %s: %d/%d configs measured, %d errors, best %.2f GFLOPS\n", path,
     tab.n, #task.config_space, tab.errors, tab.best / 1e9))
+  if #spreads > 0 then
+    table.sort(spreads)
+    io.write(string.format("  pass-to-pass spread of a config's median (slowest/fastest pass) over %d " ..
+      "configs: median %.1f%%, 90th percentile %.1f%%\n", #spreads, 100 * (spreads[math.ceil(#spreads / 2)] - 1),
+      100 * (spreads[math.ceil(0.9 * #spreads)] - 1)))
+  end
   for _, n in ipairs(tab.notes) do io.write("    measured: ", n, "\n") end
 end
 

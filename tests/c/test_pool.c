@@ -10,6 +10,7 @@
 */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,4 +332,73 @@ TL_TEST(pool_fork_child) {
   CHECK(run_cover(tl_pool_global(), 1000));
   tl_pool_free(user);
   tl_ctx_free(ctx);
+}
+
+/* tl_pool_bind_caller in a child: the caller ends up on one CPU and the
+** worker runs its share of a loop on another one (with two CPUs or more). */
+typedef struct {
+  _Atomic int cpu_of[64];
+} cpu_arg;
+static void record_cpu(int64_t i, void *arg) {
+  cpu_arg *a = arg;
+  volatile double x = 0;
+  for (int k = 0; k < 20000; k++) x += k;   /* long enough for both threads to join */
+  atomic_store(&a->cpu_of[i], sched_getcpu());
+}
+static int bind_child_fn(void *arg, int out_fd) {
+  (void)arg;
+  char msg[128] = "ok";
+  cpu_set_t before;
+  CPU_ZERO(&before);
+  if (pthread_getaffinity_np(pthread_self(), sizeof before, &before) != 0) return 20;
+  tl_set_num_threads(2);
+  tl_pool_bind_caller();
+  cpu_set_t after;
+  CPU_ZERO(&after);
+  if (pthread_getaffinity_np(pthread_self(), sizeof after, &after) != 0) return 21;
+  if (CPU_COUNT(&before) < 2) {
+    if (CPU_COUNT(&after) != CPU_COUNT(&before)) snprintf(msg, sizeof msg, "bound with one CPU");
+  } else if (CPU_COUNT(&after) != 1) {
+    snprintf(msg, sizeof msg, "caller still on %d CPUs", CPU_COUNT(&after));
+  } else {
+    int mine = sched_getcpu(), other = 0;
+    for (int rep = 0; rep < 50 && !other; rep++) {
+      cpu_arg a;
+      for (int i = 0; i < 64; i++) atomic_init(&a.cpu_of[i], -1);
+      tl_pool_for(tl_pool_global(), 64, record_cpu, &a);
+      for (int i = 0; i < 64; i++) {
+        int c = atomic_load(&a.cpu_of[i]);
+        if (c != mine && !CPU_ISSET(c, &before)) {
+          snprintf(msg, sizeof msg, "a worker ran on CPU %d, outside the affinity set", c);
+          other = 1;
+        } else if (c != mine) {
+          other = 1;
+        }
+      }
+    }
+    if (!other) snprintf(msg, sizeof msg, "no index ran off the caller's CPU %d", mine);
+  }
+  int len = (int)strlen(msg);
+  if (write(out_fd, msg, (size_t)len) != len) return 22;
+  return 0;
+}
+
+TL_TEST(pool_bind_caller) {
+  cpu_set_t set0;
+  CPU_ZERO(&set0);
+  CHECK(pthread_getaffinity_np(pthread_self(), sizeof set0, &set0) == 0);
+  tl_ctx *ctx = tl_ctx_new();
+  tl_proc_result *r = NULL;
+  int rc = tl_proc_call(ctx, bind_child_fn, NULL, 10.0, 0, &r);
+  CHECK_MSG(rc == TL_OK, "tl_proc_call: %s", tl_errmsg(ctx));
+  CHECK_MSG(tl_proc_status(r) == TL_PROC_OK, "child: status %d code %d", tl_proc_status(r),
+            tl_proc_code(r));
+  CHECK_MSG(strcmp(tl_proc_stdout(r, NULL), "ok") == 0, "%s", tl_proc_stdout(r, NULL));
+  tl_proc_result_free(r);
+  tl_ctx_free(ctx);
+  /* the parent's thread keeps its mask */
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CHECK(pthread_getaffinity_np(pthread_self(), sizeof set, &set) == 0);
+  CHECK(CPU_EQUAL(&set, &set0));
 }
