@@ -96,6 +96,12 @@ typedef struct tl_atvm_template {
   /* s holds compute + fused injective consumers; anchor = the op name of
   ** the template's main compute op in s */
   int (*schedule)(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s);
+  /* Optional. The shape input i has where the template is deployed, when the
+  ** graph executor passes it pre-transformed (a constant weight packed once
+  ** at build time): returns 1 and fills ndim/shape, else 0. A task's
+  ** placeholder takes that shape, so tuning times the kernel that runs, not
+  ** a per-call transform the deployment never does. */
+  int (*deployed_input)(const tl_atvm_args *a, int i, int *ndim, int64_t *shape);
 } tl_atvm_template;
 
 int tl_atvm_parse_args(tl_ctx *ctx, const char *args_json, tl_atvm_args *a);

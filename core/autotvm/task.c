@@ -162,8 +162,12 @@ TL_EXPORT int tl_atvm_task_create(tl_ctx *ctx, const char *template_name, const 
   int dense = strstr(template_name, "dense") != NULL;
   for (int i = 0; i < t->args.ntensors; i++) {
     t->in_names[i] = tl_strdup(dense ? dnames[i] : names[i]);
-    if ((rc = tl_dag_placeholder(ctx, t->dag, t->in_names[i], t->args.ndim[i], t->args.shape[i],
-                                 t->args.dtype[i], &t->inputs[i])))
+    int nd = t->args.ndim[i];
+    int64_t dshape[8];
+    const int64_t *shape = t->args.shape[i];
+    if (tm->deployed_input && tm->deployed_input(&t->args, i, &nd, dshape)) shape = dshape;
+    if ((rc = tl_dag_placeholder(ctx, t->dag, t->in_names[i], nd, shape, t->args.dtype[i],
+                                 &t->inputs[i])))
       goto fail;
   }
   t->ninputs = t->args.ntensors;

@@ -232,6 +232,14 @@ static int e_lin(tl_ctx *ctx, tl_dag *dag, uint32_t a, int64_t s, uint32_t b, in
   return tl_dag_binary(ctx, dag, TL_EXPR_ADD, x, y, out);
 }
 
+/* The output-channel block of the packed weight: the largest power of two <= 16
+** dividing O. */
+static int64_t conv_block(int64_t O) {
+  int64_t B = 1;
+  while (B < 16 && O % (B * 2) == 0) B *= 2;
+  return B;
+}
+
 static int conv_blocked_ok(const tl_atvm_args *a, const conv_info *ci) {
   if (a->dtype[0] != TL_FLOAT32 || a->dtype[1] != TL_FLOAT32) return 0;
   if (ci->out_dtype && strcmp(ci->out_dtype, "float32") != 0) return 0;
@@ -254,9 +262,8 @@ static int conv_nchwc_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, c
     TRY(tl_topi_op(ctx, dag, "pad", &data, 1, attrs, &p, 1, &pn));
     data = p;
   }
-  /* kernel_vec[O/B, C, KH, KW, B]: B = the largest power of two <= 16 dividing O */
-  int64_t B = 1;
-  while (B < 16 && ci.O % (B * 2) == 0) B *= 2;
+  /* kernel_vec[O/B, C, KH, KW, B] */
+  int64_t B = conv_block(ci.O);
   int packed = tl_dag_tensor_ndim(dag, kernel) == 5;
   if (packed) {
     const int64_t *ks = tl_dag_tensor_shape(dag, kernel);
@@ -510,8 +517,24 @@ static int conv_nchwc_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched
   return TL_OK;
 }
 
+/* The graph executor packs a constant float32 weight to [O/B, C, KH, KW, B] once
+** (lua/tunelua/graph/executor.lua), so the task measures that kernel too. */
+static int conv_nchwc_deployed_input(const tl_atvm_args *a, int i, int *ndim, int64_t *shape) {
+  if (i != 1) return 0;
+  tl_ctx *ctx = tl_ctx_new();
+  conv_info ci;
+  int ok = conv_info_of(ctx, a, 0, &ci) == TL_OK && conv_blocked_ok(a, &ci);
+  tl_ctx_free(ctx);
+  if (!ok) return 0;
+  int64_t B = conv_block(ci.O);
+  *ndim = 5;
+  shape[0] = ci.O / B, shape[1] = ci.C, shape[2] = ci.KH, shape[3] = ci.KW, shape[4] = B;
+  return 1;
+}
+
 const tl_atvm_template tl_x86_conv2d_nchwc = {"conv2d_NCHWc.x86", conv_nchwc_define,
-                                              conv_nchwc_compute, conv_nchwc_schedule};
+                                              conv_nchwc_compute, conv_nchwc_schedule,
+                                              conv_nchwc_deployed_input};
 
 /* ---- depthwise_conv2d_NCHWc.x86 --------------------------------------------------- */
 

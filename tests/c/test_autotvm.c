@@ -133,10 +133,11 @@ TL_TEST(atvm_index_mapping) {
   CHECK(f[1] == 3 && f[3] == 32 && f[5] == 8 && f[6] == 0);
   /* the fallback config for 8 lanes (no AVX-512 in the target): oc_bn 8 */
   CHECK(strstr(tl_atvm_config_json(t, -1), "[\"tile_oc\", \"sp\", [-1, 8]]") != NULL);
-  /* lowering: the arguments are data, kernel, output */
+  /* lowering: the arguments are data, kernel, output; the kernel is the weight as the
+  ** graph executor deploys it, packed to [O/B, C, KH, KW, B] (B = 16 here) */
   tl_lowered *lf = NULL;
   CHECK_MSG(tl_atvm_lower(ctx, t, 193, "conv_193", &lf) == 0, "%s", tl_errmsg(ctx));
-  CHECK(strstr(tl_lowered_text(lf), "func conv_193(data: float32[1, 3, 224, 224], kernel: float32[64, 3, 7, 7]") != NULL);
+  CHECK(strstr(tl_lowered_text(lf), "func conv_193(data: float32[1, 3, 224, 224], kernel: float32[4, 3, 7, 7, 16]") != NULL);
   tl_lowered_free(lf);
   CHECK_EQ_INT(tl_atvm_lower(ctx, t, 252, "x", &lf), TL_E_ARG);
   CHECK(strstr(tl_errmsg(ctx), "config index 252 out of range [-1, 252)") != NULL);

@@ -8,6 +8,7 @@ local nd = require "tunelua.nd"
 local tl = require "tunelua"
 local testing = require "tunelua.testing"
 local record = require "tunelua.autotvm.record"
+local executor = require "tunelua.graph.executor"
 
 local function T(shape) return { "TENSOR", shape, "float32" } end
 
@@ -88,10 +89,12 @@ local function check_task(t, indices, ref_op, ref_shapes, ref_attrs)
   call[#call + 1] = want
   ref(unpack(call))
   for _, idx in ipairs(indices) do
-    local s, args = t:instantiate(idx)
+    local s, args, shapes = t:instantiate(idx)
     local f = tl.build(s, args, "c")
     local got = nd.empty(oshape, "float32")
     local c2 = { unpack(inputs) }
+    -- conv2d_NCHWc.x86 is tuned and deployed with its weight pre-packed (5-D)
+    if #shapes[2] == 5 then c2[2] = executor.pack_oihw(inputs[2]) end
     c2[#c2 + 1] = got
     f(unpack(c2))
     testing.assert_allclose(got, want, { rtol = 1e-4, atol = 1e-4,
@@ -197,9 +200,10 @@ do
     fr(a, w, ref)
     for i = 1, 3 do
       local idx = i == 1 and -1 or rand_index(#task.config_space)
-      local s, targs = task:instantiate(idx)
+      local s, targs, tshapes = task:instantiate(idx)
       local o = tl.nd.empty({ 1, O, oh, oh })
-      tl.build(s, targs, "c")(a, w, o)
+      assert(#tshapes[2] == 5, "conv2d_NCHWc.x86 float32: the task's kernel is the packed weight")
+      tl.build(s, targs, "c")(a, executor.pack_oihw(w), o)
       testing.assert_allclose(o, ref, { rtol = 1e-4, atol = 1e-4 })
     end
   end

@@ -264,6 +264,8 @@ local function index_of(t, index, lvl)
 end
 
 --- task:instantiate(index | config) -> schedule, args (stage names / tensors usable with tl.build)
+--- and, for C templates, the args' shapes (an input may have the shape it is deployed with,
+--- e.g. conv2d_NCHWc.x86's pre-packed 5-D weight)
 function Task.instantiate(t, index)
   index = index_of(t, index, 2)
   if t.lua_template then
@@ -278,9 +280,14 @@ function Task.instantiate(t, index)
   check(C.tl_atvm_instantiate(ctx, t.handle, index, sched, args, 16, n), 2)
   local s = wrap_sched(sched[0])
   local dag = C.tl_sched_dag(s.handle)
-  local names = {}
-  for i = 0, n[0] - 1 do names[i + 1] = ffi.string(C.tl_dag_tensor_name(dag, args[i])) end
-  return s, names
+  local names, shapes = {}, {}
+  for i = 0, n[0] - 1 do
+    names[i + 1] = ffi.string(C.tl_dag_tensor_name(dag, args[i]))
+    local p, sh = C.tl_dag_tensor_shape(dag, args[i]), {}
+    for d = 0, C.tl_dag_tensor_ndim(dag, args[i]) - 1 do sh[d + 1] = tonumber(p[d]) end
+    shapes[i + 1] = sh
+  end
+  return s, names, shapes
 end
 
 --- task:lower(index, {name = "f"}) -> a tunelua.build Lowered

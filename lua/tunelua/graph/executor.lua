@@ -168,6 +168,9 @@ local function pack_oihw(value)
   packed_cache[value] = p
   return p
 end
+--- executor.pack_oihw(nd) -> the [O/B, C, KH, KW, B] float32 weight conv2d_NCHWc.x86 is
+--- deployed (and tuned) with (cached per array).
+executor.pack_oihw = pack_oihw
 
 -- The constant value feeding the anchor's weight (argument 2), or nil.
 local function anchor_weight_const(call, anchor)
