@@ -40,17 +40,19 @@
 **
 ** Binding. A measurement child calls tl_pool_bind_caller: its global pool's
 ** workers are bound to CPUs 2..n of the process's affinity set and the
-** calling thread to the first. Unbound, the scheduler sometimes left a fresh
-** child's worker sharing the caller's CPU, and a kernel then ran at half or
-** single-thread speed in one run out of three (34 or 80 GFLOPS for one
-** config). Elsewhere nothing is bound unless TUNELUA_BIND_THREADS=1, which
-** binds the global pool's workers (never the application's thread: processes
-** it forks, compilers among them, inherit its mask). TUNELUA_BIND_THREADS=0
-** turns binding off everywhere. No binding when the pool is larger than the
-** set. A pointer returned
-** by tl_pool_global() stays valid for the life of the process: a pool replaced
-** by tl_set_num_threads is stopped (its threads joined) but its struct is kept
-** and runs later loops serially, so a racing caller never touches freed memory.
+** calling thread to the first, so a timing does not depend on where the
+** scheduler put a thread the child has just made (TVM's runtime binds its
+** threads the same way). On a shared machine a bound thread cannot move away
+** from a CPU another tenant is using: TUNELUA_BIND_THREADS=0 turns binding
+** off. Elsewhere nothing is bound unless TUNELUA_BIND_THREADS=1, which binds
+** the global pool's workers (never the application's thread: processes it
+** forks, compilers among them, inherit its mask). No binding when the pool is
+** larger than the set.
+**
+** A pointer returned by tl_pool_global() stays valid for the life of the
+** process: a pool replaced by tl_set_num_threads is stopped (its threads
+** joined) but its struct is kept and runs later loops serially, so a racing
+** caller never touches freed memory.
 */
 #define _GNU_SOURCE
 #include "base.h"
