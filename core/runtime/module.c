@@ -310,13 +310,18 @@ static int kernel_failed(tl_ctx *ctx, tl_module *m, const char *fname, int32_t c
   return tl_err(ctx, rc, "kernel '%s' failed with code %d", fname, (int)code);
 }
 
+/* The kernel fname of m and its packed arguments (*dl is stack or malloc'd). */
+static int prepare_call(tl_ctx *ctx, tl_module *m, const char *fname, tl_array **args, int nargs,
+                        kernel_fn *fn, void **stack, void ***dl) {
+  int rc = lookup(ctx, m, fname, fn);
+  return rc ? rc : pack_args(ctx, args, nargs, stack, dl);
+}
+
 TL_EXPORT int tl_module_call(tl_ctx *ctx, tl_module *m, const char *fname, tl_array **args,
                              int nargs) {
   kernel_fn fn;
-  int rc = lookup(ctx, m, fname, &fn);
-  if (rc) return rc;
   void *stack[16], **dl = NULL;
-  rc = pack_args(ctx, args, nargs, stack, &dl);
+  int rc = prepare_call(ctx, m, fname, args, nargs, &fn, stack, &dl);
   if (rc) return rc;
   int32_t kr = fn(dl, nargs);
   if (dl != stack) free(dl);
@@ -387,10 +392,8 @@ TL_EXPORT int tl_module_time(tl_ctx *ctx, tl_module *m, const char *fname, tl_ar
   if (repeat < 1) return tl_err(ctx, TL_E_ARG, "tl_module_time: repeat must be >= 1, got %d", repeat);
   if (!secs_out) return tl_err(ctx, TL_E_ARG, "tl_module_time: secs_out is NULL");
   kernel_fn fn;
-  int rc = lookup(ctx, m, fname, &fn);
-  if (rc) return rc;
   void *stack[16], **dl = NULL;
-  rc = pack_args(ctx, args, nargs, stack, &dl);
+  int rc = prepare_call(ctx, m, fname, args, nargs, &fn, stack, &dl);
   if (rc) return rc;
   int32_t kr = 0;
   rc = tl_kernel_time(*(void **)&fn, dl, nargs, number, repeat, min_repeat_ms, cache_flush, secs_out,
