@@ -106,8 +106,17 @@ end
 -- the loop: early stopping, failure summary, best tracking
 do
   local r = tuner.GridSearchTuner(task)
-  local res = r:tune({ n_trial = 100, early_stopping = 8, measure_option = mo,
-                       measure_batch = fake_measure(task, function(i) return i == 5 end) })
+  local err_buf, stderr = {}, io.stderr
+  io.stderr = { write = function(_, s) err_buf[#err_buf + 1] = s end }
+  local ok, res = pcall(r.tune, r, { n_trial = 100, early_stopping = 8, measure_option = mo,
+                       measure_batch = fake_measure(task, function(i) return i == 5 end),
+                       prefix = "[Task  2/ 5] " })
+  io.stderr = stderr
+  assert(ok, res)
+  -- the failure summary names the task as the progress bar does
+  local summary = table.concat(err_buf)
+  assert(summary:match("^%[Task  2/ 5%] tune [^\n]*: 1 of 24 trials failed\n  COMPILE_HOST x1: cc: error: bad config 5\n$"),
+    summary)
   -- in grid order the best before a plateau of 8 is index 18 = (2,1,1) (cost 3) at
   -- position 15 of the valid list (3, 10, 17 invalid); the loop stops after the batch that
   -- reaches best_iter + early_stopping = 23 trials, i.e. at 24

@@ -103,7 +103,7 @@ function recipe.tune_tasks(tasks, measure_option, o)
     local res = { trials = 0 }
     if remaining > 0 then
       res = t:tune({ n_trial = remaining, early_stopping = o.early_stopping,
-                     measure_option = measure_option, callbacks = cbs })
+                     measure_option = measure_option, callbacks = cbs, prefix = prefix })
     elseif not o.quiet then
       bar:finish(t)
     end

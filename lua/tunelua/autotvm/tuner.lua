@@ -235,8 +235,9 @@ local function first_line(s)
   return l
 end
 
---- tune(tuner, {n_trial, early_stopping, measure_option, callbacks, si_prefix}).
--- Works on any object with next_batch/update/has_next and .task. Returns a summary table
+--- tune(tuner, {n_trial, early_stopping, measure_option, callbacks, si_prefix, prefix}).
+-- Works on any object with next_batch/update/has_next and .task. prefix (e.g. "[Task  3/12] ")
+-- starts the failure summary's line, as it does the progress bar's. Returns a summary table
 -- {trials, errors = {[error_no] = {count, first}}, best_flops, best_config}.
 function Tuner.tune(self, o)
   if type(o) ~= "table" then error("tune: expected an option table {n_trial, measure_option, ...}", 2) end
@@ -304,8 +305,8 @@ function Tuner.tune(self, o)
           e.count, e.first)
       end
     end
-    io.stderr:write(string.format("tune %s: %d of %d trials failed%s\n%s\n",
-      tostring(task.name), nerr, i, nerr == i and " (all of them)" or "",
+    io.stderr:write(string.format("%stune %s: %d of %d trials failed%s\n%s\n",
+      o.prefix and tostring(o.prefix) or "", tostring(task.name), nerr, i, nerr == i and " (all of them)" or "",
       table.concat(parts, "\n")))
   end
   return { trials = i, errors = errors, n_errors = nerr, best_flops = self.best_flops,
