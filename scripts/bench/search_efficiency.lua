@@ -26,6 +26,9 @@
 --     timings, or its error). Only the timing is replayed; all tuners see the same numbers, so
 --     the comparison is exact and cheap.
 --
+-- The cost tables are keyed by the task and by the generated code of three of its configs, so
+-- a change to a template or to code generation starts new tables.
+--
 -- Prints the best GFLOPS found after each checkpoint number of trials (mean of the seeds) per
 -- tuner and task, the exhaustive best of each space, and the target: xgb reaches >= 95% of the
 -- best that random finds in 512 trials within 128 trials.
@@ -138,9 +141,21 @@ local function median(c)
   if n == 0 then return 1e9 end
   return n % 2 == 1 and t[(n + 1) / 2] or (t[n / 2] + t[n / 2 + 1]) / 2
 end
+-- The table's key covers the code as well as the task: the generated source of three configs
+-- (first, middle, last), so a table measured before a change to the template or the code
+-- generator is never replayed as if it were current (a new table is measured instead).
+local function code_key(task)
+  local n = #task.config_space
+  local parts = {}
+  for _, idx in ipairs({ 0, math.floor(n / 2), n - 1 }) do
+    parts[#parts + 1] = hash(measure.source_of(task:lower(idx)))
+  end
+  return table.concat(parts, "")
+end
 local function cache_path(task)
   local key = task.name .. "|" .. ser(task.args) .. "|" .. task.target .. "|" .. #task.config_space
-  return string.format("%s/%s-%d-%s.tsv", opts.cache, task.name, #task.config_space, hash(key))
+  return string.format("%s/%s-%d-%s-%s.tsv", opts.cache, task.name, #task.config_space, hash(key),
+    hash(code_key(task)))
 end
 
 -- Cache lines of a pass follow its "P <pass>" line (lines before any P line are pass 1). A
