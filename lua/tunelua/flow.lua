@@ -19,6 +19,7 @@ flow.defaults = {
   tuner = "xgb",
   n_trial = 32,
   early_stopping = 16,
+  verify_top = 0,         -- tune_tasks' verify_top: re-measure each task's best N (0: off)
   log = nil,
   tracker = nil,
   key = "rk3399",
@@ -44,6 +45,8 @@ usage: tunelua %s [options]
   --tuner NAME          xgb, xgb_rank, xgb_knob, ..., ga, random, gridsearch (default %s)
   --n-trial N           trials per task (default %d)
   --early-stopping N    stop a task after N trials without improvement (default %d)
+  --verify-top N        measure each task's N best configs again in 3 rounds and keep the
+                        best median, not a lucky single measurement (default %d: off)
   --log FILE            the tuning log (default <key>.<network>.log); re-run to resume
                         (every trial is kept in FILE.trials, the best per task in FILE)
   --tracker HOST:PORT   measure on devices of an RPC tracker (default: this machine)
@@ -96,6 +99,7 @@ function flow.parse_args(argv, defaults, script)
   local strings = { ["--network"] = "network", ["--target"] = "target", ["--tuner"] = "tuner",
     ["--log"] = "log", ["--tracker"] = "tracker", ["--key"] = "key", ["--ops"] = "ops" }
   local counts = { ["--n-trial"] = "n_trial", ["--early-stopping"] = "early_stopping",
+    ["--verify-top"] = "verify_top",
     ["--image-size"] = "image_size", ["--repeat"] = "repeat", ["--number"] = "number",
     ["--timeout"] = "timeout" }
   local given, tutorial = {}, false
@@ -106,7 +110,7 @@ function flow.parse_args(argv, defaults, script)
     elseif a == "--tutorial" then tutorial = true
     elseif a == "-h" or a == "--help" then
       io.write(string.format(flow.usage, script or "script.lua", o.network, o.target, o.tuner,
-        o.n_trial, o.early_stopping, o.key, o.ops, o.image_size or "the network's", o["repeat"],
+        o.n_trial, o.early_stopping, o.verify_top, o.key, o.ops, o.image_size or "the network's", o["repeat"],
         o.number, o.timeout, tutorial_str(o.tutorial or {})))
       os.exit(0)
     else
@@ -203,6 +207,7 @@ function flow.tuning_option(o)
     tuner = o.tuner,
     n_trial = o.n_trial,
     early_stopping = o.early_stopping,
+    verify_top = o.verify_top,
     measure_option = autotvm.measure_option({
       builder = autotvm.LocalBuilder({ timeout = 10 }),
       runner = runner,

@@ -82,6 +82,52 @@ do
   os.remove(log)
 end
 
+-- verify_top: a config that measured fast once (a lucky moment) does not win once the top 3
+-- are measured again. Real builds and runs; the runner's costs are replaced by a known
+-- table (config i costs (1 + i) ms) in which config 5's first measurement is 100x too fast.
+do
+  local function lucky_option()
+    local m = option(2)
+    local run, seen = m.runner.run, false
+    m.runner.run = function(self, inputs, brs)
+      local res = run(self, inputs, brs)
+      for i, r in ipairs(res) do
+        local idx = inputs[i].config.index
+        if r.error_no == 0 then
+          r.costs = { (idx == 5 and not seen) and 1e-5 or 1e-3 * (1 + idx) }
+          if idx == 5 then seen = true end
+        end
+      end
+      return res
+    end
+    return m
+  end
+  for _, verify in ipairs({ 0, 3 }) do
+    local log = base .. "_verify" .. verify .. ".log"
+    measured = {}
+    local out = { lines = {}, write = function(self, s) self.lines[#self.lines + 1] = s end,
+                  flush = function() end }
+    local sum = autotvm.tune_tasks({ task }, lucky_option(), { tuner = "gridsearch", n_trial = 6,
+      log_filename = log, verify_top = verify, verify_rounds = 3, out = out })
+    local recs = record.load_from_file(log)
+    assert(#recs == 1, #recs)
+    if verify == 0 then
+      assert(#measured == 6 and recs[1].inp.config.index == 5, recs[1].inp.config.index)
+    else
+      -- 6 trials, then 3 rounds of the 3 best by first measurement (5, 0, 1)
+      assert(#measured == 6 + 9, #measured)
+      assert(recs[1].inp.config.index == 0, recs[1].inp.config.index)
+      assert(#recs[1].res.costs == 3 and math.abs(recs[1].res.costs[2] - 1e-3) < 1e-9)
+      assert(sum[1].verified.index == 0 and math.abs(sum[1].verified.cost - 1e-3) < 1e-9)
+      local said = table.concat(out.lines)
+      assert(said:match("verified the best 3 over 3 rounds: config 0, median 1 ms .*; before, " ..
+        "config 5 led with 0%.01 ms"), said)
+    end
+    assert(io.open(log .. ".tmp") == nil)
+    os.remove(log)
+  end
+end
+
 local ok, err = pcall(autotvm.tune_tasks, { task }, mo, { tuner = "xgb-rank" })
 assert(not ok and err:match("Invalid tuner: xgb%-rank"), err)
 

@@ -14,10 +14,25 @@
 -- measured again. They are loaded, handed to the tuner as history (tuner:add_history: marked
 -- visited, learned from), count toward n_trial, and the tmp log is kept and appended to.
 -- resume = false removes an old tmp log first, as the seed does.
+--
+-- verify_top = K (default 0: off) guards against the winner's curse of noisy machines: a
+-- config that measured fast once because the machine was quiet for a moment. After a task is
+-- tuned, its K best configs are measured again in verify_rounds rounds (default 3; each round
+-- measures all K, in a rotated order, so drift hits them alike), every measurement appended to
+-- the tmp log like any trial. The final log then holds, for that task, the config with the
+-- best median over the rounds, its record's costs being the rounds' means.
 local tuner_mod = require "tunelua.autotvm.tuner"
 local callback = require "tunelua.autotvm.callback"
 
 local recipe = {}
+
+local function median(t)
+  local s = {}
+  for i, x in ipairs(t) do s[i] = x end
+  table.sort(s)
+  local n = #s
+  return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
+end
 
 local function file_exists(path)
   local f = io.open(path, "r")
@@ -41,6 +56,62 @@ local function load_records(path)
   return list
 end
 recipe.load_records = load_records
+
+--- verify_best(task, measure_option, records, k, rounds, log_path) -> {inp, res, index, cost,
+--- first_index, first_cost, n} or nil. records: {inp, res} pairs of any tasks; the task's k best successful
+--- configs (by their best record) are measured rounds times, each round all k in a rotated
+--- order, every result appended to log_path. The config with the best median over its rounds
+--- wins; res.costs are its rounds' mean costs. nil when no config measured successfully.
+function recipe.verify_best(task, measure_option, records, k, rounds, log_path)
+  local measure = require "tunelua.autotvm.measure"
+  local record = require "tunelua.autotvm.record"
+  local key = tuner_mod.workload_key(task)
+  local best = {}
+  for _, r in ipairs(records) do
+    local inp, res = r[1], r[2]
+    if inp and res and res.error_no == 0 and tuner_mod.workload_key(inp) == key then
+      local idx = tuner_mod.config_index(inp.config)
+      local c = record.mean_cost(res)
+      if idx and (not best[idx] or c < best[idx]) then best[idx] = c end
+    end
+  end
+  local order = {}
+  for idx in pairs(best) do order[#order + 1] = idx end
+  table.sort(order, function(a, b) return best[a] < best[b] or (best[a] == best[b] and a < b) end)
+  local inputs = {}
+  local space = tuner_mod.space_of(task)
+  for i = 1, math.min(k, #order) do inputs[i] = measure.MeasureInput(task, space:get(order[i])) end
+  if #inputs == 0 then return nil end
+  local batch = measure.create_measure_batch(task, measure_option)
+  local w = log_path and record.writer(log_path)
+  local means = {}
+  for round = 1, rounds do
+    local rot = {}
+    for i = 1, #inputs do rot[i] = inputs[(i + round - 2) % #inputs + 1] end
+    local res = batch(rot)
+    for i, r in ipairs(res) do
+      if w then w.write(rot[i], r) end
+      if r.error_no == 0 then
+        local idx = tuner_mod.config_index(rot[i].config)
+        means[idx] = means[idx] or {}
+        table.insert(means[idx], record.mean_cost(r))
+      end
+    end
+  end
+  if w then w.close() end
+  local win, win_med
+  for _, inp in ipairs(inputs) do
+    local idx = tuner_mod.config_index(inp.config)
+    if means[idx] and #means[idx] > 0 then
+      local m = median(means[idx])
+      if not win_med or m < win_med then win, win_med = inp, m end
+    end
+  end
+  if not win then return nil end
+  local idx = tuner_mod.config_index(win.config)
+  return { inp = win, res = measure.MeasureResult(means[idx], 0, 0, os.time()), index = idx,
+           cost = win_med, first_index = order[1], first_cost = best[order[1]], n = #inputs }
+end
 
 --- tune_tasks(tasks, measure_option, opts) -> {per task: {name, trials, resumed, best_flops}}
 function recipe.tune_tasks(tasks, measure_option, o)
@@ -69,7 +140,7 @@ function recipe.tune_tasks(tasks, measure_option, o)
     for _, r in ipairs(load_records(path)) do history[#history + 1] = r end
   end
 
-  local summary = {}
+  local summary, verified_by_key = {}, {}
   for i = 1, #tasks do
     local tsk = tasks[#tasks - i + 1]
     local prefix = string.format("[Task %2d/%2d] ", i, #tasks)
@@ -107,8 +178,28 @@ function recipe.tune_tasks(tasks, measure_option, o)
     elseif not o.quiet then
       bar:finish(t)
     end
+    local verified
+    if (tonumber(o.verify_top) or 0) > 0 then
+      local recs = load_records(tmp_log)
+      for _, r in ipairs(history) do recs[#recs + 1] = r end
+      verified = recipe.verify_best(tsk, measure_option, recs, tonumber(o.verify_top),
+                                    tonumber(o.verify_rounds) or 3, tmp_log)
+      if verified then
+        verified_by_key[key] = verified
+        if not o.quiet then
+          local out = o.out or io.stdout
+          out:write(string.format("%sverified the best %d over %d rounds: config %d, median %.4g ms " ..
+            "(%.2f GFLOPS)%s\n", prefix, verified.n,
+            tonumber(o.verify_rounds) or 3, verified.index, verified.cost * 1e3,
+            tsk.flop / verified.cost / 1e9, verified.index ~= verified.first_index and
+            string.format("; before, config %d led with %.4g ms", verified.first_index,
+              verified.first_cost * 1e3) or ""))
+        end
+      end
+    end
     summary[#summary + 1] = { name = tsk.name, trials = res.trials, resumed = #inps,
-                              best_flops = t.best_flops }
+                              best_flops = t.best_flops,
+                              verified = verified and { index = verified.index, cost = verified.cost } }
   end
 
   local record = require "tunelua.autotvm.record"
@@ -128,6 +219,23 @@ function recipe.tune_tasks(tasks, measure_option, o)
     out:close()
     record.pick_best(merged, log_filename)
     os.remove(merged)
+    if next(verified_by_key) then
+      -- a verified task's line is its verified winner
+      local lines, done = {}, {}
+      for _, r in ipairs(load_records(log_filename)) do
+        local k = tuner_mod.workload_key(r[1])
+        local v = verified_by_key[k]
+        if not v then
+          lines[#lines + 1] = record.encode(r[1], r[2])
+        elseif not done[k] then
+          lines[#lines + 1] = record.encode(v.inp, v.res)
+          done[k] = true
+        end
+      end
+      local f = assert(io.open(log_filename, "w"))
+      for _, l in ipairs(lines) do f:write(l, "\n") end
+      f:close()
+    end
     os.remove(tmp_log)
   end
   return summary
