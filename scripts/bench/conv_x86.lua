@@ -50,13 +50,7 @@ end
 local TEMPLATE = DW and "depthwise_conv2d_NCHWc.x86" or "conv2d_NCHWc.x86"
 local function kshape(L) return DW and {L[1], 1, L[4], L[4]} or {L[3], L[1], L[4], L[4]} end
 
-local function median(t)
-  local c = {}
-  for i, v in ipairs(t) do c[i] = v end
-  table.sort(c)
-  local n = #c
-  return n % 2 == 1 and c[(n + 1) / 2] or (c[n / 2] + c[n / 2 + 1]) / 2
-end
+local median = require("tunelua.stats").median
 
 local function args_of(L)
   local C, H, K, S, P = L[1], L[2], L[4], L[5], L[6]

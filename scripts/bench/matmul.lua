@@ -13,13 +13,7 @@ local REPEATS = tonumber(arg[2]) or 5
 local M, K = N, N
 local flop = 2 * M * N * K
 
-local function median(t)
-  local c = {}
-  for i, v in ipairs(t) do c[i] = v end
-  table.sort(c)
-  local n = #c
-  return n % 2 == 1 and c[(n + 1) / 2] or (c[n / 2] + c[n / 2 + 1]) / 2
-end
+local median = require("tunelua.stats").median
 
 -- The schedule: B packed into [N/bn][K][bn] panels, C computed in bm x bn
 -- register tiles (a local accumulator computed at the tile), k split by 4 and

@@ -136,15 +136,7 @@ local function occurrences(mod)
   return ok and counts or nil
 end
 
-local function median(t)
-  local s = {}
-  for k = 1, #t do s[k] = t[k] end
-  table.sort(s)
-  local n = #s
-  if n == 0 then return nil end
-  if n % 2 == 1 then return s[(n + 1) / 2] end
-  return (s[n / 2] + s[n / 2 + 1]) / 2
-end
+local median = require("tunelua.stats").median
 
 local function mean(t)
   local a = 0

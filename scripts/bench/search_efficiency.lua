@@ -133,14 +133,7 @@ local function hash(s)
 end
 -- A pass's cost of a config is the median of its repeat timings (phase 1 runs on a shared,
 -- loaded machine, where one slow repeat moves a mean far more than a median).
-local function median(c)
-  local t = {}
-  for j, x in ipairs(c) do t[j] = x end
-  table.sort(t)
-  local n = #t
-  if n == 0 then return 1e9 end
-  return n % 2 == 1 and t[(n + 1) / 2] or (t[n / 2] + t[n / 2 + 1]) / 2
-end
+local function median(c) return require("tunelua.stats").median(c) or 1e9 end
 -- The table's key covers the code as well as the task: the generated source of three configs
 -- (first, middle, last), so a table measured before a change to the template or the code
 -- generator is never replayed as if it were current (a new table is measured instead).

@@ -263,4 +263,13 @@ do
   end
 end
 
+-- tunelua.stats.median (tune_tasks' verification and the benchmarks use it)
+do
+  local median = require("tunelua.stats").median
+  local t = { 3, 1, 2 }
+  assert(median(t) == 2 and t[1] == 3, "median of an odd list, input untouched")
+  assert(median({ 4, 1, 3, 2 }) == 2.5)
+  assert(median({}) == nil)
+end
+
 print("test_tuner: ok")

@@ -26,13 +26,7 @@ local callback = require "tunelua.autotvm.callback"
 
 local recipe = {}
 
-local function median(t)
-  local s = {}
-  for i, x in ipairs(t) do s[i] = x end
-  table.sort(s)
-  local n = #s
-  return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
-end
+local median = require("tunelua.stats").median
 
 local function file_exists(path)
   local f = io.open(path, "r")
