@@ -34,7 +34,8 @@
 ** fault is printed lane by lane, each lane evaluating only its taken branch.
 **
 ** Statements: SERIAL loops are plain for loops; UNROLLED ones get
-** `#pragma GCC unroll N`; VECTORIZED loops left by the vectorizer are scalar
+** `#pragma GCC unroll N` (partial when the copies would exceed UNROLL_BUDGET
+** vector statements, see unroll_factor); VECTORIZED loops left by the vectorizer are scalar
 ** loops with `#pragma GCC ivdep` (only when every store is affine in the
 ** loop variable with a non-zero constant coefficient and each stored buffer
 ** is accessed through one index) and `#pragma GCC unroll`; inside an attr
@@ -1047,6 +1048,57 @@ static void print_parallel(cg *c, tl_ref loop) {
   free(f.abuf);
 }
 
+/* Roughly the machine code of one copy of s, in vector-statement units, as GCC will emit it:
+** loops under an unroll pragma (UNROLLED, and VECTORIZED up to 64) are replicated, a
+** vectorized loop counts one statement per 16 lanes, any other loop's body once. */
+static int64_t emitted_size(const tl_ir *ir, tl_ref s) {
+  if (!s) return 0;
+  int64_t ext, n = 0;
+  switch (tl_ir_op(ir, s)) {
+  case TL_IR_FOR: {
+    n = emitted_size(ir, tl_ir_kid(ir, s, 3));
+    int kind = tl_for_kind(ir, s);
+    if (!tl_ir_is_int(ir, tl_ir_kid(ir, s, 2), &ext) || ext <= 1) return n + 1;
+    int64_t copies = kind == TL_FOR_UNROLLED ? ext
+                   : kind == TL_FOR_VECTORIZED ? (ext + 15) / 16 : 1;
+    return n >= STEPS_INF / copies ? STEPS_INF : n * copies + 1;
+  }
+  case TL_IR_SEQ:
+    for (int i = 0; i < tl_ir_nkids(ir, s); i++) {
+      n += emitted_size(ir, tl_ir_kid(ir, s, i));
+      if (n >= STEPS_INF) return STEPS_INF;
+    }
+    return n;
+  case TL_IR_IF:
+    return emitted_size(ir, tl_ir_kid(ir, s, 1)) + emitted_size(ir, tl_ir_kid(ir, s, 2));
+  case TL_IR_LET_STMT:
+    return emitted_size(ir, tl_ir_kid(ir, s, 2));
+  case TL_IR_ATTR:
+    return emitted_size(ir, tl_ir_kid(ir, s, 1));
+  case TL_IR_ALLOC:
+    return emitted_size(ir, tl_ir_kid(ir, s, 0));
+  case TL_IR_NOP:
+    return 0;
+  default:
+    return 1;
+  }
+}
+
+/* An UNROLLED loop is replicated at most this many vector statements' worth: a dense_pack
+** config unrolling k by 512 around a 100-wide vector loop took GCC 42 s to compile (TVM's
+** default build timeout is 10 s). Beyond it the pragma asks for a partial unroll by the
+** largest divisor of the extent that fits, or none; smaller bodies are unrolled whole. */
+#define UNROLL_BUDGET 1024
+
+static int64_t unroll_factor(const tl_ir *ir, tl_ref body, int64_t ext) {
+  int64_t size = emitted_size(ir, body);
+  if (size < 1) size = 1;
+  if (size <= UNROLL_BUDGET / ext) return ext;
+  for (int64_t f = UNROLL_BUDGET / size; f > 1; f--)
+    if (ext % f == 0) return f;
+  return 1;
+}
+
 static void print_for(cg *c, tl_ref loop) {
   tl_ir *ir = c->b.ir;
   int kind = tl_for_kind(ir, loop), tag = tl_for_tag(ir, loop);
@@ -1070,8 +1122,10 @@ static void print_for(cg *c, tl_ref loop) {
   }
   int64_t kext;
   int cext = tl_ir_is_int(ir, ext, &kext);
-  if (kind == TL_FOR_UNROLLED && cext && kext > 1 && kext <= 65534)
-    line(c, "#pragma GCC unroll %lld", (long long)kext);
+  if (kind == TL_FOR_UNROLLED && cext && kext > 1 && kext <= 65534) {
+    int64_t f = unroll_factor(ir, body, kext);
+    if (f > 1) line(c, "#pragma GCC unroll %lld", (long long)f);
+  }
   if (kind == TL_FOR_VECTORIZED) {
     if (ivdep_ok(c, loop)) line(c, "#pragma GCC ivdep");
     if (cext && kext > 1 && kext <= 64) line(c, "#pragma GCC unroll %lld", (long long)kext);

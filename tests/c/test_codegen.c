@@ -205,6 +205,61 @@ TL_TEST(codegen_wrong_arguments) {
   tl_ctx_free(ctx);
 }
 
+/* y[j] += x[k] * W[k, j] for k in an UNROLLED loop around a vectorized j loop: with K = 512
+** and N = 100 the whole unroll would be 512 copies of a 100-wide vector loop (GCC took 42 s on
+** such a dense kernel), so the pragma asks for a partial unroll (128, the largest divisor of
+** 512 within the budget); a small unroll (K = 4) stays whole. Both compute the same. */
+static void unroll_case(int K, const char *want) {
+  enum { N = 100 };
+  tl_ctx *ctx = tl_ctx_new();
+  tl_ir *ir = tl_ir_new();
+  int64_t sx[1] = {K}, sw[2] = {K, N}, sy[1] = {N};
+  int X = arg_buf(ir, "x", TL_T_F32, 1, sx, 0), W = arg_buf(ir, "W", TL_T_F32, 2, sw, 1),
+      Y = arg_buf(ir, "y", TL_T_F32, 1, sy, 2);
+  tl_ref k = tl_var_new(ir, "k", TL_T_INDEX), j = tl_var_new(ir, "j", TL_T_INDEX),
+         j0 = tl_var_new(ir, "j", TL_T_INDEX);
+  tl_ref zero = tl_int(ir, 0), n = tl_int(ir, N);
+  tl_ref init = tl_for(ir, j0, zero, n, TL_FOR_VECTORIZED, 0,
+                       tl_store(ir, Y, tl_imm_float(ir, TL_T_F32, 0), &j0, 1));
+  tl_ref iw = tl_add(ir, tl_mul(ir, k, n), j);
+  tl_ref upd = tl_add(ir, tl_load(ir, Y, &j, 1), tl_mul(ir, tl_load(ir, X, &k, 1),
+                                                        tl_load(ir, W, &iw, 1)));
+  tl_ref kloop = tl_for(ir, k, zero, tl_int(ir, K), TL_FOR_UNROLLED, 0,
+                        tl_for(ir, j, zero, n, TL_FOR_VECTORIZED, 0, tl_store(ir, Y, upd, &j, 1)));
+  tl_ref seq[2] = {init, kloop};
+  int bufs[3] = {X, W, Y};
+  tl_lowered f = {ir, tl_seq(ir, seq, 2), "gemv", 3, bufs};
+  char *src = NULL;
+  tl_module *m = build(ctx, &f, "-O2 -march=native", &src);
+  CHECK_MSG(strstr(src, want) != NULL, "expected '%s' in:\n%s", want, src);
+  tl_array *x, *w, *y;
+  CHECK_EQ_INT(tl_array_empty(ctx, 1, sx, TL_FLOAT32, TL_DEV_CPU, 0, &x), TL_OK);
+  CHECK_EQ_INT(tl_array_empty(ctx, 2, sw, TL_FLOAT32, TL_DEV_CPU, 0, &w), TL_OK);
+  CHECK_EQ_INT(tl_array_empty(ctx, 1, sy, TL_FLOAT32, TL_DEV_CPU, 0, &y), TL_OK);
+  CHECK_EQ_INT(tl_array_random(ctx, x, 0, -1, 1, 3), TL_OK);
+  CHECK_EQ_INT(tl_array_random(ctx, w, 0, -1, 1, 4), TL_OK);
+  tl_array *args[3] = {x, w, y};
+  call_ok(ctx, m, "gemv", args, 3);
+  const float *px = tl_array_data(x), *pw = tl_array_data(w), *py = tl_array_data(y);
+  for (int q = 0; q < N; q++) {
+    double ref = 0;
+    for (int t = 0; t < K; t++) ref += (double)px[t] * pw[t * N + q];
+    CHECK_NEAR(py[q], ref, 1e-3);
+  }
+  tl_array_free(x);
+  tl_array_free(w);
+  tl_array_free(y);
+  free(src);
+  tl_module_free(m);
+  tl_ir_free(ir);
+  tl_ctx_free(ctx);
+}
+
+TL_TEST(codegen_unroll_budget) {
+  unroll_case(512, "#pragma GCC unroll 128\n");
+  unroll_case(4, "#pragma GCC unroll 4\n");
+}
+
 /* C[M,N] = A[M,K] B[K,N] with a local accumulator acc[8], the k loop
 ** unrolled through pragma_auto_unroll_max_step. */
 TL_TEST(codegen_matmul_local_accumulator) {
