@@ -1048,9 +1048,23 @@ static void print_parallel(cg *c, tl_ref loop) {
   free(f.abuf);
 }
 
+/* Lanes of the strided and gathered vector loads in e (each lane is a scalar load). */
+static int64_t gather_lanes(const tl_ir *ir, tl_ref e) {
+  if (!e) return 0;
+  int64_t n = 0, k = 0;
+  if (tl_ir_op(ir, e) == TL_IR_LOAD && tl_ir_type(ir, e).lanes > 1) {
+    tl_ref ix = tl_ir_kid(ir, e, 0);
+    if (!(tl_ir_op(ir, ix) == TL_IR_RAMP && tl_ir_is_int(ir, tl_ir_kid(ir, ix, 1), &k) && k == 1))
+      n += tl_ir_type(ir, e).lanes;
+  }
+  for (int i = 0; i < tl_ir_nkids(ir, e); i++) n += gather_lanes(ir, tl_ir_kid(ir, e, i));
+  return n;
+}
+
 /* Roughly the machine code of one copy of s, in vector-statement units, as GCC will emit it:
 ** loops under an unroll pragma (UNROLLED, and VECTORIZED up to 64) are replicated, a
-** vectorized loop counts one statement per 16 lanes, any other loop's body once. */
+** vectorized loop counts one statement per 16 lanes, any other loop's body once; a store
+** counts one plus the lanes of its strided or gathered loads. */
 static int64_t emitted_size(const tl_ir *ir, tl_ref s) {
   if (!s) return 0;
   int64_t ext, n = 0;
@@ -1079,6 +1093,8 @@ static int64_t emitted_size(const tl_ir *ir, tl_ref s) {
     return emitted_size(ir, tl_ir_kid(ir, s, 0));
   case TL_IR_NOP:
     return 0;
+  case TL_IR_STORE:
+    return 1 + gather_lanes(ir, tl_ir_kid(ir, s, 0));
   default:
     return 1;
   }
