@@ -1061,10 +1061,10 @@ static int64_t gather_lanes(const tl_ir *ir, tl_ref e) {
   return n;
 }
 
-/* Roughly the machine code of one copy of s, in vector-statement units, as GCC will emit it:
-** loops under an unroll pragma (UNROLLED, and VECTORIZED up to 64) are replicated, a
-** vectorized loop counts one statement per 16 lanes, any other loop's body once; a store
-** counts one plus the lanes of its strided or gathered loads. */
+/* Roughly the machine code of one copy of s, in statements, as GCC will emit it: loops under
+** an unroll pragma (UNROLLED, and VECTORIZED up to 64) are replicated, a wider VECTORIZED
+** loop counts one per 16 lanes, any other loop's body once; a store counts one plus the lanes
+** of its strided or gathered loads (a vector expression is one statement). */
 static int64_t emitted_size(const tl_ir *ir, tl_ref s) {
   if (!s) return 0;
   int64_t ext, n = 0;
@@ -1073,8 +1073,12 @@ static int64_t emitted_size(const tl_ir *ir, tl_ref s) {
     n = emitted_size(ir, tl_ir_kid(ir, s, 3));
     int kind = tl_for_kind(ir, s);
     if (!tl_ir_is_int(ir, tl_ir_kid(ir, s, 2), &ext) || ext <= 1) return n + 1;
+    /* a VECTORIZED loop still in the IR is one the vectorizer did not turn into vector
+    ** expressions: up to 64 it is printed with `#pragma GCC unroll ext` (counted as ext
+    ** scalar copies: its accesses are often strided), beyond that GCC vectorizes it
+    ** (`ivdep`; one statement per 16 lanes) */
     int64_t copies = kind == TL_FOR_UNROLLED ? ext
-                   : kind == TL_FOR_VECTORIZED ? (ext + 15) / 16 : 1;
+                   : kind == TL_FOR_VECTORIZED ? (ext <= 64 ? ext : (ext + 15) / 16) : 1;
     return n >= STEPS_INF / copies ? STEPS_INF : n * copies + 1;
   }
   case TL_IR_SEQ:
@@ -1100,7 +1104,7 @@ static int64_t emitted_size(const tl_ir *ir, tl_ref s) {
   }
 }
 
-/* An UNROLLED loop is replicated at most this many vector statements' worth: a dense_pack
+/* An UNROLLED loop is replicated at most this many statements' worth: a dense_pack
 ** config unrolling k by 512 around a 100-wide vector loop took GCC 42 s to compile (TVM's
 ** default build timeout is 10 s). Beyond it the pragma asks for a partial unroll by the
 ** largest divisor of the extent that fits, or none; smaller bodies are unrolled whole. */
