@@ -216,7 +216,7 @@ end
 
 -- ---- phase 1: measure every config once per pass -------------------------------------------
 -- Each pass measures the whole space in its own shuffled order, so a burst of load on a shared
--- machine hits a config in one pass at most.
+-- machine rarely hits the same config in every pass.
 local function phase1(task, desc)
   os.execute("mkdir -p '" .. opts.cache .. "'")
   local path = cache_path(task)
