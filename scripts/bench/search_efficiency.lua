@@ -331,7 +331,11 @@ for _, ti in ipairs(task_ids) do
   tables[task] = tab
   complete[ti] = true
   for p = 1, tonumber(opts.passes) do
-    if (tab.pass_n[p] or 0) < #task.config_space then complete[ti] = false end
+    if complete[ti] and (tab.pass_n[p] or 0) < #task.config_space then
+      complete[ti] = false
+      tab.incomplete = string.format("pass %d has %d of %d configs", p, tab.pass_n[p] or 0,
+        #task.config_space)
+    end
   end
   thr.n, thr.build, thr.run = thr.n + tab.batches.n, thr.build + tab.batches.build,
     thr.run + tab.batches.run
@@ -383,8 +387,8 @@ io.write(string.format("\nphase 2: REPLAY of the phase-1 costs (tuners, cost mod
 for _, ti in ipairs(task_ids) do
   local task = tasks[ti]
   if not complete[ti] then
-    io.write(string.format("task %d: skipped: its cost table is incomplete (%d/%d); run phase 1 first\n",
-      ti, tables[task].n, #task.config_space))
+    io.write(string.format("task %d: skipped: its cost table is incomplete (%s); run phase 1 first\n",
+      ti, tables[task].incomplete))
   else
     results[ti] = {}
     for _, name in ipairs(tuners) do
