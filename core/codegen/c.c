@@ -896,36 +896,6 @@ static int ivdep_ok(cg *c, tl_ref loop) {
 
 #define STEPS_INF INT64_C(1000000000)
 
-/* Statements in s once every constant loop in it is unrolled. */
-static int64_t unrolled_steps(const tl_ir *ir, tl_ref s) {
-  if (!s) return 0;
-  int64_t ext, n = 0;
-  switch (tl_ir_op(ir, s)) {
-  case TL_IR_FOR:
-    if (!tl_ir_is_int(ir, tl_ir_kid(ir, s, 2), &ext)) return STEPS_INF;
-    n = unrolled_steps(ir, tl_ir_kid(ir, s, 3));
-    return ext <= 0 ? 0 : n >= STEPS_INF / ext ? STEPS_INF : n * ext;
-  case TL_IR_SEQ:
-    for (int i = 0; i < tl_ir_nkids(ir, s); i++) {
-      n += unrolled_steps(ir, tl_ir_kid(ir, s, i));
-      if (n >= STEPS_INF) return STEPS_INF;
-    }
-    return n;
-  case TL_IR_IF:
-    return unrolled_steps(ir, tl_ir_kid(ir, s, 1)) + unrolled_steps(ir, tl_ir_kid(ir, s, 2));
-  case TL_IR_LET_STMT:
-    return unrolled_steps(ir, tl_ir_kid(ir, s, 2));
-  case TL_IR_ATTR:
-    return unrolled_steps(ir, tl_ir_kid(ir, s, 1));
-  case TL_IR_ALLOC:
-    return unrolled_steps(ir, tl_ir_kid(ir, s, 0));
-  case TL_IR_NOP:
-    return 0;
-  default:
-    return 1;
-  }
-}
-
 /* ---- free variables and buffers of a parallel body ------------------------------ */
 
 typedef struct {
@@ -1061,44 +1031,58 @@ static int64_t gather_lanes(const tl_ir *ir, tl_ref e) {
   return n;
 }
 
-/* Roughly the machine code of one copy of s, in statements, as GCC will emit it: loops under
+/* Statements in s, two ways.
+** STEPS_ALL: once every constant loop in it is unrolled (STEPS_INF when a loop's extent
+** is not constant); for pragma_auto_unroll_max_step.
+** STEPS_EMITTED: roughly the machine code of one copy of s as GCC will emit it: loops under
 ** an unroll pragma (UNROLLED, and VECTORIZED up to 64) are replicated, a wider VECTORIZED
 ** loop counts one per 16 lanes, any other loop's body once; a store counts one plus the lanes
 ** of its strided or gathered loads (a vector expression is one statement). */
-static int64_t emitted_size(const tl_ir *ir, tl_ref s) {
+enum { STEPS_ALL, STEPS_EMITTED };
+
+static int64_t steps_of(const tl_ir *ir, tl_ref s, int how) {
   if (!s) return 0;
   int64_t ext, n = 0;
   switch (tl_ir_op(ir, s)) {
   case TL_IR_FOR: {
-    n = emitted_size(ir, tl_ir_kid(ir, s, 3));
-    int kind = tl_for_kind(ir, s);
-    if (!tl_ir_is_int(ir, tl_ir_kid(ir, s, 2), &ext) || ext <= 1) return n + 1;
-    /* a VECTORIZED loop still in the IR is one the vectorizer did not turn into vector
-    ** expressions: up to 64 it is printed with `#pragma GCC unroll ext` (counted as ext
-    ** scalar copies: its accesses are often strided), beyond that GCC vectorizes it
-    ** (`ivdep`; one statement per 16 lanes) */
-    int64_t copies = kind == TL_FOR_UNROLLED ? ext
-                   : kind == TL_FOR_VECTORIZED ? (ext <= 64 ? ext : (ext + 15) / 16) : 1;
-    return n >= STEPS_INF / copies ? STEPS_INF : n * copies + 1;
+    n = steps_of(ir, tl_ir_kid(ir, s, 3), how);
+    int cext = tl_ir_is_int(ir, tl_ir_kid(ir, s, 2), &ext);
+    int64_t copies;
+    if (how == STEPS_ALL) {
+      if (!cext) return STEPS_INF;
+      if (ext <= 0) return 0;
+      copies = ext;
+    } else {
+      if (!cext || ext <= 1) return n + 1;
+      /* a VECTORIZED loop still in the IR is one the vectorizer did not turn into vector
+      ** expressions: up to 64 it is printed with `#pragma GCC unroll ext` (counted as ext
+      ** scalar copies: its accesses are often strided), beyond that GCC vectorizes it
+      ** (`ivdep`; one statement per 16 lanes) */
+      int kind = tl_for_kind(ir, s);
+      copies = kind == TL_FOR_UNROLLED ? ext
+             : kind == TL_FOR_VECTORIZED ? (ext <= 64 ? ext : (ext + 15) / 16) : 1;
+    }
+    if (n >= STEPS_INF / copies) return STEPS_INF;
+    return n * copies + (how == STEPS_EMITTED);
   }
   case TL_IR_SEQ:
     for (int i = 0; i < tl_ir_nkids(ir, s); i++) {
-      n += emitted_size(ir, tl_ir_kid(ir, s, i));
+      n += steps_of(ir, tl_ir_kid(ir, s, i), how);
       if (n >= STEPS_INF) return STEPS_INF;
     }
     return n;
   case TL_IR_IF:
-    return emitted_size(ir, tl_ir_kid(ir, s, 1)) + emitted_size(ir, tl_ir_kid(ir, s, 2));
+    return steps_of(ir, tl_ir_kid(ir, s, 1), how) + steps_of(ir, tl_ir_kid(ir, s, 2), how);
   case TL_IR_LET_STMT:
-    return emitted_size(ir, tl_ir_kid(ir, s, 2));
+    return steps_of(ir, tl_ir_kid(ir, s, 2), how);
   case TL_IR_ATTR:
-    return emitted_size(ir, tl_ir_kid(ir, s, 1));
+    return steps_of(ir, tl_ir_kid(ir, s, 1), how);
   case TL_IR_ALLOC:
-    return emitted_size(ir, tl_ir_kid(ir, s, 0));
+    return steps_of(ir, tl_ir_kid(ir, s, 0), how);
   case TL_IR_NOP:
     return 0;
   case TL_IR_STORE:
-    return 1 + gather_lanes(ir, tl_ir_kid(ir, s, 0));
+    return 1 + (how == STEPS_EMITTED ? gather_lanes(ir, tl_ir_kid(ir, s, 0)) : 0);
   default:
     return 1;
   }
@@ -1111,7 +1095,7 @@ static int64_t emitted_size(const tl_ir *ir, tl_ref s) {
 #define UNROLL_BUDGET 1024
 
 static int64_t unroll_factor(const tl_ir *ir, tl_ref body, int64_t ext) {
-  int64_t size = emitted_size(ir, body);
+  int64_t size = steps_of(ir, body, STEPS_EMITTED);
   if (size < 1) size = 1;
   if (size <= UNROLL_BUDGET / ext) return ext;
   for (int64_t f = UNROLL_BUDGET / size; f > 1; f--)
@@ -1152,7 +1136,7 @@ static void print_for(cg *c, tl_ref loop) {
   }
   if ((kind == TL_FOR_SERIAL || kind == TL_FOR_PARALLEL) && c->unroll_max > 0 && cext && kext > 1 &&
       kext <= 65534) {
-    int64_t steps = unrolled_steps(ir, body);
+    int64_t steps = steps_of(ir, body, STEPS_ALL);
     if (steps < 1) steps = 1;
     if (steps <= c->unroll_max / kext) line(c, "#pragma GCC unroll %lld", (long long)kext);
   }
