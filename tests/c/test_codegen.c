@@ -61,6 +61,14 @@ static tl_array *array1(tl_ctx *ctx, int64_t n, int dtype) {
   return a;
 }
 
+/* A float32 array of the shape, uniform in [-1, 1) from seed (seed 0: left zeroed). */
+static tl_array *f32(tl_ctx *ctx, int ndim, const int64_t *shape, int seed) {
+  tl_array *a = NULL;
+  CHECK_EQ_INT(tl_array_empty(ctx, ndim, shape, TL_FLOAT32, TL_DEV_CPU, 0, &a), TL_OK);
+  if (seed) CHECK_EQ_INT(tl_array_random(ctx, a, 0, -1, 1, (uint64_t)seed), TL_OK);
+  return a;
+}
+
 static tl_module *build(tl_ctx *ctx, tl_lowered *f, const char *cflags, char **src_out) {
   use_tmp_cache();
   tl_buf src = {0};
@@ -232,12 +240,7 @@ static void unroll_case(int K, const char *want) {
   char *src = NULL;
   tl_module *m = build(ctx, &f, "-O2 -march=native", &src);
   CHECK_MSG(strstr(src, want) != NULL, "expected '%s' in:\n%s", want, src);
-  tl_array *x, *w, *y;
-  CHECK_EQ_INT(tl_array_empty(ctx, 1, sx, TL_FLOAT32, TL_DEV_CPU, 0, &x), TL_OK);
-  CHECK_EQ_INT(tl_array_empty(ctx, 2, sw, TL_FLOAT32, TL_DEV_CPU, 0, &w), TL_OK);
-  CHECK_EQ_INT(tl_array_empty(ctx, 1, sy, TL_FLOAT32, TL_DEV_CPU, 0, &y), TL_OK);
-  CHECK_EQ_INT(tl_array_random(ctx, x, 0, -1, 1, 3), TL_OK);
-  CHECK_EQ_INT(tl_array_random(ctx, w, 0, -1, 1, 4), TL_OK);
+  tl_array *x = f32(ctx, 1, sx, 3), *w = f32(ctx, 2, sw, 4), *y = f32(ctx, 1, sy, 0);
   tl_array *args[3] = {x, w, y};
   call_ok(ctx, m, "gemv", args, 3);
   const float *px = tl_array_data(x), *pw = tl_array_data(w), *py = tl_array_data(y);
@@ -300,16 +303,7 @@ TL_TEST(codegen_matmul_local_accumulator) {
   CHECK(strstr(src, "#pragma GCC unroll 24") != NULL);
   CHECK(strstr(src, "tlc_vstore_float32x8(") != NULL);
 
-  int64_t shape[2];
-  tl_array *a, *b, *c;
-  shape[0] = M, shape[1] = K;
-  CHECK_EQ_INT(tl_array_empty(ctx, 2, shape, TL_FLOAT32, TL_DEV_CPU, 0, &a), TL_OK);
-  shape[0] = K, shape[1] = N;
-  CHECK_EQ_INT(tl_array_empty(ctx, 2, shape, TL_FLOAT32, TL_DEV_CPU, 0, &b), TL_OK);
-  shape[0] = M, shape[1] = N;
-  CHECK_EQ_INT(tl_array_empty(ctx, 2, shape, TL_FLOAT32, TL_DEV_CPU, 0, &c), TL_OK);
-  CHECK_EQ_INT(tl_array_random(ctx, a, 0, -1, 1, 1), TL_OK);
-  CHECK_EQ_INT(tl_array_random(ctx, b, 0, -1, 1, 2), TL_OK);
+  tl_array *a = f32(ctx, 2, sa, 1), *b = f32(ctx, 2, sb, 2), *c = f32(ctx, 2, sc, 0);
   tl_array *args[3] = {a, b, c};
   call_ok(ctx, m, "matmul", args, 3);
   const float *pa = tl_array_data(a), *pb = tl_array_data(b), *pc = tl_array_data(c);
