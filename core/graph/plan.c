@@ -30,6 +30,33 @@ static int by_off(const void *a, const void *b) {
   return 0;
 }
 
+/* The n buffers of a plan, checked (align a power of two, sizes >= 0, first <= last), sizes
+** rounded up to align (at least align with min_one: every storage slot is a real buffer);
+** who names the caller in errors. *out is malloc'd. */
+static int load_bufs(tl_ctx *ctx, const char *who, int n, const int64_t *sizes, const int *first,
+                     const int *last, int64_t align, int min_one, pbuf **out) {
+  *out = NULL;
+  if (align < 1 || (align & (align - 1)))
+    return tl_err(ctx, TL_E_ARG, "%s: align must be a power of two, got %lld", who,
+                  (long long)align);
+  pbuf *b = tl_malloc(sizeof *b * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    if (sizes[i] < 0 || first[i] > last[i]) {
+      free(b);
+      return tl_err(ctx, TL_E_ARG, "%s: buffer %d: size %lld, lifetime [%d, %d] is invalid", who,
+                    i, (long long)sizes[i], first[i], last[i]);
+    }
+    b[i].size = (sizes[i] + align - 1) & ~(align - 1);
+    if (min_one && b[i].size == 0) b[i].size = align;
+    b[i].first = first[i];
+    b[i].last = last[i];
+    b[i].idx = i;
+    b[i].off = -1;
+  }
+  *out = b;
+  return TL_OK;
+}
+
 TL_EXPORT int tl_graph_plan(tl_ctx *ctx, int n, const int64_t *sizes, const int *first,
                             const int *last, int64_t align, int64_t *offsets, int64_t *total) {
   if (!total) return tl_err(ctx, TL_E_ARG, "tl_graph_plan: total is NULL");
@@ -38,23 +65,9 @@ TL_EXPORT int tl_graph_plan(tl_ctx *ctx, int n, const int64_t *sizes, const int 
   if (n == 0) return TL_OK;
   if (!sizes || !first || !last || !offsets)
     return tl_err(ctx, TL_E_ARG, "tl_graph_plan: NULL array argument");
-  if (align < 1 || (align & (align - 1)))
-    return tl_err(ctx, TL_E_ARG, "tl_graph_plan: align must be a power of two, got %lld",
-                  (long long)align);
-  pbuf *b = tl_malloc(sizeof *b * (size_t)n);
-  for (int i = 0; i < n; i++) {
-    if (sizes[i] < 0 || first[i] > last[i]) {
-      free(b);
-      return tl_err(ctx, TL_E_ARG,
-                    "tl_graph_plan: buffer %d: size %lld, lifetime [%d, %d] is invalid", i,
-                    (long long)sizes[i], first[i], last[i]);
-    }
-    b[i].size = (sizes[i] + align - 1) & ~(align - 1);
-    b[i].first = first[i];
-    b[i].last = last[i];
-    b[i].idx = i;
-    b[i].off = -1;
-  }
+  pbuf *b;
+  int rc = load_bufs(ctx, "tl_graph_plan", n, sizes, first, last, align, 0, &b);
+  if (rc) return rc;
   qsort(b, (size_t)n, sizeof *b, by_size);
   pbuf **live = tl_malloc(sizeof *live * (size_t)n);
   int64_t top = 0;
@@ -102,23 +115,9 @@ TL_EXPORT int tl_graph_plan_storage(tl_ctx *ctx, int n, const int64_t *sizes, co
   if (n == 0) return TL_OK;
   if (!sizes || !first || !last || !storage || !storage_bytes)
     return tl_err(ctx, TL_E_ARG, "tl_graph_plan_storage: NULL array argument");
-  if (align < 1 || (align & (align - 1)))
-    return tl_err(ctx, TL_E_ARG, "tl_graph_plan_storage: align must be a power of two, got %lld",
-                  (long long)align);
-  pbuf *b = tl_malloc(sizeof *b * (size_t)n);
-  for (int i = 0; i < n; i++) {
-    if (sizes[i] < 0 || first[i] > last[i]) {
-      free(b);
-      return tl_err(ctx, TL_E_ARG,
-                    "tl_graph_plan_storage: buffer %d: size %lld, lifetime [%d, %d] is invalid", i,
-                    (long long)sizes[i], first[i], last[i]);
-    }
-    b[i].size = (sizes[i] + align - 1) & ~(align - 1);
-    if (b[i].size == 0) b[i].size = align;
-    b[i].first = first[i];
-    b[i].last = last[i];
-    b[i].idx = i;
-  }
+  pbuf *b;
+  int rc = load_bufs(ctx, "tl_graph_plan_storage", n, sizes, first, last, align, 1, &b);
+  if (rc) return rc;
   qsort(b, (size_t)n, sizeof *b, by_first);
   int *busy = tl_malloc(sizeof(int) * (size_t)n);   /* last step of each slot's holders */
   int ns = 0;

@@ -45,17 +45,7 @@ local function has_c(name)
   return pcall(function() return C[name] end)
 end
 
-local function dtype_code(name)
-  local out = int1()
-  check(C.tl_dtype_parse(ctx, name or "float32", out), 3)
-  return out[0]
-end
-
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local dtype_code = group.dtype_code
 
 -- ---- history (tuned configs) ---------------------------------------------------------
 
@@ -487,15 +477,7 @@ function executor.build(mod, opts)
   end
 
   -- 2. memory plan over the intermediates
-  local inter = {}
-  local sum = 0
-  for _, b in ipairs(bufs) do
-    if b.kind == "inter" then
-      b.nbytes = numel(b.shape) * C.tl_dtype_bytes(dtype_code(b.dtype))
-      sum = sum + b.nbytes
-      inter[#inter + 1] = b
-    end
-  end
+  local inter, sum = group.intermediates(bufs)
   local n = #inter
   local sizes, first, last, offs = i64arr(n + 1), intarr(n + 1), intarr(n + 1), i64arr(n + 1)
   for i, b in ipairs(inter) do

@@ -25,10 +25,28 @@ local i64arr = ffi.typeof("int64_t[?]")
 local int1 = ffi.typeof("int[1]")
 local dagp = ffi.typeof("tl_dag *[1]")
 
+--- group.dtype_code(name) -> the dtype code of "float32", "int8", ... (nil: float32)
 local function dtype_code(name)
   local out = int1()
   check(C.tl_dtype_parse(ctx, name or "float32", out), 3)
   return out[0]
+end
+group.dtype_code = dtype_code
+
+--- group.intermediates(bufs) -> the buffers of kind "inter" (each given its nbytes), and the sum
+--- of their bytes: what an executor's memory plan places.
+function group.intermediates(bufs)
+  local inter, sum = {}, 0
+  for _, b in ipairs(bufs) do
+    if b.kind == "inter" then
+      local n = 1
+      for _, d in ipairs(b.shape) do n = n * d end
+      b.nbytes = n * C.tl_dtype_bytes(dtype_code(b.dtype))
+      sum = sum + b.nbytes
+      inter[#inter + 1] = b
+    end
+  end
+  return inter, sum
 end
 
 local function placeholder(dag, name, ty)

@@ -14,6 +14,7 @@
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local nd = require "tunelua.nd"
+local group = require "tunelua.graph.group"
 
 local C, ctx, check = core.C, core.ctx, core.check
 
@@ -37,17 +38,7 @@ function M.default_schedule(s)
   return true
 end
 
-local function dtype_code(name)
-  local out = int1()
-  check(C.tl_dtype_parse(ctx, name or "float32", out), 3)
-  return out[0]
-end
-
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local dtype_code = group.dtype_code
 
 --- The OpenCL device index of a parsed target ("-device_id=k", default 0).
 function M.device_id(tgt)
@@ -66,14 +57,7 @@ function M.finish(w, level)
                         w.tgt.str, dev, C.tl_opencl_device_count()), level)
   end
   -- 1. storage slots for the intermediates
-  local inter, sum = {}, 0
-  for _, b in ipairs(w.bufs) do
-    if b.kind == "inter" then
-      b.nbytes = numel(b.shape) * C.tl_dtype_bytes(dtype_code(b.dtype))
-      sum = sum + b.nbytes
-      inter[#inter + 1] = b
-    end
-  end
+  local inter, sum = group.intermediates(w.bufs)
   local n = #inter
   local sizes, first, last = i64arr(n + 1), intarr(n + 1), intarr(n + 1)
   local sid, sbytes, ns = intarr(n + 1), i64arr(n + 1), int1()

@@ -92,6 +92,25 @@ function RPCRunner:set_task(task)
 end
 function RPCRunner:get_build_kwargs() return {} end
 
+-- The MeasureResults of a measured batch from the C call's outputs (job j is input jobs[j]);
+-- frees the messages. With require_costs a success without costs is an error.
+local function collect_results(out, jobs, build_results, msgs, en, nc, costs, rep, per,
+                               require_costs)
+  local measure = require "tunelua.autotvm.measure"
+  local E = measure.MeasureErrorNo
+  for j, i in ipairs(jobs) do
+    local m = msgs[j - 1] ~= nil and ffi.string(msgs[j - 1]) or nil
+    if msgs[j - 1] ~= nil then C.tl_rpc_free(msgs[j - 1]) end
+    local e = tonumber(en[j - 1])
+    local c = {}
+    for k = 0, nc[j - 1] - 1 do c[#c + 1] = tonumber(costs[(j - 1) * rep + k]) end
+    if e == 0 then measure.trim_costs(c) else c = { 1e9 } end
+    if require_costs and e == 0 and #c == 0 then e, m, c = E.UNKNOWN_ERROR, "no costs", { 1e9 } end
+    if e < 0 then e = E.UNKNOWN_ERROR end
+    out[i] = measure.MeasureResult(c, e, (build_results[i].time_cost or 0) + per, os.time(), m)
+  end
+end
+
 function RPCRunner:run(inputs, build_results)
   local measure = require "tunelua.autotvm.measure"
   local E = measure.MeasureErrorNo
@@ -167,16 +186,7 @@ function RPCRunner:run(inputs, build_results)
       stopped = core.errmsg()
       C.tl_clearerr(ctx)
     end
-    for j, i in ipairs(jobs) do
-      local m = msgs[j - 1] ~= nil and ffi.string(msgs[j - 1]) or nil
-      if msgs[j - 1] ~= nil then C.tl_rpc_free(msgs[j - 1]) end
-      local e = tonumber(en[j - 1])
-      local c = {}
-      for k = 0, nc[j - 1] - 1 do c[#c + 1] = tonumber(costs[(j - 1) * rep + k]) end
-      if e == 0 then measure.trim_costs(c) else c = { 1e9 } end
-      if e < 0 then e, m = E.UNKNOWN_ERROR, m end
-      out[i] = measure.MeasureResult(c, e, (build_results[i].time_cost or 0) + per, os.time(), m)
-    end
+    collect_results(out, jobs, build_results, msgs, en, nc, costs, rep, per, false)
     keep = nil
   end
   measure.cleanup(build_results)
@@ -196,7 +206,6 @@ local tmp_counter = 0
 function RPCRunner:run_opencl(jobs, build_results, ref, out)
   local measure = require "tunelua.autotvm.measure"
   local mo = require "tunelua.autotvm.measure_opencl"
-  local E = measure.MeasureErrorNo
   local n = #jobs
   local base = os.getenv("TUNELUA_MEASURE_DIR") or os.getenv("TMPDIR") or "/tmp"
   tmp_counter = tmp_counter + 1
@@ -246,17 +255,7 @@ function RPCRunner:run_opencl(jobs, build_results, ref, out)
     stopped = core.errmsg()
     C.tl_clearerr(ctx)
   end
-  for j, i in ipairs(jobs) do
-    local m = msgs[j - 1] ~= nil and ffi.string(msgs[j - 1]) or nil
-    if msgs[j - 1] ~= nil then C.tl_rpc_free(msgs[j - 1]) end
-    local e = tonumber(en[j - 1])
-    local c = {}
-    for k = 0, nc[j - 1] - 1 do c[#c + 1] = tonumber(costs[(j - 1) * rep + k]) end
-    if e == 0 then measure.trim_costs(c) else c = { 1e9 } end
-    if e == 0 and #c == 0 then e, m, c = E.UNKNOWN_ERROR, "no costs", { 1e9 } end
-    if e < 0 then e = E.UNKNOWN_ERROR end
-    out[i] = measure.MeasureResult(c, e, (build_results[i].time_cost or 0) + per, os.time(), m)
-  end
+  collect_results(out, jobs, build_results, msgs, en, nc, costs, rep, per, true)
   keep = nil
   return stopped
 end
