@@ -1601,13 +1601,3 @@ int tl_codegen_c(tl_ctx *ctx, const tl_lowered *f, tl_buf *out) {
   tl_cf_free(&c.b);
   return rc;
 }
-
-int tl_build_c(tl_ctx *ctx, const tl_lowered *f, const char *cflags, tl_module **out) {
-  if (!out) return tl_err(ctx, TL_E_ARG, "tl_build_c: out is NULL");
-  *out = NULL;
-  tl_buf src = {0};
-  int rc = tl_codegen_c(ctx, f, &src);
-  if (rc == TL_OK) rc = tl_module_from_c(ctx, src.s, cflags, 120.0, out);
-  tl_buf_free(&src);
-  return rc;
-}

@@ -1,7 +1,7 @@
 /*
 ** opencl.c -- the OpenCL C code generator: a lowered function printed as
 ** one OpenCL C 1.2 program of one or more __kernel functions, plus the
-** description of how the host launches them (codegen.h, tl_ocl_code).
+** description of how the host launches them (tl_ocl_code, runtime.h).
 **
 ** Launch regions. Global temporaries (ALLOCs of global scope around the
 ** whole body, from root stages that are not arguments) become host-allocated
@@ -743,22 +743,6 @@ static const char prelude[] =
   "  long r = a % b;\n"
   "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
   "}\n\n";
-
-void tl_ocl_code_free(tl_ocl_code *code) {
-  if (!code) return;
-  free(code->source);
-  for (int i = 0; i < code->nkernels; i++) {
-    free(code->kernels[i].name);
-    free(code->kernels[i].slots);
-  }
-  free(code->kernels);
-  for (int i = 0; i < code->nargs; i++) free(code->arg_shape[i]);
-  free(code->arg_shape);
-  free(code->arg_dtype);
-  free(code->arg_ndim);
-  free(code->temp_bytes);
-  memset(code, 0, sizeof *code);
-}
 
 /* ---- the hooks of the shared C-family printer (cfamily.h) ------------------------- */
 

@@ -267,6 +267,18 @@ TL_EXPORT int tl_graph_exec_run(tl_ctx *ctx, tl_graph_exec *e) {
   return run_steps(ctx, e);
 }
 
+/* The time evaluator's work: one run of every step (waited for). */
+typedef struct {
+  tl_ctx *ctx;
+  tl_graph_exec *e;
+} graph_work;
+
+static int run_graph(void *arg, int i, int n) {
+  (void)i, (void)n;
+  graph_work *w = arg;
+  return run_steps(w->ctx, w->e);
+}
+
 TL_EXPORT int tl_graph_exec_time(tl_ctx *ctx, tl_graph_exec *e, int number, int repeat,
                                  double min_repeat_ms, double *secs_out) {
   if (!e || !secs_out) return tl_err(ctx, TL_E_ARG, "tl_graph_exec_time: NULL argument");
@@ -274,24 +286,9 @@ TL_EXPORT int tl_graph_exec_time(tl_ctx *ctx, tl_graph_exec *e, int number, int 
     return tl_err(ctx, TL_E_ARG, "tl_graph_exec_time: number and repeat must be >= 1, got %d, %d",
                   number, repeat);
   prepare(e);
-  int rc = run_steps(ctx, e);      /* warm-up */
-  if (rc) return rc;
-  for (int r = 0; r < repeat; r++) {
-    for (;;) {
-      double t0 = tl_now();
-      for (int i = 0; i < number; i++)
-        if ((rc = run_steps(ctx, e))) return rc;
-      double dt = tl_now() - t0;
-      if (min_repeat_ms <= 0 || dt * 1e3 >= min_repeat_ms) {
-        secs_out[r] = dt / number;
-        break;
-      }
-      double want = dt > 0 ? min_repeat_ms / (dt * 1e3) * number * 1.1 : number * 2.0;
-      int nn = want > number * 1.618 ? (int)want : (int)(number * 1.618) + 1;
-      number = nn > number ? nn : number + 1;
-    }
-  }
-  return TL_OK;
+  graph_work w = {ctx, e};
+  tl_time_work tw = {run_graph, NULL, &w, TL_TIME_WARMUP_S, 0};
+  return tl_time_eval(&tw, number, repeat, min_repeat_ms, secs_out);
 }
 
 TL_EXPORT int tl_graph_exec_profile(tl_ctx *ctx, tl_graph_exec *e, int number, double *secs_out) {
@@ -329,18 +326,19 @@ TL_EXPORT int tl_graph_exec_profile(tl_ctx *ctx, tl_graph_exec *e, int number, d
 
 /* ---- batched kernel builds ------------------------------------------------
 ** All kernels of a graph compiled by one C compiler run per part (nparts
-** parts compiled in parallel threads), each part a shared object holding
-** several kernels: every kernel is its own source file (its static helpers
-** stay file-local), passed together on one command line. Objects are cached
-** like tl_module_from_c's, under a hash of (compiler, flags, all sources of
-** the part): g<hash>.so in the same cache directory. */
+** parts compiled in parallel threads by the build layer's driver), each part
+** a shared object holding several kernels: every kernel is its own source
+** file (its static helpers stay file-local), passed together on one command
+** line. Objects are cached like tl_module_from_c's, under a hash of
+** (compiler, flags, all sources of the part): g<hash>.so in the same cache
+** directory. */
 
 #include <errno.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../codegen/codegen.h"
+#include "../build/build.h"
 
 struct tl_graph_lib {
   int nparts;
@@ -368,24 +366,8 @@ typedef struct {
   double compile_s;
   int hit;
   int rc;
-  char msg[1024];
+  char *msg;                       /* the failure's message (malloc'd) */
 } gpart;
-
-/* Split flags at blanks (no quoting needed for the defaults). */
-static int gsplit(const char *s, char ***out) {
-  int n = 0, cap = 8;
-  char **v = tl_malloc(sizeof(char *) * (size_t)cap);
-  while (s && *s) {
-    while (*s == ' ' || *s == '\t') s++;
-    if (!*s) break;
-    const char *b = s;
-    while (*s && *s != ' ' && *s != '\t') s++;
-    if (n == cap) v = tl_realloc(v, sizeof(char *) * (size_t)(cap *= 2));
-    v[n++] = tl_strndup(b, (size_t)(s - b));
-  }
-  *out = v;
-  return n;
-}
 
 static void build_part(int64_t i, void *arg) {
   gpart *p = (gpart *)arg + i;
@@ -413,63 +395,40 @@ static void build_part(int64_t i, void *arg) {
                             (int)getpid(), seq);
   char *tmp_so = tl_sprintf("%s.so", tmpdir);
   char **files = tl_calloc((size_t)p->n, sizeof(char *));
-  char **fl = NULL;
-  int nfl = gsplit(p->flags, &fl);
-  const char **argv = tl_calloc((size_t)(nfl + p->n + 10), sizeof(char *));
-  tl_proc_result *res = NULL;
+  tl_ctx *lctx = tl_ctx_new();
   double t0 = tl_now();
   if (mkdir(tmpdir, 0700) != 0) {
-    snprintf(p->msg, sizeof p->msg, "cannot create '%s': %s", tmpdir, strerror(errno));
+    p->msg = tl_sprintf("cannot create '%s': %s", tmpdir, strerror(errno));
     p->rc = TL_E_IO;
     goto done;
   }
   for (int j = 0; j < p->n; j++) {
     files[j] = tl_sprintf("%s/k%d.c", tmpdir, j);
     if (gwrite(files[j], p->src[j]) != 0) {
-      snprintf(p->msg, sizeof p->msg, "cannot write '%s'", files[j]);
+      p->msg = tl_sprintf("cannot write '%s'", files[j]);
       p->rc = TL_E_IO;
       goto done;
     }
   }
-  int a = 0;
-  argv[a++] = p->cc;
-  argv[a++] = "-std=gnu11";
-  argv[a++] = "-shared";
-  argv[a++] = "-fPIC";
-  for (int j = 0; j < nfl; j++) argv[a++] = fl[j];
-  argv[a++] = "-o";
-  argv[a++] = tmp_so;
-  for (int j = 0; j < p->n; j++) argv[a++] = files[j];
-  argv[a++] = "-lm";
-  argv[a] = NULL;
-  tl_ctx *lctx = tl_ctx_new();
-  int rc = tl_proc_exec(lctx, argv, p->timeout_s, 64 * 1024, &res);
-  if (rc) {
-    snprintf(p->msg, sizeof p->msg, "%s", tl_errmsg(lctx));
-    p->rc = rc;
-  } else if (tl_proc_status(res) != TL_PROC_OK) {
-    size_t el = 0;
-    const char *e = tl_proc_stderr(res, &el);
-    snprintf(p->msg, sizeof p->msg, "C compiler '%s' failed (exit %d): %.*s", p->cc,
-             tl_proc_code(res), (int)(el > 800 ? 800 : el), e ? e : "");
-    p->rc = tl_proc_status(res) == TL_PROC_TIMEOUT ? TL_E_TIMEOUT : TL_E_BUILD;
+  tl_toolchain tc = {p->cc, p->flags, NULL};
+  p->rc = tl_cc_shared(lctx, &tc, (const char *const *)files, p->n, tmp_so, p->timeout_s);
+  if (p->rc) {
+    p->msg = tl_strdup(tl_errmsg(lctx));
   } else if (rename(tmp_so, p->so_path) != 0) {
-    snprintf(p->msg, sizeof p->msg, "cannot move the library to '%s': %s", p->so_path,
-             strerror(errno));
+    p->msg = tl_sprintf("cannot move the library to '%s': %s", p->so_path, strerror(errno));
     p->rc = TL_E_IO;
   }
-  tl_ctx_free(lctx);
   if (!p->rc) {
     p->handle = dlopen(p->so_path, RTLD_NOW | RTLD_LOCAL);
     if (!p->handle) {
       const char *e = dlerror();
-      snprintf(p->msg, sizeof p->msg, "cannot load '%s': %s", p->so_path, e ? e : "?");
+      p->msg = tl_sprintf("cannot load '%s': %s", p->so_path, e ? e : "?");
       p->rc = TL_E_BUILD;
     }
   }
 done:
   p->compile_s = tl_now() - t0;
-  tl_proc_result_free(res);
+  tl_ctx_free(lctx);
   for (int j = 0; j < p->n; j++) {
     if (files[j]) unlink(files[j]);
     free(files[j]);
@@ -477,9 +436,6 @@ done:
   unlink(tmp_so);
   rmdir(tmpdir);
   free(files);
-  for (int j = 0; j < nfl; j++) free(fl[j]);
-  free(fl);
-  free(argv);
   free(tmp_so);
   free(tmpdir);
 }
@@ -499,11 +455,11 @@ TL_EXPORT int tl_graph_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int 
     src[i] = tl_buf_take(&b);
   }
   char *dir = NULL;
-  if (!rc) rc = tl_kernel_cache_dir(ctx, &dir);
+  if (!rc) rc = tl_build_cache_dir(ctx, &dir);
   gpart *parts = tl_calloc((size_t)nparts, sizeof(gpart));
   if (!rc) {
-    const char *flags = cflags ? cflags : "-O3 -march=native";
-    const char *cc = tl_kernel_compiler();
+    const char *flags = tl_toolchain_cflags(&(tl_toolchain){NULL, cflags, NULL});
+    char *cc = tl_toolchain_cc(NULL);
     /* contiguous slices of about equal kernel counts */
     for (int p = 0; p < nparts; p++) {
       int lo = (int)((int64_t)n * p / nparts), hi = (int)((int64_t)n * (p + 1) / nparts);
@@ -518,6 +474,7 @@ TL_EXPORT int tl_graph_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int 
     else tl_pool_for(tl_pool_global(), nparts, build_part, parts);
     for (int p = 0; p < nparts && !rc; p++)
       if (parts[p].rc) rc = tl_err(ctx, parts[p].rc, "%s", parts[p].msg);
+    free(cc);
   }
   tl_graph_lib *l = NULL;
   if (!rc) {
@@ -537,6 +494,7 @@ TL_EXPORT int tl_graph_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int 
   for (int p = 0; p < nparts; p++) {
     if (parts[p].handle) dlclose(parts[p].handle);
     free(parts[p].so_path);
+    free(parts[p].msg);
   }
   free(parts);
   for (int i = 0; i < n; i++) free(src[i]);
@@ -754,13 +712,6 @@ TL_EXPORT double tl_graph_ocl_lib_compile_seconds(const tl_graph_ocl_lib *l) {
 }
 TL_EXPORT int tl_graph_ocl_lib_num_kernels(const tl_graph_ocl_lib *l) { return l ? l->nk : 0; }
 
-/* Everything of src before its first "__kernel" is the header (comment,
-** pragmas, helpers): identical helpers in every source. */
-static const char *kernels_part(const char *src) {
-  const char *p = strstr(src, "__kernel");
-  return p ? p : src + strlen(src);
-}
-
 TL_EXPORT int tl_graph_ocl_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int dev,
                                      tl_graph_ocl_lib **out) {
   if (!out) return tl_err(ctx, TL_E_ARG, "tl_graph_ocl_lib_build: out is NULL");
@@ -797,13 +748,13 @@ TL_EXPORT int tl_graph_ocl_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, 
   clGetDeviceInfo(l->did, CL_DEVICE_EXTENSIONS, extlen, ext, NULL);
   int has16 = strstr(ext, "cl_khr_fp16") != NULL, has64 = strstr(ext, "cl_khr_fp64") != NULL;
   free(ext);
-  /* 1. code for every group; one source */
+  /* 1. code for every group; one source (the build layer) */
   l->g = tl_calloc((size_t)n, sizeof(ogroup));
   tl_ocl_code *codes = tl_calloc((size_t)n, sizeof(tl_ocl_code));
+  char *src = NULL;
   int fp16 = 0, fp64 = 0, nk = 0;
+  rc = tl_build_opencl_joined(ctx, fs, n, codes, &src);
   for (int i = 0; i < n && !rc; i++) {
-    rc = tl_codegen_opencl(ctx, fs[i], &codes[i]);
-    if (rc) break;
     fp16 |= codes[i].fp16;
     fp64 |= codes[i].fp64;
     nk += codes[i].nkernels;
@@ -812,42 +763,15 @@ TL_EXPORT int tl_graph_ocl_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, 
     rc = tl_err(ctx, TL_E_UNSUPPORTED, "graph executor (OpenCL): the kernels use %s but the "
                 "device lacks cl_khr_%s", fp16 && !has16 ? "float16" : "float64",
                 fp16 && !has16 ? "fp16" : "fp64");
-  tl_buf src = {0};
-  if (!rc) {
-    tl_buf_printf(&src, "/* graph: %d groups, %d kernels, generated by tunelua's OpenCL backend */\n",
-                  n, nk);
-    if (fp16) tl_buf_puts(&src, "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n");
-    if (fp64) tl_buf_puts(&src, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
-    /* the helpers of the first source (its header without comment and pragmas) */
-    const char *h = codes[0].source, *end = kernels_part(h);
-    while (h < end) {
-      const char *nl = memchr(h, '\n', (size_t)(end - h));
-      const char *le = nl ? nl + 1 : end;
-      if (strncmp(h, "/*", 2) != 0 && strncmp(h, "#pragma", 7) != 0) tl_buf_putn(&src, h, (size_t)(le - h));
-      h = le;
-    }
-    for (int i = 0; i < n; i++) tl_buf_puts(&src, kernels_part(codes[i].source));
-  }
-  /* 2. build */
+  /* 2. the program (the runtime's loader) */
   if (!rc) {
     double t0 = tl_now();
-    const char *s = src.s;
-    size_t len = src.n;
-    l->prog = clCreateProgramWithSource(l->cctx, 1, &s, &len, &e);
-    if (!l->prog) rc = oerr(ctx, TL_E_BUILD, e, "creating the program");
-    else if ((e = clBuildProgram(l->prog, 1, &l->did, "", NULL, NULL)) != CL_SUCCESS) {
-      size_t ln = 0;
-      clGetProgramBuildInfo(l->prog, l->did, CL_PROGRAM_BUILD_LOG, 0, NULL, &ln);
-      char *log = tl_calloc(ln + 1, 1);
-      if (ln) clGetProgramBuildInfo(l->prog, l->did, CL_PROGRAM_BUILD_LOG, ln, log, NULL);
-      if (strlen(log) > 4000) strcpy(log + 4000, "\n...");
-      rc = tl_err(ctx, TL_E_BUILD, "graph executor (OpenCL): building the program failed "
-                  "(OpenCL error %d):\n%s", (int)e, log);
-      free(log);
-    }
+    void *prog = NULL;
+    rc = tl_opencl_program(ctx, dev, src, "", &prog, NULL);
+    l->prog = prog;
     l->compile_s = tl_now() - t0;
   }
-  tl_buf_free(&src);
+  free(src);
   /* 3. kernels, checks, temporaries */
   if (!rc) l->k = tl_calloc((size_t)nk + 1, sizeof(okern));
   for (int i = 0; i < n && !rc; i++) {

@@ -358,4 +358,19 @@ int tl_ir_eval_range(tl_ir *ir, tl_ref e, const tl_rangemap *relax, const tl_ran
 /* Prove a boolean expression true (1), false (0) or unknown (-1). */
 int tl_ir_prove(tl_ir *ir, tl_ref cond, const tl_rangemap *ranges);
 
+/* ---- lowered functions ------------------------------------------------------
+** What lowering (core/te/lower.c) produces and the code generators read: one
+** function as a statement tree of this IR in which every LOAD and STORE carries
+** exactly one flattened element index, argument buffers (scope global,
+** buffer->arg = k) stand for the DLTensor passed as argument k, ALLOC nodes
+** introduce temporaries, and FOR loops are serial, parallel, vectorized,
+** unrolled or bound to threads. */
+typedef struct tl_lowered {
+  tl_ir *ir;                      /* nodes, vars and buffers (passes add nodes) */
+  tl_ref body;                    /* the statement tree */
+  const char *name;               /* C identifier of the entry point */
+  int nargs;
+  int *arg_bufs;                  /* buffer ids, in argument order */
+} tl_lowered;
+
 #endif

@@ -15,7 +15,7 @@
 */
 #define _GNU_SOURCE
 #include "../base/base.h"
-#include "../codegen/codegen.h"
+#include "../build/build.h"
 #include "../ir/ir.h"
 #include "../runtime/runtime.h"
 #include "measure.h"
@@ -33,10 +33,6 @@
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
-
-#ifndef TL_C_COMPILER
-#define TL_C_COMPILER "cc"
-#endif
 
 #define MEASURE_MAX_ARGS 64
 #define MEASURE_MAX_REPEAT 1024
@@ -121,84 +117,12 @@ TL_EXPORT int tl_measure_lowered_source(tl_ctx *ctx, tl_lowered *f, char **sourc
 
 /* ---- compiling ---------------------------------------------------------------- */
 
-static const char *compiler(void) {
-  const char *cc = getenv("TUNELUA_CC");
-  return cc && *cc ? cc : TL_C_COMPILER;
-}
-
-static char *trim_msg(const char *s, size_t n) {
-  if (n > 4000) n = 4000;
-  return tl_strndup(s ? s : "", s ? n : 0);
-}
-
 /* Compile source into so_path: TL_OK, TL_E_BUILD (diagnostics in *msg) or TL_E_TIMEOUT. */
 static int compile_one(tl_ctx *ctx, const char *source, const char *cflags, const char *so_path,
                        double timeout_s, char **msg) {
-  *msg = NULL;
-  char *src_path = tl_sprintf("%s.c", so_path);
-  FILE *fp = fopen(src_path, "wb");
-  if (!fp) {
-    *msg = tl_sprintf("cannot create '%s': %s", src_path, strerror(errno));
-    free(src_path);
-    return TL_E_IO;
-  }
-  size_t n = strlen(source);
-  int bad = fwrite(source, 1, n, fp) != n;
-  if (fclose(fp) != 0) bad = 1;
-  if (bad) {
-    *msg = tl_sprintf("cannot write '%s'", src_path);
-    unlink(src_path);
-    free(src_path);
-    return TL_E_IO;
-  }
-  const char *argv[64];
-  int a = 0;
-  const char *cc = compiler();
-  argv[a++] = cc;
-  argv[a++] = "-std=gnu11";
-  argv[a++] = "-shared";
-  argv[a++] = "-fPIC";
-  char *flags = tl_strdup(cflags && *cflags ? cflags : "-O3 -march=native");
-  for (char *save = NULL, *tok = strtok_r(flags, " \t", &save); tok && a < 50;
-       tok = strtok_r(NULL, " \t", &save))
-    argv[a++] = tok;
-  argv[a++] = "-o";
-  argv[a++] = so_path;
-  argv[a++] = src_path;
-  argv[a++] = "-lm";
-  argv[a] = NULL;
-  tl_proc_result *res = NULL;
-  int rc = tl_proc_exec(ctx, argv, timeout_s, 64 * 1024, &res);
-  if (rc == TL_OK) {
-    size_t elen = 0;
-    const char *err = tl_proc_stderr(res, &elen);
-    switch (tl_proc_status(res)) {
-    case TL_PROC_OK:
-      break;
-    case TL_PROC_TIMEOUT:
-      rc = TL_E_TIMEOUT;
-      *msg = tl_sprintf("build timed out after %.1f s", timeout_s);
-      break;
-    case TL_PROC_SIGNAL:
-      rc = TL_E_BUILD;
-      *msg = tl_sprintf("C compiler '%s' killed by signal %d", cc, tl_proc_code(res));
-      break;
-    default: {
-      rc = TL_E_BUILD;
-      char *t = trim_msg(err, elen);
-      *msg = tl_sprintf("C compiler '%s' failed (exit %d):\n%s", cc, tl_proc_code(res), t);
-      free(t);
-      break;
-    }
-    }
-  } else {
-    *msg = tl_strdup(tl_errmsg(ctx));
-  }
-  tl_proc_result_free(res);
-  free(flags);
-  unlink(src_path);
-  free(src_path);
-  if (rc) unlink(so_path);
+  tl_toolchain tc = {NULL, cflags && *cflags ? cflags : NULL, NULL};
+  int rc = tl_cc_source(ctx, &tc, source, so_path, timeout_s, NULL);
+  *msg = rc ? tl_strdup(tl_errmsg(ctx)) : NULL;
   return rc;
 }
 

@@ -17,8 +17,9 @@
 ** of the process (a tuning run builds each candidate once); a failed build
 ** is TL_E_BUILD with the build log.
 **
-** Modules (tl_ocl_module): the code generator's kernels (codegen.h,
-** tl_ocl_code) built into one program, their cl_kernel objects, global
+** Modules (tl_ocl_module): a program's kernels (tl_ocl_code, runtime.h: what
+** the build layer made with the code generator, or what a manifest says)
+** built into one program by the driver, their cl_kernel objects, global
 ** temporaries and launch configurations. Before anything is launched every
 ** kernel's work-group is checked against the device (max work-group size,
 ** max work-item sizes, local memory) and the compiled kernel
@@ -33,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../codegen/codegen.h"
 #include "runtime.h"
 
 #define OCL_LOG_MAX 6000        /* build-log bytes kept in a message */
@@ -473,17 +473,31 @@ TL_EXPORT void tl_ocl_module_free(tl_ocl_module *m) {
   free(m);
 }
 
-static _Thread_local tl_buf source_buf;
+void tl_ocl_code_free(tl_ocl_code *code) {
+  if (!code) return;
+  free(code->source);
+  for (int i = 0; i < code->nkernels; i++) {
+    free(code->kernels[i].name);
+    free(code->kernels[i].slots);
+  }
+  free(code->kernels);
+  for (int i = 0; i < code->nargs; i++) free(code->arg_shape[i]);
+  free(code->arg_shape);
+  free(code->arg_dtype);
+  free(code->arg_ndim);
+  free(code->temp_bytes);
+  memset(code, 0, sizeof *code);
+}
 
-TL_EXPORT int tl_opencl_source(tl_ctx *ctx, tl_lowered *f, const char **src) {
-  tl_ocl_code code;
-  int rc = tl_codegen_opencl(ctx, f, &code);
+int tl_opencl_program(tl_ctx *ctx, int dev, const char *source, const char *options, void **prog,
+                      int *hit) {
+  ocl_dev *d;
+  int rc = get_dev(ctx, dev, &d);
   if (rc) return rc;
-  tl_buf_free(&source_buf);
-  tl_buf_puts(&source_buf, code.source);
-  tl_ocl_code_free(&code);
-  *src = source_buf.s;
-  return TL_OK;
+  cl_program p;
+  rc = get_program(ctx, d, dev, source, options, &p, hit);
+  if (!rc) *prog = p;
+  return rc;
 }
 
 /* The device part of a module whose code (m->code, m->name) is filled in:
@@ -537,20 +551,20 @@ fail:
   return rc;
 }
 
-TL_EXPORT int tl_opencl_build(tl_ctx *ctx, tl_lowered *f, int dev, tl_ocl_module **out) {
-  if (!out) return tl_err(ctx, TL_E_ARG, "opencl: out is NULL");
+int tl_ocl_module_load(tl_ctx *ctx, int dev, tl_ocl_code *code, const char *name,
+                       tl_ocl_module **out) {
   *out = NULL;
   ocl_dev *d;
   int rc = get_dev(ctx, dev, &d);
-  if (rc) return rc;
-  tl_ocl_module *m = tl_calloc(1, sizeof *m);
-  m->dev = dev;
-  rc = tl_codegen_opencl(ctx, f, &m->code);
   if (rc) {
-    free(m);
+    tl_ocl_code_free(code);
     return rc;
   }
-  m->name = tl_strdup(f->name);
+  tl_ocl_module *m = tl_calloc(1, sizeof *m);
+  m->dev = dev;
+  m->code = *code;
+  memset(code, 0, sizeof *code);
+  m->name = tl_strdup(name);
   return module_finish(ctx, d, m, out);
 }
 
@@ -808,7 +822,7 @@ done:
   return rc;
 }
 
-static char *manifest_text(const tl_ocl_code *c, const char *name) {
+char *tl_ocl_manifest_text(const tl_ocl_code *c, const char *name) {
   tl_buf b = {0};
   tl_buf_printf(&b, "{\"format\": \"tunelua-opencl-module\", \"version\": 1, \"name\": \"%s\", "
                 "\"args\": [", name);
@@ -842,19 +856,7 @@ TL_EXPORT int tl_ocl_module_manifest(tl_ctx *ctx, const tl_ocl_module *m, char *
   if (!json) return tl_err(ctx, TL_E_ARG, "opencl: json is NULL");
   *json = NULL;
   if (!m) return tl_err(ctx, TL_E_ARG, "opencl: module is NULL");
-  *json = manifest_text(&m->code, m->name ? m->name : "default_function");
-  return TL_OK;
-}
-
-TL_EXPORT int tl_opencl_source_manifest(tl_ctx *ctx, tl_lowered *f, char **source, char **manifest) {
-  if (!source || !manifest) return tl_err(ctx, TL_E_ARG, "opencl: source/manifest is NULL");
-  *source = *manifest = NULL;
-  tl_ocl_code code;
-  int rc = tl_codegen_opencl(ctx, f, &code);
-  if (rc) return rc;
-  *manifest = manifest_text(&code, f->name);
-  *source = tl_strdup(code.source);
-  tl_ocl_code_free(&code);
+  *json = tl_ocl_manifest_text(&m->code, m->name ? m->name : "default_function");
   return TL_OK;
 }
 
@@ -1012,54 +1014,63 @@ TL_EXPORT int tl_ocl_module_call(tl_ctx *ctx, tl_ocl_module *m, tl_array **args,
   return rc;
 }
 
+/* The time evaluator's callbacks for a module: launches enqueued, the
+** queue waited for; the time is the device's (profiling events from the
+** first kernel's start to the last kernel's end) unless wallclock. */
+typedef struct {
+  tl_ctx *ctx;
+  tl_ocl_module *m;
+  ocl_dev *d;
+  int wallclock;
+  int warm;                      /* the batch is the warm-up */
+  cl_event ev0, ev1;
+} ocl_work;
+
+static int ocl_time_run(void *arg, int i, int n) {
+  ocl_work *w = arg;
+  w->warm = n == 0;
+  int timed = !w->warm && !w->wallclock;
+  return launch(w->ctx, w->m, w->d, timed && i == 0 ? &w->ev0 : NULL,
+                timed && i == n - 1 ? &w->ev1 : NULL);
+}
+
+static int ocl_time_sync(void *arg, int rc, double t0, double *secs) {
+  ocl_work *w = arg;
+  cl_int e = clFinish(w->d->q);
+  double wall = tl_now() - t0;
+  if (!rc && e != CL_SUCCESS)
+    rc = CLERR(w->ctx, TL_E_RUNTIME, e, "%s on '%s'", w->warm ? "warm-up" : "timing", w->d->name);
+  if (!rc && !w->warm && !w->wallclock && w->ev0 && w->ev1) {
+    cl_ulong start = 0, end = 0;
+    e = clGetEventProfilingInfo(w->ev0, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL);
+    if (e == CL_SUCCESS)
+      e = clGetEventProfilingInfo(w->ev1, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
+    if (e != CL_SUCCESS) rc = CLERR(w->ctx, TL_E_RUNTIME, e, "profiling events on '%s'", w->d->name);
+    *secs = end > start ? (double)(end - start) * 1e-9 : 0;
+  } else {
+    *secs = wall;
+  }
+  if (w->ev0) clReleaseEvent(w->ev0);
+  if (w->ev1) clReleaseEvent(w->ev1);
+  w->ev0 = w->ev1 = NULL;
+  return rc;
+}
+
 TL_EXPORT int tl_ocl_module_time(tl_ctx *ctx, tl_ocl_module *m, tl_array **args, int nargs,
                                  int number, int repeat, double min_repeat_ms, int wallclock,
                                  double *secs_out) {
   if (!m) return tl_err(ctx, TL_E_ARG, "opencl: module is NULL");
   if (repeat < 1) return tl_err(ctx, TL_E_ARG, "time_evaluator: repeat must be >= 1, got %d", repeat);
   if (!secs_out) return tl_err(ctx, TL_E_ARG, "time_evaluator: secs_out is NULL");
-  if (number < 1) number = 1;
   ocl_dev *d = NULL;
   int rc = get_dev(ctx, m->dev, &d);
   if (rc) return rc;
   rc = prepare(ctx, m, d, args, nargs);
-  if (!rc) rc = launch(ctx, m, d, NULL, NULL);      /* warm-up */
-  cl_int e = clFinish(d->q);
-  if (!rc && e != CL_SUCCESS) rc = CLERR(ctx, TL_E_RUNTIME, e, "warm-up on '%s'", d->name);
-  for (int r = 0; r < repeat && !rc; r++) {
-    double secs = 0;
-    for (;;) {
-      cl_event ev0 = NULL, ev1 = NULL;
-      double t0 = tl_now();
-      for (int i = 0; i < number && !rc; i++)
-        rc = launch(ctx, m, d, wallclock || i ? NULL : &ev0, wallclock || i < number - 1 ? NULL : &ev1);
-      e = clFinish(d->q);
-      double wall = tl_now() - t0;
-      if (!rc && e != CL_SUCCESS) rc = CLERR(ctx, TL_E_RUNTIME, e, "timing on '%s'", d->name);
-      if (!rc && !wallclock && ev0 && ev1) {
-        cl_ulong start = 0, end = 0;
-        e = clGetEventProfilingInfo(ev0, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL);
-        if (e == CL_SUCCESS)
-          e = clGetEventProfilingInfo(ev1, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
-        if (e != CL_SUCCESS) rc = CLERR(ctx, TL_E_RUNTIME, e, "profiling events on '%s'", d->name);
-        secs = end > start ? (double)(end - start) * 1e-9 : 0;
-      } else {
-        secs = wall;
-      }
-      if (ev0) clReleaseEvent(ev0);
-      if (ev1) clReleaseEvent(ev1);
-      if (rc) break;
-      double dur_ms = secs * 1e3;
-      if (min_repeat_ms <= 0 || dur_ms >= min_repeat_ms || number >= 1000000000) break;
-      double next = number * 1.618;
-      if (dur_ms > 0) {
-        double want = min_repeat_ms / (dur_ms / number) + 1;
-        if (want > next) next = want;
-      }
-      if (next < number + 1) next = number + 1;
-      number = next > 1e9 ? 1000000000 : (int)next;
-    }
-    if (!rc) secs_out[r] = secs / number;
+  if (rc) {
+    clFinish(d->q);
+    return rc;
   }
-  return rc;
+  ocl_work w = {ctx, m, d, wallclock, 0, NULL, NULL};
+  tl_time_work tw = {ocl_time_run, ocl_time_sync, &w, 0, 0};      /* warm-up: one launch */
+  return tl_time_eval(&tw, number, repeat, min_repeat_ms, secs_out);
 }

@@ -107,14 +107,92 @@ const tl_device_api *tl_device_get(int dev_type);
 /* "cpu", "opencl", "ext_dev", ... or "unknown" for types without a name. */
 const char *tl_device_type_name(int dev_type);
 
+/* ---- modules: loading what the build layer made (core/build) ------------------ */
+
+/* Load the shared object at path (dlopen) as a module; source (may be NULL) is
+** kept for tl_module_source, compile_s and cache_hit are what the build did.
+** ctx may be NULL (a probe of the kernel cache). */
+int tl_module_load(tl_ctx *ctx, const char *path, const char *source, double compile_s,
+                   int cache_hit, tl_module **out);
+/* The address of symbol name in m, or NULL. */
+void *tl_module_sym(const tl_module *m, const char *name);
+
+/* An OpenCL program as the host launches it: its source and, per __kernel,
+** the arguments and launch configuration (what core/codegen/opencl.c emits and
+** what a module manifest carries). Slots name what a kernel argument is: slot
+** k < nargs is function argument k, slot nargs + t is global temporary t
+** (allocated by the host, temp_bytes[t] bytes). */
+typedef struct tl_ocl_kinfo {
+  char *name;                     /* kernel function name */
+  int nslots;
+  int *slots;                     /* its __global pointer arguments, in order */
+  int64_t grid[3], block[3];      /* work-groups and work-items per group */
+  int64_t local_bytes;            /* static __local memory */
+} tl_ocl_kinfo;
+
+typedef struct tl_ocl_code {
+  char *source;                   /* OpenCL C */
+  int nkernels;
+  tl_ocl_kinfo *kernels;
+  int nargs;
+  int *arg_dtype;                 /* TL_FLOAT32.. per argument */
+  int *arg_ndim;
+  int64_t **arg_shape;
+  int ntemps;
+  int64_t *temp_bytes;
+  int fp16, fp64;                 /* needs cl_khr_fp16 / cl_khr_fp64 */
+} tl_ocl_code;
+void tl_ocl_code_free(tl_ocl_code *c);
+
+/* Build code for OpenCL device dev into a module (core/runtime/opencl.c): the
+** device's extension and work-group checks, the program (cached per process),
+** its kernels and temporaries. Takes code (cleared, also on failure); name is
+** the function's name (copied). */
+int tl_ocl_module_load(tl_ctx *ctx, int dev, tl_ocl_code *code, const char *name,
+                       tl_ocl_module **out);
+/* The manifest JSON of code (malloc'd; see opencl.c). */
+char *tl_ocl_manifest_text(const tl_ocl_code *code, const char *name);
+/* The program of source on device dev, built by the driver once per process
+** (*prog: a cl_program the caller releases; *hit: found in the cache). */
+int tl_opencl_program(tl_ctx *ctx, int dev, const char *source, const char *options, void **prog,
+                      int *hit);
+
 /* ---- timing ------------------------------------------------------------------ */
 
+/* The time evaluator (core/runtime/time.c), one loop for every device: a
+** warm-up, then `repeat` measurements of `number` runs, number growing until
+** one measurement lasts min_repeat_ms (if > 0): to the estimate that reaches
+** it, at least by the golden ratio. The work is given as callbacks:
+**   run(arg, i, n)   run (or enqueue) the work once: call i of a measurement
+**                    of n calls; n = 0 during the warm-up. Nonzero stops.
+**   sync(arg, rc, t0, secs)   (NULL: synchronous work) wait for the device;
+**                    *secs = the measurement's time (wall time since t0, or
+**                    the device's own clock). Called after every batch of
+**                    runs, also a failed one (rc: its status); returns the
+**                    status to go on with.
+** The warm-up repeats run until warmup_s has passed (at least once), then
+** syncs. With cache_flush a 32 MiB buffer is written before each measurement
+** (outside the timed region). Seconds per run go to secs_out[0..repeat).
+** Returns 0 or the first nonzero status of run/sync. */
+/* The CPU warm-up: runs until this much time has passed (time.c says why). */
+#define TL_TIME_WARMUP_S 10e-3
+
+typedef struct tl_time_work {
+  int (*run)(void *arg, int i, int n);
+  int (*sync)(void *arg, int rc, double t0, double *secs);
+  void *arg;
+  double warmup_s;
+  int cache_flush;
+} tl_time_work;
+
+int tl_time_eval(const tl_time_work *w, int number, int repeat, double min_repeat_ms,
+                 double *secs_out);
+
 /* The time evaluator on a raw CPU kernel (int32_t fn(void **dl, int32_t nargs)):
-** a warm-up of at least 10 ms, then `repeat` measurements of `number` calls,
-** number growing until one lasts min_repeat_ms (if > 0), the caches flushed
-** before each with cache_flush. Seconds per call go to secs_out[0..repeat);
-** -1 with *kcode set when the kernel returns a nonzero code. Used by
-** tl_module_time, the measurement child and the RPC server. */
+** a warm-up of at least 10 ms, then tl_time_eval's measurements, the caches
+** flushed before each with cache_flush. Seconds per call go to
+** secs_out[0..repeat); -1 with *kcode set when the kernel returns a nonzero
+** code. Used by tl_module_time, the measurement child and the RPC server. */
 int tl_kernel_time(void *fn, void **dl, int nargs, int number, int repeat, double min_repeat_ms,
                    int cache_flush, double *secs_out, int32_t *kcode);
 

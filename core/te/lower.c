@@ -30,13 +30,12 @@
 **                pads strides), then tl_ir_simplify
 **
 ** The result is a fresh tl_ir owned by the tl_lowered (the schedule's DAG is
-** only read), handed to the code generators (core/codegen/codegen.h).
+** only read), handed to the build layer (core/build) and its code generators.
 */
 #include "schedule.h"
 
 #include <stdio.h>
 
-#include "../codegen/codegen.h"
 
 /* What tl_lower hands out: the codegen's view first. */
 typedef struct lowered_full {
@@ -1015,8 +1014,4 @@ TL_EXPORT const char *tl_lowered_text(tl_lowered *f) {
   tl_buf_puts(b, ")\n");
   tl_ir_print_buf(f->ir, f->body, b);
   return b->s;
-}
-
-TL_EXPORT int tl_lowered_build(tl_ctx *ctx, tl_lowered *f, const char *cflags, tl_module **out) {
-  return tl_build_c(ctx, f, cflags, out);
 }

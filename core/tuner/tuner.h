@@ -13,7 +13,7 @@
 #define TL_TUNER_H
 
 #include "../base/base.h"
-#include "../codegen/codegen.h"
+#include "../ir/ir.h"
 #include "../tunelua.h"
 
 typedef struct tl_atvm_task tl_atvm_task;
