@@ -7,11 +7,10 @@
 ** is an array the executor owns (a view or a tl_array_reshape reference), so
 ** callers may free theirs. Kernels follow the C backend's ABI
 ** int32_t f(void **args, int32_t nargs) (args: DLTensor pointers); their
-** pointers are resolved once, with dlsym on the module's shared object, and
+** pointers are resolved once (tl_module_sym, the runtime's loader), and
 ** the modules must outlive the executor (the Lua side keeps them).
 */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 
 #include "../runtime/runtime.h"
 #include "../tunelua.h"
@@ -167,14 +166,11 @@ TL_EXPORT int tl_graph_exec_add_kernel(tl_ctx *ctx, tl_graph_exec *e, tl_module 
                                        const char *fname, int *kernel) {
   if (!e || !m || !fname) return tl_err(ctx, TL_E_ARG, "tl_graph_exec_add_kernel: NULL argument");
   const char *path = tl_module_path(m);
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-  if (!h) return tl_err(ctx, TL_E_ARG, "tl_graph_exec_add_kernel: module '%s' is not loaded", path);
-  gkernel k;
-  *(void **)&k.fn = dlsym(h, fname);
+  gkernel k = {0};
+  *(void **)&k.fn = tl_module_sym(m, fname);
   char *ename = tl_sprintf("%s_error", fname);
-  *(void **)&k.err = dlsym(h, ename);
+  *(void **)&k.err = tl_module_sym(m, ename);
   free(ename);
-  dlclose(h);                      /* the module keeps its own handle */
   if (!k.fn) return tl_err(ctx, TL_E_ARG, "module '%s' has no function '%s'", path, fname);
   k.name = tl_strdup(fname);
   TL_VEC_PUSH(e->kernels, k);
@@ -342,7 +338,7 @@ TL_EXPORT int tl_graph_exec_profile(tl_ctx *ctx, tl_graph_exec *e, int number, d
 
 struct tl_graph_lib {
   int nparts;
-  void **handles;
+  tl_module **mods;                /* the parts, loaded by the runtime */
   char **paths;
   double compile_s;                /* summed over parts compiled now */
   int cache_hits;                  /* parts found in the cache */
@@ -362,7 +358,7 @@ typedef struct {
   const char *flags, *cc, *dir;
   double timeout_s;
   char *so_path;                   /* result */
-  void *handle;
+  tl_module *mod;
   double compile_s;
   int hit;
   int rc;
@@ -383,8 +379,8 @@ static void build_part(int64_t i, void *arg) {
   p->so_path = tl_sprintf("%s/g%016llx%016llx.so", p->dir, (unsigned long long)h[0],
                           (unsigned long long)h[1]);
   if (access(p->so_path, R_OK) == 0) {
-    p->handle = dlopen(p->so_path, RTLD_NOW | RTLD_LOCAL);
-    if (p->handle) {
+    tl_module_load(NULL, p->so_path, NULL, 0, 1, &p->mod);
+    if (p->mod) {
       p->hit = 1;
       return;
     }
@@ -418,14 +414,8 @@ static void build_part(int64_t i, void *arg) {
     p->msg = tl_sprintf("cannot move the library to '%s': %s", p->so_path, strerror(errno));
     p->rc = TL_E_IO;
   }
-  if (!p->rc) {
-    p->handle = dlopen(p->so_path, RTLD_NOW | RTLD_LOCAL);
-    if (!p->handle) {
-      const char *e = dlerror();
-      p->msg = tl_sprintf("cannot load '%s': %s", p->so_path, e ? e : "?");
-      p->rc = TL_E_BUILD;
-    }
-  }
+  if (!p->rc && (p->rc = tl_module_load(lctx, p->so_path, NULL, 0, 0, &p->mod)))
+    p->msg = tl_strdup(tl_errmsg(lctx));
 done:
   p->compile_s = tl_now() - t0;
   tl_ctx_free(lctx);
@@ -480,19 +470,19 @@ TL_EXPORT int tl_graph_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int 
   if (!rc) {
     l = tl_calloc(1, sizeof *l);
     l->nparts = nparts;
-    l->handles = tl_calloc((size_t)nparts, sizeof(void *));
+    l->mods = tl_calloc((size_t)nparts, sizeof(tl_module *));
     l->paths = tl_calloc((size_t)nparts, sizeof(char *));
     for (int p = 0; p < nparts; p++) {
-      l->handles[p] = parts[p].handle;
+      l->mods[p] = parts[p].mod;
       l->paths[p] = parts[p].so_path;
-      parts[p].handle = NULL;
+      parts[p].mod = NULL;
       parts[p].so_path = NULL;
       l->compile_s += parts[p].hit ? 0 : parts[p].compile_s;
       l->cache_hits += parts[p].hit;
     }
   }
   for (int p = 0; p < nparts; p++) {
-    if (parts[p].handle) dlclose(parts[p].handle);
+    tl_module_free(parts[p].mod);
     free(parts[p].so_path);
     free(parts[p].msg);
   }
@@ -508,10 +498,10 @@ TL_EXPORT int tl_graph_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int 
 TL_EXPORT void tl_graph_lib_free(tl_graph_lib *l) {
   if (!l) return;
   for (int p = 0; p < l->nparts; p++) {
-    if (l->handles[p]) dlclose(l->handles[p]);
+    tl_module_free(l->mods[p]);
     free(l->paths[p]);
   }
-  free(l->handles);
+  free(l->mods);
   free(l->paths);
   free(l);
 }
@@ -526,10 +516,10 @@ TL_EXPORT int tl_graph_exec_add_kernel_lib(tl_ctx *ctx, tl_graph_exec *e, tl_gra
     return tl_err(ctx, TL_E_ARG, "tl_graph_exec_add_kernel_lib: NULL argument");
   gkernel k = {0};
   for (int p = 0; p < l->nparts && !k.fn; p++) {
-    *(void **)&k.fn = dlsym(l->handles[p], fname);
+    *(void **)&k.fn = tl_module_sym(l->mods[p], fname);
     if (k.fn) {
       char *ename = tl_sprintf("%s_error", fname);
-      *(void **)&k.err = dlsym(l->handles[p], ename);
+      *(void **)&k.err = tl_module_sym(l->mods[p], ename);
       free(ename);
     }
   }
