@@ -693,6 +693,7 @@ void tl_module_free(tl_module *m);
 #include "tunelua_graph.h"
 #include "tunelua_opencl.h"
 #include "tunelua_rpc.h"
+#include "tunelua_target.h"
 #include "tunelua_tune.h"
 
 #endif

@@ -1,6 +1,7 @@
 /*
 ** tunelua_autotvm.h -- part of the public API (included by core/tunelua.h):
-** AutoTVM: config spaces, templates, tasks, records (core/autotvm, targets/x86).
+** AutoTVM: config spaces, templates, tasks, records (core/autotvm; the
+** templates and their registry live with the device families in targets/).
 ** The region between the cdef markers is LuaJIT-FFI clean (no #define,
 ** #include, attributes or inline code) and may use core/tunelua.h's types.
 **
@@ -35,7 +36,9 @@ enum {                 /* knob kinds: the log's entity kinds */
 
 /* args_json: the template's positional args as in the log (formats §1.2),
 ** e.g. [["TENSOR",[1,3,224,224],"float32"],["TENSOR",[64,3,7,7],"float32"],
-** [2,2],[3,3,3,3],[1,1],"NCHW","NCHW","float32"]. target: "llvm ...", "c". */
+** [2,2],[3,3,3,3],[1,1],"NCHW","NCHW","float32"]. target: a target string
+** as a log names it (tl_target_parse_record; NULL or "": the default CPU
+** target); the template reads the target's hardware facts (vector lanes). */
 int tl_atvm_task_create(tl_ctx *ctx, const char *template_name, const char *args_json,
                         const char *target, tl_atvm_task **out);
 void tl_atvm_task_free(tl_atvm_task *t);
@@ -96,9 +99,19 @@ int tl_atvm_template_schedule(tl_ctx *ctx, tl_atvm_task *t, int64_t index, tl_sc
 
 /* ---- the template registry ------------------------------------------------ */
 
-/* The i-th registered C template name, NULL past the end. */
+enum {                           /* template flags (tl_atvm_template_flags) */
+  TL_TMPL_PREPACKED_WEIGHT = 1,  /* deployed with a constant weight packed once at build
+                                 ** time (its kernel input takes the packed shape) */
+  TL_TMPL_FALLBACK_DEPLOYS = 2   /* with no record, its fallback config is deployed (it
+                                 ** beats the default schedule) */
+};
+
+/* The i-th registered C template name (targets/targets.c: every family's
+** templates, in the list's order), NULL past the end. */
 const char *tl_atvm_template_list(int i);
 int tl_atvm_template_exists(const char *name);
+/* TL_TMPL_* of the template called name (0 for an unknown name). */
+int tl_atvm_template_flags(const char *name);
 
 /* ---- Lua templates: a space built knob by knob (define mode) --------------
 ** The Lua cfg object drives these; the C templates use the same code. */

@@ -1,6 +1,8 @@
 /*
 ** autotvm.h -- internals of AutoTVM's config spaces, tasks and templates
-** (core/autotvm/space.c, task.c, template.c; targets/x86/templates.c).
+** (core/autotvm/space.c, task.c, sched_util.c). The templates themselves and
+** the registry that finds them by name live with their device families
+** (targets/, targets/targets.c).
 **
 ** A config space is an ordered list of knobs; each knob is a finite list of
 ** entities. Split, reorder and annotate entities are fixed-width int vectors
@@ -57,12 +59,20 @@ void tl_atvm_knob_filter(tl_atvm_space *sp, int k, const unsigned char *keep);
 
 /* ---- config objects for C templates -------------------------------------- */
 
+/* Hardware facts of a parsed target that templates read (filled by the
+** target's family from its options once, at parse; 0 = not known). */
+typedef struct tl_target_hw {
+  int lanes;                   /* float32 lanes of a vector register */
+  int registers;               /* vector registers */
+} tl_target_hw;
+
 typedef struct tl_atvm_cfg {
   tl_ctx *ctx;
   tl_atvm_space *space;
   const int64_t *digits;       /* apply mode: one digit per knob */
   double flop;                 /* cfg.add_flop; 0 = count the dag */
   const char *target;          /* target string */
+  const tl_target_hw *hw;      /* the target's hardware facts */
 } tl_atvm_cfg;
 
 /* Apply mode: the chosen entity of the knob called name (NULL + error if absent). */
@@ -102,11 +112,19 @@ typedef struct tl_atvm_template {
   ** placeholder takes that shape, so tuning times the kernel that runs, not
   ** a per-call transform the deployment never does. */
   int (*deployed_input)(const tl_atvm_args *a, int i, int *ndim, int64_t *shape);
+  int flags;                   /* TL_TMPL_* (core/tunelua_autotvm.h) */
 } tl_atvm_template;
 
 int tl_atvm_parse_args(tl_ctx *ctx, const char *args_json, tl_atvm_args *a);
 void tl_atvm_args_free(tl_atvm_args *a);
-const tl_atvm_template *tl_atvm_template_find(const char *name);
+/* A task of template tm (named name) for args on a target (its string and
+** hardware facts); the registry's tl_atvm_task_create finds tm by name. */
+int tl_atvm_task_new(tl_ctx *ctx, const tl_atvm_template *tm, const char *args_json,
+                     const char *target, const tl_target_hw *hw, tl_atvm_task **out);
+/* tm's compute on dag for args (see tl_atvm_template_compute). */
+int tl_atvm_template_compute_with(tl_ctx *ctx, const tl_atvm_template *tm, const char *args_json,
+                                  tl_dag *dag, const int *in, int nin, int *out, int max_out,
+                                  int *nout);
 /* args[i] as n ints: one int repeated, a list of n, or (n = 4) a pair
 ** (top/bottom, left/right) of paddings; what names the argument in errors. */
 int tl_atvm_args_ints(tl_ctx *ctx, const tl_atvm_args *a, int i, int n, int64_t *out,
@@ -127,18 +145,10 @@ int tl_atvm_dense_dims(tl_ctx *ctx, const tl_atvm_args *a, int64_t *M, int64_t *
 int tl_atvm_dense_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
                           int *out, int max_out, int *nout);
 
-/* Schedule helpers for templates (targets/x86). */
+/* The first compute stage whose tag starts with tag_prefix, or -1. */
 int tl_atvm_stage_by_tag(tl_sched *s, const char *tag_prefix);
 /* Inline every injective compute stage that is not an output and not the
 ** anchor, and pad stages; returns the output stage (last). */
 int tl_atvm_inline_injective(tl_ctx *ctx, tl_sched *s, int anchor);
-
-/* Mali templates (targets/mali). */
-extern const tl_atvm_template tl_mali_conv2d_spatial_pack, tl_mali_conv2d_winograd,
-    tl_mali_depthwise_conv2d, tl_mali_dense;
-
-/* x86 templates (targets/x86). */
-extern const tl_atvm_template tl_x86_conv2d_nchwc, tl_x86_depthwise_nchwc, tl_x86_dense_pack,
-    tl_x86_dense_nopack;
 
 #endif

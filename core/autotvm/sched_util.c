@@ -1,7 +1,8 @@
 /*
-** sched_util.c -- helpers shared by the C templates (targets/x86,
-** targets/mali): schedule steps addressed by stable iterator nodes, and the
-** dense operator's arguments and compute.
+** sched_util.c -- helpers shared by the C templates of every device family
+** (each family's templates.c under targets/): schedule steps addressed by stable iterator nodes,
+** stages found by tag, injective stages inlined, and the dense operator's
+** arguments and compute.
 */
 #include <stdio.h>
 
@@ -76,4 +77,29 @@ int tl_atvm_dense_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const
   snprintf(attrs, sizeof attrs, "{\"units\":%lld%s%s%s}", (long long)N, od ? ",\"out_dtype\":\"" : "",
            od ? od : "", od ? "\"" : "");
   return tl_topi_op(ctx, dag, "dense", in, nin >= 3 ? 3 : 2, attrs, out, max_out, nout);
+}
+
+int tl_atvm_stage_by_tag(tl_sched *s, const char *tag_prefix) {
+  tl_dag *dag = tl_sched_dag(s);
+  for (int i = 0; i < tl_sched_num_stages(s); i++) {
+    const char *tag = tl_dag_op_tag(dag, i);
+    if (tl_sched_stage_op_kind(s, i) == TL_DAG_COMPUTE && tag &&
+        strncmp(tag, tag_prefix, strlen(tag_prefix)) == 0)
+      return i;
+  }
+  return -1;
+}
+
+int tl_atvm_inline_injective(tl_ctx *ctx, tl_sched *s, int anchor) {
+  tl_dag *dag = tl_sched_dag(s);
+  int last = tl_sched_num_stages(s) - 1;
+  for (int i = 0; i < last; i++) {
+    if (i == anchor || tl_sched_stage_op_kind(s, i) != TL_DAG_COMPUTE) continue;
+    const char *nm = tl_sched_stage_name(s, i);
+    if (i < anchor && (strcmp(nm, "pad_temp") == 0 || strcmp(nm, "PaddedInput") == 0)) continue;
+    if (tl_dag_op_nreduce(dag, i) > 0) continue;
+    int rc = tl_sched_compute_inline(ctx, s, i);
+    if (rc) return rc;
+  }
+  return TL_OK;
 }

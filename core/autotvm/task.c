@@ -1,6 +1,7 @@
 /*
 ** task.c -- AutoTVM tasks: a template applied to args (formats §1.2) for a
-** target. Creating a task runs the template's define step (the config
+** target. The registry (targets/targets.c) finds the template by name and
+** parses the target; creating a task runs the template's define step (the config
 ** space), builds the compute DAG once and counts its FLOPs; instantiating
 ** config i replays the template's schedule on a fresh schedule of that DAG.
 */
@@ -22,6 +23,7 @@ struct tl_atvm_task {
   double flop;
   tl_buf text;
   int64_t *valid_cache;        /* unused: no multi_filter in C templates */
+  tl_target_hw hw;             /* the target's hardware facts */
 };
 
 /* ---- template arguments ----------------------------------------------------- */
@@ -43,42 +45,6 @@ int tl_atvm_args_ints(tl_ctx *ctx, const tl_atvm_args *a, int i, int n, int64_t 
   if ((int)m != n) return tl_err(ctx, TL_E_ARG, "args[%d] (%s) must have %d values", i, what, n);
   for (int k = 0; k < n; k++) out[k] = json_integer_value(json_array_get(v, k));
   return TL_OK;
-}
-
-/* ---- template registry ----------------------------------------------------- */
-
-static const tl_atvm_template *const templates[] = {
-    &tl_x86_conv2d_nchwc,         &tl_x86_depthwise_nchwc,  &tl_x86_dense_pack,
-    &tl_x86_dense_nopack,         &tl_mali_conv2d_spatial_pack, &tl_mali_conv2d_winograd,
-    &tl_mali_depthwise_conv2d,    &tl_mali_dense};
-
-const tl_atvm_template *tl_atvm_template_find(const char *name) {
-  for (size_t i = 0; name && i < TL_ARRAY_SIZE(templates); i++)
-    if (strcmp(templates[i]->name, name) == 0) return templates[i];
-  return NULL;
-}
-TL_EXPORT const char *tl_atvm_template_list(int i) {
-  return (i >= 0 && (size_t)i < TL_ARRAY_SIZE(templates)) ? templates[i]->name : NULL;
-}
-TL_EXPORT int tl_atvm_template_exists(const char *name) { return tl_atvm_template_find(name) != NULL; }
-
-/* The message lists the known templates of the name's backend suffix
-** (".x86"), or all of them when none shares it. */
-static int unknown_template(tl_ctx *ctx, const char *name) {
-  tl_buf b = {0};
-  const char *dot = name ? strrchr(name, '.') : NULL;
-  int n = 0;
-  for (int pass = 0; pass < 2 && n == 0; pass++)
-    for (size_t i = 0; i < TL_ARRAY_SIZE(templates); i++) {
-      const char *td = strrchr(templates[i]->name, '.');
-      if (pass == 0 && !(dot && td && strcmp(dot, td) == 0)) continue;
-      tl_buf_printf(&b, "%s%s", n++ ? ", " : "", templates[i]->name);
-    }
-  int rc = tl_err(ctx, TL_E_ARG, "autotvm: unknown template '%s' (known%s%s: %s)",
-                  name ? name : "NULL", dot && strstr(b.s, dot) ? " " : "",
-                  dot && strstr(b.s, dot) ? dot : "", b.s);
-  tl_buf_free(&b);
-  return rc;
 }
 
 /* ---- args ------------------------------------------------------------------------ */
@@ -141,20 +107,20 @@ TL_EXPORT void tl_atvm_task_free(tl_atvm_task *t) {
   free(t);
 }
 
-TL_EXPORT int tl_atvm_task_create(tl_ctx *ctx, const char *template_name, const char *args_json,
-                                  const char *target, tl_atvm_task **out) {
+int tl_atvm_task_new(tl_ctx *ctx, const tl_atvm_template *tm, const char *args_json,
+                     const char *target, const tl_target_hw *hw, tl_atvm_task **out) {
   *out = NULL;
-  const tl_atvm_template *tm = tl_atvm_template_find(template_name);
-  if (!tm) return unknown_template(ctx, template_name);
+  const char *template_name = tm->name;
   tl_atvm_task *t = tl_calloc(1, sizeof *t);
   t->tmpl = tm;
   t->name = tl_strdup(template_name);
-  t->target = tl_strdup(target && *target ? target : "llvm");
+  t->target = tl_strdup(target);
+  t->hw = *hw;
   int rc;
   if ((rc = tl_atvm_parse_args(ctx, args_json, &t->args))) goto fail;
   t->args_json = json_dumps(t->args.json, JSON_COMPACT);
   t->space = tl_atvm_space_new();
-  tl_atvm_cfg cfg = {ctx, t->space, NULL, 0, t->target};
+  tl_atvm_cfg cfg = {ctx, t->space, NULL, 0, t->target, &t->hw};
   if ((rc = tm->define(&cfg, &t->args))) goto fail;
   t->dag = tl_dag_new();
   static const char *const names[] = {"data", "kernel", "bias", "in3", "in4", "in5", "in6", "in7"};
@@ -401,7 +367,7 @@ TL_EXPORT int tl_atvm_template_schedule(tl_ctx *ctx, tl_atvm_task *t, int64_t in
   if ((rc = check_index(ctx, t, index))) return rc;
   int64_t digits[64];
   digits_of(t, index, digits);
-  tl_atvm_cfg cfg = {ctx, t->space, digits, 0, t->target};
+  tl_atvm_cfg cfg = {ctx, t->space, digits, 0, t->target, &t->hw};
   if ((rc = t->tmpl->schedule(&cfg, &t->args, s)))
     return tl_err_prefix(ctx, "%s config %lld: ", t->name, (long long)index);
   return TL_OK;
@@ -447,12 +413,11 @@ TL_EXPORT int tl_atvm_lower(tl_ctx *ctx, tl_atvm_task *t, int64_t index, const c
   return rc;
 }
 
-TL_EXPORT int tl_atvm_template_compute(tl_ctx *ctx, const char *template_name,
-                                       const char *args_json, tl_dag *dag, const int *in, int nin,
-                                       int *out, int max_out, int *nout) {
+int tl_atvm_template_compute_with(tl_ctx *ctx, const tl_atvm_template *tm, const char *args_json,
+                                  tl_dag *dag, const int *in, int nin, int *out, int max_out,
+                                  int *nout) {
   *nout = 0;
-  const tl_atvm_template *tm = tl_atvm_template_find(template_name);
-  if (!tm) return unknown_template(ctx, template_name);
+  const char *template_name = tm->name;
   tl_atvm_args a;
   int rc;
   if ((rc = tl_atvm_parse_args(ctx, args_json, &a))) return rc;

@@ -1,7 +1,8 @@
 /*
 ** mali.h -- AutoTVM templates for Mali GPUs (target "opencl -device=mali")
-** (targets/mali/templates.c). The default OpenCL schedules they fall back on
-** live with the operators (core/topi/schedule_gpu.c).
+** (targets/mali/templates.c) and the family (target.c). The default OpenCL
+** schedules they fall back on live with the operators
+** (core/topi/schedule_gpu.c).
 **
 ** The templates carry TVM's template names and knob definitions
 ** (conv2d_nchw_spatial_pack.mali, conv2d_nchw_winograd.mali,
@@ -11,10 +12,9 @@
 #ifndef TL_MALI_H
 #define TL_MALI_H
 
-#include "../../core/autotvm/autotvm.h"
+#include "../target.h"
 
-/* The template objects (tl_mali_conv2d_spatial_pack, tl_mali_conv2d_winograd,
-** tl_mali_depthwise_conv2d, tl_mali_dense) are declared with the registry in
-** core/autotvm/autotvm.h. */
+extern const tl_atvm_template tl_mali_conv2d_spatial_pack, tl_mali_conv2d_winograd,
+    tl_mali_depthwise_conv2d, tl_mali_dense;
 
 #endif

@@ -21,46 +21,15 @@
 ** injective consumers fuse after the anchor. Fallback configs follow TVM's
 ** defaults for a 16-lane (AVX-512) machine.
 */
-#include "../../core/autotvm/autotvm.h"
+#include "x86.h"
 
 #include <stdio.h>
 
-/* float32 lanes of the target's vectors: 16 with AVX-512, else 8 (AVX2). */
-static int64_t simd_lanes(const tl_atvm_cfg *cfg) {
-  static const char *const avx512[] = {"avx512", "skylake-avx512", "cascadelake", "icelake",
-                                       "cooperlake", "sapphirerapids", "tigerlake", "znver4"};
-  for (size_t i = 0; cfg->target && i < TL_ARRAY_SIZE(avx512); i++)
-    if (strstr(cfg->target, avx512[i])) return 16;
-  return 8;
-}
-#define SIMD_LANES simd_lanes(cfg)
+/* float32 lanes of the target's vectors (targets/x86/target.c: 16 with
+** AVX-512, else 8). */
+#define SIMD_LANES ((int64_t)cfg->hw->lanes)
 
 /* ---- schedule helpers --------------------------------------------------------- */
-
-int tl_atvm_stage_by_tag(tl_sched *s, const char *tag_prefix) {
-  tl_dag *dag = tl_sched_dag(s);
-  for (int i = 0; i < tl_sched_num_stages(s); i++) {
-    const char *tag = tl_dag_op_tag(dag, i);
-    if (tl_sched_stage_op_kind(s, i) == TL_DAG_COMPUTE && tag &&
-        strncmp(tag, tag_prefix, strlen(tag_prefix)) == 0)
-      return i;
-  }
-  return -1;
-}
-
-int tl_atvm_inline_injective(tl_ctx *ctx, tl_sched *s, int anchor) {
-  tl_dag *dag = tl_sched_dag(s);
-  int last = tl_sched_num_stages(s) - 1;
-  for (int i = 0; i < last; i++) {
-    if (i == anchor || tl_sched_stage_op_kind(s, i) != TL_DAG_COMPUTE) continue;
-    const char *nm = tl_sched_stage_name(s, i);
-    if (i < anchor && (strcmp(nm, "pad_temp") == 0 || strcmp(nm, "PaddedInput") == 0)) continue;
-    if (tl_dag_op_nreduce(dag, i) > 0) continue;
-    int rc = tl_sched_compute_inline(ctx, s, i);
-    if (rc) return rc;
-  }
-  return TL_OK;
-}
 
 /* The padding stage feeding the anchor: kept at root, computed once with
 ** its outer loops fused and parallel, so the inner loops read no guards. */
@@ -534,7 +503,7 @@ static int conv_nchwc_deployed_input(const tl_atvm_args *a, int i, int *ndim, in
 
 const tl_atvm_template tl_x86_conv2d_nchwc = {"conv2d_NCHWc.x86", conv_nchwc_define,
                                               conv_nchwc_compute, conv_nchwc_schedule,
-                                              conv_nchwc_deployed_input};
+                                              conv_nchwc_deployed_input, TL_TMPL_FALLBACK_DEPLOYS};
 
 /* ---- depthwise_conv2d_NCHWc.x86 --------------------------------------------------- */
 

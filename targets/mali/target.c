@@ -1,0 +1,37 @@
+/*
+** target.c -- Mali GPUs ("opencl -device=mali"): OpenCL C kernels, the
+** Mali templates (templates.c), TopHub's mali package.
+*/
+#include "mali.h"
+
+/* 128-bit vectors: 4 float32 lanes. */
+static void mali_hw(const tl_target *t, tl_target_hw *hw) { hw->lanes = 4; }
+
+static const tl_atvm_template *const templates[] = {
+    &tl_mali_conv2d_spatial_pack, &tl_mali_conv2d_winograd, &tl_mali_depthwise_conv2d,
+    &tl_mali_dense, NULL};
+
+static const tl_target_impl_row impls[] = {
+    {"conv2d", "conv2d_nchw_spatial_pack.mali", "conv", NULL},
+    {"conv2d", "conv2d_nchw_winograd.mali", "conv", "3x3s1"},
+    {"depthwise_conv2d", "depthwise_conv2d_nchw.mali", "conv", NULL},
+    {"dense", "dense.mali", "dense", NULL},
+};
+
+const tl_family tl_family_mali = {
+    .name = "mali",
+    .kinds = (const char *const[]){"opencl", NULL},
+    .device = "mali",
+    .options = (const char *const[]){"device_id", "device-id", NULL},
+    .keys = (const char *const[]){"opencl", "gpu", NULL},
+    .schedules = "opencl",
+    .backend = "opencl",
+    .device_type = TL_DEV_OPENCL,
+    .tophub_package = "mali",
+    .tophub_version = "v0.06",
+    .templates = templates,
+    .impls = impls,
+    .nimpls = TL_ARRAY_SIZE(impls),
+    .fallback_untuned = 1,   /* as TVM: the first template's fallback config */
+    .hw = mali_hw,
+};

@@ -1,0 +1,63 @@
+/*
+** target.h -- a device family: the data and functions the engine asks of a
+** target (targets/targets.c parses strings into tl_target objects and holds
+** the one list of families; each family is a folder targets/<name>/ with a
+** target.c defining its tl_family).
+**
+**   target string  --tl_target_parse-->  tl_target { family -> tl_family,
+**                                                    kind, options, keys, hw }
+**
+** Adding a family: its folder (target.c, templates) and one line in the list
+** in targets/targets.c.
+*/
+#ifndef TL_TARGET_H
+#define TL_TARGET_H
+
+#include "../core/autotvm/autotvm.h"
+#include "../core/tunelua.h"
+
+/* One row of a family's strategy: a graph op variant implemented by a
+** template (see tl_target_impl in core/tunelua_target.h for the fields). */
+typedef struct tl_target_impl_row {
+  const char *op;              /* "conv2d", "depthwise_conv2d", "dense" */
+  const char *tmpl;            /* template name */
+  const char *args;            /* args form: "conv_layout", "conv", "dense" */
+  const char *when;            /* NULL: always; "3x3s1" */
+} tl_target_impl_row;
+
+typedef struct tl_family {
+  const char *name;                       /* "x86", "mali", ... */
+  const char *const *kinds;               /* the kinds it takes, NULL-terminated */
+  const char *device;                     /* the -device it claims; NULL: any other */
+  const char *const *options;             /* options beyond the common ones, NULL-terminated */
+  const char *const *keys;                /* default keys (after -device), NULL-terminated */
+  const char *schedules;                  /* default-schedule class: "cpu", "opencl" */
+  const char *backend;                    /* code generator: "c", "opencl" */
+  int device_type;                        /* TL_DEV_* */
+  const char *tophub_package, *tophub_version;
+  const tl_atvm_template *const *templates; /* NULL-terminated */
+  const tl_target_impl_row *impls;        /* the strategy, in the order tasks are listed */
+  int nimpls;
+  int fallback_untuned;                   /* see tl_target_fallback_untuned */
+  /* Hardware facts from the parsed options (NULL: none known). */
+  void (*hw)(const tl_target *t, tl_target_hw *hw);
+} tl_family;
+
+/* A parsed target. opt_values[i] is NULL for a flag. */
+struct tl_target {
+  char *str, *kind;
+  const tl_family *family;         /* NULL: a record's kind no family takes */
+  int nopts, nkeys;
+  char **opt_names, **opt_values;
+  char **keys;
+  tl_target_hw hw;
+};
+
+/* The value of option name (NULL if absent or a flag). */
+const char *tl_target_option(const tl_target *t, const char *name);
+
+/* The families (each in targets/<name>/target.c). */
+extern const tl_family tl_family_x86, tl_family_arm_cpu, tl_family_mali,
+    tl_family_opencl;
+
+#endif

@@ -1,0 +1,13 @@
+/*
+** x86.h -- the host CPU family (target "llvm ...", "c"): its AutoTVM
+** templates (targets/x86/templates.c) and its target (target.c).
+*/
+#ifndef TL_X86_H
+#define TL_X86_H
+
+#include "../target.h"
+
+extern const tl_atvm_template tl_x86_conv2d_nchwc, tl_x86_depthwise_nchwc, tl_x86_dense_pack,
+    tl_x86_dense_nopack;
+
+#endif
