@@ -442,7 +442,7 @@ int tl_topi_pattern(const char *op_name);
 const char *tl_topi_pattern_name(int pattern);
 /* Default schedule steps for every stage of s (a schedule over a DAG of one
 ** or more operators, e.g. a fused conv2d + bias_add + relu group): target_kind
-** "cpu" (also "c", "llvm") inlines injective producers, computes a reduction
+** is the target's default-schedule class (tl_target_schedules): "cpu" inlines injective producers, computes a reduction
 ** at its same-shape injective consumer, fuses and parallelizes the outer
 ** spatial loops and vectorizes the innermost one (core/topi/schedule.c);
 ** "opencl" binds fused output loops to work-groups of 64..256 threads

@@ -3,7 +3,7 @@
 ** targets. A target string names a device family and its options, TVM's
 ** grammar: a kind, then options "-name=value" (or "-name", a flag):
 **
-**   "llvm -mcpu=skylake-avx512"    "c"    "opencl -device=mali -model=rk3399"
+**   "<kind> -mcpu=<cpu>"    "<kind>"    "<kind> -device=<device> -model=<model>"
 **
 ** Parsing picks the family (targets/targets.c holds the one list; each
 ** family lives in its folder targets/<family>/) and computes once what the
@@ -34,7 +34,7 @@ int tl_target_parse_record(tl_ctx *ctx, const char *str, tl_target **out);
 void tl_target_free(tl_target *t);
 
 const char *tl_target_str(const tl_target *t);
-const char *tl_target_kind(const tl_target *t);          /* "llvm", "c", "opencl", ... */
+const char *tl_target_kind(const tl_target *t);          /* the first word */
 const char *tl_target_family(const tl_target *t);        /* the family's name, or "" */
 const char *tl_target_device(const tl_target *t);        /* -device, or NULL */
 const char *tl_target_model(const tl_target *t);         /* -model, or NULL */

@@ -66,6 +66,12 @@ static const tl_family *family_of(const char *kind, const char *device) {
   return NULL;
 }
 
+static int any_family_takes(const char *kind) {
+  for (size_t i = 0; i < TL_ARRAY_SIZE(families); i++)
+    if (in_list(families[i]->kinds, kind)) return 1;
+  return 0;
+}
+
 /* "unknown target 'k' (expected "c", "llvm" or "opencl", with options)": the
 ** kinds of the list, sorted, each once. */
 static int unknown_kind(tl_ctx *ctx, const char *kind) {
@@ -135,6 +141,10 @@ static int parse(tl_ctx *ctx, const char *str, int strict, tl_target **out) {
   for (char *w = strtok_r(words, " \t\n\r", &save); w; w = strtok_r(NULL, " \t\n\r", &save)) {
     if (!t->kind) {
       t->kind = tl_strdup(w);
+      if (strict && !any_family_takes(w)) {
+        rc = unknown_kind(ctx, w);
+        goto done;
+      }
       continue;
     }
     const char *p = w;

@@ -151,7 +151,7 @@ static void pool_once(void) { pthread_atfork(atfork_prepare, atfork_parent, atfo
 /* ---- waiting: spin, then park ---------------------------------------------- */
 
 static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__amd64__) || defined(__i386__)
   __builtin_ia32_pause();
 #elif defined(__aarch64__)
   __asm__ __volatile__("yield" ::: "memory");

@@ -785,8 +785,8 @@ TL_EXPORT int tl_onnx_tensor_elem_type(const tl_onnx_tensor *t) {
 TL_EXPORT int tl_onnx_tensor_ndim(const tl_onnx_tensor *t) { return (int)tl_onnx_tensor_pb(t)->n_dims; }
 TL_EXPORT const int64_t *tl_onnx_tensor_dims(const tl_onnx_tensor *t) { return tl_onnx_tensor_pb(t)->dims; }
 
-/* Little-endian storage to host order, in place (nothing to do on x86 and
-** little-endian ARM). */
+/* Little-endian storage to host order, in place (nothing to do on a
+** little-endian host). */
 static void from_le(uint8_t *p, int64_t n, int esize) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
   for (int64_t i = 0; i < n; i++, p += esize)
@@ -801,7 +801,7 @@ static void from_le(uint8_t *p, int64_t n, int esize) {
 }
 
 /* Bools are one byte, 0 or 1: other non-zero bytes become 1. */
-static void normalize_bool(uint8_t *p, int64_t n) {
+static void bool_to_01(uint8_t *p, int64_t n) {
   for (int64_t i = 0; i < n; i++) p[i] = p[i] != 0;
 }
 
@@ -958,7 +958,7 @@ TL_EXPORT int tl_onnx_tensor_to_array(tl_ctx *ctx, const tl_onnx_tensor *t, cons
     rc = read_external(ctx, pb, base_dir, what, data, nbytes);
     if (!rc) {
       from_le(data, numel, (int)esize);
-      if (dtype == TL_BOOL) normalize_bool(data, numel);
+      if (dtype == TL_BOOL) bool_to_01(data, numel);
     }
   } else if (pb->has_raw_data) {
     if (pb->raw_data.len != nbytes) {
@@ -967,7 +967,7 @@ TL_EXPORT int tl_onnx_tensor_to_array(tl_ctx *ctx, const tl_onnx_tensor *t, cons
     } else if (nbytes) {
       memcpy(data, pb->raw_data.data, nbytes);
       from_le(data, numel, (int)esize);
-      if (dtype == TL_BOOL) normalize_bool(data, numel);
+      if (dtype == TL_BOOL) bool_to_01(data, numel);
     }
   } else {
     rc = fill_typed(ctx, pb, et, what, shape, a);

@@ -761,7 +761,7 @@ static tl_ref cmp_rule(sm_st *st, int op, tl_ref a, tl_ref b) {
   lin_add(st, &d, b, -1);
   lin_norm(st, &d);
   /* a common factor of the terms divides out first (x*4 < 8 -> x < 2), so
-  ** that the facts, which are normalized alike, can match */
+  ** that the facts, which are reduced alike, can match */
   uint64_t g = 0;
   for (int i = 0; i < d.v.n; i++) g = gcd64(g, uabs64(d.v.v[i].c));
   if (g > 1 && g <= INT64_MAX) {
@@ -1065,7 +1065,7 @@ static void add_fact(sm_st *st, const lin *d, int64_t s, int64_t k, tl_type t) {
     lin_free(&g);
     return;
   }
-  uint64_t f = 0;   /* normalized as queries are: S + ceil(k/f) <= 0 */
+  uint64_t f = 0;   /* reduced as queries are: S + ceil(k/f) <= 0 */
   for (int i = 0; i < g.v.n; i++) f = gcd64(f, uabs64(g.v.v[i].c));
   if (f > 1 && f <= INT64_MAX) {
     for (int i = 0; i < g.v.n; i++) g.v.v[i].c /= (int64_t)f;

@@ -3,7 +3,7 @@
 **
 ** One slot per DLPack device type holds the tl_device_api that allocates,
 ** frees and copies memory of that type. The CPU slot is filled statically
-** with the host API (posix_memalign, memmove) and cannot be replaced; OpenCL
+** with the host API (aligned_alloc, memmove) and cannot be replaced; OpenCL
 ** and VTA register their tables when they start. Slots are read and written
 ** with atomic loads and stores, so lookups from pool threads need no lock.
 ** Storage remembers the API that allocated it (see ndarray.c), so replacing
@@ -20,7 +20,8 @@ static int cpu_alloc(tl_ctx *ctx, int dev_id, size_t nbytes, size_t align, void 
   if (align < sizeof(void *)) align = sizeof(void *);
   if (align & (align - 1))
     return tl_err(ctx, TL_E_INTERNAL, "cpu: alignment %zu is not a power of two", align);
-  if (posix_memalign(&p, align, nbytes ? nbytes : 1) != 0)
+  size_t n = ((nbytes ? nbytes : 1) + align - 1) & ~(align - 1);   /* a multiple of align */
+  if (nbytes > SIZE_MAX - align || !(p = aligned_alloc(align, n)))
     return tl_err(ctx, TL_E_NOMEM, "out of memory allocating %zu bytes on cpu:%d", nbytes,
                   dev_id);
   *out = p;

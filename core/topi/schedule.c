@@ -3,8 +3,8 @@
 **
 ** A default schedule is correct for any DAG of topi operators (and of plain
 ** te computes) and not pathological; it is what the ONNX runner and the
-** graph executor use when no tuned configuration exists. For "cpu" (also
-** "c" and "llvm"), on a schedule without steps:
+** graph executor use when no tuned configuration exists. For the "cpu" class
+** (a target's tl_target_schedules), on a schedule without steps:
 **
 **   1. inline   every compute stage without a reduction that is not an
 **               output and has one output (bias_add, relu, the injective
@@ -338,7 +338,7 @@ TL_EXPORT int tl_topi_default_schedule(tl_ctx *ctx, tl_sched *s, const char *tar
   if (!s) return tl_err(ctx, TL_E_ARG, "default_schedule: no schedule");
   const char *k = target_kind ? target_kind : "cpu";
   if (strncmp(k, "opencl", 6) == 0) return tl_topi_default_schedule_gpu(ctx, s);
-  if (strcmp(k, "cpu") != 0 && strcmp(k, "c") != 0 && strcmp(k, "llvm") != 0)
+  if (strcmp(k, "cpu") != 0)
     return tl_err(ctx, TL_E_ARG,
                   "default_schedule: unknown target kind '%s' (expected \"cpu\" or \"opencl\")", k);
   static const int plans[3] = {PLAN_INLINE | PLAN_LOOPS | PLAN_ATTACH, PLAN_INLINE | PLAN_LOOPS,

@@ -3,7 +3,7 @@
 ** tl_dag, in C.
 **
 ** Each operator adds one or more compute ops to a dag (a "pad" stage, the
-** main computation, a normalization stage...) and returns its output tensor
+** main computation, a softmax sum stage...) and returns its output tensor
 ** id(s). Every op it adds carries a tag ("conv2d_nchw", "pool_max",
 ** "elemwise", "broadcast", "injective"...) and an attributes JSON object
 ** (tl_te_set_attrs) holding the operator's attributes plus "pattern": the

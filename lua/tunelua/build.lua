@@ -9,10 +9,10 @@
 --   print(t.mean, t[1], t[2], t[3])                    -- seconds per call
 --   print(f:get_source())                              -- the generated C
 --
--- Targets: "c" and "llvm" both go through the C backend (the system C
--- compiler); the options of an llvm target (-mcpu=, -mtriple=, -mattr=,
--- -device=, -keys=, -model=, -num-cores=, ...) are parsed and kept in
--- f.target, not acted upon. "opencl" (also "opencl -device=mali",
+-- Targets (parsed by tunelua.target): the target's backend picks the code
+-- generator. "c" and "llvm" both go through the C backend (the system C
+-- compiler); their options (-mcpu=, -mtriple=, -mattr=, -device=, -keys=,
+-- -model=, -num-cores=) are kept in f.target, not acted upon. "opencl" (also "opencl -device=mali",
 -- "opencl -device_id=1") goes through the OpenCL backend: the function
 -- runs on arrays of that OpenCL device (nd.array(x, "float32", "opencl:0"),
 -- a:copyto("opencl:0")), f:get_source() is the OpenCL C, f:kernels() the
@@ -22,6 +22,7 @@
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local schedule = require "tunelua.schedule"
+local targets = require "tunelua.target"
 
 local C, ctx = core.C, core.ctx
 
@@ -82,38 +83,22 @@ function Lowered:text() return ffi.string(C.tl_lowered_text(self.handle)) end
 
 -- ---- targets ---------------------------------------------------------------------------------
 
-local known_kinds = { c = true, llvm = true, opencl = true }
-
---- Parse "llvm -mcpu=skylake-avx512 -device=arm_cpu" into {kind=, options={...}, str=}.
+--- The parsed target (tunelua.target) of a target string or table {str = ...} / {kind = ...};
+--- nil means "llvm". Errors name the string: build: unknown target 'cuda' (expected ...).
 function build.parse_target(t, lvl)
   lvl = lvl or 2
   if t == nil then t = "llvm" end
-  if type(t) == "table" then
+  if type(t) == "table" and getmetatable(t) ~= targets.Target then
     if type(t.str) == "string" then t = t.str
     elseif type(t.kind) == "string" then t = t.kind
     else error("build: a target table needs a 'str' or 'kind' field", lvl) end
   end
-  if type(t) ~= "string" then error("build: the target must be a string like \"llvm\" or \"c\"", lvl) end
-  local words = {}
-  for w in t:gmatch("%S+") do words[#words + 1] = w end
-  local kind = words[1]
-  if not kind or not known_kinds[kind] then
-    error(string.format("build: unknown target '%s' (expected \"c\", \"llvm\" or \"opencl\", with options)",
-                        kind or t), lvl)
+  if type(t) ~= "string" and getmetatable(t) ~= targets.Target then
+    error("build: the target must be a string like \"llvm\" or \"c\"", lvl)
   end
-  local options, keys = {}, {}
-  for i = 2, #words do
-    local w = words[i]
-    local k, v = w:match("^%-%-?([%w_%-]+)=(.*)$")
-    if not k then k = w:match("^%-%-?([%w_%-]+)$"); v = true end
-    if not k then
-      error(string.format("build: target option '%s' should look like -key=value", w), lvl)
-    end
-    options[k] = v
-    keys[#keys + 1] = k
-  end
-  return { kind = kind, options = options, str = t, mcpu = options.mcpu, mtriple = options.mtriple,
-           device = options.device, keys = options.keys }
+  local r, msg = targets.try_parse(t)
+  if not r then error("build: " .. msg, lvl) end
+  return r
 end
 
 -- ---- compiled functions -------------------------------------------------------------------------
@@ -220,12 +205,8 @@ end
 OclFunc.__tostring = function(f) return string.format("Function(%s, %s)", f.name, f.target.str) end
 
 local function device_id_of(tgt, lvl)
-  local id = tgt.options.device_id or tgt.options["device-id"]
-  if id == nil or id == true then return 0 end
-  local n = tonumber(id)
-  if not n or n < 0 or n % 1 ~= 0 then
-    error(string.format("build: target option -device_id=%s is not a device number", tostring(id)), lvl)
-  end
+  local n, msg = targets.device_id(tgt)
+  if not n then error("build: target option " .. msg, lvl) end
   return n
 end
 
@@ -257,7 +238,7 @@ function build.build(s, args, target, opts)
   if type(opts) == "string" then opts = { name = opts } end
   local tgt = build.parse_target(target, 3)
   local l = lower(s, args, opts, 3)
-  if tgt.kind == "opencl" then
+  if tgt.backend == "opencl" then
     local f = build_opencl(l, tgt, 2)
     return f
   end

@@ -188,7 +188,7 @@ end
 function flow.tuning_option(o)
   local autotvm = require "tunelua.autotvm"
   local runner
-  if o.target:match("^opencl") and not o.tracker then
+  if require("tunelua.target").parse(o.target, 2).backend == "opencl" and not o.tracker then
     -- the local OpenCL device: configs are measured in forked children (docs/measure_opencl.md);
     -- this process must not touch OpenCL before tuning ends
     require "tunelua.autotvm.measure_opencl"

@@ -323,13 +323,14 @@ topi.flatten, topi.pad = nn.flatten, nn.pad
 
 -- ---- default schedules ----------------------------------------------------------------
 
--- The target class of a target string: "cpu" for "c", "llvm ...", "cpu";
--- "opencl" for "opencl ..."; nil otherwise.
+-- The default-schedule class of a target: "cpu" itself, else the parsed target's
+-- (tunelua.target: "cpu" for "c" and "llvm ...", "opencl" for "opencl ..."); nil and the
+-- message for a string that is no target.
 local function target_kind(target)
-  local head = target:match("^%s*(%S+)") or ""
-  if head == "c" or head == "llvm" or head == "cpu" then return "cpu" end
-  if head == "opencl" then return "opencl" end
-  return nil
+  if target == "cpu" then return "cpu" end
+  local t, msg = require("tunelua.target").try_parse(target)
+  if not t then return nil, msg end
+  return t.schedules
 end
 
 --- topi.default_schedule(outputs[, target = "c"]) -> tunelua.schedule Schedule
@@ -344,11 +345,8 @@ function topi.default_schedule(outputs, target)
   if type(target) ~= "string" then
     error("default_schedule: target must be a string like \"llvm\" or \"c\", got " .. type(target), 2)
   end
-  local kind = target_kind(target)
-  if not kind then
-    error(string.format("default_schedule: unknown target '%s' (expected \"c\", \"llvm ...\" or \"opencl ...\")",
-                        target), 2)
-  end
+  local kind, msg = target_kind(target)
+  if not kind then error("default_schedule: " .. msg, 2) end
   if te.is_tensor(outputs) then outputs = { outputs } end
   if type(outputs) ~= "table" or #outputs == 0 then
     error("default_schedule: expected a tensor or a list of tensors", 2)

@@ -12,6 +12,7 @@
 -- Unlike TVM, where a user's apply_history_best replaces TopHub entirely,
 -- queries that find nothing fall back to the TopHub log of the target
 -- (source = "tophub"); pass {tophub = false} for TVM's behaviour.
+local targets = require "tunelua.target"
 local record = require "tunelua.autotvm.record"
 
 local dispatch = {}
@@ -59,7 +60,7 @@ function Context.query(ctx, target, workload)
   if type(workload) ~= "table" or type(workload[1]) ~= "string" then
     error("query: the workload must be a list {task_name, args...}", 2)
   end
-  local info = record.target_info(target)
+  local info = targets.info(target)
   local wk = record.workload_key(workload)
   if info.model ~= "unknown" then
     local r = ctx.pinned[info.model .. "\0" .. wk] or ctx.by_model[info.model .. "\0" .. wk]
@@ -95,7 +96,7 @@ end
 
 --- ctx:update(target, workload, record) pins a config (user-pinned configs win)
 function Context.update(ctx, target, workload, r)
-  local info = record.target_info(target)
+  local info = targets.info(target)
   local wk = record.workload_key(workload)
   for _, k in ipairs(info.keys) do ctx.pinned[k .. "\0" .. wk] = r end
   if info.model ~= "unknown" then ctx.pinned[info.model .. "\0" .. wk] = r end

@@ -50,8 +50,8 @@ local DEVICE_KINDS = { opencl = true, cuda = true, vulkan = true, metal = true }
 local function target_kind(task)
   local t = type(task) == "table" and task.target or nil
   if type(t) == "table" then t = t.str or t.kind end
-  t = tostring(t or "llvm")
-  return t:match("^%s*(%S+)") or "llvm"
+  local kind = require("tunelua.target").record(t or "llvm").kind
+  return kind ~= "" and kind or "llvm"
 end
 measure.target_kind = target_kind
 

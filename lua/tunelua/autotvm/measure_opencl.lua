@@ -163,12 +163,8 @@ local function device_of_target(target)
   local t = target
   if type(t) == "table" then t = t.str or t.kind end
   t = tostring(t or "opencl")
-  local id = t:match("%-%-?device_id=(%S+)") or t:match("%-%-?device%-id=(%S+)")
-  if id == nil then return 0 end
-  local n = tonumber(id)
-  if not n or n < 0 or n % 1 ~= 0 then
-    error(string.format("target '%s': -device_id=%s is not a device number", t, id), 0)
-  end
+  local n, msg = require("tunelua.target").device_id(require("tunelua.target").record(t))
+  if not n then error(string.format("target '%s': %s", t, msg), 0) end
   return n
 end
 M.device_of_target = device_of_target

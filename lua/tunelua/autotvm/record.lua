@@ -223,33 +223,9 @@ record.workload_key = function(wkl) return canon(wkl) end
 
 -- ---- targets ------------------------------------------------------------------------------
 
-local kind_keys = { llvm = { "cpu" }, c = { "cpu" }, cuda = { "cuda", "gpu" }, nvptx = { "cuda", "gpu" },
-  rocm = { "rocm", "gpu" }, opencl = { "opencl", "gpu" }, vulkan = { "vulkan", "gpu" },
-  metal = { "metal", "gpu" } }
-
 --- record.target_info("llvm -mcpu=x -model=m") -> {kind, keys = {...}, model, device, options}
-function record.target_info(str)
-  local words = {}
-  for w in tostring(str):gmatch("%S+") do words[#words + 1] = w end
-  local info = { kind = words[1] or "", options = {} }
-  for i = 2, #words do
-    local k, v = words[i]:match("^%-%-?([%w_]+)=(.*)$")
-    if k then info.options[k == "target" and "mtriple" or k] = v
-    else
-      local f = words[i]:match("^%-%-?([%w_]+)$")
-      if f then info.options[f] = true end
-    end
-  end
-  info.model = info.options.model or "unknown"
-  info.device = info.options.device
-  local keys, seen = {}, {}
-  local function add(k) if k and k ~= "" and not seen[k] then seen[k] = true; keys[#keys + 1] = k end end
-  if info.options.keys then for k in tostring(info.options.keys):gmatch("[^,]+") do add(k) end end
-  add(info.device)
-  if not info.options.keys then for _, k in ipairs(kind_keys[info.kind] or {}) do add(k) end end
-  info.keys = keys
-  return info
-end
+--- (tunelua.target.info: the target as a log names it)
+function record.target_info(str) return require("tunelua.target").info(str) end
 
 -- ---- encode / decode -------------------------------------------------------------------------
 

@@ -11,12 +11,17 @@
 -- known package among the target's -device (through the alias table), its
 -- keys, then its kind (formats §5.3).
 local record = require "tunelua.autotvm.record"
+local targets = require "tunelua.target"
 
 local tophub = {}
 
-tophub.PACKAGE_VERSION = { arm_cpu = "v0.08", llvm = "v0.04", cuda = "v0.10", rocm = "v0.05",
-  opencl = "v0.04", mali = "v0.06", intel_graphics = "v0.02", vta = "v0.10", amd_apu = "v0.01",
-  adreno = "v0.01" }
+-- The packages of our device families (each family names its own, targets/<family>/target.c)
+-- and the published packages of devices without a family here.
+tophub.PACKAGE_VERSION = targets.tophub_packages()
+for name, v in pairs({ cuda = "v0.10", rocm = "v0.05", intel_graphics = "v0.02", vta = "v0.10",
+                       amd_apu = "v0.01", adreno = "v0.01" }) do
+  tophub.PACKAGE_VERSION[name] = v
+end
 tophub.ALIAS = { vtacpu = "vta", webgpu = "opencl", vulkan = "opencl", nvptx = "cuda" }
 
 local function exists(path)
@@ -54,7 +59,7 @@ function tophub.enabled() return os.getenv("TOPHUB_LOCATION") ~= "NONE" end
 
 --- tophub.candidates(target) -> package names to try, in order
 function tophub.candidates(target)
-  local info = record.target_info(target)
+  local info = targets.info(target)
   local out = {}
   local function add(n) if n then out[#out + 1] = tophub.ALIAS[n] or n end end
   add(info.device)

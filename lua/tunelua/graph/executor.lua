@@ -29,6 +29,7 @@ local group = require "tunelua.graph.group"
 local strategy = require "tunelua.graph.strategy"
 local extract = require "tunelua.graph.extract"
 local ocl = require "tunelua.graph.opencl"
+local targets = require "tunelua.target"
 
 local C, ctx, check = core.C, core.ctx, core.check
 
@@ -179,7 +180,7 @@ local function anchor_weight_const(call, anchor)
 end
 
 local function packable(impl, value)
-  if impl.name ~= "conv2d_NCHWc.x86" or not value then return false end
+  if not targets.template_flags(impl.name).prepacked_weight or not value then return false end
   local ok, sh = pcall(function() return value:shape() end)
   if not ok or #sh ~= 4 or value:dtype() ~= "float32" then return false end
   local d, k = impl.args[1], impl.args[2]
@@ -224,9 +225,9 @@ local function tuned_group(call, tgt, ctxs)
   end
   if not anchor then return nil end
   local impls = by_cost(strategy.templates(anchor, tgt), ctxs, tgt)
-  -- Mali, as TVM does it: when no template has a config anywhere, the first template's
-  -- fallback config (tried after every template was looked up), not counted as tuned
-  local passes = tgt.family == "mali" and 2 or 1
+  -- a target whose untuned anchors take the first template's fallback config (as TVM does
+  -- on Mali): tried after every template was looked up, not counted as tuned
+  local passes = tgt.fallback_untuned and 2 or 1
   for pass = 1, passes do
   for pi, impl in ipairs(impls) do
     local okt, task
@@ -239,9 +240,9 @@ local function tuned_group(call, tgt, ctxs)
       else
         cands[1] = "fallback"
       end
-      -- no config anywhere: the template's fallback config (conv2d_NCHWc.x86 only; it beats
-      -- the generic default schedule), not counted as tuned
-      if impl.name == "conv2d_NCHWc.x86" then cands[#cands + 1] = "fallback" end
+      -- no config anywhere: the template's fallback config when the template says it beats
+      -- the generic default schedule (TL_TMPL_FALLBACK_DEPLOYS), not counted as tuned
+      if targets.template_flags(impl.name).fallback_deploys then cands[#cands + 1] = "fallback" end
       for _, c in ipairs(cands) do
         local index
         if c == "fallback" then index = -1 else index = lookup_index(c, task, tgt, impl) end
@@ -319,11 +320,12 @@ end
 ---   quiet = false, opt = true}) -> lib
 function executor.build(mod, opts)
   opts = opts or {}
-  local tgt = strategy.parse_target(opts.target or "llvm", 2)
-  if tgt.kind ~= "llvm" and tgt.kind ~= "c" and tgt.kind ~= "opencl" then
+  local tstr = opts.target or "llvm"
+  if not targets.record(tstr).backend then
     error("executor.build: only CPU targets ('llvm', 'c') and OpenCL ('opencl ...') run here, got '"
-          .. tgt.str .. "'", 2)
+          .. tostring(targets.record(tstr).str) .. "'", 2)
   end
+  local tgt = strategy.parse_target(tstr, 2)
   local params = opts.params or {}
   local t0 = C.tl_now()
   local m = mod
@@ -399,7 +401,7 @@ function executor.build(mod, opts)
       elseif not k then
         if not s then
           s = new_sched(g)
-          local ok, err = pcall(tgt.kind == "opencl" and ocl.default_schedule or default_schedule, s)
+          local ok, err = pcall(tgt.schedules == "opencl" and ocl.default_schedule or default_schedule, s)
           if not ok then
             -- a default schedule that fails leaves the group unscheduled (correct, slow)
             C.tl_clearerr(ctx)
@@ -464,7 +466,7 @@ function executor.build(mod, opts)
   end
 
   -- OpenCL: storage slots on the device, device kernels (graph/opencl.lua)
-  if tgt.kind == "opencl" and not opts.plan_only then
+  if tgt.backend == "opencl" and not opts.plan_only then
     local r = ocl.finish({ tgt = tgt, bufs = bufs, steps = steps, kernels = kernels, opts = opts }, 2)
     r.kernels, r.steps, r.inputs, r.input_order, r.outputs = kernels, steps, inputs, input_order, outputs
     r.target, r.num_groups, r.num_tuned, r.build_seconds = tgt.str, ngroups, ntuned, C.tl_now() - t0

@@ -11,6 +11,7 @@
 --   * or, with {one_program = false} or when the joined program fails, one program per
 --     kernel (tl_graph_ocl_build) whose steps launch with tl_ocl_module_call (which waits).
 -- GraphModule's set_input copies host -> device, get_output device -> host.
+local targets = require "tunelua.target"
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local nd = require "tunelua.nd"
@@ -27,7 +28,7 @@ local int1 = ffi.typeof("int[1]")
 local ALIGN = 64
 
 local gpu_sched_declared = false
---- The default OpenCL schedule of s (tl_topi_default_schedule_gpu, targets/mali/mali.h).
+--- The default OpenCL schedule of s (tl_topi_default_schedule_gpu, core/topi/schedule_gpu.c).
 function M.default_schedule(s)
   if not gpu_sched_declared then
     local ok = pcall(function() return C.tl_topi_default_schedule_gpu end)
@@ -41,8 +42,9 @@ end
 local dtype_code = group.dtype_code
 
 --- The OpenCL device index of a parsed target ("-device_id=k", default 0).
-function M.device_id(tgt)
-  local id = tgt.opts and tonumber(tgt.opts.device_id) or 0
+function M.device_id(tgt, level)
+  local id, msg = targets.device_id(tgt)
+  if not id then error(string.format("executor.build: target '%s': %s", tgt.str, msg), (level or 1) + 1) end
   return id
 end
 
@@ -50,7 +52,7 @@ end
 --- returns the lib's fields (exec, kernels, planned_bytes, ...).
 function M.finish(w, level)
   level = (level or 1) + 1
-  local dev = M.device_id(w.tgt)
+  local dev = M.device_id(w.tgt, level)
   local devname = "opencl:" .. dev
   if C.tl_opencl_device_count() <= dev then
     error(string.format("executor.build: target '%s' needs OpenCL device %d, but %d device(s) found",

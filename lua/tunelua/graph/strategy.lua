@@ -1,7 +1,7 @@
 --- tunelua.graph.strategy: which AutoTVM templates implement a graph op on a target.
 --
 --   local strategy = require "tunelua.graph.strategy"
---   local tgt = strategy.parse_target("opencl -device=mali")   -- {kind = "opencl", device = "mali", family = "mali"}
+--   local tgt = strategy.parse_target("opencl -device=mali")   -- tunelua.target.parse
 --   for _, impl in ipairs(strategy.templates(call_node, tgt)) do
 --     print(impl.name, strategy.args_repr(impl.args))
 --   end
@@ -10,7 +10,9 @@
 -- `.type = {shape, dtype}`), `.attrs` (TVM attribute names). The result lists every
 -- tunable implementation the target's strategy offers, in the order the strategy adds
 -- them (TVM's AutoTVM extraction records all of them), each {name = template name,
--- args = Lua list as the log serializes it (formats §1.2)}:
+-- args = Lua list as the log serializes it (formats §1.2)}. The strategy is data of the
+-- target's family (targets/<family>/target.c: rows of op variant, template, args form,
+-- condition); today:
 --
 --   x86 ("llvm ...", "c"):  nn.conv2d NCHW groups 1 -> conv2d_NCHWc.x86
 --                           nn.conv2d NCHW depthwise -> depthwise_conv2d_NCHWc.x86
@@ -26,6 +28,8 @@
 --   generic opencl and other targets: no templates.
 -- NHWC convolutions have no AutoTVM template on these targets (TVM warns and uses a
 -- plain compute), so they give none.
+local targets = require "tunelua.target"
+
 local strategy = {}
 
 --- The serialization of Python's None inside args (JSON null): the record module's
@@ -41,36 +45,11 @@ end
 
 local null = strategy.null
 
---- Parse a target string: {str, kind, device, family ("x86"|"mali"|"opencl"|kind), opts}.
-function strategy.parse_target(target, level)
-  if type(target) == "table" then
-    if target.family then return target end
-    target = target.str or target.string
-  end
-  if type(target) ~= "string" or target == "" then
-    error("strategy: target must be a target string such as 'llvm' or 'opencl -device=mali', got "
-          .. tostring(target), (level or 1) + 1)
-  end
-  local words = {}
-  for w in target:gmatch("%S+") do words[#words + 1] = w end
-  local kind = words[1]
-  local opts = {}
-  for i = 2, #words do
-    local k, v = words[i]:match("^%-%-?([%w_]+)=(.*)$")
-    if k then opts[k] = v else
-      k = words[i]:match("^%-%-?([%w_]+)$")
-      if k then opts[k] = true end
-    end
-  end
-  local family
-  if kind == "llvm" or kind == "c" then
-    family = (opts.device == "arm_cpu") and "arm_cpu" or "x86"
-  elseif kind == "opencl" then
-    family = (opts.device == "mali") and "mali" or "opencl"
-  else
-    family = kind
-  end
-  return { str = target, kind = kind, device = opts.device, family = family, opts = opts }
+--- The parsed target (tunelua.target) of a target string or table; errors raise at level.
+function strategy.parse_target(t, level)
+  local r, msg = targets.try_parse(t)
+  if not r then error("strategy: " .. msg, (level or 1) + 1) end
+  return r
 end
 
 local function copy_list(t)
@@ -126,43 +105,48 @@ local function conv_info(node)
   }
 end
 
-local function conv_templates(node, tgt)
-  local ci = conv_info(node)
+-- The args of a template, by the args form its strategy row names.
+local args_of = {
+  conv_layout = function(ci)
+    return { tensor_arg(ci.data), tensor_arg(ci.kernel), ci.strides, ci.padding, ci.dilation, "NCHW",
+             "NCHW", ci.out_dtype }
+  end,
+  conv = function(ci)
+    return { tensor_arg(ci.data), tensor_arg(ci.kernel), copy_list(ci.strides), copy_list(ci.padding),
+             copy_list(ci.dilation), ci.out_dtype }
+  end,
+  dense = function(di) return { tensor_arg(di.data), tensor_arg(di.weight), null, di.out_dtype } end,
+}
+
+-- The conditions a strategy row may name.
+local conditions = {
+  ["3x3s1"] = function(ci)
+    return ci.kh == 3 and ci.kw == 3 and ci.strides[1] == 1 and ci.strides[2] == 1
+      and ci.dilation[1] == 1 and ci.dilation[2] == 1
+  end,
+}
+
+-- The implementations of variant op (with facts info) in the target's strategy, in order.
+local function from_strategy(tgt, op, info)
   local res = {}
-  if ci.layout ~= "NCHW" or ci.klayout ~= "OIHW" then return res end
-  if ci.groups > 1 and not ci.depthwise then return res end
-  local d, k = tensor_arg(ci.data), tensor_arg(ci.kernel)
-  if tgt.family == "x86" then
-    local name = ci.depthwise and "depthwise_conv2d_NCHWc.x86" or "conv2d_NCHWc.x86"
-    res[1] = { name = name, args = { d, k, ci.strides, ci.padding, ci.dilation, "NCHW", "NCHW",
-                                     ci.out_dtype } }
-  elseif tgt.family == "mali" then
-    local base = { d, k, ci.strides, ci.padding, ci.dilation, ci.out_dtype }
-    if ci.depthwise then
-      res[1] = { name = "depthwise_conv2d_nchw.mali", args = base }
-    else
-      res[1] = { name = "conv2d_nchw_spatial_pack.mali", args = base }
-      if ci.kh == 3 and ci.kw == 3 and ci.strides[1] == 1 and ci.strides[2] == 1
-          and ci.dilation[1] == 1 and ci.dilation[2] == 1 then
-        local wargs = { tensor_arg(ci.data), tensor_arg(ci.kernel), copy_list(ci.strides),
-                        copy_list(ci.padding), copy_list(ci.dilation), ci.out_dtype }
-        res[2] = { name = "conv2d_nchw_winograd.mali", args = wargs }
-      end
+  for _, row in ipairs(tgt.strategy) do
+    if row.op == op and (row.when == nil or conditions[row.when](info)) then
+      res[#res + 1] = { name = row.template, args = args_of[row.args](info) }
     end
   end
   return res
 end
 
+local function conv_templates(node, tgt)
+  local ci = conv_info(node)
+  if ci.layout ~= "NCHW" or ci.klayout ~= "OIHW" then return {} end
+  if ci.groups > 1 and not ci.depthwise then return {} end
+  return from_strategy(tgt, ci.depthwise and "depthwise_conv2d" or "conv2d", ci)
+end
+
 local function dense_templates(node, tgt)
   local dty, wty = node.args[1].type, node.args[2].type
-  local od = out_dtype(node.attrs, dty)
-  local function args() return { tensor_arg(dty), tensor_arg(wty), null, od } end
-  if tgt.family == "x86" then
-    return { { name = "dense_nopack.x86", args = args() }, { name = "dense_pack.x86", args = args() } }
-  elseif tgt.family == "mali" then
-    return { { name = "dense.mali", args = args() } }
-  end
-  return {}
+  return from_strategy(tgt, "dense", { data = dty, weight = wty, out_dtype = out_dtype(node.attrs, dty) })
 end
 
 local by_op = {
