@@ -296,8 +296,8 @@ double tl_dag_flop_ansor(const tl_dag *dag);
 /* ---- te: schedules and lowering -----------------------------------------
 ** A schedule is the auto-scheduler's State: a copy of a compute DAG, one
 ** stage per op (placeholders included, in DAG order) and the list of
-** transform steps that made it (§2.4 of the formats spec). Every step
-** function validates, applies and records one step; an illegal step returns
+** transform steps that made it (§2.4 of the formats spec). tl_sched_step
+** and tl_sched_apply_json validate, apply and record steps; an illegal step returns
 ** TL_E_SCHED with a message naming the stage and the iterator and leaves
 ** the schedule unchanged. Stage and iterator arguments are positions in the
 ** current state: cache_read inserts its stage right after the read stage,
@@ -311,12 +311,6 @@ double tl_dag_flop_ansor(const tl_dag *dag);
 typedef struct tl_sched tl_sched;
 typedef struct tl_lowered tl_lowered;
 typedef struct tl_module tl_module;   /* also declared with the codegen section */
-
-enum {                 /* step kinds: the record prefixes of §2.4 */
-  TL_STEP_AN = 0, TL_STEP_FU, TL_STEP_PR, TL_STEP_RE, TL_STEP_SP, TL_STEP_FSP,
-  TL_STEP_FFSP, TL_STEP_SA, TL_STEP_CA, TL_STEP_CI, TL_STEP_CR, TL_STEP_CHR,
-  TL_STEP_CHW, TL_STEP_RF
-};
 
 enum {                 /* iterator annotations: the codes of the AN step */
   TL_ANN_NONE = 0, TL_ANN_UNROLL, TL_ANN_VECTORIZE, TL_ANN_PARALLEL, TL_ANN_VTHREAD,
@@ -358,41 +352,41 @@ int tl_sched_node_iter(const tl_sched *s, int stage, int node);
 const char *tl_sched_node_name(const tl_sched *s, int stage, int node);
 /* Node of the op's axis i (spatial axes first, then reduce axes) = i. */
 
-/* Steps. split: inner_to_outer 1 = lengths are factors, innermost last
-** (the outermost extent is implied); 0 = lengths[0] is the outermost
-** (nparts) and the innermost extent is implied. The new iterators take the
-** place of the split one. */
-int tl_sched_split(tl_ctx *ctx, tl_sched *s, int stage, int iter, int nlengths,
-                   const int64_t *lengths, int inner_to_outer);
-int tl_sched_follow_split(tl_ctx *ctx, tl_sched *s, int stage, int iter, int src_step,
-                          int n_split);
-int tl_sched_follow_fused_split(tl_ctx *ctx, tl_sched *s, int stage, int iter, int nsrc,
-                                const int *src_steps, int level, int factor_or_nparts);
-/* order: a permutation of all iterator positions (new order). */
-int tl_sched_reorder(tl_ctx *ctx, tl_sched *s, int stage, int n, const int *order);
-/* iters: consecutive increasing positions. */
-int tl_sched_fuse(tl_ctx *ctx, tl_sched *s, int stage, int n, const int *iters);
-int tl_sched_annotate(tl_ctx *ctx, tl_sched *s, int stage, int iter, int ann);
-/* "auto_unroll_max_step$16", "debug_skip_region", or any "key" / "key$value". */
-int tl_sched_pragma(tl_ctx *ctx, tl_sched *s, int stage, int iter, const char *pragma);
-int tl_sched_storage_align(tl_ctx *ctx, tl_sched *s, int stage, int iter, int factor,
-                           int offset);
-int tl_sched_compute_at(tl_ctx *ctx, tl_sched *s, int stage, int target_stage, int target_iter);
-int tl_sched_compute_inline(tl_ctx *ctx, tl_sched *s, int stage);
-int tl_sched_compute_root(tl_ctx *ctx, tl_sched *s, int stage);
-/* scope: "global", "local" or "shared"; writes the new stage's id. */
-int tl_sched_cache_read(tl_ctx *ctx, tl_sched *s, int stage, const char *scope, int nreaders,
-                        const int *readers, int *new_stage);
-int tl_sched_cache_write(tl_ctx *ctx, tl_sched *s, int stage, const char *scope, int *new_stage);
-/* Factor reduction iterator iter out into a new axis at position factor_iter
-** of the new stage "<op>.rf". */
-int tl_sched_rfactor(tl_ctx *ctx, tl_sched *s, int stage, int iter, int factor_iter,
-                     int *new_stage);
+/* Steps. The step kinds are a table (core/te/steps.h), readable here:
+** kind k in 0 .. tl_step_count()-1 has the record prefix tl_step_name(k)
+** ("SP"), the primitive's name tl_step_verb(k) ("split") and one field
+** after the prefix per letter of tl_step_field_types(k) ("iieIb"): i an int,
+** b 0/1, e the extent the step records (filled in, not given), I an int
+** array, s a string; tl_step_field_name(k, f) names field f ("lengths").
+** Out-of-range arguments give NULL (-1 for tl_step_field_count).
+**
+** tl_sched_step validates, applies and records one step of kind k: args
+** are its i and b fields in record order (nargs of them), ints/nints its I
+** field and str its s field (NULL/0 when the row has none). On success,
+** new_stage (may be NULL) receives the id of the stage the step inserted,
+** or -1:
+** cache_read's stage goes right after the read stage, cache_write's and
+** rfactor's right before the written one. Field meanings: split's
+** inner_to_outer 1 = lengths are factors, innermost last (the outermost
+** extent implied), 0 = lengths[0] is the outermost (nparts); reorder's
+** after_ids a permutation of all iterator positions; fuse's fused_ids
+** consecutive increasing positions; pragma "auto_unroll_max_step$16",
+** "debug_skip_region" or any "key" / "key$value"; scopes "global", "local"
+** or "shared"; rfactor puts the factored axis at factor_iter_id of the new
+** stage "<op>.rf". */
+int tl_step_count(void);
+const char *tl_step_name(int kind);
+const char *tl_step_verb(int kind);
+const char *tl_step_field_types(int kind);
+int tl_step_field_count(int kind);
+const char *tl_step_field_name(int kind, int field);
+int tl_sched_step(tl_ctx *ctx, tl_sched *s, int kind, const int64_t *args, int nargs,
+                  const int64_t *ints, int nints, const char *str, int *new_stage);
 
 /* The step list. apply_json takes a step, a list of steps or a state
 ** [[], [steps]] in the §2.4 encoding and applies all or nothing. */
 int tl_sched_num_steps(const tl_sched *s);
-int tl_sched_step_kind(const tl_sched *s, int i);                  /* TL_STEP_* */
+int tl_sched_step_kind(const tl_sched *s, int i);                  /* its kind */
 const char *tl_sched_json(tl_sched *s);
 const char *tl_sched_step_json(tl_sched *s, int i);
 int tl_sched_apply_json(tl_ctx *ctx, tl_sched *s, const char *json);

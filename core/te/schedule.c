@@ -4,8 +4,10 @@
 ** tl_sched_apply is the one door: it checks a step against the current
 ** state (stage and iterator ids in range, lengths positive, permutations,
 ** consecutive fuses, producer/consumer relations, annotations legal for the
-** iterator kind), applies it and appends it to the history. Every public
-** tl_sched_<verb> builds a tl_step and goes through it, so the history is
+** iterator kind), applies it and appends it to the history. It dispatches
+** on the step table of steps.h to the kind's step_<verb> function. The
+** public entry tl_sched_step (and the C shorthands over it) builds a tl_step
+** from the fields of its row and goes through it, so the history is
 ** complete and replaying it on a fresh copy of the DAG rebuilds the state
 ** (tl_sched_copy does exactly that).
 **
@@ -26,17 +28,9 @@ const char *const tl_ann_name[12] = {"none",        "unroll",      "vectorize", 
                                      "vthread",     "blockIdx.x",  "threadIdx.x", "blockIdx.y",
                                      "threadIdx.y", "blockIdx.z",  "threadIdx.z", "tensorize"};
 
-static const char *const step_names[] = {"AN", "FU",  "PR", "RE", "SP",  "FSP", "FFSP",
-                                         "SA", "CA",  "CI", "CR", "CHR", "CHW", "RF"};
-
-const char *tl_step_name(int kind) {
-  if (kind < 0 || kind >= (int)TL_ARRAY_SIZE(step_names)) return "?";
-  return step_names[kind];
-}
-
 int tl_step_kind(const char *name) {
-  for (int i = 0; i < (int)TL_ARRAY_SIZE(step_names); i++)
-    if (strcmp(name, step_names[i]) == 0) return i;
+  for (int i = 0; i < TL_STEP__MAX; i++)
+    if (strcmp(name, tl_step_table[i].name) == 0) return i;
   return -1;
 }
 
@@ -1045,7 +1039,7 @@ static int step_rfactor(tl_ctx *ctx, tl_sched *s, const tl_step *t) {
   return 0;
 }
 
-/* ---- apply ---------------------------------------------------------------------------- */
+/* ---- recording ----------------------------------------------------------------------- */
 
 static void step_store(tl_sched *s, const tl_step *t) {
   tl_step c = *t;
@@ -1060,167 +1054,164 @@ static void step_store(tl_sched *s, const tl_step *t) {
   TL_VEC_PUSH(s->steps, c);
 }
 
+/* ---- the step table ---------------------------------------------------------------------
+** The rows of steps.h become tl_step_table: names, field descriptors and the
+** apply function step_<verb> above. */
+
+#define FIELD_DESC(t, n, m) {TL_FT_##t, #n, offsetof(tl_step, m), sizeof(((tl_step *)0)->m)},
+#define FIELDS_ROW(P, verb, inserts, fields) static const tl_step_field fields_##P[] = {fields};
+TL_STEPDEF(FIELDS_ROW, FIELD_DESC)
+#undef FIELDS_ROW
+
+#define FIELD_TYPE(t, n, m) #t
+#define DESC_ROW(P, verb, inserts, fields)                                                  \
+  {#P, #verb, TL_STEP_INSERTS_##inserts, fields, (int)TL_ARRAY_SIZE(fields_##P), fields_##P, \
+   step_##verb},
+const tl_step_desc tl_step_table[TL_STEP__MAX] = {TL_STEPDEF(DESC_ROW, FIELD_TYPE)};
+#undef DESC_ROW
+#undef FIELD_TYPE
+#undef FIELD_DESC
+
+TL_EXPORT int tl_step_count(void) { return TL_STEP__MAX; }
+
+static const tl_step_desc *desc_of(int kind) {
+  return kind >= 0 && kind < TL_STEP__MAX ? &tl_step_table[kind] : NULL;
+}
+
+TL_EXPORT const char *tl_step_name(int kind) {
+  const tl_step_desc *d = desc_of(kind);
+  return d ? d->name : NULL;
+}
+
+TL_EXPORT const char *tl_step_verb(int kind) {
+  const tl_step_desc *d = desc_of(kind);
+  return d ? d->verb : NULL;
+}
+
+TL_EXPORT const char *tl_step_field_types(int kind) {
+  const tl_step_desc *d = desc_of(kind);
+  return d ? d->types : NULL;
+}
+
+TL_EXPORT int tl_step_field_count(int kind) {
+  const tl_step_desc *d = desc_of(kind);
+  return d ? d->nfields : -1;
+}
+
+TL_EXPORT const char *tl_step_field_name(int kind, int field) {
+  const tl_step_desc *d = desc_of(kind);
+  return d && field >= 0 && field < d->nfields ? d->fields[field].name : NULL;
+}
+
+/* ---- apply ---------------------------------------------------------------------------- */
+
 int tl_sched_apply(tl_ctx *ctx, tl_sched *s, const tl_step *t) {
-  int rc;
-  switch (t->kind) {
-  case TL_STEP_SP: rc = step_split(ctx, s, t); break;
-  case TL_STEP_FSP: rc = step_follow_split(ctx, s, t); break;
-  case TL_STEP_FFSP: rc = step_follow_fused_split(ctx, s, t); break;
-  case TL_STEP_RE: rc = step_reorder(ctx, s, t); break;
-  case TL_STEP_FU: rc = step_fuse(ctx, s, t); break;
-  case TL_STEP_AN: rc = step_annotate(ctx, s, t); break;
-  case TL_STEP_PR: rc = step_pragma(ctx, s, t); break;
-  case TL_STEP_SA: rc = step_storage_align(ctx, s, t); break;
-  case TL_STEP_CA: rc = step_compute_at(ctx, s, t); break;
-  case TL_STEP_CI: rc = step_compute_inline(ctx, s, t); break;
-  case TL_STEP_CR: rc = step_compute_root(ctx, s, t); break;
-  case TL_STEP_CHR: rc = step_cache_read(ctx, s, t); break;
-  case TL_STEP_CHW: rc = step_cache_write(ctx, s, t); break;
-  case TL_STEP_RF: rc = step_rfactor(ctx, s, t); break;
-  default: return tl_err(ctx, TL_E_SCHED, "schedule: unknown step kind %d", t->kind);
-  }
+  const tl_step_desc *d = desc_of(t->kind);
+  if (!d) return tl_err(ctx, TL_E_SCHED, "schedule: unknown step kind %d", t->kind);
+  int rc = d->apply(ctx, s, t);
   if (rc) return rc;
   step_store(s, t);
   return 0;
 }
 
-/* ---- the public step functions ------------------------------------------------------------- */
-
-static tl_step step0(int kind, int stage) {
+TL_EXPORT int tl_sched_step(tl_ctx *ctx, tl_sched *s, int kind, const int64_t *args, int nargs,
+                            const int64_t *ints, int nints, const char *str, int *new_stage) {
+  const tl_step_desc *d = desc_of(kind);
+  if (!d) return tl_err(ctx, TL_E_ARG, "step: unknown step kind %d (0 to %d)", kind, TL_STEP__MAX - 1);
+  int want = 0, want_ints = 0, want_str = 0, extent = -1;
+  for (int f = 0; f < d->nfields; f++) {
+    char ty = d->fields[f].type;
+    if (ty == 'i' || ty == 'b') want++;
+    else if (ty == 'I') want_ints = 1;
+    else if (ty == 's') want_str = 1;
+    else if (ty == 'e') extent = f;
+  }
+  if (nargs != want || (want > 0 && !args))
+    return tl_err(ctx, TL_E_ARG, "%s: expected %d integer fields, got %d", d->verb, want, nargs);
+  if (nints < 0 || (nints > 0 && (!want_ints || !ints)))
+    return tl_err(ctx, TL_E_ARG, "%s: %d list entries given, the step takes %s", d->verb, nints,
+                  want_ints ? "a list" : "none");
+  if (str && !want_str) return tl_err(ctx, TL_E_ARG, "%s: the step takes no string", d->verb);
   tl_step t;
   memset(&t, 0, sizeof t);
   t.kind = kind;
-  t.stage_id = stage;
-  return t;
+  for (int f = 0, a = 0; f < d->nfields; f++) {
+    const tl_step_field *fd = &d->fields[f];
+    if (fd->type != 'i' && fd->type != 'b') continue;
+    int64_t v = args[a++];
+    if (fd->type == 'b') v = v != 0;
+    if (v < INT32_MIN || v > INT32_MAX)
+      return tl_err(ctx, TL_E_ARG, "%s: %s = %lld is out of range", d->verb, fd->name, (long long)v);
+    tl_step_set(&t, fd, v);
+  }
+  t.nints = nints;
+  t.ints = (int64_t *)ints;
+  t.str = str;
+  if (extent >= 0 && t.stage_id >= 0 && t.stage_id < s->stages.n && t.iter_id >= 0 &&
+      t.iter_id < s->stages.v[t.stage_id].leaves.n)
+    tl_step_set(&t, &d->fields[extent], leaf(&s->stages.v[t.stage_id], t.iter_id)->extent);
+  int rc = tl_sched_apply(ctx, s, &t);
+  if (!rc && new_stage) {
+    *new_stage = d->inserts == TL_STEP_INSERTS_AFTER    ? t.stage_id + 1
+                 : d->inserts == TL_STEP_INSERTS_BEFORE ? t.stage_id
+                                                        : -1;
+  }
+  return rc;
 }
 
-TL_EXPORT int tl_sched_split(tl_ctx *ctx, tl_sched *s, int stage, int iter, int nlengths,
-                             const int64_t *lengths, int inner_to_outer) {
-  tl_step t = step0(TL_STEP_SP, stage);
-  t.iter_id = iter;
-  if (stage >= 0 && stage < s->stages.n && iter >= 0 && iter < s->stages.v[stage].leaves.n)
-    t.extent = leaf(&s->stages.v[stage], iter)->extent;
-  t.nints = nlengths;
-  t.ints = (int64_t *)lengths;
-  t.inner_to_outer = inner_to_outer;
-  return tl_sched_apply(ctx, s, &t);
-}
+/* ---- C shorthands (schedule.h) --------------------------------------------------------------- */
 
-TL_EXPORT int tl_sched_follow_split(tl_ctx *ctx, tl_sched *s, int stage, int iter, int src_step,
-                                    int n_split) {
-  tl_step t = step0(TL_STEP_FSP, stage);
-  t.iter_id = iter;
-  t.src_step_id = src_step;
-  t.n_split = n_split;
-  return tl_sched_apply(ctx, s, &t);
-}
-
-TL_EXPORT int tl_sched_follow_fused_split(tl_ctx *ctx, tl_sched *s, int stage, int iter, int nsrc,
-                                          const int *src_steps, int level, int factor_or_nparts) {
-  tl_step t = step0(TL_STEP_FFSP, stage);
-  int64_t ids[64];
-  if (nsrc < 0 || nsrc > 64) return tl_err(ctx, TL_E_SCHED, "follow_fused_split: %d source steps", nsrc);
-  for (int i = 0; i < nsrc; i++) ids[i] = src_steps[i];
-  t.iter_id = iter;
-  t.nints = nsrc;
-  t.ints = ids;
-  t.level = level;
-  t.inner_to_outer = factor_or_nparts;
-  return tl_sched_apply(ctx, s, &t);
-}
-
-static int int_step(tl_ctx *ctx, tl_sched *s, int kind, int stage, int n, const int *v) {
-  tl_step t = step0(kind, stage);
-  int64_t stack[64];
+/* ints as the int64 list of a step */
+static int list_step(tl_ctx *ctx, tl_sched *s, int kind, const int64_t *args, int nargs, int n,
+                     const int *v) {
+  int64_t stack[64] = {0};
   int64_t *ids = n <= 64 ? stack : tl_malloc(sizeof(int64_t) * (size_t)n);
   for (int i = 0; i < n; i++) ids[i] = v[i];
-  t.nints = n < 0 ? 0 : n;
-  t.ints = ids;
-  int rc = tl_sched_apply(ctx, s, &t);
+  int rc = tl_sched_step(ctx, s, kind, args, nargs, ids, n < 0 ? 0 : n, NULL, NULL);
   if (ids != stack) free(ids);
   return rc;
 }
 
-TL_EXPORT int tl_sched_reorder(tl_ctx *ctx, tl_sched *s, int stage, int n, const int *order) {
-  return int_step(ctx, s, TL_STEP_RE, stage, n, order);
+int tl_sched_split(tl_ctx *ctx, tl_sched *s, int stage, int iter, int nlengths,
+                   const int64_t *lengths, int inner_to_outer) {
+  int64_t a[3] = {stage, iter, inner_to_outer};
+  return tl_sched_step(ctx, s, TL_STEP_SP, a, 3, lengths, nlengths < 0 ? 0 : nlengths, NULL, NULL);
 }
 
-TL_EXPORT int tl_sched_fuse(tl_ctx *ctx, tl_sched *s, int stage, int n, const int *iters) {
-  return int_step(ctx, s, TL_STEP_FU, stage, n, iters);
+int tl_sched_reorder(tl_ctx *ctx, tl_sched *s, int stage, int n, const int *order) {
+  int64_t a[1] = {stage};
+  return list_step(ctx, s, TL_STEP_RE, a, 1, n, order);
 }
 
-TL_EXPORT int tl_sched_annotate(tl_ctx *ctx, tl_sched *s, int stage, int iter, int ann) {
-  tl_step t = step0(TL_STEP_AN, stage);
-  t.iter_id = iter;
-  t.annotation = ann;
-  return tl_sched_apply(ctx, s, &t);
+int tl_sched_fuse(tl_ctx *ctx, tl_sched *s, int stage, int n, const int *iters) {
+  int64_t a[1] = {stage};
+  return list_step(ctx, s, TL_STEP_FU, a, 1, n, iters);
 }
 
-TL_EXPORT int tl_sched_pragma(tl_ctx *ctx, tl_sched *s, int stage, int iter, const char *pragma) {
-  tl_step t = step0(TL_STEP_PR, stage);
-  t.iter_id = iter;
-  t.str = pragma;
-  return tl_sched_apply(ctx, s, &t);
+int tl_sched_annotate(tl_ctx *ctx, tl_sched *s, int stage, int iter, int ann) {
+  int64_t a[3] = {stage, iter, ann};
+  return tl_sched_step(ctx, s, TL_STEP_AN, a, 3, NULL, 0, NULL, NULL);
 }
 
-TL_EXPORT int tl_sched_storage_align(tl_ctx *ctx, tl_sched *s, int stage, int iter, int factor,
-                                     int offset) {
-  tl_step t = step0(TL_STEP_SA, stage);
-  t.iter_id = iter;
-  t.factor = factor;
-  t.offset = offset;
-  return tl_sched_apply(ctx, s, &t);
+int tl_sched_compute_at(tl_ctx *ctx, tl_sched *s, int stage, int target_stage, int target_iter) {
+  int64_t a[3] = {stage, target_stage, target_iter};
+  return tl_sched_step(ctx, s, TL_STEP_CA, a, 3, NULL, 0, NULL, NULL);
 }
 
-TL_EXPORT int tl_sched_compute_at(tl_ctx *ctx, tl_sched *s, int stage, int target_stage,
-                                  int target_iter) {
-  tl_step t = step0(TL_STEP_CA, stage);
-  t.target_stage_id = target_stage;
-  t.target_iter_id = target_iter;
-  return tl_sched_apply(ctx, s, &t);
+int tl_sched_compute_inline(tl_ctx *ctx, tl_sched *s, int stage) {
+  int64_t a[1] = {stage};
+  return tl_sched_step(ctx, s, TL_STEP_CI, a, 1, NULL, 0, NULL, NULL);
 }
 
-TL_EXPORT int tl_sched_compute_inline(tl_ctx *ctx, tl_sched *s, int stage) {
-  tl_step t = step0(TL_STEP_CI, stage);
-  return tl_sched_apply(ctx, s, &t);
+int tl_sched_cache_write(tl_ctx *ctx, tl_sched *s, int stage, const char *scope, int *new_stage) {
+  int64_t a[1] = {stage};
+  return tl_sched_step(ctx, s, TL_STEP_CHW, a, 1, NULL, 0, scope, new_stage);
 }
 
-TL_EXPORT int tl_sched_compute_root(tl_ctx *ctx, tl_sched *s, int stage) {
-  tl_step t = step0(TL_STEP_CR, stage);
-  return tl_sched_apply(ctx, s, &t);
-}
-
-TL_EXPORT int tl_sched_cache_read(tl_ctx *ctx, tl_sched *s, int stage, const char *scope,
-                                  int nreaders, const int *readers, int *new_stage) {
-  tl_step t = step0(TL_STEP_CHR, stage);
-  int64_t stack[64];
-  if (nreaders < 0 || nreaders > 64) return tl_err(ctx, TL_E_SCHED, "cache_read: %d readers", nreaders);
-  for (int i = 0; i < nreaders; i++) stack[i] = readers[i];
-  t.str = scope;
-  t.nints = nreaders;
-  t.ints = stack;
-  int rc = tl_sched_apply(ctx, s, &t);
-  if (!rc && new_stage) *new_stage = stage + 1;
-  return rc;
-}
-
-TL_EXPORT int tl_sched_cache_write(tl_ctx *ctx, tl_sched *s, int stage, const char *scope,
-                                   int *new_stage) {
-  tl_step t = step0(TL_STEP_CHW, stage);
-  t.str = scope;
-  int rc = tl_sched_apply(ctx, s, &t);
-  if (!rc && new_stage) *new_stage = stage;
-  return rc;
-}
-
-TL_EXPORT int tl_sched_rfactor(tl_ctx *ctx, tl_sched *s, int stage, int iter, int factor_iter,
-                               int *new_stage) {
-  tl_step t = step0(TL_STEP_RF, stage);
-  t.iter_id = iter;
-  t.factor_iter_id = factor_iter;
-  int rc = tl_sched_apply(ctx, s, &t);
-  if (!rc && new_stage) *new_stage = stage;
-  return rc;
+int tl_sched_rfactor(tl_ctx *ctx, tl_sched *s, int stage, int iter, int factor_iter,
+                     int *new_stage) {
+  int64_t a[3] = {stage, iter, factor_iter};
+  return tl_sched_step(ctx, s, TL_STEP_RF, a, 3, NULL, 0, NULL, new_stage);
 }
 
 /* ---- copy and queries ------------------------------------------------------------------------ */

@@ -32,20 +32,16 @@
 
 #include "te.h"
 
-/* TL_STEP_* (step kinds), TL_ANN_* (annotations) and TL_CA_* (attachment
-** kinds) are public enums in core/tunelua.h. */
+#include "steps.h"
+
+/* TL_STEP_* (step kinds) come from the step table in steps.h; TL_ANN_*
+** (annotations) and TL_CA_* (attachment kinds) are public enums in
+** core/tunelua.h. */
 
 /* One transform step: the fields of its §2.4 record; unused fields are 0.
-**   SP   stage_id iter_id extent ints=lengths inner_to_outer
-**   FSP  stage_id iter_id src_step_id n_split
-**   FFSP stage_id iter_id ints=src_step_ids level inner_to_outer(=factor_or_nparts)
-**   RE   stage_id ints=after_ids         FU  stage_id ints=fused_ids
-**   AN   stage_id iter_id annotation     PR  stage_id iter_id str=pragma
-**   SA   stage_id iter_id factor offset  RF  stage_id iter_id factor_iter_id
-**   CA   stage_id target_stage_id target_iter_id
-**   CI, CR stage_id                      CHW stage_id str=scope
-**   CHR  stage_id str=scope ints=reader_stage_ids
-** In a schedule's list, ints and str are owned by the schedule. */
+** Which member holds which record field is the row of the kind in steps.h
+** (int arrays in ints/nints, strings in str). In a schedule's list, ints
+** and str are owned by the schedule. */
 typedef struct tl_step {
   int kind;                       /* TL_STEP_* */
   int stage_id;
@@ -53,7 +49,7 @@ typedef struct tl_step {
   int64_t extent;                 /* SP: extent when recorded, 0 = unknown */
   int inner_to_outer;             /* SP; FFSP: factor_or_nparts */
   int nints;
-  int64_t *ints;                  /* see above */
+  int64_t *ints;                  /* the row's I field */
   int annotation;                 /* AN: TL_ANN_* */
   int src_step_id, n_split;       /* FSP */
   int level;                      /* FFSP */
@@ -139,9 +135,30 @@ void tl_step_to_json(const tl_step *st, tl_buf *out);
 int tl_step_from_json(tl_ctx *ctx, const void *json, tl_step *out);
 void tl_step_release(tl_step *st);
 
-/* Name of a step kind ("SP") and back (-1 if unknown). */
-const char *tl_step_name(int kind);
+/* The kind of a record prefix ("SP"), -1 if unknown; tl_step_name (public)
+** goes the other way. */
 int tl_step_kind(const char *name);
+
+/* C shorthands over tl_sched_step (core/tunelua.h) for the kinds that templates use (the
+** fields of their rows as arguments; new_stage may be NULL).
+** split: inner_to_outer 1 = lengths are factors, innermost last (the
+** outermost extent is implied); 0 = lengths[0] is the outermost (nparts)
+** and the innermost extent is implied. reorder: order is a permutation of
+** all iterator positions (the new order). fuse: iters are consecutive
+** increasing positions. cache_write: scope "global", "local" or "shared".
+** rfactor: factor reduction iterator iter out into a new axis at position
+** factor_iter of the new stage "<op>.rf". */
+int tl_sched_split(tl_ctx *ctx, tl_sched *s, int stage, int iter, int nlengths,
+                   const int64_t *lengths, int inner_to_outer);
+int tl_sched_reorder(tl_ctx *ctx, tl_sched *s, int stage, int n, const int *order);
+int tl_sched_fuse(tl_ctx *ctx, tl_sched *s, int stage, int n, const int *iters);
+int tl_sched_annotate(tl_ctx *ctx, tl_sched *s, int stage, int iter, int ann);
+int tl_sched_compute_at(tl_ctx *ctx, tl_sched *s, int stage, int target_stage, int target_iter);
+int tl_sched_compute_inline(tl_ctx *ctx, tl_sched *s, int stage);
+int tl_sched_cache_write(tl_ctx *ctx, tl_sched *s, int stage, const char *scope, int *new_stage);
+int tl_sched_rfactor(tl_ctx *ctx, tl_sched *s, int stage, int iter, int factor_iter,
+                     int *new_stage);
+
 extern const char *const tl_ann_name[12];   /* "none", "unroll", ... "tensorize" */
 
 #endif

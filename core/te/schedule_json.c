@@ -4,6 +4,7 @@
 ** with jansson), the readable print (steps and the stage/iterator table)
 ** and the state hash.
 **
+** Writer and reader follow the fields of each kind's row in steps.h.
 ** Reading is strict about shape (field count and types, per step kind) and
 ** all-or-nothing: tl_sched_apply_json parses every step first, applies them
 ** to a copy, and only then takes the result, so a malformed or illegal step
@@ -39,45 +40,19 @@ static void put_ints(tl_buf *b, const int64_t *v, int n) {
   tl_buf_puts(b, "]");
 }
 
+/* "[" prefix, then each field of the kind's row in order. */
 void tl_step_to_json(const tl_step *t, tl_buf *b) {
-  tl_buf_printf(b, "[\"%s\", %d", tl_step_name(t->kind), t->stage_id);
-  switch (t->kind) {
-  case TL_STEP_AN: tl_buf_printf(b, ", %d, %d", t->iter_id, t->annotation); break;
-  case TL_STEP_FU:
-  case TL_STEP_RE:
+  const tl_step_desc *d = &tl_step_table[t->kind];
+  tl_buf_printf(b, "[\"%s\"", d->name);
+  for (int f = 0; f < d->nfields; f++) {
+    const tl_step_field *fd = &d->fields[f];
     tl_buf_puts(b, ", ");
-    put_ints(b, t->ints, t->nints);
-    break;
-  case TL_STEP_PR:
-    tl_buf_printf(b, ", %d, ", t->iter_id);
-    put_str(b, t->str);
-    break;
-  case TL_STEP_SP:
-    tl_buf_printf(b, ", %d, %lld, ", t->iter_id, (long long)t->extent);
-    put_ints(b, t->ints, t->nints);
-    tl_buf_printf(b, ", %d", t->inner_to_outer ? 1 : 0);
-    break;
-  case TL_STEP_FSP: tl_buf_printf(b, ", %d, %d, %d", t->iter_id, t->src_step_id, t->n_split); break;
-  case TL_STEP_FFSP:
-    tl_buf_printf(b, ", %d, ", t->iter_id);
-    put_ints(b, t->ints, t->nints);
-    tl_buf_printf(b, ", %d, %d", t->level, t->inner_to_outer ? 1 : 0);
-    break;
-  case TL_STEP_SA: tl_buf_printf(b, ", %d, %d, %d", t->iter_id, t->factor, t->offset); break;
-  case TL_STEP_CA: tl_buf_printf(b, ", %d, %d", t->target_stage_id, t->target_iter_id); break;
-  case TL_STEP_CI:
-  case TL_STEP_CR: break;
-  case TL_STEP_CHR:
-    tl_buf_puts(b, ", ");
-    put_str(b, t->str);
-    tl_buf_puts(b, ", ");
-    put_ints(b, t->ints, t->nints);
-    break;
-  case TL_STEP_CHW:
-    tl_buf_puts(b, ", ");
-    put_str(b, t->str);
-    break;
-  case TL_STEP_RF: tl_buf_printf(b, ", %d, %d", t->iter_id, t->factor_iter_id); break;
+    switch (fd->type) {
+    case 'I': put_ints(b, t->ints, t->nints); break;
+    case 's': put_str(b, t->str); break;
+    case 'b': tl_buf_puts(b, tl_step_get(t, fd) ? "1" : "0"); break;
+    default: tl_buf_printf(b, "%lld", (long long)tl_step_get(t, fd)); break;
+    }
   }
   tl_buf_puts(b, "]");
 }
@@ -113,29 +88,6 @@ TL_EXPORT uint64_t tl_sched_hash(const tl_sched *s) {
 }
 
 /* ---- reading ------------------------------------------------------------------- */
-
-/* Field names per kind, after the prefix; the letter says the type:
-** i integer, I integer array, s string, b 0/1 (int or bool). */
-static const struct {
-  int kind;
-  const char *types;
-  const char *names[6];
-} layouts[] = {
-  {TL_STEP_AN, "iii", {"stage_id", "iter_id", "annotation"}},
-  {TL_STEP_FU, "iI", {"stage_id", "fused_ids"}},
-  {TL_STEP_PR, "iis", {"stage_id", "iter_id", "pragma_type"}},
-  {TL_STEP_RE, "iI", {"stage_id", "after_ids"}},
-  {TL_STEP_SP, "iiiIb", {"stage_id", "iter_id", "extent", "lengths", "inner_to_outer"}},
-  {TL_STEP_FSP, "iiii", {"stage_id", "iter_id", "src_step_id", "n_split"}},
-  {TL_STEP_FFSP, "iiIib", {"stage_id", "iter_id", "src_step_ids", "level", "factor_or_nparts"}},
-  {TL_STEP_SA, "iiii", {"stage_id", "iter_id", "factor", "offset"}},
-  {TL_STEP_CA, "iii", {"stage_id", "target_stage_id", "target_iter_id"}},
-  {TL_STEP_CI, "i", {"stage_id"}},
-  {TL_STEP_CR, "i", {"stage_id"}},
-  {TL_STEP_CHR, "isI", {"stage_id", "scope_name", "reader_stage_ids"}},
-  {TL_STEP_CHW, "is", {"stage_id", "scope_name"}},
-  {TL_STEP_RF, "iii", {"stage_id", "iter_id", "factor_iter_id"}},
-};
 
 static const char *json_type_name(const json_t *j) {
   switch (json_typeof(j)) {
@@ -178,30 +130,34 @@ int tl_step_from_json(tl_ctx *ctx, const void *jv, tl_step *t) {
     return tl_err(ctx, TL_E_PARSE, "step: expected a kind string (\"SP\", \"RE\", ...) first");
   const char *kname = json_string_value(json_array_get(j, 0));
   int kind = tl_step_kind(kname);
-  if (kind < 0)
-    return tl_err(ctx, TL_E_PARSE,
-                  "step: unknown kind \"%s\" (expected one of AN FU PR RE SP FSP FFSP SA CA CI CR CHR CHW RF)",
-                  kname);
-  int li = -1;
-  for (int i = 0; i < (int)TL_ARRAY_SIZE(layouts); i++)
-    if (layouts[i].kind == kind) li = i;
-  const char *types = layouts[li].types;
-  size_t nf = strlen(types);
+  if (kind < 0) {
+    char names[256];
+    size_t n = 0;
+    for (int k = 0; k < TL_STEP__MAX && n < sizeof names; k++)
+      n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", k ? " " : "", tl_step_table[k].name);
+    return tl_err(ctx, TL_E_PARSE, "step: unknown kind \"%s\" (expected one of %s)", kname, names);
+  }
+  const tl_step_desc *d = &tl_step_table[kind];
+  size_t nf = (size_t)d->nfields;
   if (json_array_size(j) != nf + 1)
     return tl_err(ctx, TL_E_PARSE, "step \"%s\": expected %zu fields after the kind, got %zu", kname,
                   nf, json_array_size(j) - 1);
   t->kind = kind;
-  int64_t v[6] = {0};
   for (size_t f = 0; f < nf; f++) {
     const json_t *x = json_array_get(j, f + 1);
-    const char *fname = layouts[li].names[f];
-    switch (types[f]) {
+    const tl_step_field *fd = &d->fields[f];
+    const char *fname = fd->name;
+    int64_t v = 0;
+    switch (fd->type) {
     case 'i':
-      if (get_int(ctx, x, kname, fname, INT32_MIN, INT32_MAX, &v[f])) goto fail;
+    case 'e':
+      if (get_int(ctx, x, kname, fname, INT32_MIN, INT32_MAX, &v)) goto fail;
+      tl_step_set(t, fd, v);
       break;
     case 'b':
-      if (json_is_boolean(x)) v[f] = json_is_true(x);
-      else if (get_int(ctx, x, kname, fname, 0, 1, &v[f])) goto fail;
+      if (json_is_boolean(x)) v = json_is_true(x);
+      else if (get_int(ctx, x, kname, fname, 0, 1, &v)) goto fail;
+      tl_step_set(t, fd, v);
       break;
     case 's':
       if (!json_is_string(x)) {
@@ -232,18 +188,6 @@ int tl_step_from_json(tl_ctx *ctx, const void *jv, tl_step *t) {
       break;
     }
     }
-  }
-  t->stage_id = (int)v[0];
-  switch (kind) {
-  case TL_STEP_AN: t->iter_id = (int)v[1]; t->annotation = (int)v[2]; break;
-  case TL_STEP_PR: t->iter_id = (int)v[1]; break;
-  case TL_STEP_SP: t->iter_id = (int)v[1]; t->extent = v[2]; t->inner_to_outer = (int)v[4]; break;
-  case TL_STEP_FSP: t->iter_id = (int)v[1]; t->src_step_id = (int)v[2]; t->n_split = (int)v[3]; break;
-  case TL_STEP_FFSP: t->iter_id = (int)v[1]; t->level = (int)v[3]; t->inner_to_outer = (int)v[4]; break;
-  case TL_STEP_SA: t->iter_id = (int)v[1]; t->factor = (int)v[2]; t->offset = (int)v[3]; break;
-  case TL_STEP_CA: t->target_stage_id = (int)v[1]; t->target_iter_id = (int)v[2]; break;
-  case TL_STEP_RF: t->iter_id = (int)v[1]; t->factor_iter_id = (int)v[2]; break;
-  default: break;
   }
   return 0;
 fail:

@@ -25,6 +25,7 @@
 */
 #include "topi.h"
 
+#include "../te/schedule.h"
 
 #define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
 

@@ -19,6 +19,9 @@
 -- Objects:
 --   Schedule  s[t] -> Stage, where t is a te Tensor or Op, a tensor returned
 --             by cache_read/cache_write/rfactor, a Stage or an op name.
+--             s:step_<verb>(...) for every step kind of the library's step
+--             table (core/te/steps.h): one raw step from its record fields,
+--             e.g. s:step_split(2, 0, {8}, 1); generated, not written here.
 --   Stage     s[C]:split / tile / reorder / fuse / vectorize / unroll /
 --             parallel / bind / pragma / storage_align / compute_at /
 --             compute_inline / compute_root; st.op.axis and
@@ -61,6 +64,83 @@ local function check(rc, lvl)
 end
 
 local function te_mod() return require "tunelua.te" end
+
+-- ---- the step table ---------------------------------------------------------------
+-- The step kinds of core/te/steps.h, read from the library, in kind order:
+--   { kind = 4, name = "SP", verb = "split", types = "iieIb",
+--     fields = {"stage_id", "iter_id", "extent", "lengths", "inner_to_outer"},
+--     params = the fields a caller gives (all but the recorded extent `e`),
+--              each { name = ..., type = "i" | "b" | "I" | "s" } }
+-- step_kind.SP and step_kind.split are the same record.
+local step_kinds, step_kind = {}, {}
+for k = 0, C.tl_step_count() - 1 do
+  local d = { kind = k, name = ffi.string(C.tl_step_name(k)), verb = ffi.string(C.tl_step_verb(k)),
+              types = ffi.string(C.tl_step_field_types(k)), fields = {}, params = {} }
+  for f = 1, #d.types do
+    local name, ty = ffi.string(C.tl_step_field_name(k, f - 1)), d.types:sub(f, f)
+    d.fields[f] = name
+    if ty ~= "e" then d.params[#d.params + 1] = { name = name, type = ty } end
+  end
+  step_kinds[k + 1] = d
+  step_kind[d.name], step_kind[d.verb] = d, d
+end
+
+local function is_int(v) return type(v) == "number" and v == math.floor(v) end
+
+local function describe(v)
+  if type(v) == "number" then return tostring(v) end
+  if type(v) == "string" then return "'" .. v .. "'" end
+  return type(v)
+end
+
+-- Apply step kind d to schedule s with the record fields of d.params, in
+-- order: integers for i and b (b also takes a boolean), a list of integers
+-- for I, a string for s. Returns the id of the stage the step inserted
+-- (cache_read, cache_write, rfactor), else nothing.
+local function add_step(s, d, lvl, ...)
+  local given, args = select("#", ...), { ... }
+  local np = #d.params
+  if given ~= np then
+    local names = {}
+    for i, p in ipairs(d.params) do names[i] = p.name end
+    error(string.format("%s: expected %d fields (%s), got %d", d.verb, np, table.concat(names, ", "),
+                        given), lvl)
+  end
+  local scalars, nscalar = i64arr(math.max(np, 1)), 0
+  local list, nlist, str = nil, 0, nil
+  for i, p in ipairs(d.params) do
+    local v = args[i]
+    if p.type == "I" then
+      if type(v) ~= "table" then
+        error(string.format("%s: %s should be a list of integers, got %s", d.verb, p.name, describe(v)), lvl)
+      end
+      nlist = #v
+      list = i64arr(math.max(nlist, 1))
+      for k = 1, nlist do
+        if not is_int(v[k]) then
+          error(string.format("%s: %s[%d] should be an integer, got %s", d.verb, p.name, k, describe(v[k])),
+                lvl)
+        end
+        list[k - 1] = v[k]
+      end
+    elseif p.type == "s" then
+      if type(v) ~= "string" then
+        error(string.format("%s: %s should be a string, got %s", d.verb, p.name, describe(v)), lvl)
+      end
+      str = v
+    else
+      if p.type == "b" and type(v) == "boolean" then v = v and 1 or 0 end
+      if not is_int(v) then
+        error(string.format("%s: %s should be an integer, got %s", d.verb, p.name, describe(v)), lvl)
+      end
+      scalars[nscalar] = v
+      nscalar = nscalar + 1
+    end
+  end
+  local ns = int1(-1)
+  check(C.tl_sched_step(ctx, s.handle, d.kind, scalars, nscalar, list, nlist, str, ns), lvl + 1)
+  if ns[0] >= 0 then return tonumber(ns[0]) end
+end
 
 -- ---- axes -------------------------------------------------------------------------
 
@@ -187,7 +267,7 @@ local function split(st, ax, opts, lvl)
   if type(n) ~= "number" or n ~= math.floor(n) then
     error("split: the factor must be an integer, got " .. tostring(n), lvl)
   end
-  check(C.tl_sched_split(ctx, st.sched.handle, id, pos, 1, i64arr(1, n), opts.factor and 1 or 0), lvl + 1)
+  add_step(st.sched, step_kind.split, lvl + 1, id, pos, { n }, opts.factor and 1 or 0)
   return axis_at(st, id, pos), axis_at(st, id, pos + 1)
 end
 
@@ -203,9 +283,7 @@ function stage_methods.split_n(st, ax, lengths, inner_to_outer)
   local id, pos = axis_pos(st, ax, "split", 3)
   if type(lengths) ~= "table" then error("split: lengths must be a list of integers", 2) end
   local n = #lengths
-  local arr = i64arr(math.max(n, 1))
-  for i = 1, n do arr[i - 1] = lengths[i] end
-  check(C.tl_sched_split(ctx, st.sched.handle, id, pos, n, arr, inner_to_outer == false and 0 or 1), 3)
+  add_step(st.sched, step_kind.split, 3, id, pos, lengths, inner_to_outer == false and 0 or 1)
   local out = {}
   for i = 0, n do out[i + 1] = axis_at(st, id, pos + i) end
   return unpack(out)
@@ -229,10 +307,10 @@ local function reorder(st, list, lvl)
     pos[i], sorted[i] = p, p
   end
   table.sort(sorted)
-  local order = intarr(math.max(n, 1))
-  for i = 0, n - 1 do order[i] = i end
-  for i = 1, #pos do order[sorted[i]] = pos[i] end
-  check(C.tl_sched_reorder(ctx, h, id, n, order), lvl + 1)
+  local order = {}
+  for i = 1, n do order[i] = i - 1 end
+  for i = 1, #pos do order[sorted[i] + 1] = pos[i] end
+  add_step(st.sched, step_kind.reorder, lvl + 1, id, order)
 end
 
 --- st:reorder(a, b, c, ...): the given axes take, in this order, the
@@ -246,14 +324,12 @@ function stage_methods.fuse(st, ...)
   local list = axis_list(...)
   if #list == 0 then error("fuse: no axes given", 2) end
   local id
-  local arr = intarr(#list)
+  local iters = {}
   for i, ax in ipairs(list) do
-    local p
-    id, p = axis_pos(st, ax, "fuse", 3)
-    arr[i - 1] = p
+    id, iters[i] = axis_pos(st, ax, "fuse", 3)
   end
-  check(C.tl_sched_fuse(ctx, st.sched.handle, id, #list, arr), 3)
-  local fused = axis_at(st, id, arr[0])
+  add_step(st.sched, step_kind.fuse, 3, id, iters)
+  local fused = axis_at(st, id, iters[1])
   return fused
 end
 
@@ -268,7 +344,7 @@ end
 -- (lvl: as seen from annotate's caller's caller, the user)
 local function annotate(st, ax, ann, verb)
   local id, pos = axis_pos(st, ax, verb, 4)
-  check(C.tl_sched_annotate(ctx, st.sched.handle, id, pos, ann), 4)
+  add_step(st.sched, step_kind.annotate, 4, id, pos, ann)
 end
 
 function stage_methods.vectorize(st, ax) annotate(st, ax, C.TL_ANN_VECTORIZE, "vectorize") end
@@ -300,13 +376,13 @@ function stage_methods.pragma(st, ax, key, value)
   if type(key) ~= "string" then error("pragma: the pragma name must be a string", 2) end
   local id, pos = axis_pos(st, ax, "pragma", 3)
   local text = value ~= nil and (key .. "$" .. tostring(value)) or key
-  check(C.tl_sched_pragma(ctx, st.sched.handle, id, pos, text), 3)
+  add_step(st.sched, step_kind.pragma, 3, id, pos, text)
 end
 
 --- st:storage_align(axis, factor, offset)
 function stage_methods.storage_align(st, ax, factor, offset)
   local id, pos = axis_pos(st, ax, "storage_align", 3)
-  check(C.tl_sched_storage_align(ctx, st.sched.handle, id, pos, factor, offset or 0), 3)
+  add_step(st.sched, step_kind.storage_align, 3, id, pos, factor, offset or 0)
 end
 
 --- st:compute_at(parent_stage, axis_of_parent)
@@ -316,15 +392,15 @@ function stage_methods.compute_at(st, parent, ax)
   end
   local id = stage_id(st, "compute_at", 3)
   local pid, pos = axis_pos(parent, ax, "compute_at", 3)
-  check(C.tl_sched_compute_at(ctx, st.sched.handle, id, pid, pos), 3)
+  add_step(st.sched, step_kind.compute_at, 3, id, pid, pos)
 end
 
 function stage_methods.compute_inline(st)
-  check(C.tl_sched_compute_inline(ctx, st.sched.handle, stage_id(st, "compute_inline", 3)), 3)
+  add_step(st.sched, step_kind.compute_inline, 3, stage_id(st, "compute_inline", 3))
 end
 
 function stage_methods.compute_root(st)
-  check(C.tl_sched_compute_root(ctx, st.sched.handle, stage_id(st, "compute_root", 3)), 3)
+  add_step(st.sched, step_kind.compute_root, 3, stage_id(st, "compute_root", 3))
 end
 
 -- ---- tensors made by the schedule ----------------------------------------------------
@@ -444,11 +520,10 @@ function sched_methods.cache_read(s, t, scope, readers)
   local id = stage_of(s, t, 3)
   if type(scope) ~= "string" then error("cache_read: scope must be a string like \"shared\"", 2) end
   if type(readers) ~= "table" or target_name(readers) then readers = { readers } end
-  local arr = intarr(math.max(#readers, 1))
-  for i, r in ipairs(readers) do arr[i - 1] = stage_of(s, r, 3) end
-  local ns = int1()
-  check(C.tl_sched_cache_read(ctx, s.handle, id, scope, #readers, arr, ns), 3)
-  local t2 = new_stensor(s, ns[0])
+  local ids = {}
+  for i, r in ipairs(readers) do ids[i] = stage_of(s, r, 3) end
+  local ns = add_step(s, step_kind.cache_read, 3, id, scope, ids)
+  local t2 = new_stensor(s, ns)
   return t2
 end
 
@@ -456,9 +531,8 @@ end
 function sched_methods.cache_write(s, t, scope)
   local id = stage_of(s, t, 3)
   if type(scope) ~= "string" then error("cache_write: scope must be a string like \"local\"", 2) end
-  local ns = int1()
-  check(C.tl_sched_cache_write(ctx, s.handle, id, scope, ns), 3)
-  local t2 = new_stensor(s, ns[0])
+  local ns = add_step(s, step_kind.cache_write, 3, id, scope)
+  local t2 = new_stensor(s, ns)
   return t2
 end
 
@@ -466,10 +540,29 @@ end
 function sched_methods.rfactor(s, t, ax, factor_axis)
   local st = get_stage(s, t, 3)
   local id, pos = axis_pos(st, ax, "rfactor", 3)
-  local ns = int1()
-  check(C.tl_sched_rfactor(ctx, s.handle, id, pos, factor_axis or 0, ns), 3)
-  local t2 = new_stensor(s, ns[0])
+  local ns = add_step(s, step_kind.rfactor, 3, id, pos, factor_axis or 0)
+  local t2 = new_stensor(s, ns)
   return t2
+end
+
+-- ---- raw steps: one method per row of the step table ----------------------------------
+-- s:step_<verb>(fields...) applies one step given as its record fields
+-- (stage and iterator ids are positions, 0-based; the recorded extent of a
+-- split is filled in): s:step_split(2, 0, {8}, 1) records ["SP", 2, 0, 64,
+-- [8], 1]. Steps that insert a stage return its id. s:step(name, ...) does
+-- the same by record prefix or verb: s:step("SP", 2, 0, {8}, 1).
+for _, d in ipairs(step_kinds) do
+  sched_methods["step_" .. d.verb] = function(s, ...)
+    local new_stage = add_step(s, d, 3, ...)
+    return new_stage
+  end
+end
+
+function sched_methods.step(s, name, ...)
+  local d = step_kind[name]
+  if not d then error(string.format("step: unknown step kind %s", describe(name)), 2) end
+  local new_stage = add_step(s, d, 3, ...)
+  return new_stage
 end
 
 --- s:steps() -> the step list as §2.4 JSON text
@@ -515,6 +608,7 @@ function sched_methods.tensor_id(s, x, lvl)
 end
 
 schedule.Schedule, schedule.Stage, schedule.Axis = Schedule, Stage, Axis
+schedule.step_kinds = step_kinds
 function schedule.is_schedule(x) return getmetatable(x) == Schedule end
 function schedule.is_stage(x) return getmetatable(x) == Stage end
 function schedule.is_axis(x) return getmetatable(x) == Axis end

@@ -126,7 +126,7 @@ TL_TEST(sched_fuse_reorder_annotate) {
   int ord[2] = {1, 0};
   CHECK_EQ_INT(tl_sched_reorder(f.ctx, s, 2, 2, ord), 0);
   CHECK_STREQ(iters(s, 2), "k(8) i.j.fused(192)");
-  CHECK_EQ_INT(tl_sched_pragma(f.ctx, s, 2, 0, "auto_unroll_max_step$16"), 0);
+  CHECK_EQ_INT(tl_sched_step(f.ctx, s, TL_STEP_PR, (int64_t[]){2, 0}, 2, NULL, 0, "auto_unroll_max_step$16", NULL), 0);
   /* a fuse of spatial and reduction iterators is mixed */
   int ids2[2] = {0, 1};
   CHECK_EQ_INT(tl_sched_fuse(f.ctx, s, 2, 2, ids2), 0);
@@ -182,12 +182,12 @@ TL_TEST(sched_illegal_steps) {
   CHECK_REFUSED(tl_sched_compute_at(f.ctx, s, 0, 2, 0), "compute_at: stage 'A' is a placeholder");
   CHECK_REFUSED(tl_sched_cache_write(f.ctx, s, 2, "texture", NULL),
                 "cache_write: unknown scope 'texture' for stage 'C' (expected global, local or shared)");
-  int rd = 1;
-  CHECK_REFUSED(tl_sched_cache_read(f.ctx, s, 0, "shared", 1, &rd, NULL),
+  int64_t rd = 1;
+  CHECK_REFUSED(tl_sched_step(f.ctx, s, TL_STEP_CHR, (int64_t[]){0}, 1, &rd, 1, "shared", NULL),
                 "cache_read: stage 'B' does not read 'A'");
-  CHECK_REFUSED(tl_sched_storage_align(f.ctx, s, 2, 2, 8, 1),
+  CHECK_REFUSED(tl_sched_step(f.ctx, s, TL_STEP_SA, (int64_t[]){2, 2, 8, 1}, 4, NULL, 0, NULL, NULL),
                 "storage_align: iterator 'k' of stage 'C' is a reduction");
-  CHECK_REFUSED(tl_sched_pragma(f.ctx, s, 2, 0, "auto_unroll_max_step$x"),
+  CHECK_REFUSED(tl_sched_step(f.ctx, s, TL_STEP_PR, (int64_t[]){2, 0}, 2, NULL, 0, "auto_unroll_max_step$x", NULL),
                 "pragma: expected \"auto_unroll_max_step$<N>\" for iterator 'i' of stage 'C', got "
                 "\"auto_unroll_max_step$x\"");
   /* annotations: no second different one, one thread tag per stage */
@@ -243,7 +243,7 @@ TL_TEST(sched_compute_at_rules) {
   /* a stage computed inside another cannot be inlined away under it */
   CHECK_EQ_INT(tl_sched_compute_inline(ctx, s, 1), 0);
   CHECK_EQ_INT(tl_sched_stage_compute_at(s, 1, NULL, NULL), TL_CA_INLINED);
-  CHECK_EQ_INT(tl_sched_compute_root(ctx, s, 1), 0);
+  CHECK_EQ_INT(tl_sched_step(ctx, s, TL_STEP_CR, (int64_t[]){1}, 1, NULL, 0, NULL, NULL), 0);
   CHECK_EQ_INT(tl_sched_stage_compute_at(s, 1, NULL, NULL), TL_CA_ROOT);
   tl_sched_free(s);
   tl_dag_free(dag);
@@ -253,9 +253,10 @@ TL_TEST(sched_compute_at_rules) {
 TL_TEST(sched_stage_insertion) {
   fx f = matmul_fx(16, 12, 8);
   tl_sched *s = f.s;
-  int rd = 2, ns = -1;
+  int64_t rd = 2;
+  int ns = -1;
   /* CHR: the cache stage goes right after the read one */
-  CHECK_EQ_INT(tl_sched_cache_read(f.ctx, s, 1, "shared", 1, &rd, &ns), 0);
+  CHECK_EQ_INT(tl_sched_step(f.ctx, s, TL_STEP_CHR, (int64_t[]){1}, 1, &rd, 1, "shared", &ns), 0);
   CHECK_EQ_INT(ns, 2);
   CHECK_STREQ(tl_sched_stage_name(s, 2), "B.shared");
   CHECK_STREQ(tl_sched_stage_name(s, 3), "C");
@@ -271,8 +272,8 @@ TL_TEST(sched_stage_insertion) {
   /* attachments shift with later insertions */
   CHECK_EQ_INT(tl_sched_compute_at(f.ctx, s, 2, 3, 2), 0);   /* B.shared at C.local.k */
   int at_stage, at_iter;
-  int rd2 = 4;
-  CHECK_EQ_INT(tl_sched_cache_read(f.ctx, s, 3, "local", 1, &rd2, &ns), 0);   /* C.local.local for C */
+  int64_t rd2 = 4;
+  CHECK_EQ_INT(tl_sched_step(f.ctx, s, TL_STEP_CHR, (int64_t[]){3}, 1, &rd2, 1, "local", &ns), 0);   /* C.local.local for C */
   CHECK_EQ_INT(ns, 4);
   CHECK_EQ_INT(tl_sched_stage_compute_at(s, 2, &at_stage, &at_iter), TL_CA_ITER);
   CHECK_EQ_INT(at_stage, 3);
@@ -473,22 +474,23 @@ TL_TEST(sched_follow_fused_split) {
   CHECK_EQ_INT(tl_sched_apply_json(f.ctx, s, "[[\"SP\", 2, 0, 64, [4, 2], 1], [\"SP\", 2, 3, 48, [3], 1]]"), 0);
   CHECK_STREQ(iters(s, 2), "i.0(8) i.1(4) i.2(2) j.outer(16) j.inner(3) k(32)");
   /* level 0 of steps 0 and 1: 4 * 3 = 12, as a factor, then as nparts */
-  int src[2] = {0, 1};
-  CHECK_EQ_INT(tl_sched_follow_fused_split(f.ctx, s, 2, 5, 2, src, 0, 1), 0);
+  int64_t src[2] = {0, 1};
+  CHECK_EQ_INT(tl_sched_step(f.ctx, s, TL_STEP_FFSP, (int64_t[]){2, 5, 0, 1}, 4, src, 2, NULL, NULL), 0);
   CHECK_STREQ(iters(s, 2), "i.0(8) i.1(4) i.2(2) j.outer(16) j.inner(3) k.outer(3) k.inner(12)");
-  CHECK_EQ_INT(tl_sched_follow_fused_split(f.ctx, s, 2, 3, 2, src, 0, 0), 0);
+  CHECK_EQ_INT(tl_sched_step(f.ctx, s, TL_STEP_FFSP, (int64_t[]){2, 3, 0, 0}, 4, src, 2, NULL, NULL), 0);
   CHECK_STREQ(iters(s, 2), "i.0(8) i.1(4) i.2(2) j.outer.outer(12) j.outer.inner(2) j.inner(3) k.outer(3) k.inner(12)");
   /* FSP with n_split 1: one length, the product of all */
-  CHECK_EQ_INT(tl_sched_follow_split(f.ctx, s, 2, 0, 0, 1), 0);
+  CHECK_EQ_INT(tl_sched_step(f.ctx, s, TL_STEP_FSP, (int64_t[]){2, 0, 0, 1}, 4, NULL, 0, NULL, NULL), 0);
   CHECK_STREQ(iters(s, 2),
               "i.0.outer(1) i.0.inner(8) i.1(4) i.2(2) j.outer.outer(12) j.outer.inner(2) j.inner(3) k.outer(3) "
               "k.inner(12)");
   CHECK_STREQ(tl_sched_json(s), "[[\"SP\", 2, 0, 64, [4, 2], 1], [\"SP\", 2, 3, 48, [3], 1], "
                                 "[\"FFSP\", 2, 5, [0, 1], 0, 1], [\"FFSP\", 2, 3, [0, 1], 0, 0], "
                                 "[\"FSP\", 2, 0, 0, 1]]");
-  CHECK_REFUSED(tl_sched_follow_fused_split(f.ctx, s, 2, 0, 2, src, 1, 1),
+  CHECK_REFUSED(tl_sched_step(f.ctx, s, TL_STEP_FFSP, (int64_t[]){2, 0, 1, 1}, 4, src, 2, NULL, NULL),
                 "follow_fused_split: level 1 out of range for step 1 (1 lengths)");
-  CHECK_REFUSED(tl_sched_follow_split(f.ctx, s, 2, 0, 2, 1), "follow_split: step 2 is FFSP, not a split");
+  CHECK_REFUSED(tl_sched_step(f.ctx, s, TL_STEP_FSP, (int64_t[]){2, 0, 2, 1}, 4, NULL, 0, NULL, NULL),
+                "follow_split: step 2 is FFSP, not a split");
   /* a replay gives the same iterators */
   tl_sched *r;
   CHECK_EQ_INT(tl_sched_fresh(f.ctx, s, &r), 0);
