@@ -2,7 +2,9 @@
 ** iterator table after each kind of step, the exact messages of illegal
 ** steps (and that they change nothing), stage-id shifts of cache_read /
 ** cache_write / rfactor, the §2.4 JSON round trip and its parse errors,
-** replay of an auto-scheduler record (with FSP), copies and hashes. */
+** replay of an auto-scheduler record (with FSP), copies and hashes; every
+** row of the step table through JSON and back, and tl_sched_step. */
+#include <jansson.h>
 #include <string.h>
 
 #include "te/schedule.h"
@@ -499,5 +501,112 @@ TL_TEST(sched_follow_fused_split) {
   snprintf(want, sizeof want, "%s", iters(s, 2));
   CHECK_STREQ(iters(r, 2), want);
   tl_sched_free(r);
+  fx_free(&f);
+}
+
+/* Every row of the step table (te/steps.h): a step with a distinct value in
+** each field goes to JSON and back unchanged, field by field, and the
+** public table queries agree with the descriptors. */
+TL_TEST(sched_step_table_roundtrip) {
+  tl_ctx *ctx = tl_ctx_new();
+  CHECK_EQ_INT(tl_step_count(), TL_STEP__MAX);
+  CHECK(tl_step_name(-1) == NULL && tl_step_name(TL_STEP__MAX) == NULL);
+  CHECK(tl_step_field_name(TL_STEP_SP, 5) == NULL);
+  CHECK_STREQ(tl_step_field_types(TL_STEP_SP), "iieIb");
+  for (int k = 0; k < TL_STEP__MAX; k++) {
+    const tl_step_desc *d = &tl_step_table[k];
+    CHECK_EQ_INT(tl_step_kind(tl_step_name(k)), k);
+    CHECK_STREQ(tl_step_verb(k), d->verb);
+    CHECK_EQ_INT((int)strlen(tl_step_field_types(k)), d->nfields);
+    CHECK_EQ_INT(tl_step_field_count(k), d->nfields);
+    CHECK_STREQ(d->fields[0].name, "stage_id");
+    int nlist = 0, nstr = 0;
+    int64_t list[3] = {7 + k, 0, 3};
+    tl_step t;
+    memset(&t, 0, sizeof t);
+    t.kind = k;
+    for (int f = 0; f < d->nfields; f++) {
+      const tl_step_field *fd = &d->fields[f];
+      CHECK(fd->type == tl_step_field_types(k)[f]);
+      CHECK_STREQ(tl_step_field_name(k, f), fd->name);
+      switch (fd->type) {
+      case 'i': tl_step_set(&t, fd, 100 * k + f + 1); break;
+      case 'e': tl_step_set(&t, fd, 1000 + k); break;
+      case 'b': tl_step_set(&t, fd, 1); break;
+      case 'I': nlist++; t.ints = list; t.nints = 3; break;
+      case 's': nstr++; t.str = "a \"b\"$1"; break;
+      default: CHECK(!"unknown field type");
+      }
+    }
+    CHECK(nlist <= 1 && nstr <= 1);
+    tl_buf b = {0};
+    tl_step_to_json(&t, &b);
+    json_error_t jerr;
+    json_t *j = json_loads(b.s, 0, &jerr);
+    CHECK(j != NULL);
+    CHECK_EQ_INT((int)json_array_size(j), d->nfields + 1);
+    CHECK_STREQ(json_string_value(json_array_get(j, 0)), d->name);
+    tl_step r;
+    CHECK_EQ_INT(tl_step_from_json(ctx, j, &r), 0);
+    json_decref(j);
+    CHECK_EQ_INT(r.kind, k);
+    for (int f = 0; f < d->nfields; f++) {
+      const tl_step_field *fd = &d->fields[f];
+      if (fd->type == 'I') {
+        CHECK_EQ_INT(r.nints, 3);
+        for (int i = 0; i < 3; i++) CHECK(r.ints[i] == list[i]);
+      } else if (fd->type == 's') {
+        CHECK_STREQ(r.str, t.str);
+      } else {
+        CHECK(tl_step_get(&r, fd) == tl_step_get(&t, fd));
+      }
+    }
+    if (!nlist) CHECK(r.ints == NULL && r.nints == 0);
+    if (!nstr) CHECK(r.str == NULL);
+    tl_buf b2 = {0};
+    tl_step_to_json(&r, &b2);
+    CHECK_STREQ(b2.s, b.s);
+    tl_buf_free(&b2);
+    tl_buf_free(&b);
+    tl_step_release(&r);
+  }
+  tl_ctx_free(ctx);
+}
+
+/* tl_sched_step: the fields of the row, checked before anything is applied;
+** the inserted stage of CHR (after), CHW and RF (before). */
+TL_TEST(sched_step_generic) {
+  fx f = matmul_fx(16, 12, 8);
+  tl_sched *s = f.s;
+  int64_t a[4] = {2, 0, 1, 0};
+  int64_t four = 4;
+  int ns = 99;
+  CHECK_EQ_INT(tl_sched_step(f.ctx, s, TL_STEP_SP, a, 2, &four, 1, NULL, NULL), TL_E_ARG);
+  CHECK_STREQ(tl_errmsg(f.ctx), "split: expected 3 integer fields, got 2");
+  tl_clearerr(f.ctx);
+  CHECK_EQ_INT(tl_sched_step(f.ctx, s, TL_STEP_CI, a, 1, &four, 1, NULL, NULL), TL_E_ARG);
+  CHECK_STREQ(tl_errmsg(f.ctx), "compute_inline: 1 list entries given, the step takes none");
+  tl_clearerr(f.ctx);
+  CHECK_EQ_INT(tl_sched_step(f.ctx, s, TL_STEP_CR, a, 1, NULL, 0, "x", NULL), TL_E_ARG);
+  CHECK_STREQ(tl_errmsg(f.ctx), "compute_root: the step takes no string");
+  tl_clearerr(f.ctx);
+  CHECK_EQ_INT(tl_sched_step(f.ctx, s, TL_STEP__MAX, a, 1, NULL, 0, NULL, NULL), TL_E_ARG);
+  tl_clearerr(f.ctx);
+  int64_t big[3] = {2, 0, (int64_t)1 << 40};
+  CHECK_EQ_INT(tl_sched_step(f.ctx, s, TL_STEP_AN, big, 3, NULL, 0, NULL, NULL), TL_E_ARG);
+  CHECK_STREQ(tl_errmsg(f.ctx), "annotate: annotation = 1099511627776 is out of range");
+  tl_clearerr(f.ctx);
+  CHECK_EQ_INT(tl_sched_num_steps(s), 0);
+  /* SP records the extent of the split iterator; no stage inserted */
+  CHECK_EQ_INT(tl_sched_step(f.ctx, s, TL_STEP_SP, a, 3, &four, 1, NULL, &ns), 0);
+  CHECK_EQ_INT(ns, -1);
+  CHECK_EQ_INT(tl_sched_step(f.ctx, s, TL_STEP_RF, (int64_t[]){2, 3, 0}, 3, NULL, 0, NULL, &ns), 0);
+  CHECK_EQ_INT(ns, 2);
+  CHECK_STREQ(tl_sched_stage_name(s, 2), "C.rf");
+  int64_t rd = 2;
+  CHECK_EQ_INT(tl_sched_step(f.ctx, s, TL_STEP_CHR, (int64_t[]){0}, 1, &rd, 1, "shared", &ns), 0);
+  CHECK_EQ_INT(ns, 1);
+  CHECK_STREQ(tl_sched_stage_name(s, 1), "A.shared");
+  CHECK_STREQ(tl_sched_json(s), "[[\"SP\", 2, 0, 16, [4], 1], [\"RF\", 2, 3, 0], [\"CHR\", 0, \"shared\", [2]]]");
   fx_free(&f);
 }
