@@ -58,10 +58,6 @@ int tl_atvm_space_knob_kind(const tl_atvm_task *t, int k);   /* TL_KNOB_* */
 /* Entity j of knob k as its JSON value text ([-1, 4], [0, 2, 1], ["none",
 ** "vec"], false, 16); lives in t until the next call. */
 const char *tl_atvm_space_entity_json(tl_atvm_task *t, int k, int64_t j);
-/* Index of the entity of knob k whose JSON value equals value_json (the log's
-** third field), or -1. Split sizes compare from position 1 on (size[0] is
-** never used); other kinds compare values (1 == 1.0 == true). */
-int64_t tl_atvm_space_find_entity(tl_atvm_task *t, int k, const char *value_json);
 int tl_atvm_space_is_valid(const tl_atvm_task *t, int64_t index);
 void tl_atvm_space_point2knob(const tl_atvm_task *t, int64_t index, int64_t *digits);
 int64_t tl_atvm_space_knob2point(const tl_atvm_task *t, const int64_t *digits);
@@ -153,6 +149,10 @@ const char *tl_atvm_space_name(const tl_atvm_space *sp, int k);
 int tl_atvm_space_kind(const tl_atvm_space *sp, int k);
 int tl_atvm_space_find(const tl_atvm_space *sp, const char *name);   /* knob index or -1 */
 int64_t tl_atvm_space_total(const tl_atvm_space *sp);               /* product of dims */
+/* Index of the entity of knob k whose JSON value equals value_json (the log's
+** third field), or -1. Split sizes compare from position 1 on (size[0] is
+** never used); other kinds compare values (1 == 1.0 == true). */
+int64_t tl_atvm_space_find_entity(tl_atvm_space *sp, int k, const char *value_json);
 /* Fallback (FallbackConfig): the digit of knob k used when no config is
 ** chosen; fallback_split sets a split knob by constraints (per-level caps, -1
 ** = none; walking from the innermost level outward, the largest divisor of

@@ -247,11 +247,11 @@ static int64_t find_entity_json(tl_knob *kb, json_t *v) {
   return -1;
 }
 
-TL_EXPORT int64_t tl_atvm_space_find_entity(tl_atvm_task *t, int k, const char *value_json) {
-  if (k < 0 || k >= t->space->knobs.n) return -1;
+TL_EXPORT int64_t tl_atvm_space_find_entity(tl_atvm_space *sp, int k, const char *value_json) {
+  if (k < 0 || k >= sp->knobs.n) return -1;
   json_t *v = json_loads(value_json ? value_json : "", JSON_DECODE_ANY, NULL);
   if (!v) return -1;
-  int64_t j = find_entity_json(&t->space->knobs.v[k], v);
+  int64_t j = find_entity_json(&sp->knobs.v[k], v);
   json_decref(v);
   return j;
 }

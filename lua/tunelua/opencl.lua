@@ -12,7 +12,7 @@
 -- Building for OpenCL is tl.build(s, args, "opencl") (see tunelua.build).
 local ffi = require "ffi"
 local core = require "tunelua.core"
-local json = require "tunelua.rpc.json"
+local json = require "tunelua.json"
 
 local C, ctx = core.C, core.ctx
 

@@ -19,45 +19,15 @@
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local te = require "tunelua.te"
+local json = require "tunelua.json"
 
 local C, ctx, check = core.C, core.ctx, core.check
 
 local topi = { nn = {} }
 local nn = topi.nn
 
--- ---- a small JSON encoder for attribute tables ------------------------------------
-
-local encode
-local function is_list(t)
-  local n = 0
-  for _ in pairs(t) do n = n + 1 end
-  return n == #t
-end
-function encode(v)
-  local tv = type(v)
-  if tv == "number" then
-    if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return string.format("%d", v) end
-    if v ~= v then error("topi: NaN attribute", 3) end
-    if v == math.huge then return "1e308" elseif v == -math.huge then return "-1e308" end
-    return string.format("%.17g", v)
-  elseif tv == "string" then
-    return '"' .. v:gsub('[%c"\\]', function(ch) return string.format("\\u%04x", ch:byte()) end) .. '"'
-  elseif tv == "boolean" then
-    return tostring(v)
-  elseif tv == "table" then
-    local parts = {}
-    if next(v) ~= nil and is_list(v) then
-      for i = 1, #v do parts[i] = encode(v[i]) end
-      return "[" .. table.concat(parts, ",") .. "]"
-    end
-    local keys = {}
-    for k in pairs(v) do keys[#keys + 1] = tostring(k) end
-    table.sort(keys)
-    for i, k in ipairs(keys) do parts[i] = encode(k) .. ":" .. encode(v[k]) end
-    return "{" .. table.concat(parts, ",") .. "}"
-  end
-  error("topi: cannot encode a " .. tv .. " attribute", 3)
-end
+--- topi.encode_attrs(attrs) -> the attribute table as the JSON object text tl_topi_op reads
+local encode = json.encode
 topi.encode_attrs = encode
 
 -- ---- the generic entry ---------------------------------------------------------------

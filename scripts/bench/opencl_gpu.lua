@@ -147,7 +147,7 @@ end
 -- PyTorch peer: {ok, reason | torch, cudnn, device, driver, ms = {[key] = ms}}
 local function torch_peer(convs)
   if not opt.torch then return { ok = false, reason = "--no-torch" } end
-  local json = require "tunelua.rpc.json"
+  local json = require "tunelua.json"
   local path = os.tmpname()
   local list = {}
   for _, c in ipairs(convs) do

@@ -2,6 +2,7 @@
 -- (warned with file:line and skipped), pick_best, apply_history_best, TopHub.
 local autotvm = require "tunelua.autotvm"
 local record = require "tunelua.autotvm.record"
+local json = require "tunelua.json"
 local dispatch = require "tunelua.autotvm.dispatch"
 local tophub = require "tunelua.autotvm.tophub"
 
@@ -33,7 +34,7 @@ do
                  [1538219132.0322816] = "1538219132.0322816", [123456789012345680.0] = "1.2345678901234568e+17",
                  [1e9] = "1000000000.0", [0.0001] = "0.0001" }
   for v, txt in pairs(want) do
-    assert(record.float_text(v) == txt, record.float_text(v) .. " vs " .. txt)
+    assert(json.float_text(v) == txt, json.float_text(v) .. " vs " .. txt)
   end
 end
 

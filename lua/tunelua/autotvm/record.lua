@@ -18,190 +18,11 @@ local record = {}
 record.AUTOTVM_LOG_VERSION = 0.2
 record.TVM_VERSION = "0.8.dev0"
 
--- ---- JSON ----------------------------------------------------------------------------
+local json = require "tunelua.json"
 
-local null = setmetatable({}, { __tostring = function() return "null" end })
-record.null = null
-
--- Floats as Python's repr prints them: the shortest digits that round-trip,
--- fixed notation for decimal exponents in [-4, 16), else d.ddde+XX.
-local function float_text(v)
-  if v ~= v then return "NaN" end
-  if v == math.huge then return "Infinity" elseif v == -math.huge then return "-Infinity" end
-  if v == 0 then return (1 / v < 0) and "-0.0" or "0.0" end
-  local e
-  for p = 0, 16 do
-    e = string.format("%." .. p .. "e", v)
-    if tonumber(e) == v then break end
-  end
-  local sign, int, frac, exp = e:match("^(-?)(%d)%.?(%d*)e([-+]%d+)$")
-  local digits = (int .. frac):gsub("0+$", "")
-  if digits == "" then digits = "0" end
-  local x = tonumber(exp)
-  if x >= -4 and x < 16 then
-    local s
-    if x >= 0 then
-      if #digits <= x + 1 then
-        s = digits .. string.rep("0", x + 1 - #digits) .. ".0"
-      else
-        s = digits:sub(1, x + 1) .. "." .. digits:sub(x + 2)
-      end
-    else
-      s = "0." .. string.rep("0", -x - 1) .. digits
-    end
-    return sign .. s
-  end
-  local m = digits:sub(1, 1) .. (#digits > 1 and ("." .. digits:sub(2)) or "")
-  return string.format("%s%se%s%02d", sign, m, x < 0 and "-" or "+", math.abs(x))
-end
-record.float_text = float_text
-
-local function is_list(t)
-  if getmetatable(t) == null then return false end
-  local n = #t
-  if n > 0 then return true end
-  return next(t) == nil
-end
-
-local function encode_str(s)
-  return '"' .. s:gsub('[%c"\\]', function(ch)
-    local map = { ['"'] = '\\"', ['\\'] = '\\\\', ['\n'] = '\\n', ['\t'] = '\\t', ['\r'] = '\\r' }
-    return map[ch] or string.format("\\u%04x", ch:byte())
-  end) .. '"'
-end
-
--- Python json.dumps style: ", " and ": " separators. Numbers that are
--- integral print as ints unless floats[v] marks the path; use record.float(v)
--- to force a float.
-local Float = {}
-Float.__index = Float
-function record.float(v) return setmetatable({ v = v }, Float) end
-
-local function encode(v, key_order)
-  local tv = type(v)
-  if v == nil or v == null then return "null" end
-  if tv == "boolean" then return tostring(v) end
-  if tv == "number" then
-    if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return string.format("%d", v) end
-    return float_text(v)
-  end
-  if tv == "string" then return encode_str(v) end
-  if tv == "cdata" then return encode(tonumber(v)) end
-  if tv == "table" then
-    if getmetatable(v) == Float then return float_text(v.v) end
-    local parts = {}
-    if is_list(v) then
-      for i = 1, #v do parts[i] = encode(v[i]) end
-      return "[" .. table.concat(parts, ", ") .. "]"
-    end
-    local keys = {}
-    if v.__order then
-      keys = v.__order
-    else
-      for k in pairs(v) do keys[#keys + 1] = tostring(k) end
-      table.sort(keys)
-    end
-    for _, k in ipairs(keys) do
-      if v[k] ~= nil or v.__order then parts[#parts + 1] = encode_str(k) .. ": " .. encode(v[k]) end
-    end
-    return "{" .. table.concat(parts, ", ") .. "}"
-  end
-  error("record: cannot encode a " .. tv, 3)
-end
-record.json_encode = encode
-
--- Decoder: returns value or nil, message.
-local function decode(s)
-  local pos = 1
-  local function err(msg) error({ msg = msg .. " at offset " .. (pos - 1) }, 0) end
-  local function ws() pos = s:find("[^ \t\r\n]", pos) or (#s + 1) end
-  local value
-  local function str()
-    pos = pos + 1
-    local out = {}
-    while true do
-      local a, b = s:find('["\\]', pos)
-      if not a then err("unterminated string") end
-      out[#out + 1] = s:sub(pos, a - 1)
-      if s:sub(a, a) == '"' then pos = a + 1; break end
-      local c = s:sub(a + 1, a + 1)
-      local map = { ['"'] = '"', ['\\'] = '\\', ['/'] = '/', b = '\b', f = '\f', n = '\n', r = '\r', t = '\t' }
-      if map[c] then out[#out + 1] = map[c]; pos = a + 2
-      elseif c == "u" then
-        local h = tonumber(s:sub(a + 2, a + 5), 16)
-        if not h then err("bad \\u escape") end
-        if h < 128 then out[#out + 1] = string.char(h)
-        elseif h < 2048 then out[#out + 1] = string.char(192 + math.floor(h / 64), 128 + h % 64)
-        else out[#out + 1] = string.char(224 + math.floor(h / 4096), 128 + math.floor(h / 64) % 64, 128 + h % 64) end
-        pos = a + 6
-      else err("bad escape") end
-    end
-    return table.concat(out)
-  end
-  function value()
-    ws()
-    local c = s:sub(pos, pos)
-    if c == "{" then
-      pos = pos + 1
-      local obj, order = {}, {}
-      ws()
-      if s:sub(pos, pos) == "}" then pos = pos + 1; return obj end
-      while true do
-        ws()
-        if s:sub(pos, pos) ~= '"' then err("expected a key") end
-        local k = str()
-        ws()
-        if s:sub(pos, pos) ~= ":" then err("expected ':'") end
-        pos = pos + 1
-        obj[k] = value()
-        order[#order + 1] = k
-        ws()
-        local d = s:sub(pos, pos)
-        pos = pos + 1
-        if d == "}" then break elseif d ~= "," then err("expected ',' or '}'") end
-      end
-      return obj
-    elseif c == "[" then
-      pos = pos + 1
-      local arr = {}
-      ws()
-      if s:sub(pos, pos) == "]" then pos = pos + 1; return arr end
-      while true do
-        arr[#arr + 1] = value()
-        ws()
-        local d = s:sub(pos, pos)
-        pos = pos + 1
-        if d == "]" then break elseif d ~= "," then err("expected ',' or ']'") end
-      end
-      return arr
-    elseif c == '"' then
-      return str()
-    elseif s:sub(pos, pos + 3) == "true" then pos = pos + 4; return true
-    elseif s:sub(pos, pos + 4) == "false" then pos = pos + 5; return false
-    elseif s:sub(pos, pos + 3) == "null" then pos = pos + 4; return null
-    elseif s:sub(pos, pos + 2) == "NaN" then pos = pos + 3; return 0 / 0
-    elseif s:sub(pos, pos + 7) == "Infinity" then pos = pos + 8; return math.huge
-    elseif s:sub(pos, pos + 8) == "-Infinity" then pos = pos + 9; return -math.huge
-    else
-      local a, b = s:find("^-?%d+%.?%d*[eE]?[-+]?%d*", pos)
-      if not a then err("unexpected character '" .. c .. "'") end
-      local v = tonumber(s:sub(a, b))
-      if not v then err("bad number") end
-      pos = b + 1
-      return v
-    end
-  end
-  local ok, r = pcall(function()
-    local v = value()
-    ws()
-    if pos <= #s then err("trailing text") end
-    return v
-  end)
-  if ok then return r end
-  if type(r) == "table" then return nil, r.msg end
-  error(r, 0)
-end
-record.json_decode = decode
+local null = json.null
+record.null = null                 -- Python's None in args: tunelua.json's null
+record.json_decode = json.decode
 
 -- ---- workload identity ------------------------------------------------------------------
 
@@ -211,7 +32,7 @@ local function canon(v)
   if v == null or v == nil then return "N" end
   if tv == "boolean" then return v and "1" or "0" end
   if tv == "number" then return string.format("%.17g", v) end
-  if tv == "string" then return encode_str(v) end
+  if tv == "string" then return json.quote(v) end
   if tv == "table" then
     local p = {}
     for i = 1, #v do p[i] = canon(v[i]) end
@@ -253,7 +74,7 @@ end
 
 local function floats(list)
   local out = {}
-  for i, v in ipairs(list or {}) do out[i] = record.float(tonumber(v)) end
+  for i, v in ipairs(list or {}) do out[i] = json.float(tonumber(v)) end
   return out
 end
 
@@ -270,13 +91,13 @@ function record.encode(inp, res)
     input = { tostring(target), name, args or {}, setmetatable({}, { __index = {} }) },
     config = ordered({ index = config.index or -1, code_hash = config.code_hash or null,
                        entity = config.entity or {} }, { "index", "code_hash", "entity" }),
-    result = { floats(costs), error_no, record.float(res.all_cost or 0), record.float(res.timestamp or os.time()) },
-    version = record.float(record.AUTOTVM_LOG_VERSION),
+    result = { floats(costs), error_no, json.float(res.all_cost or 0), json.float(res.timestamp or os.time()) },
+    version = json.float(record.AUTOTVM_LOG_VERSION),
     tvm_version = record.TVM_VERSION,
   }, { "input", "config", "result", "version", "tvm_version" })
   -- kwargs {} must print as an object
   obj.input[4] = ordered({}, {})
-  return encode(obj)
+  return json.dumps(obj)
 end
 
 local function mk_result(r)
@@ -304,8 +125,11 @@ end
 function record.decode(line)
   if type(line) ~= "string" then return nil, "not a string" end
   if line:match("^%s*$") then return nil, "an empty line" end
-  local obj, err = decode(line)
-  if not obj then return nil, "invalid JSON: " .. err end
+  local ok, obj = pcall(json.decode, line)
+  if not ok then
+    if tostring(obj):match("^invalid JSON: ") then return nil, obj end
+    error(obj, 0)
+  end
   if type(obj) ~= "table" then return nil, "not a JSON object" end
   if obj.input then
     local i, c = obj.input, obj.config

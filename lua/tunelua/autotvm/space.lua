@@ -12,6 +12,7 @@
 -- of knob j: the first-defined knob is the least significant digit.
 local ffi = require "ffi"
 local core = require "tunelua.core"
+local json = require "tunelua.json"
 
 local C, ctx = core.C, core.ctx
 local i64arr = ffi.typeof("int64_t[?]")
@@ -26,7 +27,6 @@ space.KINDS, space.ANNOTATIONS = KINDS, AN
 local ConfigSpace, Config, Entity = {}, {}, {}
 space.ConfigSpace, space.Config, space.Entity = ConfigSpace, Config, Entity
 
-local function json() return require "tunelua.autotvm.record" end
 
 -- A ConfigSpace is a small cdata (so that #space works under LuaJIT's
 -- Lua 5.1 semantics): the space pointer plus an id into a registry holding
@@ -66,7 +66,7 @@ function ConfigSpace.entity_value(s, k, j)
   local kind = KINDS[C.tl_atvm_space_kind(s.sp, k)]
   if kind == "ot" then
     local txt = ffi.string(C.tl_atvm_space_other_json(s.sp, k, j))
-    return (json().json_decode(txt))
+    return (json.decode(txt))
   end
   local buf = i64arr(32)
   local n = C.tl_atvm_space_entity_ints(s.sp, k, j, buf, 32)
@@ -119,7 +119,6 @@ function ConfigSpace.index_of(s, entity)
   if #entity ~= #knobs then
     return nil, string.format("the entity has %d knobs, the space has %d", #entity, #knobs)
   end
-  local rec = json()
   local digits = {}
   for k, kb in ipairs(knobs) do
     local it = entity[k]
@@ -127,20 +126,9 @@ function ConfigSpace.index_of(s, entity)
       return nil, string.format("knob %d is '%s' (%s), the space has '%s' (%s)", k, tostring(it[1]),
                                 tostring(it[2]), kb.name, kb.kind)
     end
-    local j
-    if s.handle then
-      j = tonumber(C.tl_atvm_space_find_entity(s.handle, k - 1, rec.json_encode(it[3])))
-    else
-      local want = rec.workload_key(it[3])
-      for e = 0, kb.dim - 1 do
-        local v = s:entity_value(k - 1, e)
-        if kb.kind == "sp" then v = { unpack(v) }; v[1] = it[3][1] end
-        if rec.workload_key(v) == want then j = e; break end
-      end
-      j = j or -1
-    end
+    local j = tonumber(C.tl_atvm_space_find_entity(s.sp, k - 1, json.dumps(it[3])))
     if j < 0 then
-      return nil, string.format("knob '%s' has no entity %s", kb.name, rec.json_encode(it[3]))
+      return nil, string.format("knob '%s' has no entity %s", kb.name, json.dumps(it[3]))
     end
     digits[k] = j
   end
@@ -153,7 +141,7 @@ local function pyrepr(v)
   if tv == "string" then return "'" .. v .. "'" end
   if tv == "number" then
     if v == math.floor(v) then return string.format("%d", v) end
-    return json().float_text(v)
+    return json.float_text(v)
   end
   if tv == "table" then
     local p = {}

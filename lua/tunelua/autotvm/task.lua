@@ -22,7 +22,7 @@
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local space = require "tunelua.autotvm.space"
-local record = require "tunelua.autotvm.record"
+local json = require "tunelua.json"
 
 local C, ctx = core.C, core.ctx
 
@@ -61,7 +61,7 @@ local function args_to_json(args, lvl)
   if type(args) ~= "table" then
     error("autotvm.task.create: args must be a list as in the log, e.g. {{\"TENSOR\", {1, 3, 224, 224}, \"float32\"}, ...}", lvl + 1)
   end
-  return record.json_encode(args)
+  return json.dumps(args)
 end
 
 -- ---- Lua templates -------------------------------------------------------------------------
@@ -141,7 +141,7 @@ function LuaCfg.define_knob(cfg, name, candidates)
   if type(candidates) ~= "table" or #candidates == 0 then
     error("define_knob '" .. tostring(name) .. "': candidates must be a non-empty list", 2)
   end
-  lcheck(C.tl_atvm_space_define_knob(ctx, cfg.sp, name, record.json_encode(candidates)), 2)
+  lcheck(C.tl_atvm_space_define_knob(ctx, cfg.sp, name, json.dumps(candidates)), 2)
 end
 
 function LuaCfg.add_flop(cfg, n) cfg.flop = (cfg.flop or 0) + n end
@@ -244,7 +244,7 @@ function Task.config(t, index) return t.config_space:get(index) end
 
 Task.__tostring = function(t)
   return string.format("Task(func_name=%s, args=%s, target=%s, flop=%g, space=%d)", t.name,
-                       record.json_encode(t.args), t.target, t.flop, #t.config_space)
+                       json.dumps(t.args), t.target, t.flop, #t.config_space)
 end
 
 local schedule_mod
@@ -310,8 +310,8 @@ end
 function Task.config_json(t, index)
   if t.handle then return ffi.string(C.tl_atvm_config_json(t.handle, index)) end
   local c = t.config_space:get(index)
-  return record.json_encode({ __order = { "index", "code_hash", "entity" }, index = c.index,
-                              code_hash = record.null, entity = c:entity() })
+  return json.dumps({ __order = { "index", "code_hash", "entity" }, index = c.index,
+                              code_hash = json.null, entity = c:entity() })
 end
 
 --- task.extract_from_program(mod, params, target, ...) (the graph stream's extractor)

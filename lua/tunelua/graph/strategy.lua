@@ -29,21 +29,13 @@
 -- NHWC convolutions have no AutoTVM template on these targets (TVM warns and uses a
 -- plain compute), so they give none.
 local targets = require "tunelua.target"
+local json = require "tunelua.json"
 
 local strategy = {}
 
---- The serialization of Python's None inside args (JSON null): the record module's
---- null (tunelua.autotvm.record.null) when that exists, so tasks and logs agree.
-do
-  local ok, record = pcall(require, "tunelua.autotvm.record")
-  if ok and type(record) == "table" and record.null ~= nil then
-    strategy.null = record.null
-  else
-    strategy.null = setmetatable({}, { __tostring = function() return "null" end })
-  end
-end
-
-local null = strategy.null
+--- Python's None inside args (JSON null): tunelua.json's null, as in tasks and logs.
+strategy.null = json.null
+local null = json.null
 
 --- The parsed target (tunelua.target) of a target string or table; errors raise at level.
 function strategy.parse_target(t, level)
@@ -184,20 +176,7 @@ local function num(v)
 end
 
 --- args as JSON text (the log's args array).
-function strategy.args_json(v)
-  if v == null or v == nil then return "null" end
-  local tv = type(v)
-  if tv == "number" then return num(v) end
-  if tv == "boolean" then return tostring(v) end
-  if tv == "string" then return '"' .. v:gsub('[%c"\\]', function(c)
-    return string.format("\\u%04x", c:byte()) end) .. '"' end
-  if tv == "table" then
-    local parts = {}
-    for i = 1, #v do parts[i] = strategy.args_json(v[i]) end
-    return "[" .. table.concat(parts, ", ") .. "]"
-  end
-  error("strategy: cannot serialize a " .. tv, 2)
-end
+function strategy.args_json(v) return json.dumps(v) end
 
 --- A value as TVM prints it inside args (Python tuples, no blanks):
 --- ('TENSOR',(1,64,56,56),'float32'), (1,1), None, 'float32'

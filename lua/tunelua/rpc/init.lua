@@ -14,7 +14,7 @@
 --   rpc.text_summary(summary) -> TVM's "Server List" and "Queue Status" text
 local ffi = require "ffi"
 local core = require "tunelua.core"
-local json = require "tunelua.rpc.json"
+local json = require "tunelua.json"
 
 local C, ctx = core.C, core.ctx
 
