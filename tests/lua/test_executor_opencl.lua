@@ -145,12 +145,12 @@ do
       query_task = function(_, task)
         local name = task.name
         if name:match("^conv2d_nchw_") and name ~= choice[1] then return nil end
-        local h = task.handle
-        local n = tonumber(C.tl_atvm_space_range_length(h))
+        local cs = task.config_space
+        local n = cs:range_length()
         for _ = 1, 1000 do
           seed = (seed * 1103515245 + 12345) % 2147483648
           local idx = seed % n
-          if C.tl_atvm_space_is_valid(h, idx) ~= 0 then return idx end
+          if cs:is_index_valid(idx) then return idx end
         end
         return nil
       end,

@@ -14,10 +14,10 @@
 -- A2 on any Lua object with those three methods (and `task`), so a user's own tuner needs no
 -- base class.
 --
--- The space is read through Contract C on task.handle (tl_atvm_space_*), or, for a task
--- without a handle, through task.config_space's methods (len, range_length, dims,
--- is_valid(i), point2knob(i), knob2point(k)) -- the tests use that to drive the tuners
--- over small hand-made spaces. The XGBoost model and the annealer are C (core/tuner).
+-- The space is read through task.config_space: a ConfigSpace (tunelua.autotvm.space), or a
+-- stand-in table with len, range_length, dims, is_valid(i), point2knob(i), knob2point(k)
+-- -- the tests use that to drive the tuners over small hand-made spaces. The XGBoost model
+-- and the annealer are C (core/tuner).
 local ffi = require "ffi"
 local core = require "tunelua.core"
 
@@ -42,7 +42,7 @@ function Rng:below(n)                  -- integer in [0, n)
 end
 tuner.new_rng = new_rng
 
--- ---- the space seen through Contract C or a Lua stand-in ---------------------------------
+-- ---- the space the tuners walk: sizes and digits of task.config_space ---------------------
 
 local Space = {}
 Space.__index = Space
@@ -51,78 +51,39 @@ local function space_of(task)
   if type(task) ~= "table" then
     error("tuner: expected a task (from autotvm.task.create or extraction), got " .. type(task), 3)
   end
-  local sp = setmetatable({ task = task }, Space)
-  local h = task.handle
-  if h ~= nil then
-    sp.h = h
-    sp.len = tonumber(C.tl_atvm_space_len(h))
-    sp.range_len = tonumber(C.tl_atvm_space_range_length(h))
-    sp.nknobs = C.tl_atvm_space_num_knobs(h)
-    sp.dims = {}
-    for k = 0, sp.nknobs - 1 do sp.dims[k + 1] = tonumber(C.tl_atvm_space_knob_dim(h, k)) end
-    sp.digits = ffi.new("int64_t[?]", math.max(sp.nknobs, 1))
-  else
-    -- a Lua-template task (its ConfigSpace from space.lua) or a stand-in table with
-    -- len/range_length/dims/is_valid/point2knob/knob2point
-    local cs = task.config_space
-    local function has(name)
-      local ok, v = pcall(function() return cs[name] end)
-      return ok and v ~= nil
-    end
-    if cs == nil or not has("point2knob") or not has("knob2point") then
-      error("tuner: task has neither a handle nor a config_space with point2knob/knob2point", 3)
-    end
-    sp.cs = cs
-    if type(cs) == "table" and cs.dims then
-      sp.dims = cs.dims
-      sp.len = cs.len or #cs
-      sp.range_len = cs.range_length or cs.range_len
-    else
-      sp.dims = {}
-      for k, kb in ipairs(cs:knobs()) do sp.dims[k] = kb.dim end
-      sp.len = #cs
-      sp.range_len = cs:range_length()
-    end
-    sp.nknobs = #sp.dims
-    sp.valid_fn = has("is_valid") and "is_valid" or has("is_index_valid") and "is_index_valid" or nil
+  local cs = task.config_space
+  if cs == nil or cs.point2knob == nil or cs.knob2point == nil then
+    error("tuner: task has no config_space with point2knob/knob2point", 3)
   end
+  local sp = setmetatable({ task = task, cs = cs }, Space)
+  if type(cs) == "table" and cs.dims then
+    sp.dims = cs.dims
+    sp.len = cs.len or #cs
+    sp.range_len = cs.range_length or cs.range_len
+  else
+    sp.dims = {}
+    for k, kb in ipairs(cs:knobs()) do sp.dims[k] = kb.dim end
+    sp.len = #cs
+    sp.range_len = cs:range_length()
+  end
+  sp.nknobs = #sp.dims
+  sp.valid_fn = cs.is_valid ~= nil and "is_valid" or cs.is_index_valid ~= nil and "is_index_valid" or nil
   return sp
 end
 tuner.space_of = space_of
 
 function Space:is_valid(i)
   if i < 0 or i >= self.range_len then return false end
-  if self.h ~= nil then return C.tl_atvm_space_is_valid(self.h, i) ~= 0 end
   if not self.valid_fn then return true end
   return self.cs[self.valid_fn](self.cs, i) and true or false
 end
 
-function Space:point2knob(i)
-  if self.h ~= nil then
-    C.tl_atvm_space_point2knob(self.h, i, self.digits)
-    local k = {}
-    for j = 1, self.nknobs do k[j] = tonumber(self.digits[j - 1]) end
-    return k
-  end
-  return self.cs:point2knob(i)
-end
-
-function Space:knob2point(k)
-  if self.h ~= nil then
-    for j = 1, self.nknobs do self.digits[j - 1] = k[j] end
-    return tonumber(C.tl_atvm_space_knob2point(self.h, self.digits))
-  end
-  return self.cs:knob2point(k)
-end
+function Space:point2knob(i) return self.cs:point2knob(i) end
+function Space:knob2point(k) return self.cs:knob2point(k) end
 
 -- The config object for index i (what MeasureInput carries).
 function Space:get(i)
-  local cs = self.task.config_space
-  if type(cs) == "table" and type(cs.get) == "function" then return cs:get(i) end
-  if cs ~= nil and type(cs) ~= "table" then
-    local ok, c = pcall(function() return cs:get(i) end)
-    if ok and c then return c end
-  end
+  if self.cs.get ~= nil then return self.cs:get(i) end
   return { index = i }
 end
 
