@@ -57,5 +57,5 @@ print(string.format("conv2d+relu: matches the naive reference; %.3f ms, %.1f GFL
 
 print("\n-- matmul 1024^3 against OpenBLAS --")
 arg = {}
-local ok, host = pcall(require, "tunelua.host")
-dofile(((ok and host.root) or ".") .. "/scripts/bench/matmul.lua")
+local host = require("tunelua.core").optional_require("tunelua.host")
+dofile(((host and host.root) or ".") .. "/scripts/bench/matmul.lua")

@@ -117,15 +117,10 @@ function cli.main(argv)
   local a = argv[i]
   if a and not ran and cli.commands[a] and not a:match("%.lua$") then
     local cmd = cli.commands[a]
-    local ok, m = pcall(require, cmd.module)
-    if not ok then
-      io.stderr:write("tunelua: command '", a, "' is not available: ", tostring(m), "\n")
-      return 1
-    end
     local args = {}
     for k = i + 1, #argv do args[#args + 1] = argv[k] end
     local status
-    local okr = run_chunk(function() status = m.main(args) end)
+    local okr = run_chunk(function() status = require(cmd.module).main(args) end)
     if not okr then return 1 end
     return status or 0
   end

@@ -9,10 +9,22 @@ local ffi = require "ffi"
 
 local core = {}
 
+--- core.optional_require(name) -> the module, or nil when no module `name` exists.
+-- For modules that really may be absent (those the tunelua host preloads, under a plain
+-- luajit); an error raised while loading a module that exists is raised again.
+function core.optional_require(name)
+  local ok, m = pcall(require, name)
+  if ok then return m end
+  if type(m) == "string" and m:find("module '" .. name .. "' not found:", 1, true) == 1 then
+    return nil
+  end
+  error(m, 0)
+end
+
 local cdef
 do
-  local ok, text = pcall(require, "tunelua.cdef")
-  if not ok then
+  local text = core.optional_require("tunelua.cdef")
+  if not text then
     -- plain luajit: look for the generated file in a build tree
     local path = os.getenv("TUNELUA_CDEF") or "build/generated/cdef.lua"
     text = dofile(path)

@@ -34,19 +34,16 @@
 -- Errors are raised at the caller's line and name the file and what is wrong.
 local ffi = require "ffi"
 local core = require "tunelua.core"
+local nd = require "tunelua.nd"
 
 local C, ctx = core.C, core.ctx
 
 local onnx = {}
 
-local has_nd, nd = pcall(require, "tunelua.nd")
 if not pcall(function() return ffi.C.free end) then ffi.cdef "void free(void *ptr);" end
 local array_t = ffi.typeof("tl_array *")
 
-local function adopt(ptr)
-  if has_nd then return nd.adopt(ptr) end
-  return ffi.gc(ptr, C.tl_array_free)
-end
+local adopt = nd.adopt
 
 --- True for a tensor loaded as an array (not a placeholder or container).
 function onnx.is_array(x)

@@ -149,7 +149,7 @@ end
 -- ---- the tuned path: a history log picks the AutoTVM template's config ------------------
 
 do
-  local autotvm_ok, record = pcall(require, "tunelua.autotvm.record")
+  local record = require "tunelua.autotvm.record"
   local extract = require "tunelua.graph.extract"
   local x = relay.var("data", { shape = { 1, 8, 10, 10 } })
   local w = relay.var("w", { shape = { 16, 8, 3, 3 } })
@@ -161,7 +161,8 @@ do
   local tasks = extract.autotvm(mod, { target = "llvm", params = params, ops = { "nn.conv2d" } })
   eq(#tasks, 1, "one conv2d task")
   eq(tasks[1].name, "conv2d_NCHWc.x86", "x86 conv template")
-  if autotvm_ok and tasks[1].config_space then
+  assert(tasks[1].config_space, "an AutoTVM task with a config space")
+  do
     local t = tasks[1]
     local cfg = t.config_space:get(5)
     local path = os.tmpname()
@@ -178,8 +179,6 @@ do
     m:set_input("data", xi)
     m:run()
     reference.assert_close(m:get_output(0), reference.run(mod, params, { data = xi })[1], { rtol = 1e-4 })
-  else
-    print("test_executor: autotvm tasks not available, tuned path skipped")
   end
 end
 

@@ -7,15 +7,13 @@
 --
 -- A callback is a function(tuner, inputs, results) or a callable table; a table may also have
 -- :finish(tuner), which Tuner.tune calls once at the end.
+local core = require "tunelua.core"
+
 local callback = {}
 
 local SI = { [""] = 1, K = 1e3, M = 1e6, G = 1e9, T = 1e12, P = 1e15 }
 
-local function now()
-  local ok, core = pcall(require, "tunelua.core")
-  if ok then return core.C.tl_now() end
-  return os.clock()
-end
+local function now() return core.C.tl_now() end
 
 --- progress_bar(total[, {prefix, si_prefix, out}]) (also progress_bar(total, prefix)).
 function callback.progress_bar(total, o)

@@ -30,9 +30,6 @@ measure.error_name = function(n) return ERR_NAME[n] or ("ERROR_" .. tostring(n))
 
 pcall(ffi.cdef, "int getpid(void);")
 
--- A build tree whose generated cdef predates a helper still works (older fallbacks).
-local function has(sym) return (pcall(function() return C[sym] end)) end
-
 -- Hooks for other devices: measure.device_hooks[kind] = {build = fn(builder, inputs) -> build
 -- results, run = fn(runner, inputs, build_results) -> results}. "opencl" is filled in by the
 -- OpenCL runtime when it lands; a target without a hook is measured as a host C kernel.
@@ -40,7 +37,7 @@ measure.device_hooks = {}
 -- the OpenCL hook loads on first use (tunelua.autotvm.measure_opencl)
 setmetatable(measure.device_hooks, { __index = function(t, k)
   if k == "opencl" then
-    pcall(require, "tunelua.autotvm.measure_opencl")
+    require "tunelua.autotvm.measure_opencl"
     return rawget(t, k)
   end
 end })
@@ -181,8 +178,7 @@ end
 local function c_task_of(inputs)
   local t = inputs[1] and inputs[1].task
   if type(t) ~= "table" or type(t.handle) ~= "cdata" or measure.device_hooks[target_kind(t)]
-     or DEVICE_KINDS[target_kind(t)]
-     or not has("tl_measure_build_task_batch") then
+     or DEVICE_KINDS[target_kind(t)] then
     return nil
   end
   for _, inp in ipairs(inputs) do
@@ -283,7 +279,7 @@ local function cleanup(build_results)
     if br.dir then dirs[br.dir] = true end
   end
   for d in pairs(dirs) do
-    if has("tl_measure_remove_dir") then C.tl_measure_remove_dir(d) else os.remove(d) end
+    C.tl_measure_remove_dir(d)
   end
 end
 measure.cleanup = cleanup

@@ -314,7 +314,7 @@ function Task.config_json(t, index)
                               code_hash = json.null, entity = c:entity() })
 end
 
---- task.extract_from_program(mod, params, target, ...) (the graph stream's extractor)
+--- task.extract_from_program(mod, params, target, ...) (tunelua.graph.extract)
 task.extract_from_program = function(...) return require("tunelua.graph.extract").autotvm(...) end
 
 return task

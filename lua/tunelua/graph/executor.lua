@@ -9,10 +9,9 @@
 --   local y = m:get_output(0)
 --   m:benchmark({number = 10, repeats = 3})   -- "Mean inference time (std dev): X ms (Y ms)"
 --
--- build: relay.optimize (when the relay passes exist; a hand-built graph of bare op calls
--- runs one op per kernel), then for every fused group (tunelua.graph.group) its te DAG
--- with topi ops, a schedule (a tuned AutoTVM config from `history` through the space
--- stream's template compute/schedule, else TopHub's, else the default schedule
+-- build: relay.optimize, then for every fused group (tunelua.graph.group) its te DAG
+-- with topi ops, a schedule (a tuned AutoTVM config from `history` through the AutoTVM
+-- template's compute/schedule, else TopHub's, else the default schedule
 -- tl_topi_default_schedule(s, "cpu")), lowering and a C module per distinct group (groups
 -- with one workload key share one kernel). Intermediates get offsets in one arena from
 -- tl_graph_plan (buffers reused across non-overlapping lifetimes); graph outputs, inputs
@@ -42,10 +41,6 @@ local dblarr = ffi.typeof("double[?]")
 
 local ALIGN = 64
 
-local function has_c(name)
-  return pcall(function() return C[name] end)
-end
-
 local dtype_code = group.dtype_code
 
 -- ---- history (tuned configs) ---------------------------------------------------------
@@ -53,12 +48,7 @@ local dtype_code = group.dtype_code
 local function load_history(h, level)
   if h == nil then return nil end
   if type(h) == "string" then
-    local ok, autotvm = pcall(require, "tunelua.autotvm")
-    if not ok or not autotvm.apply_history_best then
-      error("executor.build: history '" .. h .. "' given but autotvm.apply_history_best is not available",
-            level + 1)
-    end
-    return autotvm.apply_history_best(h)
+    return require("tunelua.autotvm").apply_history_best(h)
   end
   if type(h) == "table" and type(h.query) == "function" then return h end
   error("executor.build: history must be a log path or a dispatch context with :query, got "
@@ -66,15 +56,7 @@ local function load_history(h, level)
 end
 
 local function tophub_context(tgt)
-  local ok, tophub = pcall(require, "tunelua.autotvm.tophub")
-  if not ok or type(tophub) ~= "table" then return nil end
-  for _, f in ipairs({ "context", "load", "dispatch" }) do
-    if type(tophub[f]) == "function" then
-      local ok2, c = pcall(tophub[f], tgt.str)
-      if ok2 and type(c) == "table" and type(c.query) == "function" then return c end
-    end
-  end
-  return nil
+  return require("tunelua.autotvm.tophub").context(tgt.str)
 end
 
 local function config_index(cfg)
@@ -94,10 +76,7 @@ local function new_sched(g)
   return ffi.gc(p[0], C.tl_sched_free)
 end
 
-local has_default = nil
 local function default_schedule(s)
-  if has_default == nil then has_default = has_c("tl_topi_default_schedule") end
-  if not has_default then return false end
   check(C.tl_topi_default_schedule(ctx, s, "cpu"), 3)
   return true
 end
@@ -115,11 +94,6 @@ end
 
 -- Try the tuned path: template compute + template schedule with the config that one of
 -- the dispatch contexts (history, then TopHub) holds for the anchor op's workload.
-local function task_module()
-  local ok, m = pcall(require, "tunelua.autotvm.task")
-  if ok and type(m) == "table" and m.create then return m end
-  return nil
-end
 
 local function lookup_index(c, task, tgt, impl)
   if type(c.query_task) == "function" then
@@ -214,9 +188,7 @@ local function by_cost(impls, ctxs, tgt)
 end
 
 local function tuned_group(call, tgt, ctxs)
-  if not (has_c("tl_atvm_template_compute") and has_c("tl_atvm_template_schedule")) then return nil end
-  local tm = task_module()
-  if not tm then return nil end
+  local tm = require "tunelua.autotvm.task"
   local anchor
   if walk.is_function(call.op) then
     walk.each_op_call(call.op.body, function(n) if not anchor and group.ANCHORS[n.op] then anchor = n end end)

@@ -37,43 +37,17 @@ end
 function PlainTask:args_json() return strategy.args_json(self.args) end
 extract.PlainTask = PlainTask
 
---- Optimize a module the way the compilers do, when the relay stream's passes exist;
---- returns the module to walk (the input itself when relay is not available).
+--- Optimize a module the way the compilers do (relay.optimize); returns the module to walk.
 function extract.optimize(mod, opts, level)
-  local ok, relay = pcall(require, "tunelua.relay")
-  if not ok or type(relay) ~= "table" or not relay.optimize then return mod end
-  local has_opt = pcall(require, "tunelua.relay.pass.optimize")
-  if has_opt then
-    local r = relay.optimize(mod, opts)
-    if r == nil then return mod end
-    return r
-  end
-  -- the relay stream's optimize driver is not there yet: its passes in TVM's order
-  local m = mod
-  if opts.params and next(opts.params) ~= nil and relay.bind_params then
-    m = relay.bind_params(m, opts.params)
-  end
-  for _, name in ipairs({ "SimplifyInference", "FoldConstant", "FoldScaleAxis", "SimplifyExpr",
-                          "CanonicalizeOps", "FoldConstant", "FuseOps" }) do
-    local okp = pcall(require, "tunelua.relay.pass." .. name)
-    if okp then m = relay.transform[name]()(m) end
-  end
-  return m
+  local r = require("tunelua.relay").optimize(mod, opts)
+  if r == nil then return mod end
+  return r
 end
 
-local function task_module()
-  local ok, m = pcall(require, "tunelua.autotvm.task")
-  if ok and type(m) == "table" and m.create then return m end
-  return nil
-end
-
---- Make a task: the space stream's task when its template exists, else a PlainTask.
+--- Make a task: an AutoTVM task when its template accepts the args, else a PlainTask.
 function extract.make_task(name, args, target)
-  local tm = task_module()
-  if tm then
-    local ok, t = pcall(tm.create, name, args, target)
-    if ok and t then return t end
-  end
+  local ok, t = pcall(require("tunelua.autotvm.task").create, name, args, target)
+  if ok and t then return t end
   return setmetatable({ name = name, args = args, target = target }, PlainTask)
 end
 

@@ -27,14 +27,8 @@ local int1 = ffi.typeof("int[1]")
 
 local ALIGN = 64
 
-local gpu_sched_declared = false
---- The default OpenCL schedule of s (tl_topi_default_schedule_gpu, core/topi/schedule_gpu.c).
+--- The default OpenCL schedule of s (tl_topi_default_schedule_gpu).
 function M.default_schedule(s)
-  if not gpu_sched_declared then
-    local ok = pcall(function() return C.tl_topi_default_schedule_gpu end)
-    if not ok then ffi.cdef [[ int tl_topi_default_schedule_gpu(tl_ctx *ctx, tl_sched *s); ]] end
-    gpu_sched_declared = true
-  end
   check(C.tl_topi_default_schedule_gpu(ctx, s), 3)
   return true
 end

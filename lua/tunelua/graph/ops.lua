@@ -1,22 +1,12 @@
 --- tunelua.graph.ops: relay op -> topi operator call, for building fused groups' DAGs.
 --
--- The relay stream's op registry (`relay.op.get(name)`, Contract A) is the authority:
--- its `topi` name and `to_topi(attrs, arg_types)`. This module asks it first and falls
--- back to a built-in table (relay attribute names map onto topi's almost one to one)
--- for graphs built by hand before/without the registry.
+-- The relay op registry (`relay.op.get(name)`) is the authority: its `topi` name and
+-- `to_topi(attrs, arg_types)`. This module asks it first and falls back to a built-in
+-- table (relay attribute names map onto topi's almost one to one) for ops the registry
+-- gives no topi call.
 local ops = {}
 
-local registry
-local function relay_get(name)
-  if registry == nil then
-    local ok, relay = pcall(require, "tunelua.relay")
-    registry = (ok and type(relay) == "table" and relay.op and relay.op.get) or false
-  end
-  if not registry then return nil end
-  local ok, r = pcall(registry, name)
-  if ok then return r end
-  return nil
-end
+local function relay_get(name) return require("tunelua.relay").op.get(name) end
 
 local function copy(t)
   local r = {}
