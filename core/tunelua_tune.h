@@ -14,7 +14,7 @@ extern "C" {
 /* cdef:begin */
 
 /* ---- tune: features, cost model, model optimizer (core/tuner) -----------
-** Config indices are those of the task's config space (Contract C). Tasks are
+** Config indices are those of the task's config space (tl_atvm_space_*). Tasks are
 ** named as `struct tl_atvm_task *` so this part compiles on its own.
 **
 ** Feature types (TVM's names): ITERVAR = touch features of every loop of

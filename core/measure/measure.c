@@ -1,5 +1,5 @@
 /*
-** measure.c -- the C side of measurement (Contract D): turn a lowered
+** measure.c -- the C side of measurement: turn a lowered
 ** function into C source plus an argument signature, compile many sources in
 ** parallel into shared objects (each compiler in its own process group, with a
 ** wall-clock limit), and time a compiled kernel in a forked child so that a

@@ -1,10 +1,10 @@
 /*
 ** tuner.h -- internal interface of the tuner core (core/tuner): the config
 ** space as the tuners see it, the scoring hook of the model optimizer, and
-** the Contract C functions this part calls.
+** the config-space functions this part calls.
 **
-** The tuner core reads config spaces only through Contract C
-** (core/tunelua_autotvm.h). Those functions are declared weak here so that
+** The tuner core reads config spaces only through the task's tl_atvm_space_*
+** functions (core/tunelua_autotvm.h). Those functions are declared weak here so that
 ** this part links and its own tests run in a build without the AutoTVM space
 ** module; a call on a task then fails with TL_E_UNSUPPORTED instead of
 ** crashing (tspace_from_task checks tl_atvm_space_len != NULL).

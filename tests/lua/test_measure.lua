@@ -1,4 +1,4 @@
--- Measurement (Contract D): LocalBuilder + LocalRunner on hand-made kernels. A good kernel,
+-- Measurement (tunelua.autotvm.measure): LocalBuilder + LocalRunner on hand-made kernels. A good kernel,
 -- an instantiation error, a compile error, a segfault, a hang and a wrong answer each give
 -- the right error_no and message, and this (the tuning) process lives on.
 local te = require "tunelua.te"

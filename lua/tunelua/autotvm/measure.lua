@@ -1,4 +1,4 @@
---- tunelua.autotvm.measure: measure configs of a task (Contract D; docs/measure.md).
+--- tunelua.autotvm.measure: measure configs of a task (docs/measure.md).
 --
 --   local measure = require "tunelua.autotvm.measure"
 --   local option = measure.measure_option({builder = measure.LocalBuilder({n_parallel = 2}),

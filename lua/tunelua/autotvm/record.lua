@@ -9,7 +9,7 @@
 -- A decoded input is {target = str, task_name = str, args = list, kwargs = {},
 -- config = {index = n, code_hash = str|nil, entity = {{name, kind, value}, ...}},
 -- workload = {task_name, args...}}; a result is {costs = {...}, error_no = n,
--- all_cost = s, timestamp = t}. MeasureInputs of Contract D ({task, config})
+-- all_cost = s, timestamp = t}. MeasureInputs of tunelua.autotvm.measure ({task, config})
 -- encode as well. JSON null is record.null (args keep their positions).
 -- The legacy v0.1 format ("i"/"r"/"v": 0.1) decodes (its workload and config
 -- in the short keys); auto-scheduler lines ("v" a string) are refused.

@@ -6,7 +6,7 @@
 --     print(impl.name, strategy.args_repr(impl.args))
 --   end
 --
--- A call node follows Contract A (relay): `.op` (e.g. "nn.conv2d"), `.args` (nodes with
+-- A call node is a relay call (tunelua.relay): `.op` (e.g. "nn.conv2d"), `.args` (nodes with
 -- `.type = {shape, dtype}`), `.attrs` (TVM attribute names). The result lists every
 -- tunable implementation the target's strategy offers, in the order the strategy adds
 -- them (TVM's AutoTVM extraction records all of them), each {name = template name,

@@ -1,4 +1,4 @@
---- tunelua.graph.walk: traversal helpers over Contract A (relay) expressions.
+--- tunelua.graph.walk: traversal helpers over relay expressions (tunelua.relay).
 --
 -- Works on relay's nodes and on plain tables of the same shape (kind = "var", "const",
 -- "call", "tuple", "tuple_get"; a call's `.op` is an op name or a function table with
