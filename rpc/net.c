@@ -1,7 +1,11 @@
 /*
 ** net.c -- sockets for the device farm: listen, connect with a deadline,
-** read and write exactly n bytes with a deadline, and the tracker's framing
-** (int32 little-endian length + JSON text, formats §3.2).
+** read and write exactly n bytes with a deadline, the tracker's framing
+** (int32 little-endian length + JSON text, formats §3.2) and the session's
+** frames (docs/rpc.md): uint32 LE header length (1..64 KiB), header (a JSON
+** object), uint64 LE payload length (<= 512 MiB), payload bytes. The tracker
+** (tracker.c), the server (server.c) and the client (client.c) all talk
+** through these.
 */
 #define _GNU_SOURCE
 #include "rpc.h"
@@ -17,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 void rpc_keepalive(int fd) {
@@ -105,6 +110,11 @@ int rpc_connect(tl_ctx *ctx, const char *host, int port, double timeout_s, int *
   rpc_keepalive(fd);
   *fd_out = fd;
   return TL_OK;
+}
+
+void rpc_sleep(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  nanosleep(&ts, NULL);
 }
 
 static int wait_fd(int fd, short ev, double deadline) {
@@ -200,6 +210,15 @@ int rpc_tracker_call(tl_ctx *ctx, int fd, const char *req, double timeout_s, jso
   return TL_OK;
 }
 
+/* Sends msg (consumed) to the tracker on fd; *reply is its answer (the caller decrefs it). */
+int rpc_tracker_call_json(tl_ctx *ctx, int fd, json_t *msg, double timeout_s, json_t **reply) {
+  char *req = json_dumps(msg, RPC_TRACKER_JSON);
+  json_decref(msg);
+  int rc = rpc_tracker_call(ctx, fd, req, timeout_s, reply);
+  free(req);
+  return rc;
+}
+
 int rpc_tracker_open(tl_ctx *ctx, const char *host, int port, double timeout_s, int *fd_out) {
   int fd;
   int rc = rpc_connect(ctx, host, port, timeout_s, &fd);
@@ -215,5 +234,72 @@ int rpc_tracker_open(tl_ctx *ctx, const char *host, int port, double timeout_s, 
     return tl_err_prefix(ctx, "tracker %s:%d: ", host, port);
   }
   *fd_out = fd;
+  return TL_OK;
+}
+
+/* ---- session frames (docs/rpc.md) -------------------------------------------------- */
+
+int rpc_frame_send(tl_ctx *ctx, int fd, const char *header, const void *blob, uint64_t n,
+                   double deadline) {
+  size_t hl = strlen(header);
+  if (hl == 0 || hl > RPC_SESSION_MAX_HEADER)
+    return tl_err(ctx, TL_E_ARG, "session frame header of %zu bytes (limit %zu)", hl,
+                  (size_t)RPC_SESSION_MAX_HEADER);
+  if (n > RPC_SESSION_MAX_BLOB)
+    return tl_err(ctx, TL_E_ARG, "session payload of %llu bytes (limit %llu)",
+                  (unsigned long long)n, (unsigned long long)RPC_SESSION_MAX_BLOB);
+  unsigned char h[4], b[8];
+  for (int i = 0; i < 4; i++) h[i] = (unsigned char)(hl >> (8 * i));
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(n >> (8 * i));
+  int rc = rpc_send_all(ctx, fd, h, 4, deadline);
+  if (!rc) rc = rpc_send_all(ctx, fd, header, hl, deadline);
+  if (!rc) rc = rpc_send_all(ctx, fd, b, 8, deadline);
+  if (!rc && n) rc = rpc_send_all(ctx, fd, blob, (size_t)n, deadline);
+  return rc;
+}
+
+int rpc_frame_recv(tl_ctx *ctx, int fd, char **header, void **blob, uint64_t *n, double deadline) {
+  *header = NULL;
+  *blob = NULL;
+  *n = 0;
+  unsigned char h[4], b[8];
+  int rc = rpc_recv_all(ctx, fd, h, 4, deadline);
+  if (rc) return rc;
+  uint32_t hl = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+  if (hl == 0 || hl > RPC_SESSION_MAX_HEADER)
+    return tl_err(ctx, TL_E_PARSE, "malformed frame: header of %u bytes (limit %zu)", hl,
+                  (size_t)RPC_SESSION_MAX_HEADER);
+  char *hs = tl_malloc(hl + 1);
+  rc = rpc_recv_all(ctx, fd, hs, hl, deadline);
+  if (!rc) rc = rpc_recv_all(ctx, fd, b, 8, deadline);
+  if (rc) {
+    free(hs);
+    return rc;
+  }
+  hs[hl] = 0;
+  uint64_t bl = 0;
+  for (int i = 0; i < 8; i++) bl |= (uint64_t)b[i] << (8 * i);
+  if (bl > RPC_SESSION_MAX_BLOB) {
+    free(hs);
+    return tl_err(ctx, TL_E_PARSE, "malformed frame: payload of %llu bytes (limit %llu)",
+                  (unsigned long long)bl, (unsigned long long)RPC_SESSION_MAX_BLOB);
+  }
+  void *bs = NULL;
+  if (bl) {
+    bs = malloc((size_t)bl);
+    if (!bs) {
+      free(hs);
+      return tl_err(ctx, TL_E_NOMEM, "cannot allocate a payload of %llu bytes", (unsigned long long)bl);
+    }
+    rc = rpc_recv_all(ctx, fd, bs, (size_t)bl, deadline);
+    if (rc) {
+      free(hs);
+      free(bs);
+      return rc;
+    }
+  }
+  *header = hs;
+  *blob = bs;
+  *n = bl;
   return TL_OK;
 }

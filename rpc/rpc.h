@@ -1,4 +1,13 @@
-/* rpc.h -- internal header of the device farm (rpc/): sockets, framing, constants. */
+/*
+** rpc.h -- the device farm's internal table of contents (rpc/); the public API is
+** core/tunelua_rpc.h.
+**
+**   net.c      sockets, deadlines, the tracker's framing and the session's frames
+**   tracker.c  the tracker (TVM's wire protocol, one poll() loop)
+**   server.c   the RPC server: tracker registration, handshake, sessions in a child
+**   client.c   sessions with a server, tracker queries, raw bytes for tests
+**   batch.c    RPCRunner's batch: jobs over every free device of a key, in parallel
+*/
 #ifndef TL_RPC_INTERNAL_H
 #define TL_RPC_INTERNAL_H
 
@@ -26,6 +35,7 @@
 enum { TC_FAIL = -1, TC_SUCCESS = 0, TC_PING = 1, TC_STOP = 2, TC_PUT = 3, TC_REQUEST = 4,
        TC_UPDATE_INFO = 5, TC_SUMMARY = 6, TC_GET_PENDING_MATCHKEYS = 7 };
 
+void rpc_sleep(double s);                       /* s seconds, fractions too */
 void rpc_keepalive(int fd);
 int rpc_listen(tl_ctx *ctx, const char *host, int port, int port_end, int *fd_out, int *port_out);
 int rpc_connect(tl_ctx *ctx, const char *host, int port, double timeout_s, int *fd_out);
@@ -37,6 +47,8 @@ int rpc_send_json(tl_ctx *ctx, int fd, const char *text, double deadline);
 int rpc_recv_json(tl_ctx *ctx, int fd, size_t max, char **out, double deadline);
 int rpc_tracker_open(tl_ctx *ctx, const char *host, int port, double timeout_s, int *fd_out);
 int rpc_tracker_call(tl_ctx *ctx, int fd, const char *req, double timeout_s, json_t **reply);
+/* rpc_tracker_call with msg dumped as TVM does (RPC_TRACKER_JSON); msg is consumed. */
+int rpc_tracker_call_json(tl_ctx *ctx, int fd, json_t *msg, double timeout_s, json_t **reply);
 
 /* session frames: uint32 header length, header JSON, uint64 blob length, blob */
 int rpc_frame_send(tl_ctx *ctx, int fd, const char *header, const void *blob, uint64_t n,

@@ -1,12 +1,11 @@
 /*
-** session.c -- the RPC server, our session protocol (docs/rpc.md) and its client.
+** server.c -- the RPC server (docs/rpc.md): it registers with the tracker, waits
+** for one client at a time and serves its session in a child process.
 **
 ** Handshake (as TVM's, formats §4.1): the client sends int32 RPC_MAGIC, int32
 ** key length, "client:<match_key>[ -timeout=S]"; the server answers
 ** RPC_CODE_SUCCESS, int32 length, "server:<key>" or RPC_CODE_MISMATCH.
-** Then frames both ways, strictly request/response:
-**   uint32 LE header length (1..64 KiB), header (a JSON object),
-**   uint64 LE payload length (<= 512 MiB), payload bytes.
+** Then session frames both ways (net.c), strictly request/response.
 ** Requests carry "op"; replies carry "ok" (and "error" when false).
 ** A frame over its bound or a header that is not a JSON object gets an error
 ** reply and closes the session; the server goes on with the next session.
@@ -18,6 +17,7 @@
 ** match key per session), serves one session at a time, each in a child
 ** process (tl_proc_call: a time limit and group kill; the child dies with
 ** the server), and reconnects to the tracker with back-off when it is gone.
+** The client side of the session is client.c.
 */
 #define _GNU_SOURCE
 #include "rpc.h"
@@ -27,7 +27,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,75 +36,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
-
-TL_EXPORT void tl_rpc_free(void *p) { free(p); }
-
-/* ---- frames ------------------------------------------------------------------------ */
-
-int rpc_frame_send(tl_ctx *ctx, int fd, const char *header, const void *blob, uint64_t n,
-                   double deadline) {
-  size_t hl = strlen(header);
-  if (hl == 0 || hl > RPC_SESSION_MAX_HEADER)
-    return tl_err(ctx, TL_E_ARG, "session frame header of %zu bytes (limit %zu)", hl,
-                  (size_t)RPC_SESSION_MAX_HEADER);
-  if (n > RPC_SESSION_MAX_BLOB)
-    return tl_err(ctx, TL_E_ARG, "session payload of %llu bytes (limit %llu)",
-                  (unsigned long long)n, (unsigned long long)RPC_SESSION_MAX_BLOB);
-  unsigned char h[4], b[8];
-  for (int i = 0; i < 4; i++) h[i] = (unsigned char)(hl >> (8 * i));
-  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(n >> (8 * i));
-  int rc = rpc_send_all(ctx, fd, h, 4, deadline);
-  if (!rc) rc = rpc_send_all(ctx, fd, header, hl, deadline);
-  if (!rc) rc = rpc_send_all(ctx, fd, b, 8, deadline);
-  if (!rc && n) rc = rpc_send_all(ctx, fd, blob, (size_t)n, deadline);
-  return rc;
-}
-
-int rpc_frame_recv(tl_ctx *ctx, int fd, char **header, void **blob, uint64_t *n, double deadline) {
-  *header = NULL;
-  *blob = NULL;
-  *n = 0;
-  unsigned char h[4], b[8];
-  int rc = rpc_recv_all(ctx, fd, h, 4, deadline);
-  if (rc) return rc;
-  uint32_t hl = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
-  if (hl == 0 || hl > RPC_SESSION_MAX_HEADER)
-    return tl_err(ctx, TL_E_PARSE, "malformed frame: header of %u bytes (limit %zu)", hl,
-                  (size_t)RPC_SESSION_MAX_HEADER);
-  char *hs = tl_malloc(hl + 1);
-  rc = rpc_recv_all(ctx, fd, hs, hl, deadline);
-  if (!rc) rc = rpc_recv_all(ctx, fd, b, 8, deadline);
-  if (rc) {
-    free(hs);
-    return rc;
-  }
-  hs[hl] = 0;
-  uint64_t bl = 0;
-  for (int i = 0; i < 8; i++) bl |= (uint64_t)b[i] << (8 * i);
-  if (bl > RPC_SESSION_MAX_BLOB) {
-    free(hs);
-    return tl_err(ctx, TL_E_PARSE, "malformed frame: payload of %llu bytes (limit %llu)",
-                  (unsigned long long)bl, (unsigned long long)RPC_SESSION_MAX_BLOB);
-  }
-  void *bs = NULL;
-  if (bl) {
-    bs = malloc((size_t)bl);
-    if (!bs) {
-      free(hs);
-      return tl_err(ctx, TL_E_NOMEM, "cannot allocate a payload of %llu bytes", (unsigned long long)bl);
-    }
-    rc = rpc_recv_all(ctx, fd, bs, (size_t)bl, deadline);
-    if (rc) {
-      free(hs);
-      free(bs);
-      return rc;
-    }
-  }
-  *header = hs;
-  *blob = bs;
-  *n = bl;
-  return TL_OK;
-}
 
 /* ---- the session (server side, in the child) ------------------------------------------------- */
 
@@ -148,6 +78,26 @@ static int reply_err(session *s, const char *fmt, ...) {
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
   return reply(s, json_pack("{s:b, s:s}", "ok", 0, "error", buf), NULL, 0);
+}
+
+static json_t *costs_json(const double *costs, int n) {
+  json_t *c = json_array();
+  for (int i = 0; i < n; i++) json_array_append_new(c, json_real(costs[i]));
+  return c;
+}
+
+/* The reply to "time": seconds per call, one per repeat. */
+static int reply_costs(session *s, const double *costs, int n) {
+  return reply(s, json_pack("{s:b, s:o}", "ok", 1, "costs", costs_json(costs, n)), NULL, 0);
+}
+
+/* The reply to "measure": rc and the results of tl_measure_run(_opencl); msg is consumed. */
+static int reply_measured(session *s, int rc, const double *costs, int nc, int eno, char *msg) {
+  if (rc) return reply_err(s, "measure: %s", tl_errmsg(s->ctx));
+  json_t *j = json_pack("{s:b, s:i, s:o}", "ok", 1, "error_no", eno, "costs", costs_json(costs, nc));
+  if (msg) json_object_set_new(j, "error", json_string(msg));
+  free(msg);
+  return reply(s, j, NULL, 0);
 }
 
 static void *module_of(session *s, const char *name) {
@@ -264,9 +214,7 @@ static int run_opencl(session *s, const char *op, tl_ocl_module *m, json_t *req,
   for (int i = 0; i < made; i++) tl_array_free(dev[i]);
   if (rc) return reply_err(s, "%s: %s", op, tl_errmsg(s->ctx));
   if (!strcmp(op, "call")) return reply(s, json_pack("{s:b}", "ok", 1), NULL, 0);
-  json_t *c = json_array();
-  for (int i = 0; i < repeat; i++) json_array_append_new(c, json_real(costs[i]));
-  return reply(s, json_pack("{s:b, s:o}", "ok", 1, "costs", c), NULL, 0);
+  return reply_costs(s, costs, repeat);
 }
 
 /* measure kind "opencl": the whole trial in a child of the session (tl_measure_run_opencl). */
@@ -306,13 +254,7 @@ static int measure_opencl(session *s, json_t *req, const char *mod) {
   free(mp);
   free(rp);
   free(rmp);
-  if (rc) return reply_err(s, "measure: %s", tl_errmsg(s->ctx));
-  json_t *c = json_array();
-  for (int i = 0; i < nc; i++) json_array_append_new(c, json_real(costs[i]));
-  json_t *j = json_pack("{s:b, s:i, s:o}", "ok", 1, "error_no", eno, "costs", c);
-  if (msg) json_object_set_new(j, "error", json_string(msg));
-  free(msg);
-  return reply(s, j, NULL, 0);
+  return reply_measured(s, rc, costs, nc, eno, msg);
 }
 
 static void remove_all(const char *dir) {
@@ -483,9 +425,7 @@ static int serve_one(session *s, json_t *req, void *blob, uint64_t n) {
     int32_t kc = 0;
     if (tl_kernel_time(f, dl, na, number, repeat, mrm, flush, costs, &kc))
       return reply_err(s, "time: kernel '%s' failed with code %d", fn, (int)kc) ? 1 : 0;
-    json_t *c = json_array();
-    for (int i = 0; i < repeat; i++) json_array_append_new(c, json_real(costs[i]));
-    return reply(s, json_pack("{s:b, s:o}", "ok", 1, "costs", c), NULL, 0) ? 1 : 0;
+    return reply_costs(s, costs, repeat) ? 1 : 0;
   }
   if (!strcmp(op, "measure")) {
     const char *mod = json_string_value(json_object_get(req, "module"));
@@ -519,13 +459,7 @@ static int serve_one(session *s, json_t *req, void *blob, uint64_t n) {
                             rp, rp ? rfn : NULL, rtol, costs, &nc, &eno, &msg);
     free(p);
     free(rp);
-    if (rc) return reply_err(s, "measure: %s", tl_errmsg(s->ctx)) ? 1 : 0;
-    json_t *c = json_array();
-    for (int i = 0; i < nc; i++) json_array_append_new(c, json_real(costs[i]));
-    json_t *j = json_pack("{s:b, s:i, s:o}", "ok", 1, "error_no", eno, "costs", c);
-    if (msg) json_object_set_new(j, "error", json_string(msg));
-    free(msg);
-    return reply(s, j, NULL, 0) ? 1 : 0;
+    return reply_measured(s, rc, costs, nc, eno, msg) ? 1 : 0;
   }
   return reply_err(s, "unknown op '%s'", op) ? 1 : 0;
 }
@@ -585,11 +519,6 @@ static int session_main(void *argp, int out_fd) {
 static volatile sig_atomic_t server_stop;
 static void on_term(int sig) { server_stop = 1; (void)sig; }
 
-static void sleep_s(double s) {
-  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-  nanosleep(&ts, NULL);
-}
-
 /* Read the client's handshake; 0 = accepted, 1 = mismatch, -1 = broken. */
 static int server_handshake(tl_ctx *ctx, int fd, const char *match_key, const char *key,
                             double *timeout_opt) {
@@ -620,19 +549,10 @@ static int server_handshake(tl_ctx *ctx, int fd, const char *match_key, const ch
   return 0;
 }
 
-/* Sends msg (consumed) to the tracker on fd; *reply is its answer (the caller decrefs it). */
-static int tracker_call_json(tl_ctx *ctx, int fd, json_t *msg, double timeout_s, json_t **reply) {
-  char *req = json_dumps(msg, RPC_TRACKER_JSON);
-  json_decref(msg);
-  int rc = rpc_tracker_call(ctx, fd, req, timeout_s, reply);
-  free(req);
-  return rc;
-}
-
-/* The same with a 5 s limit: did the tracker answer 0 (success)? */
+/* rpc_tracker_call_json with a 5 s limit: did the tracker answer 0 (success)? */
 static int tracker_ok(tl_ctx *ctx, int fd, json_t *msg) {
   json_t *r = NULL;
-  int ok = !tracker_call_json(ctx, fd, msg, 5, &r) && json_integer_value(r) == 0;
+  int ok = !rpc_tracker_call_json(ctx, fd, msg, 5, &r) && json_integer_value(r) == 0;
   json_decref(r);
   return ok;
 }
@@ -686,7 +606,7 @@ TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int track
       if (rpc_tracker_open(ctx, tracker_host, tracker_port, 5, &tfd)) {
         if (verbose || backoff >= 8)
           fprintf(stderr, "rpc server: %s; retrying in %.1f s\n", tl_errmsg(ctx), backoff);
-        sleep_s(backoff);
+        rpc_sleep(backoff);
         backoff = backoff * 2 > 30 ? 30 : backoff * 2;
         continue;
       }
@@ -781,546 +701,4 @@ TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int track
   rmdir(workdir);
   free(workdir);
   return TL_OK;
-}
-
-/* ---- the client ---------------------------------------------------------------------------- */
-
-struct tl_rpc_sess {
-  int fd;
-  char key[300];
-  char addr[300];
-};
-
-TL_EXPORT int tl_rpc_connect(tl_ctx *ctx, const char *host, int port, const char *match_key,
-                             double timeout_s, tl_rpc_sess **out) {
-  *out = NULL;
-  int fd;
-  int rc = rpc_connect(ctx, host, port, timeout_s > 0 ? timeout_s : 10, &fd);
-  if (rc) return rc;
-  double dl = tl_now() + (timeout_s > 0 ? timeout_s : 10);
-  char k[RPC_MAX_KEY];
-  snprintf(k, sizeof k, "client:%s", match_key ? match_key : "");
-  int32_t code = 0, len = 0;
-  rc = rpc_send_i32(ctx, fd, RPC_MAGIC, dl);
-  if (!rc) rc = rpc_send_i32(ctx, fd, (int32_t)strlen(k), dl);
-  if (!rc) rc = rpc_send_all(ctx, fd, k, strlen(k), dl);
-  if (!rc) rc = rpc_recv_i32(ctx, fd, &code, dl);
-  if (!rc && code == RPC_CODE_MISMATCH) rc = tl_err(ctx, TL_E_IO, "%s:%d refused the key '%s'", host, port, k);
-  else if (!rc && code != RPC_CODE_SUCCESS) rc = tl_err(ctx, TL_E_IO, "%s:%d is not an RPC server", host, port);
-  if (!rc) rc = rpc_recv_i32(ctx, fd, &len, dl);
-  if (!rc && (len < 0 || len >= 300)) rc = tl_err(ctx, TL_E_IO, "%s:%d sent a bad key", host, port);
-  tl_rpc_sess *s = tl_calloc(1, sizeof *s);
-  if (!rc) rc = rpc_recv_all(ctx, fd, s->key, (size_t)len, dl);
-  if (rc) {
-    free(s);
-    close(fd);
-    return rc;
-  }
-  s->fd = fd;
-  snprintf(s->addr, sizeof s->addr, "%s:%d", host, port);
-  *out = s;
-  return TL_OK;
-}
-
-TL_EXPORT int tl_rpc_request(tl_ctx *ctx, const char *tracker_host, int tracker_port,
-                             const char *key, int priority, double timeout_s, tl_rpc_sess **out) {
-  *out = NULL;
-  int tfd;
-  int rc = rpc_tracker_open(ctx, tracker_host, tracker_port, 10, &tfd);
-  if (rc) return rc;
-  json_t *r = NULL;
-  rc = tracker_call_json(ctx, tfd, json_pack("[i, s, s, i]", TC_REQUEST, key, "", priority), timeout_s, &r);
-  close(tfd);
-  if (rc == TL_E_TIMEOUT)
-    return tl_err(ctx, TL_E_TIMEOUT, "no free device of key '%s' within %.0f s", key, timeout_s);
-  if (rc) return rc;
-  json_t *a = json_array_get(r, 1);
-  const char *host = json_string_value(json_array_get(a, 0));
-  int port = (int)json_integer_value(json_array_get(a, 1));
-  const char *mk = json_string_value(json_array_get(a, 2));
-  if (json_integer_value(json_array_get(r, 0)) != 0 || !host || !mk) {
-    json_decref(r);
-    return tl_err(ctx, TL_E_PARSE, "tracker: unexpected answer to REQUEST");
-  }
-  rc = tl_rpc_connect(ctx, host, port, mk, 10, out);
-  json_decref(r);
-  return rc;
-}
-
-TL_EXPORT const char *tl_rpc_sess_key(const tl_rpc_sess *s) { return s ? s->key : ""; }
-TL_EXPORT const char *tl_rpc_sess_addr(const tl_rpc_sess *s) { return s ? s->addr : ""; }
-
-TL_EXPORT void tl_rpc_close(tl_rpc_sess *s) {
-  if (!s) return;
-  close(s->fd);
-  free(s);
-}
-
-TL_EXPORT int tl_rpc_call(tl_ctx *ctx, tl_rpc_sess *s, const char *header, const void *blob,
-                          uint64_t n, double timeout_s, char **resp, void **resp_blob,
-                          uint64_t *resp_n) {
-  *resp = NULL;
-  if (resp_blob) *resp_blob = NULL;
-  if (resp_n) *resp_n = 0;
-  if (!s) return tl_err(ctx, TL_E_ARG, "rpc: the session is closed");
-  double dl = timeout_s > 0 ? tl_now() + timeout_s : 0;
-  int rc = rpc_frame_send(ctx, s->fd, header, blob, n, dl);
-  void *b = NULL;
-  uint64_t bn = 0;
-  if (!rc) rc = rpc_frame_recv(ctx, s->fd, resp, &b, &bn, dl);
-  if (rc) return tl_err_prefix(ctx, "rpc session %s: ", s->addr);
-  if (resp_blob) *resp_blob = b;
-  else free(b);
-  if (resp_n) *resp_n = bn;
-  return TL_OK;
-}
-
-TL_EXPORT int tl_rpc_upload(tl_ctx *ctx, tl_rpc_sess *s, const char *local_path, const char *name,
-                            double timeout_s) {
-  FILE *f = fopen(local_path, "rb");
-  if (!f) return tl_err(ctx, TL_E_IO, "upload: cannot open '%s': %s", local_path, strerror(errno));
-  fseek(f, 0, SEEK_END);
-  long sz = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  if (sz < 0 || (uint64_t)sz > RPC_SESSION_MAX_BLOB) {
-    fclose(f);
-    return tl_err(ctx, TL_E_IO, "upload: '%s' is too large", local_path);
-  }
-  unsigned char *raw = tl_malloc((size_t)sz + 1);
-  size_t got = fread(raw, 1, (size_t)sz, f);
-  fclose(f);
-  if (got != (size_t)sz) {
-    free(raw);
-    return tl_err(ctx, TL_E_IO, "upload: cannot read '%s'", local_path);
-  }
-  uLongf zl = compressBound((uLong)sz);
-  unsigned char *z = tl_malloc(zl);
-  compress2(z, &zl, raw, (uLong)sz, 6);
-  free(raw);
-  json_t *h = json_pack("{s:s, s:s, s:I}", "op", "upload", "name", name, "size", (json_int_t)sz);
-  char *hs = json_dumps(h, JSON_COMPACT);
-  json_decref(h);
-  char *resp = NULL;
-  int rc = tl_rpc_call(ctx, s, hs, z, zl, timeout_s, &resp, NULL, NULL);
-  free(hs);
-  free(z);
-  if (!rc) {
-    json_t *r = json_loads(resp, 0, NULL);
-    if (!json_is_true(json_object_get(r, "ok")))
-      rc = tl_err(ctx, TL_E_IO, "upload: %s", json_string_value(json_object_get(r, "error"))
-                  ? json_string_value(json_object_get(r, "error")) : "refused");
-    json_decref(r);
-  }
-  free(resp);
-  return rc;
-}
-
-TL_EXPORT int tl_rpc_tracker_summary(tl_ctx *ctx, const char *host, int port, double timeout_s,
-                                     char **json_out) {
-  *json_out = NULL;
-  int fd;
-  int rc = rpc_tracker_open(ctx, host, port, timeout_s, &fd);
-  if (rc) return rc;
-  json_t *r = NULL;
-  rc = rpc_tracker_call(ctx, fd, "[6]", timeout_s, &r);
-  close(fd);
-  if (rc) return rc;
-  if (json_integer_value(json_array_get(r, 0)) != 0) {
-    json_decref(r);
-    return tl_err(ctx, TL_E_PARSE, "tracker: SUMMARY failed");
-  }
-  *json_out = json_dumps(json_array_get(r, 1), JSON_COMPACT);
-  json_decref(r);
-  return TL_OK;
-}
-
-TL_EXPORT int tl_rpc_tracker_raw(tl_ctx *ctx, const char *host, int port, const char *req,
-                                 double timeout_s, char **json_out) {
-  *json_out = NULL;
-  int fd;
-  int rc = rpc_tracker_open(ctx, host, port, timeout_s, &fd);
-  if (rc) return rc;
-  json_t *r = NULL;
-  rc = rpc_tracker_call(ctx, fd, req, timeout_s, &r);
-  close(fd);
-  if (rc) return rc;
-  *json_out = json_dumps(r, JSON_COMPACT | JSON_ENCODE_ANY);
-  json_decref(r);
-  return TL_OK;
-}
-
-/* ---- RPCRunner's batch: jobs over every free device of a key, in parallel ------------------- */
-
-typedef struct {
-  const char *thost;
-  int tport;
-  const char *key;
-  int priority;
-  int n;
-  const char *const *so_paths, *const *fnames, *const *sigs;
-  int number, repeat;
-  double min_repeat_ms;
-  int cache_flush;
-  double timeout_s, cooldown_s, wait_limit_s, say_every_s;
-  const char *ref_so_path, *ref_fname;
-  double rtol;
-  double *costs;
-  /* OpenCL jobs: so_paths are OpenCL C files, manifests their manifests (NULL: C jobs) */
-  const char *const *manifests;
-  const char *ref_manifest;
-  int device;
-  double build_timeout_s;
-  int *ncosts, *error_no;
-  char **msgs;
-  int next;
-  int stop;
-  int active;                /* threads holding a device */
-  double waited;             /* longest wait with no device anywhere */
-  double last_say;
-  pthread_mutex_t mu;
-} rbatch;
-
-static int next_job(rbatch *b) {
-  pthread_mutex_lock(&b->mu);
-  int i = b->stop || b->next >= b->n ? -1 : b->next++;
-  pthread_mutex_unlock(&b->mu);
-  return i;
-}
-
-static void job_err(rbatch *b, int i, int eno, const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  b->error_no[i] = eno;
-  b->ncosts[i] = 0;
-  free(b->msgs[i]);
-  b->msgs[i] = tl_strdup(buf);
-}
-
-#define REF_NAME_FMT "ref%d.so"
-
-/* Measure job i on session s; returns non-zero when the device is lost. *ref_up: the
-** reference kernel (check_correctness) is already in this session. */
-static int run_job(tl_ctx *ctx, rbatch *b, tl_rpc_sess *s, int i, int *ref_up) {
-  char name[64], rname[64], mname[64], rmname[64];
-  int ocl = b->manifests != NULL;
-  snprintf(name, sizeof name, "m%d_%d.%s", (int)getpid(), i, ocl ? "cl" : "so");
-  snprintf(rname, sizeof rname, ocl ? "ref%d.cl" : REF_NAME_FMT, (int)getpid());
-  snprintf(mname, sizeof mname, "m%d_%d.json", (int)getpid(), i);
-  snprintf(rmname, sizeof rmname, "ref%d.json", (int)getpid());
-  double io_to = 60 + b->timeout_s + (ocl ? b->build_timeout_s : 0);
-  int rc;
-  if (b->ref_so_path && !*ref_up) {
-    rc = tl_rpc_upload(ctx, s, b->ref_so_path, rname, io_to);
-    if (!rc && ocl) rc = tl_rpc_upload(ctx, s, b->ref_manifest, rmname, io_to);
-    if (rc) return rc;
-    *ref_up = 1;
-  }
-  rc = tl_rpc_upload(ctx, s, b->so_paths[i], name, io_to);
-  if (!rc && ocl) rc = tl_rpc_upload(ctx, s, b->manifests[i], mname, io_to);
-  if (rc) return rc;
-  json_t *h;
-  if (ocl) {
-    h = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:f, s:f, s:f}", "op", "measure", "kind",
-                  "opencl", "module", name, "manifest", mname, "device", b->device, "number",
-                  b->number, "repeat", b->repeat, "min_repeat_ms", b->min_repeat_ms, "timeout",
-                  b->timeout_s, "build_timeout", b->build_timeout_s);
-  } else {
-    h = json_pack("{s:s, s:s, s:s?, s:s, s:i, s:i, s:f, s:b, s:f}", "op", "measure",
-                  "module", name, "func", b->fnames[i], "sig", b->sigs[i], "number", b->number,
-                  "repeat", b->repeat, "min_repeat_ms", b->min_repeat_ms, "cache_flush",
-                  b->cache_flush, "timeout", b->timeout_s);
-  }
-  if (b->ref_so_path) {
-    json_object_set_new(h, "ref_module", json_string(rname));
-    if (ocl) json_object_set_new(h, "ref_manifest", json_string(rmname));
-    else if (b->ref_fname) json_object_set_new(h, "ref_func", json_string(b->ref_fname));
-    json_object_set_new(h, "rtol", json_real(b->rtol > 0 ? b->rtol : 1e-4));
-  }
-  char *hs = json_dumps(h, JSON_COMPACT);
-  json_decref(h);
-  char *resp = NULL;
-  rc = tl_rpc_call(ctx, s, hs, NULL, 0, io_to, &resp, NULL, NULL);
-  free(hs);
-  if (rc) return rc;
-  json_t *r = json_loads(resp, 0, NULL);
-  free(resp);
-  if (!json_is_true(json_object_get(r, "ok"))) {
-    const char *e = json_string_value(json_object_get(r, "error"));
-    job_err(b, i, TL_MEASURE_RUNTIME_DEVICE, "%s", e ? e : "the device refused the request");
-  } else {
-    json_t *c = json_object_get(r, "costs");
-    int nc = (int)json_array_size(c);
-    if (nc > b->repeat) nc = b->repeat;
-    for (int k = 0; k < nc; k++) b->costs[(size_t)i * b->repeat + k] = json_number_value(json_array_get(c, k));
-    b->ncosts[i] = nc;
-    b->error_no[i] = (int)json_integer_value(json_object_get(r, "error_no"));
-    const char *e = json_string_value(json_object_get(r, "error"));
-    if (e) b->msgs[i] = tl_strdup(e);
-  }
-  json_decref(r);
-  for (int f = 0; f < (ocl ? 2 : 1); f++) {
-    char *rm = tl_sprintf("{\"op\":\"remove\",\"name\":\"%s\"}", f ? mname : name);
-    char *rr = NULL;
-    tl_rpc_call(ctx, s, rm, NULL, 0, 30, &rr, NULL, NULL);
-    free(rm);
-    free(rr);
-  }
-  return TL_OK;
-}
-
-static int jobs_left(rbatch *b) {
-  pthread_mutex_lock(&b->mu);
-  int r = !b->stop && b->next < b->n;
-  pthread_mutex_unlock(&b->mu);
-  return r;
-}
-
-/* A device for this thread while jobs remain. Waiting counts toward wait_limit only while no
-** thread holds a device (work going on elsewhere is progress). Requests are short (2 s), so a
-** thread never holds the batch open once the other threads have finished the jobs. */
-static tl_rpc_sess *acquire(tl_ctx *ctx, rbatch *b) {
-  tl_rpc_sess *s = NULL;
-  double waited = 0;
-  while (!s && jobs_left(b)) {
-    double left = b->wait_limit_s - waited;
-    if (left <= 0) {
-      pthread_mutex_lock(&b->mu);
-      b->stop = 1;
-      pthread_mutex_unlock(&b->mu);
-      break;
-    }
-    double slice = left < 2 ? left : 2;
-    if (slice > b->say_every_s) slice = b->say_every_s;
-    double t0 = tl_now();
-    tl_clearerr(ctx);
-    int rc = tl_rpc_request(ctx, b->thost, b->tport, b->key, b->priority, slice, &s);
-    double dt = tl_now() - t0;
-    if (rc && rc != TL_E_TIMEOUT && dt < 1) {   /* tracker down: do not spin */
-      sleep_s(1);
-      dt = tl_now() - t0;
-    }
-    if (!rc) break;
-    pthread_mutex_lock(&b->mu);
-    int busy = b->active > 0;
-    if (!busy) {
-      waited += dt;
-      b->waited = waited > b->waited ? waited : b->waited;
-    } else {
-      waited = 0;
-    }
-    if (!busy && (b->last_say == 0 || tl_now() - b->last_say >= b->say_every_s - 0.05)) {
-      b->last_say = tl_now();
-      fprintf(stderr, "rpc: waiting for a free device of key '%s' at %s:%d (%.0f s so far, "
-              "limit %.0f s): %s\n", b->key, b->thost, b->tport, waited, b->wait_limit_s,
-              tl_errmsg(ctx));
-    }
-    pthread_mutex_unlock(&b->mu);
-  }
-  if (s) {
-    pthread_mutex_lock(&b->mu);
-    b->active++;
-    pthread_mutex_unlock(&b->mu);
-  }
-  return s;
-}
-
-static void release(tl_ctx *ctx, rbatch *b, tl_rpc_sess *s, int polite) {
-  if (polite) {
-    char *rr = NULL;
-    tl_rpc_call(ctx, s, "{\"op\":\"shutdown\"}", NULL, 0, 5, &rr, NULL, NULL);
-    free(rr);
-  }
-  tl_rpc_close(s);
-  pthread_mutex_lock(&b->mu);
-  b->active--;
-  pthread_mutex_unlock(&b->mu);
-}
-
-static void *rbatch_worker(void *arg) {
-  rbatch *b = arg;
-  tl_ctx *ctx = tl_ctx_new();
-  tl_rpc_sess *s = NULL;
-  int ref_up = 0;
-  for (;;) {
-    if (!s && !(s = acquire(ctx, b))) break;
-    int i = next_job(b);
-    if (i < 0) break;
-    tl_clearerr(ctx);
-    if (run_job(ctx, b, s, i, &ref_up)) {
-      ref_up = 0;
-      job_err(b, i, TL_MEASURE_RUNTIME_DEVICE, "device lost (%s at %s): %s", tl_rpc_sess_key(s),
-              tl_rpc_sess_addr(s), tl_errmsg(ctx));
-      release(ctx, b, s, 0);
-      s = NULL;
-      continue;
-    }
-    if (b->cooldown_s > 0) sleep_s(b->cooldown_s);
-  }
-  if (s) release(ctx, b, s, 1);
-  tl_ctx_free(ctx);
-  return NULL;
-}
-
-static int rbatch_run(tl_ctx *ctx, rbatch *pb, int n_parallel) {
-  rbatch b = *pb;
-  int n = b.n;
-  signal(SIGPIPE, SIG_IGN);
-  if (!(b.say_every_s > 0)) b.say_every_s = 60;
-  if (b.say_every_s < 0.1) b.say_every_s = 0.1;
-  for (int i = 0; i < n; i++) {
-    b.msgs[i] = NULL;
-    b.ncosts[i] = 0;
-    b.error_no[i] = -1;
-  }
-  pthread_mutex_init(&b.mu, NULL);
-  if (n_parallel < 1) n_parallel = 1;
-  if (n_parallel > n) n_parallel = n;
-  if (n_parallel > 64) n_parallel = 64;
-  pthread_t th[64];
-  int started = 0;
-  for (int t = 0; t < n_parallel; t++)
-    if (pthread_create(&th[started], NULL, rbatch_worker, &b) == 0) started++;
-  if (!started && n) rbatch_worker(&b);
-  for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
-  pthread_mutex_destroy(&b.mu);
-  for (int i = 0; i < n; i++)
-    if (b.error_no[i] < 0) {
-      if (!b.msgs[i]) b.msgs[i] = tl_sprintf("not measured: no device of key '%s' within %.0f s", b.key, b.wait_limit_s);
-    }
-  if (b.stop)
-    return tl_err(ctx, TL_E_TIMEOUT, "no device of key '%s' at %s:%d for %.0f s", b.key,
-                  b.thost, b.tport, b.wait_limit_s);
-  return TL_OK;
-}
-
-TL_EXPORT int tl_rpc_measure_batch(tl_ctx *ctx, const char *tracker_host, int tracker_port,
-                                   const char *key, int priority, int n,
-                                   const char *const *so_paths, const char *const *fnames,
-                                   const char *const *sigs, int number, int repeat,
-                                   double min_repeat_ms, int cache_flush, double timeout_s,
-                                   int n_parallel, double cooldown_s, double wait_limit_s,
-                                   double say_every_s, const char *ref_so_path,
-                                   const char *ref_fname, double rtol,
-                                   double *costs, int *ncosts, int *error_no, char **msgs) {
-  if (n < 0 || repeat < 1 || !tracker_host || !key || (n > 0 && (!so_paths || !sigs || !costs ||
-      !ncosts || !error_no || !msgs)))
-    return tl_err(ctx, TL_E_ARG, "tl_rpc_measure_batch: bad arguments");
-  rbatch b;
-  memset(&b, 0, sizeof b);
-  b.thost = tracker_host;
-  b.tport = tracker_port;
-  b.key = key;
-  b.priority = priority;
-  b.n = n;
-  b.so_paths = so_paths;
-  b.fnames = fnames;
-  b.sigs = sigs;
-  b.number = number;
-  b.repeat = repeat;
-  b.min_repeat_ms = min_repeat_ms;
-  b.cache_flush = cache_flush;
-  b.timeout_s = timeout_s;
-  b.cooldown_s = cooldown_s;
-  b.wait_limit_s = wait_limit_s;
-  b.say_every_s = say_every_s;
-  b.ref_so_path = ref_so_path;
-  b.ref_fname = ref_fname;
-  b.rtol = rtol;
-  b.costs = costs;
-  b.ncosts = ncosts;
-  b.error_no = error_no;
-  b.msgs = msgs;
-  return rbatch_run(ctx, &b, n_parallel);
-}
-
-TL_EXPORT int tl_rpc_measure_batch_opencl(tl_ctx *ctx, const char *tracker_host, int tracker_port,
-                                          const char *key, int priority, int n,
-                                          const char *const *source_paths,
-                                          const char *const *manifest_paths, int device,
-                                          int number, int repeat, double min_repeat_ms,
-                                          double build_timeout_s, double timeout_s,
-                                          int n_parallel, double cooldown_s, double wait_limit_s,
-                                          double say_every_s, const char *ref_source_path,
-                                          const char *ref_manifest_path, double rtol,
-                                          double *costs, int *ncosts, int *error_no, char **msgs) {
-  if (n < 0 || repeat < 1 || !tracker_host || !key || device < 0 ||
-      (n > 0 && (!source_paths || !manifest_paths || !costs || !ncosts || !error_no || !msgs)) ||
-      (ref_source_path && !ref_manifest_path))
-    return tl_err(ctx, TL_E_ARG, "tl_rpc_measure_batch_opencl: bad arguments");
-  rbatch b;
-  memset(&b, 0, sizeof b);
-  b.thost = tracker_host;
-  b.tport = tracker_port;
-  b.key = key;
-  b.priority = priority;
-  b.n = n;
-  b.so_paths = source_paths;
-  b.manifests = manifest_paths;
-  b.device = device;
-  b.number = number;
-  b.repeat = repeat;
-  b.min_repeat_ms = min_repeat_ms;
-  b.timeout_s = timeout_s;
-  b.build_timeout_s = build_timeout_s > 0 ? build_timeout_s : 10;
-  b.cooldown_s = cooldown_s;
-  b.wait_limit_s = wait_limit_s;
-  b.say_every_s = say_every_s;
-  b.ref_so_path = ref_source_path;
-  b.ref_manifest = ref_manifest_path;
-  b.rtol = rtol;
-  b.costs = costs;
-  b.ncosts = ncosts;
-  b.error_no = error_no;
-  b.msgs = msgs;
-  return rbatch_run(ctx, &b, n_parallel);
-}
-
-/* ---- raw bytes, for tests and fuzzing ------------------------------------------------------ */
-
-static int read_until_close(tl_ctx *ctx, int fd, double timeout_s, char **out, size_t *outn) {
-  tl_buf b = {0};
-  double dl = tl_now() + timeout_s;
-  char tmp[4096];
-  for (;;) {
-    double left = dl - tl_now();
-    if (left <= 0) break;
-    struct pollfd pf = {fd, POLLIN, 0};
-    int pr = poll(&pf, 1, (int)(left * 1000) + 1);
-    if (pr <= 0) break;
-    ssize_t r = recv(fd, tmp, sizeof tmp, 0);
-    if (r <= 0) break;
-    if (b.n < (1 << 20)) tl_buf_putn(&b, tmp, (size_t)r);
-  }
-  *outn = b.n;
-  *out = b.s ? b.s : tl_strdup("");
-  (void)ctx;
-  return TL_OK;
-}
-
-TL_EXPORT int tl_rpc_raw_exchange(tl_ctx *ctx, const char *host, int port, const void *data,
-                                  size_t n, double timeout_s, char **out, size_t *outn) {
-  *out = NULL;
-  *outn = 0;
-  int fd;
-  int rc = rpc_connect(ctx, host, port, 5, &fd);
-  if (rc) return rc;
-  rpc_send_all(ctx, fd, data, n, tl_now() + 5);   /* the peer may close early */
-  tl_clearerr(ctx);
-  shutdown(fd, SHUT_WR);
-  rc = read_until_close(ctx, fd, timeout_s, out, outn);
-  close(fd);
-  return rc;
-}
-
-TL_EXPORT int tl_rpc_send_raw(tl_ctx *ctx, tl_rpc_sess *s, const void *data, size_t n,
-                              double timeout_s, char **out, size_t *outn) {
-  *out = NULL;
-  *outn = 0;
-  if (!s) return tl_err(ctx, TL_E_ARG, "rpc: the session is closed");
-  rpc_send_all(ctx, s->fd, data, n, tl_now() + 5);
-  tl_clearerr(ctx);
-  return read_until_close(ctx, s->fd, timeout_s, out, outn);
 }
