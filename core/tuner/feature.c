@@ -458,8 +458,6 @@ int tl_tune_row_features(tl_ctx *ctx, tl_atvm_task *t, int type, int64_t idx, fl
                          int *len) {
   *row = NULL;
   *len = 0;
-  if (!tl_atvm_config_knob_features || !tl_atvm_lower)
-    return tl_err(ctx, TL_E_UNSUPPORTED, "features: the AutoTVM space module is not built in");
   float kb[512];
   int nk = tl_atvm_config_knob_features(t, idx, kb, (int)TL_ARRAY_SIZE(kb));
   if (nk < 0) return tl_err(ctx, TL_E_ARG, "features: config %lld has no knob features",
@@ -514,8 +512,6 @@ int tl_tune_rows(tl_ctx *ctx, tl_atvm_task *t, int type, const int64_t *idx, int
                  float **rows, int *lens);
 int tl_tune_rows(tl_ctx *ctx, tl_atvm_task *t, int type, const int64_t *idx, int n, int nthreads,
                  float **rows, int *lens) {
-  if (!tl_atvm_lower) return tl_err(ctx, TL_E_UNSUPPORTED,
-                                    "features: the AutoTVM space module is not built in");
   batch_job j = {t, type, idx, rows, lens};
   if (n <= 0) return TL_OK;
   if (nthreads == 1 || n == 1 || type == TL_FEAT_KNOB) {

@@ -32,8 +32,6 @@ struct tl_tune_sa {
 
 int tl_tspace_from_task(tl_ctx *ctx, tl_atvm_task *t, tl_tspace *out) {
   memset(out, 0, sizeof *out);
-  if (!tl_atvm_space_len)
-    return tl_err(ctx, TL_E_UNSUPPORTED, "tuner: the AutoTVM space module is not built in");
   if (!t) return tl_err(ctx, TL_E_ARG, "tuner: NULL task");
   out->task = t;
   out->nknobs = tl_atvm_space_num_knobs(t);

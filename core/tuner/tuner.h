@@ -4,10 +4,8 @@
 ** the config-space functions this part calls.
 **
 ** The tuner core reads config spaces only through the task's tl_atvm_space_*
-** functions (core/tunelua_autotvm.h). Those functions are declared weak here so that
-** this part links and its own tests run in a build without the AutoTVM space
-** module; a call on a task then fails with TL_E_UNSUPPORTED instead of
-** crashing (tspace_from_task checks tl_atvm_space_len != NULL).
+** functions of the public header (core/tunelua_autotvm.h), never the
+** AutoTVM internals.
 */
 #ifndef TL_TUNER_H
 #define TL_TUNER_H
@@ -15,27 +13,6 @@
 #include "../base/base.h"
 #include "../ir/ir.h"
 #include "../tunelua.h"
-
-typedef struct tl_atvm_task tl_atvm_task;
-
-int64_t tl_atvm_space_len(const tl_atvm_task *t);
-int64_t tl_atvm_space_range_length(const tl_atvm_task *t);
-int tl_atvm_space_num_knobs(const tl_atvm_task *t);
-int64_t tl_atvm_space_knob_dim(const tl_atvm_task *t, int k);
-int tl_atvm_space_is_valid(const tl_atvm_task *t, int64_t index);
-void tl_atvm_space_point2knob(const tl_atvm_task *t, int64_t index, int64_t *digits);
-int64_t tl_atvm_space_knob2point(const tl_atvm_task *t, const int64_t *digits);
-int tl_atvm_config_knob_features(const tl_atvm_task *t, int64_t index, float *out, int cap);
-int tl_atvm_lower(tl_ctx *ctx, tl_atvm_task *t, int64_t index, const char *name, tl_lowered **out);
-#pragma weak tl_atvm_space_len
-#pragma weak tl_atvm_space_range_length
-#pragma weak tl_atvm_space_num_knobs
-#pragma weak tl_atvm_space_knob_dim
-#pragma weak tl_atvm_space_is_valid
-#pragma weak tl_atvm_space_point2knob
-#pragma weak tl_atvm_space_knob2point
-#pragma weak tl_atvm_config_knob_features
-#pragma weak tl_atvm_lower
 
 /* ---- the space view ------------------------------------------------------
 ** Index <-> knob digits: through the task when there is one, else a plain
