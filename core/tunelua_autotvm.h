@@ -109,6 +109,15 @@ int tl_atvm_template_exists(const char *name);
 /* TL_TMPL_* of the template called name (0 for an unknown name). */
 int tl_atvm_template_flags(const char *name);
 
+/* Input i (0-based) of the template's args as the graph executor deploys it:
+** ndim 0 when it is passed as it is, else the shape of its pre-transformed
+** constant value (at most 8 dims), which deploy_input writes from src (the
+** args' shape and dtype) into dst (that shape). */
+int tl_atvm_template_deployed_shape(tl_ctx *ctx, const char *name, const char *args_json, int i,
+                                    int *ndim, int64_t *shape);
+int tl_atvm_template_deploy_input(tl_ctx *ctx, const char *name, const char *args_json, int i,
+                                  const void *src, void *dst);
+
 /* ---- Lua templates: a space built knob by knob (define mode) --------------
 ** The Lua cfg object drives these; the C templates use the same code. */
 tl_atvm_space *tl_atvm_space_new(void);

@@ -310,6 +310,48 @@ static int unknown_template(tl_ctx *ctx, const char *name) {
   return rc;
 }
 
+/* Input i of the template's args as the graph executor deploys it: a shape
+** (ndim 0: passed as it is) and the transform of a constant value into it. */
+static int deployed(tl_ctx *ctx, const char *name, const char *args_json, int i,
+                    const tl_atvm_template **tm, tl_atvm_args *a, int *ndim, int64_t *shape) {
+  *ndim = 0;
+  *tm = template_find(name);
+  if (!*tm) return unknown_template(ctx, name);
+  if (tl_atvm_parse_args(ctx, args_json, a)) return tl_errcode(ctx);
+  if (i < 0 || i >= a->ntensors) {
+    tl_atvm_args_free(a);
+    return tl_err(ctx, TL_E_ARG, "%s: input %d out of range (the args have %d tensors)", name, i,
+                  a->ntensors);
+  }
+  if (!(*tm)->deployed_input || !(*tm)->deployed_input(a, i, ndim, shape)) *ndim = 0;
+  return TL_OK;
+}
+
+TL_EXPORT int tl_atvm_template_deployed_shape(tl_ctx *ctx, const char *name, const char *args_json,
+                                              int i, int *ndim, int64_t *shape) {
+  const tl_atvm_template *tm;
+  tl_atvm_args a;
+  int rc = deployed(ctx, name, args_json, i, &tm, &a, ndim, shape);
+  if (!rc) tl_atvm_args_free(&a);
+  return rc;
+}
+
+TL_EXPORT int tl_atvm_template_deploy_input(tl_ctx *ctx, const char *name, const char *args_json,
+                                            int i, const void *src, void *dst) {
+  const tl_atvm_template *tm;
+  tl_atvm_args a;
+  int ndim;
+  int64_t shape[8];
+  int rc = deployed(ctx, name, args_json, i, &tm, &a, &ndim, shape);
+  if (rc) return rc;
+  if (ndim == 0 || !tm->deploy)
+    rc = tl_err(ctx, TL_E_ARG, "%s: input %d is deployed as it is (no transform)", name, i);
+  else
+    tm->deploy(&a, i, src, dst);
+  tl_atvm_args_free(&a);
+  return rc;
+}
+
 TL_EXPORT int tl_atvm_task_create(tl_ctx *ctx, const char *template_name, const char *args_json,
                                   const char *target, tl_atvm_task **out) {
   *out = NULL;

@@ -112,6 +112,11 @@ typedef struct tl_atvm_template {
   ** placeholder takes that shape, so tuning times the kernel that runs, not
   ** a per-call transform the deployment never does. */
   int (*deployed_input)(const tl_atvm_args *a, int i, int *ndim, int64_t *shape);
+  /* With deployed_input: writes the deployed form of input i's value src
+  ** (the args' shape and dtype) to dst (the deployed shape). The graph
+  ** executor and the tests call it (tl_atvm_template_deploy_input), so the
+  ** packing rule is written once, next to the compute that reads it. */
+  void (*deploy)(const tl_atvm_args *a, int i, const void *src, void *dst);
   int flags;                   /* TL_TMPL_* (core/tunelua_autotvm.h) */
 } tl_atvm_template;
 

@@ -487,7 +487,8 @@ static int conv_nchwc_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched
 }
 
 /* The graph executor packs a constant float32 weight to [O/B, C, KH, KW, B] once
-** (lua/tunelua/graph/executor.lua), so the task measures that kernel too. */
+** (conv_nchwc_deploy, through tl_atvm_template_deploy_input), so the task
+** measures that kernel too. */
 static int conv_nchwc_deployed_input(const tl_atvm_args *a, int i, int *ndim, int64_t *shape) {
   if (i != 1) return 0;
   tl_ctx *ctx = tl_ctx_new();
@@ -501,9 +502,25 @@ static int conv_nchwc_deployed_input(const tl_atvm_args *a, int i, int *ndim, in
   return 1;
 }
 
-const tl_atvm_template tl_x86_conv2d_nchwc = {"conv2d_NCHWc.x86", conv_nchwc_define,
-                                              conv_nchwc_compute, conv_nchwc_schedule,
-                                              conv_nchwc_deployed_input, TL_TMPL_FALLBACK_DEPLOYS};
+/* OIHW -> [O/B, C, KH, KW, B]: a block of B output channels innermost. */
+static void conv_nchwc_deploy(const tl_atvm_args *a, int i, const void *src, void *dst) {
+  (void)i;
+  const float *w = src;
+  float *p = dst;
+  int64_t O = a->shape[1][0], C = a->shape[1][1], khw = a->shape[1][2] * a->shape[1][3];
+  int64_t B = conv_block(O);
+  for (int64_t o = 0; o < O; o++)
+    for (int64_t c = 0; c < C; c++) {
+      const float *s = w + (o * C + c) * khw;
+      float *d = p + ((o / B) * C + c) * khw * B + o % B;
+      for (int64_t k = 0; k < khw; k++) d[k * B] = s[k];
+    }
+}
+
+const tl_atvm_template tl_x86_conv2d_nchwc = {"conv2d_NCHWc.x86",       conv_nchwc_define,
+                                              conv_nchwc_compute,       conv_nchwc_schedule,
+                                              conv_nchwc_deployed_input, conv_nchwc_deploy,
+                                              TL_TMPL_FALLBACK_DEPLOYS};
 
 /* ---- depthwise_conv2d_NCHWc.x86 --------------------------------------------------- */
 

@@ -1,6 +1,7 @@
 -- AutoTVM tasks, config spaces and the x86 templates: space sizes and index
 -- mapping against TVM's logs, instantiation speed, numerics of lowered
 -- kernels against a naive (unscheduled) reference for several configs.
+local ffi = require "ffi"
 local autotvm = require "tunelua.autotvm"
 local te = require "tunelua.te"
 local topi = require "tunelua.topi"
@@ -94,7 +95,8 @@ local function check_task(t, indices, ref_op, ref_shapes, ref_attrs)
     local got = nd.empty(oshape, "float32")
     local c2 = { unpack(inputs) }
     -- conv2d_NCHWc.x86 is tuned and deployed with its weight pre-packed (5-D)
-    if #shapes[2] == 5 then c2[2] = executor.pack_oihw(inputs[2]) end
+    c2[2] = executor.deploy_input(t.name, t.args, 2, inputs[2])
+    assert(#c2[2]:shape() == #shapes[2], t.name .. ": the deployed weight has the task's kernel rank")
     c2[#c2 + 1] = got
     f(unpack(c2))
     testing.assert_allclose(got, want, { rtol = 1e-4, atol = 1e-4,
@@ -203,10 +205,39 @@ do
       local s, targs, tshapes = task:instantiate(idx)
       local o = tl.nd.empty({ 1, O, oh, oh })
       assert(#tshapes[2] == 5, "conv2d_NCHWc.x86 float32: the task's kernel is the packed weight")
-      tl.build(s, targs, "c")(a, executor.pack_oihw(w), o)
+      tl.build(s, targs, "c")(a, executor.deploy_input(task.name, task.args, 2, w), o)
       testing.assert_allclose(o, ref, { rtol = 1e-4, atol = 1e-4 })
     end
   end
+end
+
+-- the deployed weight's layout, element by element: [O/B, C, KH, KW, B] with B = 16 for O = 32
+do
+  local args = { { "TENSOR", { 1, 3, 8, 8 }, "float32" }, { "TENSOR", { 32, 3, 3, 3 }, "float32" },
+                 { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "NCHW", "NCHW", "float32" }
+  local w = tl.nd.random_uniform({ 32, 3, 3, 3 }, { seed = 3 })
+  local p = executor.deploy_input("conv2d_NCHWc.x86", args, 2, w)
+  local sh = p:shape()
+  assert(#sh == 5 and sh[1] == 2 and sh[2] == 3 and sh[3] == 3 and sh[4] == 3 and sh[5] == 16,
+         "packed shape " .. table.concat(sh, "x"))
+  local ws, ps = ffi.cast("float *", w:data_ptr()), ffi.cast("float *", p:data_ptr())
+  for o = 0, 31 do
+    for c = 0, 2 do
+      for k = 0, 8 do
+        local want = ws[(o * 3 + c) * 9 + k]
+        local got = ps[((math.floor(o / 16) * 3 + c) * 9 + k) * 16 + o % 16]
+        assert(got == want, string.format("packed[o=%d c=%d k=%d] = %g, want %g", o, c, k, got, want))
+      end
+    end
+  end
+  assert(executor.deploy_input("conv2d_NCHWc.x86", args, 2, w) == p, "cached per array")
+  -- the data input and templates without a deployed form pass the value as it is
+  assert(executor.deploy_input("conv2d_NCHWc.x86", args, 1, w) == w)
+  assert(executor.deployed_shape("conv2d_NCHWc.x86", args, 1) == nil)
+  local ok, err = pcall(executor.deployed_shape, "conv2d_NCHWc.x86", args, 5)
+  assert(not ok and err:find("input 4 out of range", 1, true), tostring(err))
+  ok, err = pcall(executor.deployed_shape, "conv2d_NCHWc.nope", args, 2)
+  assert(not ok and err:find("unknown template", 1, true), tostring(err))
 end
 
 print("test_autotvm_space: ok")

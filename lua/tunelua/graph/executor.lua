@@ -107,35 +107,38 @@ local function lookup_index(c, task, tgt, impl)
   return ok and config_index(cfg) or nil
 end
 
--- Weight pre-packing for conv2d_NCHWc.x86: its compute reads the kernel as
--- [O/B, C, KH, KW, B] (B = the largest power of two <= 16 dividing O: a block of output
--- channels innermost and contiguous) and takes that layout directly when the kernel input is
--- 5-D, so a constant OIHW weight is packed once here instead of at every run.
-local packed_cache = setmetatable({}, { __mode = "k" })
-local function pack_oihw(value)
-  local p = packed_cache[value]
-  if p then return p end
-  local sh = value:shape()
-  local O, Ci, KH, KW = sh[1], sh[2], sh[3], sh[4]
-  local B = 1
-  while B < 16 and O % (B * 2) == 0 do B = B * 2 end
-  p = nd.empty({ O / B, Ci, KH, KW, B }, "float32")
-  local src = ffi.cast("const float *", value:data_ptr())
-  local dst = ffi.cast("float *", p:data_ptr())
-  local khw = KH * KW
-  for o = 0, O - 1 do
-    local ob, b = math.floor(o / B), o % B
-    for c = 0, Ci - 1 do
-      local sb, db = (o * Ci + c) * khw, (ob * Ci + c) * khw
-      for k = 0, khw - 1 do dst[(db + k) * B + b] = src[sb + k] end
-    end
-  end
-  packed_cache[value] = p
+-- Constant inputs deployed pre-transformed (a weight packed once here instead of at every
+-- run): the template says which input, its deployed shape and the transform
+-- (tl_atvm_template_deployed_shape / tl_atvm_template_deploy_input, next to its compute).
+local deployed_cache = setmetatable({}, { __mode = "k" })
+local shape8, ndim1 = ffi.typeof("int64_t[8]"), ffi.typeof("int[1]")
+--- executor.deployed_shape(name, args, i) -> the shape input i (1-based) of template name
+--- takes when deployed, or nil when it is passed as it is.
+function executor.deployed_shape(name, args, i)
+  local sh, nd_ = shape8(), ndim1()
+  check(C.tl_atvm_template_deployed_shape(ctx, name, strategy.args_json(args), i - 1, nd_, sh), 2)
+  if nd_[0] == 0 then return nil end
+  local r = {}
+  for d = 0, nd_[0] - 1 do r[d + 1] = tonumber(sh[d]) end
+  return r
+end
+--- executor.deploy_input(name, args, i, value) -> value as input i (1-based) of template name
+--- is deployed (and tuned) with, e.g. conv2d_NCHWc.x86's [O/B, C, KH, KW, B] weight; value
+--- itself when the template takes it as it is. Cached per array.
+function executor.deploy_input(name, args, i, value)
+  local key = name .. "|" .. strategy.args_json(args) .. "|" .. i
+  local per = deployed_cache[value]
+  if per and per[key] then return per[key] end
+  local sh = executor.deployed_shape(name, args, i)
+  if not sh then return value end
+  local p = nd.empty(sh, value:dtype())
+  check(C.tl_atvm_template_deploy_input(ctx, name, strategy.args_json(args), i - 1,
+                                        value:data_ptr(), p:data_ptr()), 2)
+  per = per or {}
+  per[key] = p
+  deployed_cache[value] = per
   return p
 end
---- executor.pack_oihw(nd) -> the [O/B, C, KH, KW, B] float32 weight conv2d_NCHWc.x86 is
---- deployed (and tuned) with (cached per array).
-executor.pack_oihw = pack_oihw
 
 -- The constant value feeding the anchor's weight (argument 2), or nil.
 local function anchor_weight_const(call, anchor)
@@ -153,13 +156,16 @@ local function anchor_weight_const(call, anchor)
   return nil
 end
 
-local function packable(impl, value)
-  if not targets.template_flags(impl.name).prepacked_weight or not value then return false end
+-- The constant weight of impl's call in the deployed form of its template (argument 2), or nil
+-- when the template takes it as it is or the value does not match the args.
+local function deployed_weight(impl, value)
+  if not value or not targets.template_flags(impl.name).prepacked_weight then return nil end
   local ok, sh = pcall(function() return value:shape() end)
-  if not ok or #sh ~= 4 or value:dtype() ~= "float32" then return false end
-  local d, k = impl.args[1], impl.args[2]
-  return type(d) == "table" and type(k) == "table" and d[3] == "float32" and k[3] == "float32"
-    and k[2][2] == d[2][2] and impl.args[#impl.args] == "float32"
+  local k = impl.args[2]
+  if not ok or type(k) ~= "table" or value:dtype() ~= k[3] or #sh ~= #k[2] then return nil end
+  for d = 1, #sh do if sh[d] ~= k[2][d] then return nil end end
+  if not executor.deployed_shape(impl.name, impl.args, 2) then return nil end
+  return executor.deploy_input(impl.name, impl.args, 2, value)
 end
 
 -- Several templates for one op (Mali conv2d 3x3: spatial pack, winograd): as TVM selects
@@ -227,15 +233,15 @@ local function tuned_group(call, tgt, ctxs)
               local ids = intarr(n)
               for i = 1, n do ids[i - 1] = in_ids[i] end
               local extra
-              if n >= 2 and packable(impl, wconst) then
-                local pv = pack_oihw(wconst)
-                local psh = pv:shape()
-                local sh = ffi.new("int64_t[5]", psh[1], psh[2], psh[3], psh[4], psh[5])
+              local pv = n >= 2 and deployed_weight(impl, wconst)
+              if pv then
+                local psh, dt = pv:shape(), pv:dtype()
+                local sh = ffi.new("int64_t[?]", #psh, psh)
                 local pt = int1()
-                check(C.tl_dag_placeholder(ctx, dag, "kernel_packed", 5, sh, dtype_code("float32"), pt))
+                check(C.tl_dag_placeholder(ctx, dag, "kernel_packed", #psh, sh, dtype_code(dt), pt))
                 ids[1] = pt[0]
                 extra = { { tensor = pt[0], value = pv,
-                            node = { type = { shape = psh, dtype = "float32" } } } }
+                            node = { type = { shape = psh, dtype = dt } } } }
               end
               local outs, nout = intarr(16), int1()
               local rc = C.tl_atvm_template_compute(ctx, impl.name, args_json, dag, ids, n, outs, 16, nout)
