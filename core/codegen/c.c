@@ -24,7 +24,8 @@
 ** message naming the argument and the expected dtype and shape, read back
 ** through NAME_error. Nothing is dereferenced before the checks pass.
 **
-** Expressions: every operation is fully parenthesized. Index math uses the
+** Expressions are printed by cfamily.c (tl_cf_expr) from this file's table
+** (c_lang, at the end): every operation is fully parenthesized. Index math uses the
 ** IR's types (int32 for TL_T_INDEX). floordiv/floormod become shifts and
 ** masks for power-of-two divisors, plain / and % when the dividend is
 ** provably non-negative (simple sign analysis over loop variables with
@@ -409,29 +410,7 @@ static const char *const reserved_words[] = {
   "stdout", "stderr", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
   "uint32_t", "uint64_t", "size_t", "va_list", "FILE", "float_t", "double_t", "ptrdiff_t"};
 
-/* ---- expressions ------------------------------------------------------------------ */
-
-static void pe(cg *c, tl_ref e, int lane);
-
-static void put_int(cg *c, tl_type t, int64_t v) {
-  t = tl_type_scalar(t);
-  if (tl_type_is_bool(t)) {
-    P(c, v ? "1" : "0");
-  } else if (t.code == TL_TC_INT && t.bits == 32) {
-    if (v == INT32_MIN) P(c, "(-2147483647 - 1)");
-    else if (v < 0) PF(c, "(%lld)", (long long)v);
-    else PF(c, "%lld", (long long)v);
-  } else if (t.code == TL_TC_INT && t.bits == 64) {
-    if (v == INT64_MIN) P(c, "(-INT64_C(9223372036854775807) - 1)");
-    else PF(c, "INT64_C(%lld)", (long long)v);
-  } else if (t.code == TL_TC_UINT && t.bits == 64) {
-    PF(c, "UINT64_C(%llu)", (unsigned long long)v);
-  } else {
-    PF(c, "((%s)%lld)", ctype(c, t), (long long)v);
-  }
-}
-
-static void put_float(cg *c, tl_type t, double v) { tl_cf_put_float(&c->b, t, v, "_Float16", 0); }
+/* ---- expressions: C's own forms (the rest is tl_cf_expr) ------------------------- */
 
 static void put_call_helper(cg *c, const char *name, tl_type t, tl_ref a, tl_ref b, int lane) {
   char hn[32];
@@ -444,57 +423,26 @@ static void put_call_helper(cg *c, const char *name, tl_type t, tl_ref a, tl_ref
   P(c, ")");
 }
 
-static void print_arith(cg *c, int op, tl_type t, tl_ref a, tl_ref b, int lane, int vec) {
-  tl_type et = tl_type_scalar(t);
-  tl_type ht = vec ? t : et;         /* type the helper works on */
-  int sint = et.code == TL_TC_INT, uint = et.code == TL_TC_UINT, flt = et.code == TL_TC_FLOAT;
-  const char *sym = tl_cf_infix_sym(&c->b, op, et);
-  if (c->b.err) return;
-  if (!sym) switch (op) {
-  case TL_IR_FLOORDIV:
-  case TL_IR_FLOORMOD: {
-    if (uint) {
-      sym = op == TL_IR_FLOORDIV ? "/" : "%";
-      break;
-    }
-    if (sint) {
-      if (tl_cf_int_floordiv(&c->b, op, et, a, b, lane, &sym)) return;
-      if (sym) break;
-    } else if (!flt) {
-      cg_err(c, TL_E_UNSUPPORTED, "%s on a boolean", tl_ir_opname[op]);
-      return;
-    }
-    int kind = op == TL_IR_FLOORDIV ? H_FLOORDIV : H_FLOORMOD;
-    need(c, kind, ht);
-    put_call_helper(c, op == TL_IR_FLOORDIV ? "floordiv" : "floormod", ht, a, b, lane);
-    return;
-  }
-  case TL_IR_MIN:
-  case TL_IR_MAX:
-    need(c, op == TL_IR_MIN ? H_MIN : H_MAX, ht);
-    put_call_helper(c, op == TL_IR_MIN ? "min" : "max", ht, a, b, lane);
-    return;
-  default:
-    cg_err(c, TL_E_INTERNAL, "unexpected binary op %s", tl_ir_opname[op]);
-    return;
-  }
-  tl_cf_infix(&c->b, sym, et, a, b, lane, vec);
+/* min, max and the floordiv/floormod left by tl_cf_expr: helpers. */
+static void h_binop(tl_cf *b0, int op, tl_type t, tl_ref a, tl_ref b, int lane, int vec) {
+  cg *c = (cg *)b0;
+  tl_type ht = vec ? t : tl_type_scalar(t);   /* type the helper works on */
+  int kind = op == TL_IR_FLOORDIV ? H_FLOORDIV : op == TL_IR_FLOORMOD ? H_FLOORMOD
+           : op == TL_IR_MIN ? H_MIN : H_MAX;
+  need(c, kind, ht);
+  put_call_helper(c, op == TL_IR_FLOORDIV ? "floordiv" : op == TL_IR_FLOORMOD ? "floormod"
+                     : op == TL_IR_MIN ? "min" : "max", ht, a, b, lane);
 }
 
-static void print_cmp(cg *c, int op, tl_type t, tl_ref a, tl_ref b, int lane, int vec) {
-  const char *sym = op == TL_IR_EQ ? "==" : op == TL_IR_NE ? "!=" : op == TL_IR_LT ? "<"
-                  : op == TL_IR_LE ? "<=" : op == TL_IR_GT ? ">" : ">=";
-  if (!vec) {
-    P(c, "(");
-    pe(c, a, lane);
-    PF(c, " %s ", sym);
-    pe(c, b, lane);
-    P(c, ")");
-    return;
-  }
-  tl_type ot = vec_norm(tl_ir_type(c->b.ir, a));
+/* Vector comparisons give int32 lane masks. */
+static void h_vec_cmp(tl_cf *b0, tl_ref e) {
+  cg *c = (cg *)b0;
+  const tl_ir *ir = c->b.ir;
+  tl_ref a = tl_ir_kid(ir, e, 0), b = tl_ir_kid(ir, e, 1);
+  const char *sym = tl_cf_cmp_sym(tl_ir_op(ir, e));
+  tl_type ot = vec_norm(tl_ir_type(ir, a));
   char mt[32];
-  vtn(c, tl_type_make(TL_TC_INT, 32, t.lanes), mt);
+  vtn(c, tl_type_make(TL_TC_INT, 32, tl_ir_type(ir, e).lanes), mt);
   if (ot.bits == 32) PF(c, "((%s)(", mt);
   else P(c, "__builtin_convertvector((");
   pe(c, a, -1);
@@ -504,62 +452,28 @@ static void print_cmp(cg *c, int op, tl_type t, tl_ref a, tl_ref b, int lane, in
   else PF(c, "), %s)", mt);
 }
 
-static void print_select(cg *c, tl_ref e, int lane, int vec) {
+static void h_vec_select(tl_cf *b0, tl_ref e) {
+  cg *c = (cg *)b0;
   const tl_ir *ir = c->b.ir;
-  int op = tl_ir_op(ir, e);
   tl_type t = tl_ir_type(ir, e);
-  tl_ref cond = tl_ir_kid(ir, e, 0), a = tl_ir_kid(ir, e, 1), b = tl_ir_kid(ir, e, 2);
-  int vcond = tl_ir_type(ir, cond).lanes > 1;
   char vt[32];
-  if (!vec || !vcond) {
-    P(c, "(");
-    pe(c, cond, lane);
-    P(c, " ? ");
-    pe(c, a, lane);
-    P(c, " : ");
-    pe(c, b, lane);
-    P(c, ")");
-    return;
-  }
   vtn(c, t, vt);
-  if (op == TL_IR_SELECT) {
-    need(c, H_SEL, t);
-    PF(c, "tlc_sel_%s(", vt);
-    pe(c, cond, -1);
-    P(c, ", ");
-    pe(c, a, -1);
-    P(c, ", ");
-    pe(c, b, -1);
-    P(c, ")");
-    return;
-  }
-  /* if_then_else on a vector condition: lane by lane, only the taken branch */
-  PF(c, "((%s){", vt);
-  for (int i = 0; i < t.lanes; i++) {
-    if (i) P(c, ", ");
-    if (tl_type_is_bool(t)) P(c, "-(int32_t)");
-    pe(c, e, i);
-  }
-  P(c, "})");
+  need(c, H_SEL, t);
+  PF(c, "tlc_sel_%s(", vt);
+  pe(c, tl_ir_kid(ir, e, 0), -1);
+  P(c, ", ");
+  pe(c, tl_ir_kid(ir, e, 1), -1);
+  P(c, ", ");
+  pe(c, tl_ir_kid(ir, e, 2), -1);
+  P(c, ")");
 }
 
-static void print_cast(cg *c, tl_ref e, int lane, int vec) {
+static void h_vec_cast(tl_cf *b0, tl_ref e) {
+  cg *c = (cg *)b0;
   const tl_ir *ir = c->b.ir;
   tl_type t = tl_ir_type(ir, e);
   tl_ref a = tl_ir_kid(ir, e, 0);
   tl_type st = tl_ir_type(ir, a);
-  if (!vec) {
-    if (tl_type_is_bool(t)) {
-      P(c, "(");
-      pe(c, a, lane);
-      P(c, " != 0)");
-    } else {
-      PF(c, "((%s)(", ctype(c, t));
-      pe(c, a, lane);
-      P(c, "))");
-    }
-    return;
-  }
   char dt[32], sv[32], mt[32];
   int sb = tl_type_is_bool(st), db = tl_type_is_bool(t);
   if (sb && db) {
@@ -584,6 +498,29 @@ static void print_cast(cg *c, tl_ref e, int lane, int vec) {
   }
 }
 
+static void h_vec_ramp(tl_cf *b0, tl_ref e) {
+  cg *c = (cg *)b0;
+  tl_type t = tl_ir_type(c->b.ir, e);
+  char vt[32];
+  need(c, H_RAMP, t);
+  PF(c, "tlc_ramp_%s(", vtn(c, t, vt));
+  pe(c, tl_ir_kid(c->b.ir, e, 0), -1);
+  P(c, ", ");
+  pe(c, tl_ir_kid(c->b.ir, e, 1), -1);
+  P(c, ")");
+}
+
+static void h_vec_bcast(tl_cf *b0, tl_ref e) {
+  cg *c = (cg *)b0;
+  tl_type t = tl_ir_type(c->b.ir, e);
+  char vt[32];
+  need(c, H_BCAST, t);
+  PF(c, "tlc_bcast_%s(", vtn(c, t, vt));
+  if (tl_type_is_bool(t)) P(c, "-(int32_t)");
+  pe(c, tl_ir_kid(c->b.ir, e, 0), -1);
+  P(c, ")");
+}
+
 /* Pointer to element base of buffer bn: "(bn + (base))". */
 static void put_addr(cg *c, const char *bn, tl_ref base) {
   PF(c, "(%s + ", bn);
@@ -591,24 +528,45 @@ static void put_addr(cg *c, const char *bn, tl_ref base) {
   P(c, ")");
 }
 
-static void print_load(cg *c, tl_ref e, int lane, int vec) {
+/* The call of a vector load (store: 1) helper of storage type st (named sv)
+** on buffer bn at vector index ix, up to its last argument: contiguous
+** (vload/vstore: the address), strided (vloads/vstores: the address and
+** stride) or any other (gather/scatter: bn and the index as int32 or int64). */
+static void put_vaccess(cg *c, int store, tl_type st, const char *sv, const char *bn, tl_ref ix) {
   const tl_ir *ir = c->b.ir;
-  const tl_node *n = tl_ir_node(ir, e);
-  int b = (int)n->imm.u;
-  tl_type t = n->type;
-  if (n->nkids != 1) {
-    cg_err(c, TL_E_ARG, "load from '%s' has %d indices; codegen needs one flattened index",
-           b < c->b.nbufs ? tl_ir_buffer(ir, b)->name : "?", n->nkids);
-    return;
+  tl_type it = tl_ir_type(ir, ix);
+  int64_t k = 0;
+  if (tl_ir_op(ir, ix) == TL_IR_RAMP && tl_ir_is_int(ir, tl_ir_kid(ir, ix, 1), &k) && k == 1) {
+    need(c, store ? H_VSTORE : H_VLOAD, st);
+    PF(c, "tlc_%s_%s(", store ? "vstore" : "vload", sv);
+    put_addr(c, bn, tl_ir_kid(ir, ix, 0));
+  } else if (tl_ir_op(ir, ix) == TL_IR_RAMP) {
+    need(c, store ? H_VSTORES : H_VLOADS, st);
+    PF(c, "tlc_%s_%s(", store ? "vstores" : "vloads", sv);
+    put_addr(c, bn, tl_ir_kid(ir, ix, 0));
+    P(c, ", (int64_t)(");
+    pe(c, tl_ir_kid(ir, ix, 1), -1);
+    P(c, ")");
+  } else {
+    int w = it.bits == 64 ? 64 : 32;
+    need(c, store ? (w == 64 ? H_SCATTER64 : H_SCATTER32) : (w == 64 ? H_GATHER64 : H_GATHER32), st);
+    PF(c, "tlc_%s%d_%s(%s, ", store ? "scatter" : "gather", w, sv, bn);
+    if (it.bits != w || it.code != TL_TC_INT) {
+      char iv[32];
+      P(c, "__builtin_convertvector(");
+      pe(c, ix, -1);
+      PF(c, ", %s)", vtn(c, tl_type_make(TL_TC_INT, w, it.lanes), iv));
+    } else {
+      pe(c, ix, -1);
+    }
   }
-  const char *bn = buf_use(c, b);
-  tl_ref ix = tl_ir_kid(ir, e, 0);
-  if (!vec) {
-    PF(c, "%s[", bn);
-    pe(c, ix, lane);
-    P(c, "]");
-    return;
-  }
+}
+
+/* A vector load: contiguous, strided or gathered (bool vectors via bytes). */
+static void h_vec_load(tl_cf *b0, tl_ref e, const char *bn, tl_ref ix) {
+  cg *c = (cg *)b0;
+  const tl_ir *ir = c->b.ir;
+  tl_type t = tl_ir_type(ir, e);
   if (tl_ir_type(ir, ix).lanes != t.lanes) {
     cg_err(c, TL_E_ARG, "vector load from '%s': index lanes differ from value lanes", bn);
     return;
@@ -618,38 +576,14 @@ static void print_load(cg *c, tl_ref e, int lane, int vec) {
   vtn(c, st, sv);
   int isbool = tl_type_is_bool(t);
   if (isbool) P(c, "__builtin_convertvector(");
-  int64_t k = 0;
-  if (tl_ir_op(ir, ix) == TL_IR_RAMP && tl_ir_is_int(ir, tl_ir_kid(ir, ix, 1), &k) && k == 1) {
-    need(c, H_VLOAD, st);
-    PF(c, "tlc_vload_%s(", sv);
-    put_addr(c, bn, tl_ir_kid(ir, ix, 0));
-    P(c, ")");
-  } else if (tl_ir_op(ir, ix) == TL_IR_RAMP) {
-    need(c, H_VLOADS, st);
-    PF(c, "tlc_vloads_%s(", sv);
-    put_addr(c, bn, tl_ir_kid(ir, ix, 0));
-    P(c, ", (int64_t)(");
-    pe(c, tl_ir_kid(ir, ix, 1), -1);
-    P(c, "))");
-  } else {
-    tl_type it = tl_ir_type(ir, ix);
-    int w = it.bits == 64 ? 64 : 32;
-    need(c, w == 64 ? H_GATHER64 : H_GATHER32, st);
-    PF(c, "tlc_gather%d_%s(%s, ", w, sv, bn);
-    if (it.bits != w || it.code != TL_TC_INT) {
-      char iv[32];
-      P(c, "__builtin_convertvector(");
-      pe(c, ix, -1);
-      PF(c, ", %s)", vtn(c, tl_type_make(TL_TC_INT, w, t.lanes), iv));
-    } else {
-      pe(c, ix, -1);
-    }
-    P(c, ")");
-  }
+  put_vaccess(c, 0, st, sv, bn, ix);
+  P(c, ")");
   if (isbool) PF(c, " != (%s){0}, %s)", sv, vtn(c, tl_type_make(TL_TC_INT, 32, t.lanes), mt));
 }
 
-static void print_call(cg *c, tl_ref e, int lane, int vec) {
+/* Intrinsics: the scalar template, or on whole vectors a per-lane helper. */
+static void h_call(tl_cf *b0, tl_ref e, int lane, int vec) {
+  cg *c = (cg *)b0;
   const tl_ir *ir = c->b.ir;
   const tl_node *n = tl_ir_node(ir, e);
   int k = (int)n->imm.u, widen;
@@ -692,7 +626,9 @@ static void print_call(cg *c, tl_ref e, int lane, int vec) {
   if (widen) P(c, ")");
 }
 
-static void print_let(cg *c, tl_ref e, int lane) {
+/* A let expression: a GNU statement expression binding the variable. */
+static void h_let(tl_cf *b0, tl_ref e, int lane) {
+  cg *c = (cg *)b0;
   const tl_ir *ir = c->b.ir;
   tl_ref var = tl_ir_kid(ir, e, 0), val = tl_ir_kid(ir, e, 1), body = tl_ir_kid(ir, e, 2);
   char dt[32];
@@ -712,107 +648,6 @@ static void print_let(cg *c, tl_ref e, int lane) {
   pe(c, body, lane);
   P(c, "; })");
   var_unbind(c, var);
-}
-
-/* Print e; lane >= 0 prints lane `lane` of a vector expression as a scalar. */
-static void pe(cg *c, tl_ref e, int lane) {
-  if (c->b.err) return;
-  const tl_ir *ir = c->b.ir;
-  const tl_node *n = tl_ir_node(ir, e);
-  tl_type t = n->type;
-  if (t.lanes == 1) lane = -1;
-  int vec = t.lanes > 1 && lane < 0;
-  char vt[32];
-  int op = n->op;
-  switch (op) {
-  case TL_IR_INT:
-    put_int(c, t, n->imm.i);
-    return;
-  case TL_IR_FLOAT:
-    put_float(c, t, n->imm.f);
-    return;
-  case TL_IR_VAR: {
-    const char *nm = var_use(c, e);
-    if (lane < 0) P(c, nm);
-    else if (tl_type_is_bool(t)) PF(c, "(%s[%d] != 0)", nm, lane);
-    else PF(c, "%s[%d]", nm, lane);
-    return;
-  }
-  case TL_IR_RAMP:
-    if (vec) {
-      need(c, H_RAMP, t);
-      PF(c, "tlc_ramp_%s(", vtn(c, t, vt));
-      pe(c, tl_ir_kid(ir, e, 0), -1);
-      P(c, ", ");
-      pe(c, tl_ir_kid(ir, e, 1), -1);
-      P(c, ")");
-    } else {
-      int64_t k;
-      P(c, "(");
-      pe(c, tl_ir_kid(ir, e, 0), -1);
-      if (tl_ir_is_int(ir, tl_ir_kid(ir, e, 1), &k)) {
-        P(c, " + ");
-        put_int(c, tl_type_scalar(t), k * lane);
-      } else {
-        P(c, " + ");
-        pe(c, tl_ir_kid(ir, e, 1), -1);
-        PF(c, " * %d", lane);
-      }
-      P(c, ")");
-    }
-    return;
-  case TL_IR_BROADCAST:
-    if (vec) {
-      need(c, H_BCAST, t);
-      PF(c, "tlc_bcast_%s(", vtn(c, t, vt));
-      if (tl_type_is_bool(t)) P(c, "-(int32_t)");
-      pe(c, tl_ir_kid(ir, e, 0), -1);
-      P(c, ")");
-    } else {
-      pe(c, tl_ir_kid(ir, e, 0), -1);
-    }
-    return;
-  case TL_IR_LOAD:
-    print_load(c, e, lane, vec);
-    return;
-  case TL_IR_CALL:
-    print_call(c, e, lane, vec);
-    return;
-  case TL_IR_LET:
-    print_let(c, e, lane);
-    return;
-  case TL_IR_CAST:
-    print_cast(c, e, lane, vec);
-    return;
-  case TL_IR_SELECT:
-  case TL_IR_IF_THEN_ELSE:
-    print_select(c, e, lane, vec);
-    return;
-  case TL_IR_NOT:
-    P(c, vec ? "(~" : "(!");
-    pe(c, tl_ir_kid(ir, e, 0), lane);
-    P(c, ")");
-    return;
-  case TL_IR_AND:
-  case TL_IR_OR:
-    P(c, "(");
-    pe(c, tl_ir_kid(ir, e, 0), lane);
-    P(c, vec ? (op == TL_IR_AND ? " & " : " | ") : (op == TL_IR_AND ? " && " : " || "));
-    pe(c, tl_ir_kid(ir, e, 1), lane);
-    P(c, ")");
-    return;
-  default:
-    if (tl_ir_opflags[op] & TL_IRF_P) {
-      print_cmp(c, op, t, tl_ir_kid(ir, e, 0), tl_ir_kid(ir, e, 1), lane, vec);
-      return;
-    }
-    if (tl_ir_opflags[op] & TL_IRF_B) {
-      print_arith(c, op, t, tl_ir_kid(ir, e, 0), tl_ir_kid(ir, e, 1), lane, vec);
-      return;
-    }
-    cg_err(c, TL_E_ARG, "%s node where an expression is expected", tl_ir_opname[op]);
-    return;
-  }
 }
 
 /* ---- analyses for loops --------------------------------------------------------- */
@@ -1119,11 +954,7 @@ static void print_for(cg *c, tl_ref loop) {
     print_parallel(c, loop);
     return;
   }
-  tl_type vt = tl_ir_type(ir, var);
-  if (vt.lanes != 1 || !tl_type_is_int(vt) || tl_type_is_bool(vt)) {
-    cg_err(c, TL_E_ARG, "loop variable '%s' is not a scalar integer", vname0);
-    return;
-  }
+  if (!tl_cf_loop_var_ok(&c->b, loop)) return;
   int64_t kext;
   int cext = tl_ir_is_int(ir, ext, &kext);
   if (kind == TL_FOR_UNROLLED && cext && kext > 1 && kext <= 65534) {
@@ -1140,49 +971,20 @@ static void print_for(cg *c, tl_ref loop) {
     if (steps < 1) steps = 1;
     if (steps <= c->unroll_max / kext) line(c, "#pragma GCC unroll %lld", (long long)kext);
   }
-  const char *ty = ctype(c, vt);
-  tl_cf_for_header(&c->b, loop, ty);
-  print_body_block(c, body);
-  var_unbind(c, var);
-  line(c, "}");
+  tl_cf_for(&c->b, loop);
 }
 
 static void print_store(cg *c, tl_ref s) {
   tl_cf_store st0;
   if (!tl_cf_store_begin(&c->b, s, &st0)) return;
-  const tl_ir *ir = c->b.ir;
   const char *bn = st0.bn;
   tl_ref val = st0.val, ix = st0.ix;
-  tl_type vt = st0.vt, it = st0.it, bt = st0.bt;
+  tl_type vt = st0.vt, bt = st0.bt;
   indent(c);
   tl_type st = storage_type(tl_type_lanes(bt, vt.lanes));
   char sv[32];
   vtn(c, st, sv);
-  int64_t k = 0;
-  if (tl_ir_op(ir, ix) == TL_IR_RAMP && tl_ir_is_int(ir, tl_ir_kid(ir, ix, 1), &k) && k == 1) {
-    need(c, H_VSTORE, st);
-    PF(c, "tlc_vstore_%s(", sv);
-    put_addr(c, bn, tl_ir_kid(ir, ix, 0));
-  } else if (tl_ir_op(ir, ix) == TL_IR_RAMP) {
-    need(c, H_VSTORES, st);
-    PF(c, "tlc_vstores_%s(", sv);
-    put_addr(c, bn, tl_ir_kid(ir, ix, 0));
-    P(c, ", (int64_t)(");
-    pe(c, tl_ir_kid(ir, ix, 1), -1);
-    P(c, ")");
-  } else {
-    int w = it.bits == 64 ? 64 : 32;
-    need(c, w == 64 ? H_SCATTER64 : H_SCATTER32, st);
-    PF(c, "tlc_scatter%d_%s(%s, ", w, sv, bn);
-    if (it.bits != w || it.code != TL_TC_INT) {
-      char iv[32];
-      P(c, "__builtin_convertvector(");
-      pe(c, ix, -1);
-      PF(c, ", %s)", vtn(c, tl_type_make(TL_TC_INT, w, vt.lanes), iv));
-    } else {
-      pe(c, ix, -1);
-    }
-  }
+  put_vaccess(c, 1, st, sv, bn, ix);
   P(c, ", ");
   if (tl_type_is_bool(bt)) {
     P(c, "__builtin_convertvector(-(");
@@ -1530,20 +1332,45 @@ static void print_args(cg *c) {
   }
 }
 
-/* ---- the hooks of the shared C-family printer (cfamily.h) ------------------------- */
+/* ---- what C says differently (cfamily.h) ------------------------------------------ */
 
 static int h_reserved_prefix(const char *b) {
   return strncmp(b, "tlc_", 4) == 0;
 }
-static void h_pe(tl_cf *b, tl_ref e, int lane) { pe((cg *)b, e, lane); }
-static void h_put_int(tl_cf *b, tl_type t, int64_t v) { put_int((cg *)b, t, v); }
 static void h_ps(tl_cf *b, tl_ref s) { ps((cg *)b, s); }
 static const char *h_decl_type(tl_cf *b, tl_type t, char *buf) { return decl_type((cg *)b, t, buf); }
 
-static const tl_cf_hooks c_hooks = {
-  "codegen_c", "not a loop variable, let or argument shape variable in scope", "(uint8_t)(",
-  reserved_words, (int)TL_ARRAY_SIZE(reserved_words),
-  h_reserved_prefix, h_pe, h_put_int, h_ps, h_decl_type};
+static const tl_cf_lang c_lang = {
+  .who = "codegen_c",
+  .unbound_hint = "not a loop variable, let or argument shape variable in scope",
+  .reserved = reserved_words,
+  .nreserved = (int)TL_ARRAY_SIZE(reserved_words),
+  .reserved_prefix = h_reserved_prefix,
+  .decl_type = h_decl_type,
+  .bool_lit = {"0", "1"},
+  .int64_fmt = "INT64_C(%lld)",
+  .int64_min = "(-INT64_C(9223372036854775807) - 1)",
+  .uint64_fmt = "UINT64_C(%llu)",
+  .half_name = "_Float16",
+  .paren_f64 = 0,
+  .lane_fmt = "%s[%d]",
+  .vec_open = "{",
+  .vec_close = "}",
+  .bool_lane = "-(int32_t)",   /* bool vectors are -1/0 masks */
+  .bool_load_ne0 = 0,
+  .bool_store_cast = "(uint8_t)(",
+  .vec_whole = NULL,
+  .vec_ramp = h_vec_ramp,
+  .vec_bcast = h_vec_bcast,
+  .vec_load = h_vec_load,
+  .vec_cast = h_vec_cast,
+  .vec_select = h_vec_select,
+  .vec_cmp = h_vec_cmp,
+  .binop = h_binop,
+  .call = h_call,
+  .let = h_let,
+  .ps = h_ps,
+};
 
 int tl_codegen_c(tl_ctx *ctx, const tl_lowered *f, tl_buf *out) {
   if (!f || !f->ir || !out) return tl_err(ctx, TL_E_ARG, "codegen_c: NULL function or output");
@@ -1560,7 +1387,7 @@ int tl_codegen_c(tl_ctx *ctx, const tl_lowered *f, tl_buf *out) {
 
   cg c;
   memset(&c, 0, sizeof c);
-  tl_cf_init(&c.b, &c_hooks, ctx, f);
+  tl_cf_init(&c.b, &c_lang, ctx, f);
   TL_VEC_PUSH(c.b.names, tl_sprintf("%s_error", f->name));
 
   int par = 0;

@@ -11,7 +11,7 @@
 #define P(c, s) tl_buf_puts((c)->o, s)
 #define PF(c, ...) tl_buf_printf((c)->o, __VA_ARGS__)
 
-void tl_cf_init(tl_cf *c, const tl_cf_hooks *h, tl_ctx *ctx, const tl_lowered *f) {
+void tl_cf_init(tl_cf *c, const tl_cf_lang *h, tl_ctx *ctx, const tl_lowered *f) {
   tl_ir *ir = f->ir;
   c->h = h;
   c->ctx = ctx;
@@ -175,8 +175,30 @@ int tl_cf_nonneg(tl_cf *c, tl_ref e) {
 
 /* ---- literals ------------------------------------------------------------------- */
 
-void tl_cf_put_float(tl_cf *c, tl_type t, double v, const char *half_name, int paren_f64) {
+void tl_cf_put_int(tl_cf *c, tl_type t, int64_t v) {
+  t = tl_type_scalar(t);
+  if (tl_type_is_bool(t)) {
+    P(c, c->h->bool_lit[v != 0]);
+  } else if (t.code == TL_TC_INT && t.bits == 32) {
+    if (v == INT32_MIN) P(c, "(-2147483647 - 1)");
+    else if (v < 0) PF(c, "(%lld)", (long long)v);
+    else PF(c, "%lld", (long long)v);
+  } else if (t.code == TL_TC_INT && t.bits == 64) {
+    if (v == INT64_MIN) P(c, c->h->int64_min);
+    else PF(c, c->h->int64_fmt, (long long)v);
+  } else if (t.code == TL_TC_UINT && t.bits == 64) {
+    PF(c, c->h->uint64_fmt, (unsigned long long)v);
+  } else {
+    char tb[32];
+    PF(c, "((%s)%lld)", c->h->decl_type(c, t, tb), (long long)v);
+  }
+}
+
+void tl_cf_put_float(tl_cf *c, tl_type t, double v) {
+  const char *half_name = c->h->half_name;
   char cast[40];
+  if (t.bits == 16) c->fp16 = 1;
+  if (t.bits == 64) c->fp64 = 1;
   if (t.bits == 64) snprintf(cast, sizeof cast, "(double)");
   else if (t.bits == 16) snprintf(cast, sizeof cast, "(%s)", half_name);
   else cast[0] = 0;
@@ -192,7 +214,7 @@ void tl_cf_put_float(tl_cf *c, tl_type t, double v, const char *half_name, int p
   snprintf(b, sizeof b, t.bits == 64 ? "%.17g" : "%.9g", v);
   if (!strpbrk(b, ".e")) strcat(b, ".0");
   if (t.bits == 16) PF(c, "((%s)%sf)", half_name, b);
-  else if (t.bits == 64) PF(c, paren_f64 || v < 0 ? "(%s)" : "%s", b);
+  else if (t.bits == 64) PF(c, c->h->paren_f64 || v < 0 ? "(%s)" : "%s", b);
   else PF(c, v < 0 ? "(%sf)" : "%sf", b);
 }
 
@@ -228,12 +250,12 @@ int tl_cf_int_floordiv(tl_cf *c, int op, tl_type et, tl_ref a, tl_ref b, int lan
     int sh = 0;
     while ((INT64_C(1) << sh) < k) sh++;
     P(c, "(");
-    c->h->pe(c, a, lane);
+    tl_cf_expr(c, a, lane);
     if (op == TL_IR_FLOORDIV) {
       PF(c, " >> %d)", sh);
     } else {
       P(c, " & ");
-      c->h->put_int(c, et, k - 1);
+      tl_cf_put_int(c, et, k - 1);
       P(c, ")");
     }
     return 1;
@@ -248,19 +270,256 @@ void tl_cf_infix(tl_cf *c, const char *sym, tl_type et, tl_ref a, tl_ref b, int 
   char tb[32];
   if (narrow) PF(c, "((%s)", c->h->decl_type(c, et, tb));
   P(c, "(");
-  c->h->pe(c, a, lane);
+  tl_cf_expr(c, a, lane);
   PF(c, " %s ", sym);
-  c->h->pe(c, b, lane);
+  tl_cf_expr(c, b, lane);
   P(c, ")");
   if (narrow) P(c, ")");
 }
 
+const char *tl_cf_cmp_sym(int op) {
+  return op == TL_IR_EQ ? "==" : op == TL_IR_NE ? "!=" : op == TL_IR_LT ? "<"
+       : op == TL_IR_LE ? "<=" : op == TL_IR_GT ? ">" : ">=";
+}
+
+static void put_arith(tl_cf *c, int op, tl_type t, tl_ref a, tl_ref b, int lane, int vec) {
+  tl_type et = tl_type_scalar(t);
+  const char *sym = tl_cf_infix_sym(c, op, et);
+  if (c->err) return;
+  if (!sym) switch (op) {
+  case TL_IR_FLOORDIV:
+  case TL_IR_FLOORMOD:
+    if (et.code == TL_TC_UINT) {
+      sym = op == TL_IR_FLOORDIV ? "/" : "%";
+      break;
+    }
+    if (et.code == TL_TC_INT) {
+      if (tl_cf_int_floordiv(c, op, et, a, b, lane, &sym)) return;
+      if (sym) break;
+    } else if (et.code != TL_TC_FLOAT) {
+      tl_cf_err(c, TL_E_UNSUPPORTED, "%s on a boolean", tl_ir_opname[op]);
+      return;
+    }
+    c->h->binop(c, op, t, a, b, lane, vec);
+    return;
+  case TL_IR_MIN:
+  case TL_IR_MAX:
+    c->h->binop(c, op, t, a, b, lane, vec);
+    return;
+  default:
+    tl_cf_err(c, TL_E_INTERNAL, "unexpected binary op %s", tl_ir_opname[op]);
+    return;
+  }
+  tl_cf_infix(c, sym, et, a, b, lane, vec);
+}
+
+/* ---- expressions ---------------------------------------------------------------- */
+
+void tl_cf_lanes(tl_cf *c, tl_ref e) {
+  tl_type t = tl_ir_type(c->ir, e);
+  char tb[32];
+  PF(c, "((%s)%s", c->h->decl_type(c, t, tb), c->h->vec_open);
+  for (int i = 0; i < t.lanes; i++) {
+    if (i) P(c, ", ");
+    if (tl_type_is_bool(t)) P(c, c->h->bool_lane);
+    tl_cf_expr(c, e, i);
+  }
+  PF(c, "%s)", c->h->vec_close);
+}
+
+static void put_load(tl_cf *c, tl_ref e, int lane, int vec) {
+  const tl_ir *ir = c->ir;
+  const tl_node *n = tl_ir_node(ir, e);
+  int b = (int)n->imm.u;
+  if (n->nkids != 1) {
+    tl_cf_err(c, TL_E_ARG, "load from '%s' has %d indices; codegen needs one flattened index",
+              b < c->nbufs ? tl_ir_buffer(ir, b)->name : "?", n->nkids);
+    return;
+  }
+  const char *bn = tl_cf_buf_use(c, b);
+  tl_ref ix = tl_ir_kid(ir, e, 0);
+  if (vec) {
+    c->h->vec_load(c, e, bn, ix);
+    return;
+  }
+  int ne0 = c->h->bool_load_ne0 && tl_type_is_bool(n->type);
+  if (ne0) P(c, "(");
+  PF(c, "%s[", bn);
+  tl_cf_expr(c, ix, lane);
+  P(c, ne0 ? "] != 0)" : "]");
+}
+
+static void put_cast(tl_cf *c, tl_ref e, int lane, int vec) {
+  tl_type t = tl_ir_type(c->ir, e);
+  tl_ref a = tl_ir_kid(c->ir, e, 0);
+  char tb[32];
+  if (vec) {
+    c->h->vec_cast(c, e);
+  } else if (tl_type_is_bool(t)) {
+    P(c, "(");
+    tl_cf_expr(c, a, lane);
+    P(c, " != 0)");
+  } else {
+    PF(c, "((%s)(", c->h->decl_type(c, tl_type_scalar(t), tb));
+    tl_cf_expr(c, a, lane);
+    P(c, "))");
+  }
+}
+
+static void put_select(tl_cf *c, tl_ref e, int lane, int vec) {
+  const tl_ir *ir = c->ir;
+  tl_ref cond = tl_ir_kid(ir, e, 0), a = tl_ir_kid(ir, e, 1), b = tl_ir_kid(ir, e, 2);
+  if (!vec || tl_ir_type(ir, cond).lanes == 1) {
+    P(c, "(");
+    tl_cf_expr(c, cond, lane);
+    P(c, " ? ");
+    tl_cf_expr(c, a, lane);
+    P(c, " : ");
+    tl_cf_expr(c, b, lane);
+    P(c, ")");
+  } else if (tl_ir_op(ir, e) == TL_IR_SELECT && c->h->vec_select) {
+    c->h->vec_select(c, e);
+  } else {
+    /* if_then_else on a vector condition: lane by lane, only the taken branch */
+    tl_cf_lanes(c, e);
+  }
+}
+
+static void put_let(tl_cf *c, tl_ref e, int lane) {
+  if (c->h->let) {
+    c->h->let(c, e, lane);
+    return;
+  }
+  tl_ir *ir = c->ir;
+  tl_ref var = tl_ir_kid(ir, e, 0), val = tl_ir_kid(ir, e, 1);
+  tl_cf_expr(c, tl_ir_substitute(ir, tl_ir_kid(ir, e, 2), &var, &val, 1), lane);
+}
+
+void tl_cf_expr(tl_cf *c, tl_ref e, int lane) {
+  if (c->err) return;
+  const tl_ir *ir = c->ir;
+  const tl_node *n = tl_ir_node(ir, e);
+  tl_type t = n->type;
+  if (t.lanes == 1) lane = -1;
+  int vec = t.lanes > 1 && lane < 0;
+  if (vec && c->h->vec_whole && !c->h->vec_whole(c, e)) {
+    tl_cf_lanes(c, e);
+    return;
+  }
+  int op = n->op;
+  tl_ref a = n->nkids > 0 ? tl_ir_kid(ir, e, 0) : 0, b = n->nkids > 1 ? tl_ir_kid(ir, e, 1) : 0;
+  switch (op) {
+  case TL_IR_INT:
+    tl_cf_put_int(c, t, n->imm.i);
+    return;
+  case TL_IR_FLOAT:
+    tl_cf_put_float(c, t, n->imm.f);
+    return;
+  case TL_IR_VAR: {
+    const char *nm = tl_cf_var_use_id(c, tl_cf_var_id(c, e));
+    if (lane < 0) {
+      P(c, nm);
+      return;
+    }
+    int bl = tl_type_is_bool(t);
+    if (bl) P(c, "(");
+    PF(c, c->h->lane_fmt, nm, lane);
+    if (bl) P(c, " != 0)");
+    return;
+  }
+  case TL_IR_RAMP: {
+    int64_t k;
+    if (vec) {
+      c->h->vec_ramp(c, e);
+      return;
+    }
+    P(c, "(");
+    tl_cf_expr(c, a, -1);
+    P(c, " + ");
+    if (tl_ir_is_int(ir, b, &k)) {
+      tl_cf_put_int(c, t, k * lane);
+    } else {
+      tl_cf_expr(c, b, -1);
+      PF(c, " * %d", lane);
+    }
+    P(c, ")");
+    return;
+  }
+  case TL_IR_BROADCAST:
+    if (vec) c->h->vec_bcast(c, e);
+    else tl_cf_expr(c, a, -1);
+    return;
+  case TL_IR_LOAD:
+    put_load(c, e, lane, vec);
+    return;
+  case TL_IR_CALL:
+    c->h->call(c, e, lane, vec);
+    return;
+  case TL_IR_LET:
+    put_let(c, e, lane);
+    return;
+  case TL_IR_CAST:
+    put_cast(c, e, lane, vec);
+    return;
+  case TL_IR_SELECT:
+  case TL_IR_IF_THEN_ELSE:
+    put_select(c, e, lane, vec);
+    return;
+  case TL_IR_NOT:
+    P(c, vec ? "(~" : "(!");
+    tl_cf_expr(c, a, lane);
+    P(c, ")");
+    return;
+  case TL_IR_AND:
+  case TL_IR_OR:
+    P(c, "(");
+    tl_cf_expr(c, a, lane);
+    P(c, vec ? (op == TL_IR_AND ? " & " : " | ") : (op == TL_IR_AND ? " && " : " || "));
+    tl_cf_expr(c, b, lane);
+    P(c, ")");
+    return;
+  default:
+    if (tl_ir_opflags[op] & TL_IRF_P) {
+      if (vec && c->h->vec_cmp) {
+        c->h->vec_cmp(c, e);
+      } else if (vec) {
+        tl_cf_lanes(c, e);
+      } else {
+        P(c, "(");
+        tl_cf_expr(c, a, lane);
+        PF(c, " %s ", tl_cf_cmp_sym(op));
+        tl_cf_expr(c, b, lane);
+        P(c, ")");
+      }
+      return;
+    }
+    if (tl_ir_opflags[op] & TL_IRF_B) {
+      put_arith(c, op, t, a, b, lane, vec);
+      return;
+    }
+    tl_cf_err(c, TL_E_ARG, "%s node where an expression is expected", tl_ir_opname[op]);
+    return;
+  }
+}
+
 /* ---- statements ----------------------------------------------------------------- */
 
-void tl_cf_for_header(tl_cf *c, tl_ref loop, const char *ty) {
+int tl_cf_loop_var_ok(tl_cf *c, tl_ref loop) {
+  tl_ref var = tl_ir_kid(c->ir, loop, 0);
+  tl_type vt = tl_ir_type(c->ir, var);
+  if (vt.lanes != 1 || !tl_type_is_int(vt) || tl_type_is_bool(vt)) {
+    tl_cf_err(c, TL_E_ARG, "loop variable '%s' is not a scalar integer", tl_ir_var(c->ir, var)->name);
+    return 0;
+  }
+  return 1;
+}
+
+void tl_cf_for(tl_cf *c, tl_ref loop) {
   tl_ir *ir = c->ir;
+  char ty[32];
   tl_ref var = tl_ir_kid(ir, loop, 0), min = tl_ir_kid(ir, loop, 1), ext = tl_ir_kid(ir, loop, 2);
   tl_type vt = tl_ir_type(ir, var);
+  c->h->decl_type(c, vt, ty);
   int64_t kmin = 0, kext = 0;
   int cmin = tl_ir_is_int(ir, min, &kmin), cext = tl_ir_is_int(ir, ext, &kext);
   int nn = tl_cf_nonneg(c, min);
@@ -268,9 +527,9 @@ void tl_cf_for_header(tl_cf *c, tl_ref loop, const char *ty) {
   if (cmin && cext) {
     const char *vn = tl_cf_var_bind(c, var, nn);
     PF(c, "for (%s %s = ", ty, vn);
-    c->h->put_int(c, vt, kmin);
+    tl_cf_put_int(c, vt, kmin);
     PF(c, "; %s < ", vn);
-    c->h->put_int(c, vt, kmin + kext);
+    tl_cf_put_int(c, vt, kmin + kext);
     PF(c, "; ++%s) {\n", vn);
   } else {
     char endname[80];
@@ -280,14 +539,17 @@ void tl_cf_for_header(tl_cf *c, tl_ref loop, const char *ty) {
     tl_buf lo = {0};
     tl_buf *saved = c->o;
     c->o = &lo;
-    c->h->pe(c, min, -1);
+    tl_cf_expr(c, min, -1);
     c->o = saved;
     const char *vn = tl_cf_var_bind(c, var, nn);
     PF(c, "for (%s %s = %s, %s = %s + (", ty, vn, lo.s ? lo.s : "0", en, vn);
     tl_buf_free(&lo);
-    c->h->pe(c, ext, -1);
+    tl_cf_expr(c, ext, -1);
     PF(c, "); %s < %s; ++%s) {\n", vn, en, vn);
   }
+  tl_cf_block(c, tl_ir_kid(ir, loop, 3));
+  tl_cf_var_unbind(c, var);
+  tl_cf_line(c, "}");
 }
 
 void tl_cf_block(tl_cf *c, tl_ref body) {
@@ -323,7 +585,7 @@ void tl_cf_stmt(tl_cf *c, tl_ref s) {
     tl_buf tmp = {0};
     tl_buf *saved = c->o;
     c->o = &tmp;
-    c->h->pe(c, val, -1);
+    tl_cf_expr(c, val, -1);
     c->o = saved;
     tl_cf_indent(c);
     PF(c, "%s %s = %s;\n", dt, tl_cf_var_bind(c, var, nn), tmp.s ? tmp.s : "0");
@@ -340,7 +602,7 @@ void tl_cf_stmt(tl_cf *c, tl_ref s) {
     }
     tl_cf_indent(c);
     P(c, "if (");
-    c->h->pe(c, cond, -1);
+    tl_cf_expr(c, cond, -1);
     P(c, ") {\n");
     tl_cf_block(c, tl_ir_kid(ir, s, 1));
     if (el && tl_ir_op(ir, el) != TL_IR_NOP) {
@@ -353,7 +615,7 @@ void tl_cf_stmt(tl_cf *c, tl_ref s) {
   case TL_IR_EVAL:
     tl_cf_indent(c);
     P(c, "(void)(");
-    c->h->pe(c, tl_ir_kid(ir, s, 0), -1);
+    tl_cf_expr(c, tl_ir_kid(ir, s, 0), -1);
     P(c, ");\n");
     return;
   case TL_IR_NOP:
@@ -385,10 +647,10 @@ int tl_cf_store_begin(tl_cf *c, tl_ref s, tl_cf_store *st) {
     }
     tl_cf_indent(c);
     PF(c, "%s[", bn);
-    c->h->pe(c, ix, -1);
+    tl_cf_expr(c, ix, -1);
     P(c, "] = ");
     if (isbool) P(c, c->h->bool_store_cast);
-    c->h->pe(c, val, -1);
+    tl_cf_expr(c, val, -1);
     P(c, isbool ? ");\n" : ";\n");
     return 0;
   }

@@ -38,7 +38,8 @@
 ** split, or a thread loop shorter than the launch) is refused: not every
 ** work-item would reach it.
 **
-** Unrolled loops get `#pragma unroll`. Expressions are fully parenthesized,
+** Unrolled loops get `#pragma unroll`. Expressions are printed by cfamily.c
+** (tl_cf_expr) from this file's table (ocl_lang); they are fully parenthesized,
 ** floordiv/floormod use shifts and masks for power-of-two divisors, plain
 ** / and % for provably non-negative operands, and helper functions
 ** otherwise. LET expressions are substituted. float16 enables cl_khr_fp16
@@ -56,7 +57,6 @@ typedef struct ocg {
   int64_t launch[8];              /* per tag: launch extent (0 = unused) */
   tl_buf ldecl;                   /* __local declarations */
   int64_t local_bytes;
-  int fp16, fp64;
   uint8_t *tvar;                  /* var id -> bound to threadIdx */
   int after_barrier;              /* the last statement printed was a barrier */
   int divergent;                  /* inside a thread-dependent condition */
@@ -85,8 +85,8 @@ static int lanes_ok(int l) { return l == 2 || l == 3 || l == 4 || l == 8 || l ==
 /* "float", "float4"; bool vectors have no OpenCL type (NULL). */
 static const char *tname(ocg *c, tl_type t, char *buf) {
   const char *s = scalar_name(tl_type_scalar(t));
-  if (t.code == TL_TC_FLOAT && t.bits == 16) c->fp16 = 1;
-  if (t.code == TL_TC_FLOAT && t.bits == 64) c->fp64 = 1;
+  if (t.code == TL_TC_FLOAT && t.bits == 16) c->b.fp16 = 1;
+  if (t.code == TL_TC_FLOAT && t.bits == 64) c->b.fp64 = 1;
   if (!s || (t.lanes > 1 && (tl_type_is_bool(t) || !lanes_ok(t.lanes)))) {
     char b[32];
     cg_err(c, TL_E_UNSUPPORTED, "type %s has no OpenCL C equivalent", tl_type_str(t, b));
@@ -116,33 +116,7 @@ static const char *const reserved_words[] = {
   "main", "NULL", "signbit", "isnan", "isinf", "any", "all", "shuffle", "prefetch", "printf",
   "tl_floordiv_i32", "tl_floormod_i32", "tl_floordiv_i64", "tl_floormod_i64"};
 
-/* ---- expressions ----------------------------------------------------------------------- */
-
-static void pe(ocg *c, tl_ref e, int lane);
-
-static void put_int(ocg *c, tl_type t, int64_t v) {
-  t = tl_type_scalar(t);
-  if (tl_type_is_bool(t)) P(c, v ? "true" : "false");
-  else if (t.code == TL_TC_INT && t.bits == 32) {
-    if (v == INT32_MIN) P(c, "(-2147483647 - 1)");
-    else if (v < 0) PF(c, "(%lld)", (long long)v);
-    else PF(c, "%lld", (long long)v);
-  } else if (t.code == TL_TC_INT && t.bits == 64) {
-    if (v == INT64_MIN) P(c, "(-9223372036854775807L - 1L)");
-    else PF(c, "(%lldL)", (long long)v);
-  } else if (t.code == TL_TC_UINT && t.bits == 64) {
-    PF(c, "%lluUL", (unsigned long long)v);
-  } else {
-    char b[24];
-    PF(c, "((%s)%lld)", tname(c, t, b), (long long)v);
-  }
-}
-
-static void put_float(ocg *c, tl_type t, double v) {
-  if (t.bits == 16) c->fp16 = 1;
-  if (t.bits == 64) c->fp64 = 1;
-  tl_cf_put_float(&c->b, t, v, "half", 1);
-}
+/* ---- expressions: OpenCL's own forms (the rest is tl_cf_expr) -------------------- */
 
 /* A private (per work-item) array: accessed element by element, which keeps
 ** it in registers once loops are unrolled (vloadN on a private pointer can
@@ -153,7 +127,8 @@ static int is_private(ocg *c, int b) {
 }
 
 /* Vector nodes printed as whole vectors (else lane by lane). */
-static int vec_native(ocg *c, tl_ref e) {
+static int h_vec_whole(tl_cf *b0, tl_ref e) {
+  ocg *c = (ocg *)b0;
   const tl_ir *ir = c->b.ir;
   const tl_node *n = tl_ir_node(ir, e);
   if (tl_type_is_bool(n->type)) return 0;
@@ -190,74 +165,49 @@ static int vec_native(ocg *c, tl_ref e) {
   }
 }
 
-static void print_arith(ocg *c, tl_ref e, int lane, int vec) {
-  const tl_ir *ir = c->b.ir;
-  int op = tl_ir_op(ir, e);
-  tl_type t = tl_ir_type(ir, e), et = tl_type_scalar(t);
-  tl_ref a = tl_ir_kid(ir, e, 0), b = tl_ir_kid(ir, e, 1);
-  int sint = et.code == TL_TC_INT, flt = et.code == TL_TC_FLOAT, uint = et.code == TL_TC_UINT;
-  const char *sym = tl_cf_infix_sym(&c->b, op, et);
-  if (c->b.err) return;
-  if (!sym) switch (op) {
-  case TL_IR_MIN:
-  case TL_IR_MAX:
+/* min/max built-ins; floordiv/floormod through floor() on floats and the
+** prelude's tl_floordiv_i32/i64 on signed integers. */
+static void h_binop(tl_cf *b0, int op, tl_type t, tl_ref a, tl_ref b, int lane, int vec) {
+  ocg *c = (ocg *)b0;
+  tl_type et = tl_type_scalar(t);
+  int div = op == TL_IR_FLOORDIV;
+  (void)vec;
+  if (op == TL_IR_MIN || op == TL_IR_MAX) {
     P(c, op == TL_IR_MIN ? "min(" : "max(");
     pe(c, a, lane);
     P(c, ", ");
     pe(c, b, lane);
     P(c, ")");
-    return;
-  case TL_IR_FLOORDIV:
-  case TL_IR_FLOORMOD: {
-    int div = op == TL_IR_FLOORDIV;
-    if (uint) {
-      sym = div ? "/" : "%";
-      break;
-    }
-    if (flt) {
-      if (div) {
-        P(c, "floor((");
-        pe(c, a, lane);
-        P(c, ") / (");
-        pe(c, b, lane);
-        P(c, "))");
-      } else {
-        P(c, "((");
-        pe(c, a, lane);
-        P(c, ") - floor((");
-        pe(c, a, lane);
-        P(c, ") / (");
-        pe(c, b, lane);
-        P(c, ")) * (");
-        pe(c, b, lane);
-        P(c, "))");
-      }
-      return;
-    }
-    if (!sint) {
-      cg_err(c, TL_E_UNSUPPORTED, "%s on a boolean", tl_ir_opname[op]);
-      return;
-    }
-    if (tl_cf_int_floordiv(&c->b, op, et, a, b, lane, &sym)) return;
-    if (sym) break;
-    int w64 = et.bits == 64;
-    PF(c, "tl_%s_%s(", div ? "floordiv" : "floormod", w64 ? "i64" : "i32");
+  } else if (tl_type_is_float(et) && div) {
+    P(c, "floor((");
+    pe(c, a, lane);
+    P(c, ") / (");
+    pe(c, b, lane);
+    P(c, "))");
+  } else if (tl_type_is_float(et)) {
+    P(c, "((");
+    pe(c, a, lane);
+    P(c, ") - floor((");
+    pe(c, a, lane);
+    P(c, ") / (");
+    pe(c, b, lane);
+    P(c, ")) * (");
+    pe(c, b, lane);
+    P(c, "))");
+  } else {
+    PF(c, "tl_%s_%s(", div ? "floordiv" : "floormod", et.bits == 64 ? "i64" : "i32");
     if (et.bits < 32) P(c, "(int)");
     pe(c, a, lane);
     P(c, ", ");
     if (et.bits < 32) P(c, "(int)");
     pe(c, b, lane);
     P(c, ")");
-    return;
   }
-  default:
-    cg_err(c, TL_E_INTERNAL, "unexpected binary op %s", tl_ir_opname[op]);
-    return;
-  }
-  tl_cf_infix(&c->b, sym, et, a, b, lane, vec);
 }
 
-static void print_call(ocg *c, tl_ref e, int lane) {
+/* Intrinsics: the built-ins, on scalars or whole float vectors. */
+static void h_call(tl_cf *b0, tl_ref e, int lane, int vec) {
+  ocg *c = (ocg *)b0;
   const tl_ir *ir = c->b.ir;
   const tl_node *n = tl_ir_node(ir, e);
   int k = (int)n->imm.u;
@@ -269,7 +219,7 @@ static void print_call(ocg *c, tl_ref e, int lane) {
   tl_ref a0 = tl_ir_kid(ir, e, 0), a1 = n->nkids > 1 ? tl_ir_kid(ir, e, 1) : 0;
   if (!tl_type_is_float(t)) {
     if (k == TL_INTRIN_FABS && t.code == TL_TC_INT) {
-      char tb[24];
+      char tb[32];
       PF(c, "((%s)abs(", tname(c, t, tb));
       pe(c, a0, lane);
       P(c, "))");
@@ -289,8 +239,8 @@ static void print_call(ocg *c, tl_ref e, int lane) {
   static const char *const fn[TL_INTRIN__MAX] = {
     "exp", "log", "sqrt", "rsqrt", "tanh", NULL, "pow", "fabs", "floor", "ceil", "rint", "erf"};
   if (k == TL_INTRIN_SIGMOID) {
-    char tb[24];
-    tl_type vt = lane >= 0 ? t : n->type;
+    char tb[32];
+    tl_type vt = vec ? n->type : t;
     PF(c, "((%s)1.0f / ((%s)1.0f + exp(-(", tname(c, vt, tb), tb);
     pe(c, a0, lane);
     P(c, "))))");
@@ -305,174 +255,41 @@ static void print_call(ocg *c, tl_ref e, int lane) {
   P(c, ")");
 }
 
-static void print_cast(ocg *c, tl_ref e, int lane, int vec) {
-  const tl_ir *ir = c->b.ir;
-  tl_type t = tl_ir_type(ir, e);
-  tl_ref a = tl_ir_kid(ir, e, 0);
-  char tb[24];
-  if (!vec) {
-    if (tl_type_is_bool(t)) {
-      P(c, "(");
-      pe(c, a, lane);
-      P(c, " != 0)");
-    } else {
-      PF(c, "((%s)(", tname(c, tl_type_scalar(t), tb));
-      pe(c, a, lane);
-      P(c, "))");
-    }
-    return;
-  }
-  PF(c, "convert_%s(", tname(c, t, tb));
-  pe(c, a, -1);
+static void h_vec_cast(tl_cf *b0, tl_ref e) {
+  ocg *c = (ocg *)b0;
+  char tb[32];
+  PF(c, "convert_%s(", tname(c, tl_ir_type(c->b.ir, e), tb));
+  pe(c, tl_ir_kid(c->b.ir, e, 0), -1);
   P(c, ")");
 }
 
-static void print_load(ocg *c, tl_ref e, int lane, int vec) {
-  const tl_ir *ir = c->b.ir;
-  const tl_node *n = tl_ir_node(ir, e);
-  int b = (int)n->imm.u;
-  if (n->nkids != 1) {
-    cg_err(c, TL_E_ARG, "load from '%s' has %d indices; codegen needs one flattened index",
-           b < c->b.nbufs ? tl_ir_buffer(ir, b)->name : "?", n->nkids);
-    return;
-  }
-  const char *bn = buf_use(c, b);
-  tl_ref ix = tl_ir_kid(ir, e, 0);
-  if (!vec) {
-    int isbool = tl_type_is_bool(n->type);
-    if (isbool) P(c, "(");
-    PF(c, "%s[", bn);
-    pe(c, ix, lane);
-    P(c, isbool ? "] != 0)" : "]");
-    return;
-  }
-  /* stride-1 ramp (vec_native checked) */
-  PF(c, "vload%d(0, %s + ", n->type.lanes, bn);
-  pe(c, tl_ir_kid(ir, ix, 0), -1);
+/* A stride-1 ramp (h_vec_whole checked). */
+static void h_vec_load(tl_cf *b0, tl_ref e, const char *bn, tl_ref ix) {
+  ocg *c = (ocg *)b0;
+  PF(c, "vload%d(0, %s + ", tl_ir_type(c->b.ir, e).lanes, bn);
+  pe(c, tl_ir_kid(c->b.ir, ix, 0), -1);
   P(c, ")");
 }
 
-static void pe(ocg *c, tl_ref e, int lane) {
-  if (c->b.err) return;
-  tl_ir *ir = c->b.ir;
-  const tl_node *n = tl_ir_node(ir, e);
-  tl_type t = n->type;
-  if (t.lanes == 1) lane = -1;
-  int vec = t.lanes > 1 && lane < 0;
-  char tb[24];
-  if (vec && !vec_native(c, e)) {
-    /* lane by lane */
-    PF(c, "((%s)(", tname(c, t, tb));
-    for (int i = 0; i < t.lanes; i++) {
-      if (i) P(c, ", ");
-      pe(c, e, i);
-    }
-    P(c, "))");
-    return;
-  }
-  int op = n->op;
-  switch (op) {
-  case TL_IR_INT:
-    put_int(c, t, n->imm.i);
-    return;
-  case TL_IR_FLOAT:
-    put_float(c, t, n->imm.f);
-    return;
-  case TL_IR_VAR: {
-    const char *nm = var_use(c, e);
-    if (lane < 0) P(c, nm);
-    else PF(c, "%s.s%x", nm, lane);
-    return;
-  }
-  case TL_IR_RAMP: {
-    tl_ref base = tl_ir_kid(ir, e, 0), stride = tl_ir_kid(ir, e, 1);
-    if (vec) {
-      PF(c, "((%s)(", tname(c, t, tb));
-      pe(c, base, -1);
-      PF(c, ") + (%s)(", tb);
-      for (int i = 0; i < t.lanes; i++) PF(c, i ? ", %d" : "%d", i);
-      P(c, ") * (");
-      pe(c, stride, -1);
-      P(c, "))");
-    } else {
-      int64_t k;
-      P(c, "(");
-      pe(c, base, -1);
-      P(c, " + ");
-      if (tl_ir_is_int(ir, stride, &k)) put_int(c, tl_type_scalar(t), k * lane);
-      else {
-        pe(c, stride, -1);
-        PF(c, " * %d", lane);
-      }
-      P(c, ")");
-    }
-    return;
-  }
-  case TL_IR_BROADCAST:
-    if (vec) {
-      PF(c, "((%s)(", tname(c, t, tb));
-      pe(c, tl_ir_kid(ir, e, 0), -1);
-      P(c, "))");
-    } else {
-      pe(c, tl_ir_kid(ir, e, 0), -1);
-    }
-    return;
-  case TL_IR_LOAD:
-    print_load(c, e, lane, vec);
-    return;
-  case TL_IR_CALL:
-    print_call(c, e, lane);
-    return;
-  case TL_IR_LET: {
-    tl_ref var = tl_ir_kid(ir, e, 0), val = tl_ir_kid(ir, e, 1);
-    tl_ref body = tl_ir_substitute(ir, tl_ir_kid(ir, e, 2), &var, &val, 1);
-    pe(c, body, lane);
-    return;
-  }
-  case TL_IR_CAST:
-    print_cast(c, e, lane, vec);
-    return;
-  case TL_IR_SELECT:
-  case TL_IR_IF_THEN_ELSE:
-    P(c, "(");
-    pe(c, tl_ir_kid(ir, e, 0), tl_ir_type(ir, tl_ir_kid(ir, e, 0)).lanes > 1 ? lane : -1);
-    P(c, " ? ");
-    pe(c, tl_ir_kid(ir, e, 1), lane);
-    P(c, " : ");
-    pe(c, tl_ir_kid(ir, e, 2), lane);
-    P(c, ")");
-    return;
-  case TL_IR_NOT:
-    P(c, "(!");
-    pe(c, tl_ir_kid(ir, e, 0), lane);
-    P(c, ")");
-    return;
-  case TL_IR_AND:
-  case TL_IR_OR:
-    P(c, "(");
-    pe(c, tl_ir_kid(ir, e, 0), lane);
-    P(c, op == TL_IR_AND ? " && " : " || ");
-    pe(c, tl_ir_kid(ir, e, 1), lane);
-    P(c, ")");
-    return;
-  default:
-    if (tl_ir_opflags[op] & TL_IRF_P) {
-      const char *sym = op == TL_IR_EQ ? "==" : op == TL_IR_NE ? "!=" : op == TL_IR_LT ? "<"
-                      : op == TL_IR_LE ? "<=" : op == TL_IR_GT ? ">" : ">=";
-      P(c, "(");
-      pe(c, tl_ir_kid(ir, e, 0), lane);
-      PF(c, " %s ", sym);
-      pe(c, tl_ir_kid(ir, e, 1), lane);
-      P(c, ")");
-      return;
-    }
-    if (tl_ir_opflags[op] & TL_IRF_B) {
-      print_arith(c, e, lane, vec);
-      return;
-    }
-    cg_err(c, TL_E_ARG, "%s node where an expression is expected", tl_ir_opname[op]);
-    return;
-  }
+static void h_vec_ramp(tl_cf *b0, tl_ref e) {
+  ocg *c = (ocg *)b0;
+  tl_type t = tl_ir_type(c->b.ir, e);
+  char tb[32];
+  PF(c, "((%s)(", tname(c, t, tb));
+  pe(c, tl_ir_kid(c->b.ir, e, 0), -1);
+  PF(c, ") + (%s)(", tb);
+  for (int i = 0; i < t.lanes; i++) PF(c, i ? ", %d" : "%d", i);
+  P(c, ") * (");
+  pe(c, tl_ir_kid(c->b.ir, e, 1), -1);
+  P(c, "))");
+}
+
+static void h_vec_bcast(tl_cf *b0, tl_ref e) {
+  ocg *c = (ocg *)b0;
+  char tb[32];
+  PF(c, "((%s)(", tname(c, tl_ir_type(c->b.ir, e), tb));
+  pe(c, tl_ir_kid(c->b.ir, e, 0), -1);
+  P(c, "))");
 }
 
 /* ---- statements -------------------------------------------------------------------------- */
@@ -513,20 +330,11 @@ static void print_for(ocg *c, tl_ref loop) {
     line(c, "}");
     return;
   }
-  tl_type vt = tl_ir_type(ir, var);
-  if (vt.lanes != 1 || !tl_type_is_int(vt) || tl_type_is_bool(vt)) {
-    cg_err(c, TL_E_ARG, "loop variable '%s' is not a scalar integer", vname0);
-    return;
-  }
+  if (!tl_cf_loop_var_ok(&c->b, loop)) return;
   if ((kind == TL_FOR_UNROLLED || kind == TL_FOR_VTHREAD || kind == TL_FOR_VECTORIZED) && cext &&
       kext > 1)
     line(c, "#pragma unroll");
-  char tb[24];
-  const char *ty = tname(c, vt, tb);
-  tl_cf_for_header(&c->b, loop, ty);
-  print_body_block(c, body);
-  var_unbind(c, var);
-  line(c, "}");
+  tl_cf_for(&c->b, loop);
 }
 
 static void print_store(ocg *c, tl_ref s) {
@@ -550,7 +358,7 @@ static void print_store(ocg *c, tl_ref s) {
     return;
   }
   /* scatter, or a private array: lane by lane (the value once, in a vector) */
-  if (vec_native(c, val) && tl_ir_op(ir, val) != TL_IR_BROADCAST) {
+  if (h_vec_whole(&c->b, val) && tl_ir_op(ir, val) != TL_IR_BROADCAST) {
     char tb[24];
     line(c, "{");
     c->b.ind++;
@@ -744,21 +552,46 @@ static const char prelude[] =
   "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
   "}\n\n";
 
-/* ---- the hooks of the shared C-family printer (cfamily.h) ------------------------- */
+/* ---- what OpenCL C says differently (cfamily.h) ---------------------------------- */
 
 static int h_reserved_prefix(const char *b) {
   return strncmp(b, "tl_", 3) == 0 || strncmp(b, "get_", 4) == 0 ||
          strncmp(b, "convert_", 8) == 0 || strncmp(b, "as_", 3) == 0;
 }
-static void h_pe(tl_cf *b, tl_ref e, int lane) { pe((ocg *)b, e, lane); }
-static void h_put_int(tl_cf *b, tl_type t, int64_t v) { put_int((ocg *)b, t, v); }
 static void h_ps(tl_cf *b, tl_ref s) { ps((ocg *)b, s); }
 static const char *h_decl_type(tl_cf *b, tl_type t, char *buf) { return tname((ocg *)b, t, buf); }
 
-static const tl_cf_hooks ocl_hooks = {
-  "codegen_opencl", "symbolic shapes are not supported by the OpenCL backend", "(uchar)(",
-  reserved_words, (int)TL_ARRAY_SIZE(reserved_words),
-  h_reserved_prefix, h_pe, h_put_int, h_ps, h_decl_type};
+static const tl_cf_lang ocl_lang = {
+  .who = "codegen_opencl",
+  .unbound_hint = "symbolic shapes are not supported by the OpenCL backend",
+  .reserved = reserved_words,
+  .nreserved = (int)TL_ARRAY_SIZE(reserved_words),
+  .reserved_prefix = h_reserved_prefix,
+  .decl_type = h_decl_type,
+  .bool_lit = {"false", "true"},
+  .int64_fmt = "(%lldL)",
+  .int64_min = "(-9223372036854775807L - 1L)",
+  .uint64_fmt = "%lluUL",
+  .half_name = "half",
+  .paren_f64 = 1,
+  .lane_fmt = "%s.s%x",
+  .vec_open = "(",
+  .vec_close = ")",
+  .bool_lane = "",             /* no bool vectors (tname refuses them) */
+  .bool_load_ne0 = 1,
+  .bool_store_cast = "(uchar)(",
+  .vec_whole = h_vec_whole,    /* the rest lane by lane */
+  .vec_ramp = h_vec_ramp,
+  .vec_bcast = h_vec_bcast,
+  .vec_load = h_vec_load,
+  .vec_cast = h_vec_cast,
+  .vec_select = NULL,
+  .vec_cmp = NULL,
+  .binop = h_binop,
+  .call = h_call,
+  .let = NULL,                 /* substituted */
+  .ps = h_ps,
+};
 
 int tl_codegen_opencl(tl_ctx *ctx, const tl_lowered *f, tl_ocl_code *out) {
   memset(out, 0, sizeof *out);
@@ -776,7 +609,7 @@ int tl_codegen_opencl(tl_ctx *ctx, const tl_lowered *f, tl_ocl_code *out) {
 
   ocg c;
   memset(&c, 0, sizeof c);
-  tl_cf_init(&c.b, &ocl_hooks, ctx, f);
+  tl_cf_init(&c.b, &ocl_lang, ctx, f);
   c.tvar = tl_calloc((size_t)c.b.nvars + 1, 1);
   c.slot_of_buf = tl_malloc(sizeof(int) * ((size_t)c.b.nbufs + 1));
   for (int b = 0; b < c.b.nbufs; b++) c.slot_of_buf[b] = -1;
@@ -896,8 +729,8 @@ int tl_codegen_opencl(tl_ctx *ctx, const tl_lowered *f, tl_ocl_code *out) {
     tl_buf src = {0};
     tl_buf_printf(&src, "/* %s: generated by tunelua's OpenCL backend: %d kernel%s */\n", f->name,
                   kinfo.n, kinfo.n == 1 ? "" : "s");
-    if (c.fp16) tl_buf_puts(&src, "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n");
-    if (c.fp64) tl_buf_puts(&src, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
+    if (c.b.fp16) tl_buf_puts(&src, "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n");
+    if (c.b.fp64) tl_buf_puts(&src, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
     tl_buf_puts(&src, prelude);
     if (kernels.n) tl_buf_putn(&src, kernels.s, kernels.n);
     out->source = tl_buf_take(&src);
@@ -905,8 +738,8 @@ int tl_codegen_opencl(tl_ctx *ctx, const tl_lowered *f, tl_ocl_code *out) {
     out->kernels = kinfo.v;
     out->ntemps = temps.n;
     out->temp_bytes = temps.v;
-    out->fp16 = c.fp16;
-    out->fp64 = c.fp64;
+    out->fp16 = c.b.fp16;
+    out->fp64 = c.b.fp64;
   } else {
     for (int i = 0; i < kinfo.n; i++) {
       free(kinfo.v[i].name);
