@@ -274,13 +274,10 @@ int tl_dag_op_nreduce(const tl_dag *dag, int op);
 uint32_t tl_dag_op_reduce_axis(const tl_dag *dag, int op, int i);
 int64_t tl_dag_op_reduce_extent(const tl_dag *dag, int op, int i);
 int tl_dag_op_reducer(const tl_dag *dag, int op);
-uint32_t tl_dag_op_cond(const tl_dag *dag, int op);
 int tl_dag_op_nout(const tl_dag *dag, int op);
 int tl_dag_op_output(const tl_dag *dag, int op, int i);
-uint32_t tl_dag_op_body(const tl_dag *dag, int op, int i);
 int tl_dag_op_ninputs(const tl_dag *dag, int op);
 int tl_dag_op_input(const tl_dag *dag, int op, int i);        /* tensor id */
-int tl_dag_expr_op(const tl_dag *dag, uint32_t e);            /* TL_EXPR_* */
 int tl_dag_expr_dtype(const tl_dag *dag, uint32_t e);         /* TL_* dtype or -1 */
 int tl_dag_expr_is_const(const tl_dag *dag, uint32_t e, double *value);
 const char *tl_dag_var_name(const tl_dag *dag, uint32_t var);
@@ -386,7 +383,6 @@ int tl_sched_step(tl_ctx *ctx, tl_sched *s, int kind, const int64_t *args, int n
 /* The step list. apply_json takes a step, a list of steps or a state
 ** [[], [steps]] in the §2.4 encoding and applies all or nothing. */
 int tl_sched_num_steps(const tl_sched *s);
-int tl_sched_step_kind(const tl_sched *s, int i);                  /* its kind */
 const char *tl_sched_json(tl_sched *s);
 const char *tl_sched_step_json(tl_sched *s, int i);
 int tl_sched_apply_json(tl_ctx *ctx, tl_sched *s, const char *json);
@@ -602,10 +598,6 @@ int tl_onnx_node_get_string(tl_ctx *ctx, const tl_onnx_node *n, const char *name
                             const char *dflt, const char **out);
 int tl_onnx_node_get_ints(tl_ctx *ctx, const tl_onnx_node *n, const char *name,
                           const int64_t **out, int *count);
-int tl_onnx_node_get_floats(tl_ctx *ctx, const tl_onnx_node *n, const char *name,
-                            const float **out, int *count);
-int tl_onnx_node_get_tensor(tl_ctx *ctx, const tl_onnx_node *n, const char *name,
-                            const tl_onnx_tensor **out);               /* NULL if absent */
 
 /* Types (TypeProto). */
 int tl_onnx_type_kind(const tl_onnx_type *t);                          /* TL_ONNX_KIND_* */

@@ -42,9 +42,7 @@ enum {                 /* knob kinds: the log's entity kinds */
 int tl_atvm_task_create(tl_ctx *ctx, const char *template_name, const char *args_json,
                         const char *target, tl_atvm_task **out);
 void tl_atvm_task_free(tl_atvm_task *t);
-const char *tl_atvm_task_name(const tl_atvm_task *t);
 const char *tl_atvm_task_args_json(const tl_atvm_task *t);
-const char *tl_atvm_task_target(const tl_atvm_task *t);
 double tl_atvm_task_flop(const tl_atvm_task *t);
 
 /* ---- the task's config space -------------------------------------------- */
@@ -52,12 +50,7 @@ double tl_atvm_task_flop(const tl_atvm_task *t);
 int64_t tl_atvm_space_len(const tl_atvm_task *t);            /* number of valid configs */
 int64_t tl_atvm_space_range_length(const tl_atvm_task *t);   /* product of knob dims */
 int tl_atvm_space_num_knobs(const tl_atvm_task *t);
-const char *tl_atvm_space_knob_name(const tl_atvm_task *t, int k);
 int64_t tl_atvm_space_knob_dim(const tl_atvm_task *t, int k);
-int tl_atvm_space_knob_kind(const tl_atvm_task *t, int k);   /* TL_KNOB_* */
-/* Entity j of knob k as its JSON value text ([-1, 4], [0, 2, 1], ["none",
-** "vec"], false, 16); lives in t until the next call. */
-const char *tl_atvm_space_entity_json(tl_atvm_task *t, int k, int64_t j);
 int tl_atvm_space_is_valid(const tl_atvm_task *t, int64_t index);
 void tl_atvm_space_point2knob(const tl_atvm_task *t, int64_t index, int64_t *digits);
 int64_t tl_atvm_space_knob2point(const tl_atvm_task *t, const int64_t *digits);
@@ -169,7 +162,6 @@ int64_t tl_atvm_space_find_entity(tl_atvm_space *sp, int k, const char *value_js
 int tl_atvm_space_fallback_split(tl_ctx *ctx, tl_atvm_space *sp, int k,
                                  const int64_t *constraints, int n);
 int64_t tl_atvm_space_fallback_digit(const tl_atvm_space *sp, int k);
-void tl_atvm_space_set_fallback_digit(tl_atvm_space *sp, int k, int64_t digit);
 /* The task's own space (lives in t). */
 tl_atvm_space *tl_atvm_task_space(tl_atvm_task *t);
 

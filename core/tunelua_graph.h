@@ -44,7 +44,6 @@ typedef struct tl_graph_exec tl_graph_exec;
 
 int tl_graph_exec_new(tl_ctx *ctx, int64_t arena_bytes, tl_graph_exec **out);
 void tl_graph_exec_free(tl_graph_exec *e);
-int64_t tl_graph_exec_arena_bytes(const tl_graph_exec *e);
 /* A slot viewing the arena at byte offset (64-byte aligned storage). */
 int tl_graph_exec_slot_view(tl_ctx *ctx, tl_graph_exec *e, int64_t offset, int ndim,
                             const int64_t *shape, int dtype, int *slot);
@@ -54,13 +53,11 @@ int tl_graph_exec_slot_array(tl_ctx *ctx, tl_graph_exec *e, tl_array *a, int *sl
 int tl_graph_exec_slot_ref(tl_ctx *ctx, tl_graph_exec *e, int slot, tl_array **out);
 /* Copy src into the slot (same shape and dtype). */
 int tl_graph_exec_set(tl_ctx *ctx, tl_graph_exec *e, int slot, const tl_array *src);
-int tl_graph_exec_num_slots(const tl_graph_exec *e);
 /* Resolve kernel fname of module m. */
 int tl_graph_exec_add_kernel(tl_ctx *ctx, tl_graph_exec *e, tl_module *m, const char *fname,
                              int *kernel);
 int tl_graph_exec_add_step(tl_ctx *ctx, tl_graph_exec *e, int kernel, const int *slots,
                            int nslots);
-int tl_graph_exec_num_steps(const tl_graph_exec *e);
 /* Run every step in order; a failing kernel stops the run with its message
 ** (naming the step and the kernel). */
 int tl_graph_exec_run(tl_ctx *ctx, tl_graph_exec *e);
@@ -83,8 +80,6 @@ int tl_graph_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int nparts,
                        const char *cflags, double timeout_s, tl_graph_lib **out);
 void tl_graph_lib_free(tl_graph_lib *l);
 double tl_graph_lib_compile_seconds(const tl_graph_lib *l);   /* 0 when all cached */
-int tl_graph_lib_cache_hits(const tl_graph_lib *l);
-int tl_graph_lib_num_parts(const tl_graph_lib *l);
 /* Resolve kernel fname of l (l must outlive e). */
 int tl_graph_exec_add_kernel_lib(tl_ctx *ctx, tl_graph_exec *e, tl_graph_lib *l,
                                  const char *fname, int *kernel);
@@ -114,8 +109,6 @@ typedef struct tl_graph_ocl_lib tl_graph_ocl_lib;
 int tl_graph_ocl_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int dev,
                            tl_graph_ocl_lib **out);
 void tl_graph_ocl_lib_free(tl_graph_ocl_lib *l);
-double tl_graph_ocl_lib_compile_seconds(const tl_graph_ocl_lib *l);
-int tl_graph_ocl_lib_num_kernels(const tl_graph_ocl_lib *l);
 /* Group g of l as a kernel of e (l must outlive e; one library per executor);
 ** its steps' arguments are checked (device, dtype, shape) when added. */
 int tl_graph_exec_add_kernel_ocl_lib(tl_ctx *ctx, tl_graph_exec *e, tl_graph_ocl_lib *l,

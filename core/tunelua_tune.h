@@ -49,10 +49,6 @@ void tl_tune_model_free(tl_tune_model *m);
 /* Train on configs xs with measured throughputs ys (0 = failed). */
 int tl_tune_model_fit(tl_ctx *ctx, tl_tune_model *m, const int64_t *xs, const double *ys, int n,
                       int plan_size);
-/* Transfer learning: train a base model from history of the same task;
-** *used = 0 when there are too few records (< min_records). */
-int tl_tune_model_fit_log(tl_ctx *ctx, tl_tune_model *m, const int64_t *xs, const double *ys,
-                          int n, int plan_size, int min_records, int *used);
 /* Predicted scores (higher = faster) of configs xs. */
 int tl_tune_model_predict(tl_ctx *ctx, tl_tune_model *m, const int64_t *xs, int n, double *out);
 /* The same over raw feature matrices (row-major nrow x ncol). */

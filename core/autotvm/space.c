@@ -60,10 +60,6 @@ TL_EXPORT int64_t tl_atvm_space_fallback_digit(const tl_atvm_space *sp, int k) {
   const tl_knob *kb = knob(sp, k);
   return kb ? kb->fallback : -1;
 }
-TL_EXPORT void tl_atvm_space_set_fallback_digit(tl_atvm_space *sp, int k, int64_t digit) {
-  if (sp && k >= 0 && k < sp->knobs.n && digit >= 0 && digit < sp->knobs.v[k].dim)
-    sp->knobs.v[k].fallback = digit;
-}
 
 TL_EXPORT int tl_atvm_space_entity_ints(const tl_atvm_space *sp, int k, int64_t j, int64_t *out,
                                         int cap) {

@@ -154,9 +154,7 @@ fail:
   return rc;
 }
 
-TL_EXPORT const char *tl_atvm_task_name(const tl_atvm_task *t) { return t ? t->name : NULL; }
 TL_EXPORT const char *tl_atvm_task_args_json(const tl_atvm_task *t) { return t ? t->args_json : NULL; }
-TL_EXPORT const char *tl_atvm_task_target(const tl_atvm_task *t) { return t ? t->target : NULL; }
 TL_EXPORT double tl_atvm_task_flop(const tl_atvm_task *t) { return t ? t->flop : 0; }
 TL_EXPORT tl_atvm_space *tl_atvm_task_space(tl_atvm_task *t) { return t ? t->space : NULL; }
 
@@ -167,17 +165,8 @@ TL_EXPORT int64_t tl_atvm_space_range_length(const tl_atvm_task *t) {
 }
 TL_EXPORT int64_t tl_atvm_space_len(const tl_atvm_task *t) { return tl_atvm_space_total(t->space); }
 TL_EXPORT int tl_atvm_space_num_knobs(const tl_atvm_task *t) { return t->space->knobs.n; }
-TL_EXPORT const char *tl_atvm_space_knob_name(const tl_atvm_task *t, int k) {
-  return tl_atvm_space_name(t->space, k);
-}
 TL_EXPORT int64_t tl_atvm_space_knob_dim(const tl_atvm_task *t, int k) {
   return tl_atvm_space_dim(t->space, k);
-}
-TL_EXPORT int tl_atvm_space_knob_kind(const tl_atvm_task *t, int k) {
-  return tl_atvm_space_kind(t->space, k);
-}
-TL_EXPORT const char *tl_atvm_space_entity_json(tl_atvm_task *t, int k, int64_t j) {
-  return tl_atvm_space_other_json(t->space, k, j);
 }
 TL_EXPORT int tl_atvm_space_is_valid(const tl_atvm_task *t, int64_t index) {
   return index >= 0 && index < tl_atvm_space_total(t->space);

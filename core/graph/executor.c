@@ -86,12 +86,6 @@ TL_EXPORT void tl_graph_exec_free(tl_graph_exec *e) {
   free(e);
 }
 
-TL_EXPORT int64_t tl_graph_exec_arena_bytes(const tl_graph_exec *e) {
-  return e ? e->arena_bytes : 0;
-}
-TL_EXPORT int tl_graph_exec_num_slots(const tl_graph_exec *e) { return e ? e->slots.n : 0; }
-TL_EXPORT int tl_graph_exec_num_steps(const tl_graph_exec *e) { return e ? e->steps.n : 0; }
-
 static void release_ref(void *arg) { tl_array_free(arg); }
 
 static int push_slot(tl_graph_exec *e, tl_array *a, int *slot) {
@@ -507,8 +501,6 @@ TL_EXPORT void tl_graph_lib_free(tl_graph_lib *l) {
 }
 
 TL_EXPORT double tl_graph_lib_compile_seconds(const tl_graph_lib *l) { return l ? l->compile_s : 0; }
-TL_EXPORT int tl_graph_lib_cache_hits(const tl_graph_lib *l) { return l ? l->cache_hits : 0; }
-TL_EXPORT int tl_graph_lib_num_parts(const tl_graph_lib *l) { return l ? l->nparts : 0; }
 
 TL_EXPORT int tl_graph_exec_add_kernel_lib(tl_ctx *ctx, tl_graph_exec *e, tl_graph_lib *l,
                                            const char *fname, int *kernel) {
@@ -696,11 +688,6 @@ TL_EXPORT void tl_graph_ocl_lib_free(tl_graph_ocl_lib *l) {
   tl_array_free(l->probe);
   free(l);
 }
-
-TL_EXPORT double tl_graph_ocl_lib_compile_seconds(const tl_graph_ocl_lib *l) {
-  return l ? l->compile_s : 0;
-}
-TL_EXPORT int tl_graph_ocl_lib_num_kernels(const tl_graph_ocl_lib *l) { return l ? l->nk : 0; }
 
 TL_EXPORT int tl_graph_ocl_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int dev,
                                      tl_graph_ocl_lib **out) {

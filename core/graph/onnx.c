@@ -689,23 +689,6 @@ TL_EXPORT int tl_onnx_node_get_ints(tl_ctx *ctx, const tl_onnx_node *n, const ch
   return TL_OK;
 }
 
-TL_EXPORT int tl_onnx_node_get_floats(tl_ctx *ctx, const tl_onnx_node *n, const char *name,
-                                      const float **out, int *count) {
-  int k, rc = attr_lookup(ctx, n, name, TL_ONNX_ATTR_FLOATS, &k);
-  if (rc) return rc;
-  *out = k < 0 ? NULL : tl_onnx_attr_floats(n, k);
-  *count = k < 0 ? -1 : tl_onnx_attr_count(n, k);
-  return TL_OK;
-}
-
-TL_EXPORT int tl_onnx_node_get_tensor(tl_ctx *ctx, const tl_onnx_node *n, const char *name,
-                                      const tl_onnx_tensor **out) {
-  int k, rc = attr_lookup(ctx, n, name, TL_ONNX_ATTR_TENSOR, &k);
-  if (rc) return rc;
-  *out = k < 0 ? NULL : tl_onnx_attr_tensor(n, k);
-  return TL_OK;
-}
-
 /* ---- types ------------------------------------------------------------------------------- */
 
 TL_EXPORT int tl_onnx_type_kind(const tl_onnx_type *t) {

@@ -667,20 +667,12 @@ TL_EXPORT int64_t tl_dag_op_reduce_extent(const tl_dag *dag, int op, int i) {
 TL_EXPORT int tl_dag_op_reducer(const tl_dag *dag, int op) {
   return bad_op(dag, op) ? -1 : dag->ops.v[op].reducer;
 }
-TL_EXPORT uint32_t tl_dag_op_cond(const tl_dag *dag, int op) {
-  return bad_op(dag, op) ? 0 : dag->ops.v[op].red_cond;
-}
 TL_EXPORT int tl_dag_op_nout(const tl_dag *dag, int op) {
   return bad_op(dag, op) ? -1 : dag->ops.v[op].nout;
 }
 TL_EXPORT int tl_dag_op_output(const tl_dag *dag, int op, int i) {
   if (bad_op(dag, op) || i < 0 || i >= dag->ops.v[op].nout) return -1;
   return dag->ops.v[op].out_tensors[i];
-}
-TL_EXPORT uint32_t tl_dag_op_body(const tl_dag *dag, int op, int i) {
-  if (bad_op(dag, op) || dag->ops.v[op].kind != TL_OP_COMPUTE || i < 0 || i >= dag->ops.v[op].nout)
-    return 0;
-  return dag->ops.v[op].body[i];
 }
 TL_EXPORT int tl_dag_op_ninputs(const tl_dag *dag, int op) {
   return bad_op(dag, op) ? -1 : dag->ops.v[op].ninputs;
@@ -690,9 +682,6 @@ TL_EXPORT int tl_dag_op_input(const tl_dag *dag, int op, int i) {
   return dag->ops.v[op].inputs[i];
 }
 
-TL_EXPORT int tl_dag_expr_op(const tl_dag *dag, uint32_t e) {
-  return bad_ref(dag, e) ? -1 : tl_ir_op(dag->ir, e);
-}
 TL_EXPORT int tl_dag_expr_dtype(const tl_dag *dag, uint32_t e) {
   return bad_ref(dag, e) ? -1 : tl_type_to_dtype(tl_ir_type(dag->ir, e));
 }

@@ -1333,7 +1333,3 @@ TL_EXPORT const char *tl_sched_node_name(const tl_sched *s, int stage, int node)
 }
 
 TL_EXPORT int tl_sched_num_steps(const tl_sched *s) { return s->steps.n; }
-
-TL_EXPORT int tl_sched_step_kind(const tl_sched *s, int i) {
-  return i >= 0 && i < s->steps.n ? s->steps.v[i].kind : -1;
-}

@@ -432,28 +432,6 @@ TL_EXPORT int tl_tune_model_predict(tl_ctx *ctx, tl_tune_model *m, const int64_t
   return rc;
 }
 
-TL_EXPORT int tl_tune_model_fit_log(tl_ctx *ctx, tl_tune_model *m, const int64_t *xs,
-                                    const double *ys, int n, int plan_size, int min_records,
-                                    int *used) {
-  *used = 0;
-  if (n < (min_records > 0 ? min_records : 0) || n <= 0) return TL_OK;
-  float *x;
-  int w;
-  int rc = task_matrix(ctx, m, xs, n, 0, &x, &w);
-  if (rc) return rc;
-  BoosterHandle b;
-  int rounds;
-  rc = train(ctx, m, x, n, w, ys, 2 * (plan_size > 0 ? plan_size : 64), 400, 100, 0, &b, &rounds);
-  free(x);
-  if (rc) return rc;
-  if (m->base) XGBoosterFree(m->base);
-  m->base = b;
-  m->base_ncol = w;
-  m->base_discount = 1.0;
-  *used = 1;
-  return TL_OK;
-}
-
 TL_EXPORT int tl_tune_model_fit_log_matrix(tl_ctx *ctx, tl_tune_model *m, const float *x,
                                            int nrow, int ncol, const double *y, int plan_size) {
   if (nrow <= 0 || ncol <= 0)
