@@ -93,10 +93,6 @@ enum {
 ** timeout_s (<= 0: none). */
 int tl_proc_exec(tl_ctx *ctx, const char *const *argv, double timeout_s,
                  size_t max_output, tl_proc_result **out);
-/* Fork and run fn(arg, out_fd) in the child; what the child writes to out_fd
-** becomes the result's output. Same timeout and group-kill rules. */
-int tl_proc_call(tl_ctx *ctx, int (*fn)(void *arg, int out_fd), void *arg,
-                 double timeout_s, size_t max_output, tl_proc_result **out);
 int tl_proc_status(const tl_proc_result *r);    /* TL_PROC_* */
 int tl_proc_code(const tl_proc_result *r);      /* exit status or signal */
 double tl_proc_seconds(const tl_proc_result *r);

@@ -58,21 +58,61 @@ int tl_measure_run(tl_ctx *ctx, const char *so_path, const char *fname,
                    const char *ref_fname, double rtol, double *costs, int *ncosts,
                    int *error_no, char **msg);
 
-/* An OpenCL module (source_path: OpenCL C, manifest_path: its manifest, see
-** tunelua_opencl.h) measured on OpenCL device dev in a forked child: build
-** (limit build_timeout_s: BUILD_TIMEOUT 6; a work-group the device cannot run
-** is INSTANTIATION_ERROR 1 naming the limit; a driver refusal COMPILE_DEVICE
-** 3), arguments from the manifest filled with seeded random values, with a
-** reference module (ref_*: NULL for none) one call of each compared on the
-** same inputs (rtol; WRONG_ANSWER 5), then the time evaluator on the device's
-** profiling events (limit run_timeout_s: RUN_TIMEOUT 7; a launch failure or a
-** crash RUNTIME_DEVICE 4). The caller's process never initializes OpenCL. A
-** malformed manifest is TL_E_PARSE (nothing is forked). */
+/* ---- OpenCL kernels (core/measure/measure_opencl.c; docs/measure_opencl.md) ----
+** One forked child per trial, for the local runner and the RPC session alike:
+** build the module for device dev (limit build_timeout_s: BUILD_TIMEOUT 6; a
+** work-group the device cannot run is INSTANTIATION_ERROR 1 naming the limit;
+** a driver refusal COMPILE_DEVICE 3), fill its arguments with seeded random
+** values and launch it once (this first launch gets build_timeout_s on top of
+** run_timeout_s: some drivers generate device code when a kernel is first
+** enqueued), with a reference run it again and compare every argument (rtol;
+** WRONG_ANSWER 5), then time it with the device's time evaluator (limit
+** run_timeout_s: RUN_TIMEOUT 7; a launch failure or a crash RUNTIME_DEVICE 4).
+** Each fills costs[0..*ncosts), *error_no and *msg (malloc'd or NULL) and
+** returns TL_OK unless the machinery itself failed. The calling process never
+** initializes OpenCL (drivers are not fork-safe). */
+
+/* The module as OpenCL C (source_path) + manifest (manifest_path, see
+** tunelua_opencl.h), the reference likewise (ref_*: NULL for none), built in
+** the same child and run on the same inputs. A malformed manifest is
+** TL_E_PARSE (nothing is forked). */
 int tl_measure_run_opencl(tl_ctx *ctx, const char *source_path, const char *manifest_path,
                           int dev, int number, int repeat, double min_repeat_ms,
                           double build_timeout_s, double run_timeout_s,
                           const char *ref_source_path, const char *ref_manifest_path,
                           double rtol, double *costs, int *ncosts, int *error_no, char **msg);
+/* The module as a lowered function f (the child inherits it through fork;
+** fname names it in messages); the reference as the argument bytes that
+** tl_measure_opencl_reference wrote to ref_path (NULL for none). secs (NULL or
+** 2 doubles): the child's wall seconds and the driver's compile seconds. */
+int tl_measure_opencl_run(tl_ctx *ctx, tl_lowered *f, const char *fname, int dev, int number,
+                          int repeat, double min_repeat_ms, double build_timeout_s,
+                          double run_timeout_s, const char *ref_path, double rtol,
+                          double *costs, int *ncosts, int *error_no, char **msg, double *secs);
+/* A reference run: f built, launched twice on the seeded inputs, and every
+** argument's bytes written to out_path; the same error numbers. */
+int tl_measure_opencl_reference(tl_ctx *ctx, tl_lowered *f, const char *fname, int dev,
+                                double build_timeout_s, double run_timeout_s,
+                                const char *out_path, int *error_no, char **msg);
+/* OpenCL C and manifest of f without any device (malloc'd, tl_measure_str_free),
+** or *error_no: 1 (no array argument, a symbolic extent) or 2 (the code generator
+** refused) with *msg. */
+int tl_measure_opencl_source(tl_ctx *ctx, tl_lowered *f, char **source, char **manifest,
+                             int *error_no, char **msg);
+/* Whether a manifest's kernels fit a device (device_info: tl_opencl_device_info's
+** JSON): work-items per dimension, per work-group, __local bytes. TL_OK, or
+** TL_E_RUNTIME naming the kernel and the limit. */
+int tl_measure_opencl_fits(tl_ctx *ctx, const char *manifest, const char *device_info);
+/* tl_opencl_device_info of device dev, queried in a forked child (malloc'd,
+** tl_measure_str_free); no such device is TL_E_RUNTIME with the reason. */
+int tl_measure_opencl_device_info(tl_ctx *ctx, int dev, char **json);
+/* Build f for device dev in a background child (own process group, limit
+** timeout_s, output discarded) that fills the driver's on-disk program cache;
+** first waits for the oldest until fewer than max_running run. */
+int tl_measure_opencl_compile_ahead(tl_ctx *ctx, tl_lowered *f, int dev, double timeout_s,
+                                    int max_running);
+/* Wait for every compile-ahead child. */
+void tl_measure_opencl_wait_ahead(void);
 
 /* ---- the device farm (rpc/; docs/rpc.md) ----------------------------------
 ** Tracker: TVM's tracker wire protocol; serves until STOP with stop_key (NULL:

@@ -75,7 +75,8 @@ static int run_job(tl_ctx *ctx, rbatch *b, tl_rpc_sess *s, int i, int *ref_up) {
   snprintf(rname, sizeof rname, ocl ? "ref%d.cl" : REF_NAME_FMT, (int)getpid());
   snprintf(mname, sizeof mname, "m%d_%d.json", (int)getpid(), i);
   snprintf(rmname, sizeof rmname, "ref%d.json", (int)getpid());
-  double io_to = 60 + b->timeout_s + (ocl ? b->build_timeout_s : 0);
+  /* an OpenCL trial: the compile, then a first launch that gets the build limit on top */
+  double io_to = 60 + b->timeout_s + (ocl ? 2 * b->build_timeout_s : 0);
   int rc;
   if (b->ref_so_path && !*ref_up) {
     rc = tl_rpc_upload(ctx, s, b->ref_so_path, rname, io_to);

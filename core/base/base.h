@@ -123,4 +123,12 @@ int tl_write_file_atomic(tl_ctx *ctx, const char *path, const void *data, size_t
 /* mkdir -p */
 int tl_mkdirs(tl_ctx *ctx, const char *path);
 
+/* ---- child processes (proc.c; tl_proc_exec and the results are public) ---- */
+
+/* Fork and run fn(arg, out_fd) in the child; what the child writes to out_fd
+** becomes the result's output. The timeout and group-kill rules of tl_proc_exec.
+** C only: fn runs in the forked child and must be C (never a callback into Lua). */
+int tl_proc_call(tl_ctx *ctx, int (*fn)(void *arg, int out_fd), void *arg,
+                 double timeout_s, size_t max_output, tl_proc_result **out);
+
 #endif

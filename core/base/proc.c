@@ -370,8 +370,8 @@ __attribute__((noreturn)) static void call_child(int (*fn)(void *, int), void *a
   _exit(rc & 0xff);
 }
 
-TL_EXPORT int tl_proc_call(tl_ctx *ctx, int (*fn)(void *arg, int out_fd), void *arg,
-                           double timeout_s, size_t max_output, tl_proc_result **out) {
+int tl_proc_call(tl_ctx *ctx, int (*fn)(void *arg, int out_fd), void *arg,
+                 double timeout_s, size_t max_output, tl_proc_result **out) {
   if (!out) return tl_err(ctx, TL_E_ARG, "tl_proc_call: out is NULL");
   *out = NULL;
   if (!fn) return tl_err(ctx, TL_E_ARG, "tl_proc_call: fn is NULL");

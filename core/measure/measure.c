@@ -31,15 +31,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <unistd.h>
 
-#define MEASURE_MAX_ARGS 64
-#define MEASURE_MAX_REPEAT 1024
+#define MEASURE_MAX_ARGS TL_MEASURE_MAX_ARGS
+#define MEASURE_MAX_REPEAT TL_MEASURE_MAX_REPEAT
 
 /* A crashing kernel must end the child with its signal: no inherited (or
 ** sanitizer) handler runs, and the child dies with the process that measures. */
-static void default_crash_signals(void) {
+void tl_measure_child_signals(void) {
   static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -213,7 +212,7 @@ typedef struct {
 /* Child: instantiate + lower + generate C; writes "sig\0source" (exit 0) or the message (exit 3). */
 static int lower_child(void *argp, int out_fd) {
   lower_arg *a = argp;
-  default_crash_signals();
+  tl_measure_child_signals();
   tl_ctx *ctx = tl_ctx_new();
   tl_lowered *l = NULL;
   char *src = NULL, *sig = NULL;
@@ -412,7 +411,7 @@ typedef struct {
   double rtol, atol;
 } run_args;
 
-static void child_reply(int fd, int error_no, int ncosts, const double *costs, const char *msg) {
+void tl_measure_child_reply(int fd, int error_no, int ncosts, const double *costs, const char *msg) {
   int32_t h[2] = {error_no, ncosts};
   tl_buf b = {0};
   tl_buf_putn(&b, (const char *)h, sizeof h);
@@ -430,7 +429,7 @@ static void child_reply(int fd, int error_no, int ncosts, const double *costs, c
 
 static int run_child(void *arg, int out_fd) {
   run_args *ra = arg;
-  default_crash_signals();
+  tl_measure_child_signals();
   tl_ctx *ctx = tl_ctx_new();
   argset s = {0}, r = {0};
   char *msg = NULL;
@@ -439,11 +438,11 @@ static int run_child(void *arg, int out_fd) {
   int32_t kcode = 0;
   double costs[MEASURE_MAX_REPEAT];
   if (argset_make(ctx, ra->sig, &s, NULL, 0)) {
-    child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
+    tl_measure_child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
     return 0;
   }
   if (open_kernel(ra->so_path, ra->fname, &h, &fn, &msg)) {
-    child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, msg);
+    tl_measure_child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, msg);
     return 0;
   }
   void *dl[MEASURE_MAX_ARGS];
@@ -451,7 +450,7 @@ static int run_child(void *arg, int out_fd) {
   if (ra->ref_so) {
     if (argset_make(ctx, ra->sig, &r, NULL, 0) ||
         open_kernel(ra->ref_so, ra->ref_fname, &rh, &rfn, &msg)) {
-      child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL,
+      tl_measure_child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL,
                   msg ? msg : tl_errmsg(ctx));
       return 0;
     }
@@ -459,12 +458,12 @@ static int run_child(void *arg, int out_fd) {
     pack(&r, rdl);
     int32_t kr = fn(dl, s.nargs);
     if (kr) {
-      child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, kernel_msg(h, ra->fname, kr));
+      tl_measure_child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, kernel_msg(h, ra->fname, kr));
       return 0;
     }
     kr = rfn(rdl, r.nargs);
     if (kr) {
-      child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL,
+      tl_measure_child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL,
                   kernel_msg(rh, ra->ref_fname, kr));
       return 0;
     }
@@ -477,7 +476,7 @@ static int run_child(void *arg, int out_fd) {
                              "%lld (|a-b| = %g, got %g, expected %g; rtol %g)", i, (long long)worst,
                              werr, tl_array_get(s.arrs[i], worst), tl_array_get(r.arrs[i], worst),
                              ra->rtol);
-        child_reply(out_fd, TL_MEASURE_WRONG_ANSWER, 0, NULL, m);
+        tl_measure_child_reply(out_fd, TL_MEASURE_WRONG_ANSWER, 0, NULL, m);
         return 0;
       }
     }
@@ -485,17 +484,17 @@ static int run_child(void *arg, int out_fd) {
   tl_pool_bind_caller();
   if (tl_kernel_time(*(void **)&fn, dl, s.nargs, ra->number, ra->repeat, ra->min_repeat_ms,
                          ra->cache_flush, costs, &kcode)) {
-    child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, kernel_msg(h, ra->fname, kcode));
+    tl_measure_child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, kernel_msg(h, ra->fname, kcode));
     return 0;
   }
-  child_reply(out_fd, TL_MEASURE_NO_ERROR, ra->repeat, costs, NULL);
+  tl_measure_child_reply(out_fd, TL_MEASURE_NO_ERROR, ra->repeat, costs, NULL);
   return 0;   /* the process ends here: no need to free */
 }
 
 /* A measurement child's result on stdout: int32 error_no, int32 n (<= repeat), n costs, then
 ** an optional message. Returns 1 and fills the outputs when o holds one, else 0. */
-static int read_run_result(const char *o, size_t olen, int repeat, double *costs, int *ncosts,
-                           int *error_no, char **msg) {
+int tl_measure_read_reply(const char *o, size_t olen, int repeat, double *costs, int *ncosts,
+                          int *error_no, char **msg) {
   if (olen < 8) return 0;
   int32_t h[2];
   memcpy(h, o, sizeof h);
@@ -545,7 +544,7 @@ TL_EXPORT int tl_measure_run(tl_ctx *ctx, const char *so_path, const char *fname
   const char *e = tl_proc_stderr(res, &elen);
   switch (tl_proc_status(res)) {
   case TL_PROC_OK:
-    if (read_run_result(o, olen, repeat, costs, ncosts, error_no, msg)) break;
+    if (tl_measure_read_reply(o, olen, repeat, costs, ncosts, error_no, msg)) break;
     *error_no = TL_MEASURE_RUNTIME_DEVICE;
     *msg = tl_sprintf("the measurement child ended without a result%s%.*s", elen ? ": " : "",
                       (int)(elen > 2000 ? 2000 : elen), e ? e : "");
@@ -569,234 +568,4 @@ TL_EXPORT int tl_measure_run(tl_ctx *ctx, const char *so_path, const char *fname
   }
   tl_proc_result_free(res);
   return TL_OK;
-}
-
-/* ---- OpenCL modules (source + manifest), for the RPC session ------------------------------
-** The child builds the module on the device (phase byte 'b' on the pipe, the build limit by
-** SIGALRM), then allocates the manifest's arguments with seeded random values, optionally
-** compares every argument after one call with the reference module on the same inputs, and
-** times it (phase byte 'r', the run limit). The parent never touches OpenCL. */
-
-typedef struct {
-  const char *src, *man, *rsrc, *rman;
-  int dev, number, repeat;
-  double min_repeat_ms, build_s, run_s, rtol, atol;
-} ocl_run_args;
-
-static void alarm_in(double s) {
-  struct itimerval v;
-  memset(&v, 0, sizeof v);
-  if (s > 0) {
-    v.it_value.tv_sec = (time_t)s;
-    v.it_value.tv_usec = (suseconds_t)((s - (double)(time_t)s) * 1e6);
-    if (!v.it_value.tv_sec && !v.it_value.tv_usec) v.it_value.tv_usec = 1;
-  }
-  setitimer(ITIMER_REAL, &v, NULL);
-}
-
-static void phase(int fd, char c) {
-  while (write(fd, &c, 1) < 0 && errno == EINTR) {}
-}
-
-/* host arrays of the manifest's arguments, random (seed 1000 + i), and their device copies */
-static int ocl_args(tl_ctx *ctx, const char *man, int dev, tl_array **host, tl_array **devs, int *n) {
-  *n = 0;
-  json_t *root = json_loads(man, 0, NULL);
-  json_t *args = json_object_get(root, "args");
-  int rc = TL_OK;
-  size_t na = json_array_size(args);
-  if (!na || na > MEASURE_MAX_ARGS) {
-    json_decref(root);
-    return tl_err(ctx, TL_E_PARSE, "measure: the manifest has no arguments");
-  }
-  for (size_t i = 0; i < na && !rc; i++) {
-    json_t *a = json_array_get(args, i);
-    json_t *sh = json_object_get(a, "shape");
-    int dtype = TL_FLOAT32;
-    rc = tl_dtype_parse(ctx, json_string_value(json_object_get(a, "dtype")), &dtype);
-    int64_t shape[16];
-    int nd = (int)json_array_size(sh);
-    if (nd > 16) nd = 16;
-    for (int d = 0; d < nd; d++) shape[d] = json_integer_value(json_array_get(sh, d));
-    if (!rc) rc = tl_array_empty(ctx, nd, shape, dtype, TL_DEV_CPU, 0, &host[i]);
-    if (rc) break;
-    *n = (int)i + 1;
-    double hi = tl_dtype_is_float(dtype) ? 1.0 : dtype == TL_BOOL ? 2.0 : 10.0;
-    rc = tl_array_random(ctx, host[i], 0, 0.0, hi, 1000 + i);
-    if (!rc) rc = tl_array_empty(ctx, nd, shape, dtype, TL_DEV_OPENCL, dev, &devs[i]);
-    if (!rc) rc = tl_array_copyto(ctx, host[i], devs[i]);
-  }
-  json_decref(root);
-  return rc;
-}
-
-static int build_error_no(int rc) {
-  return rc == TL_E_RUNTIME ? TL_MEASURE_INSTANTIATION_ERROR : TL_MEASURE_COMPILE_DEVICE;
-}
-
-static int ocl_run_child(void *arg, int out_fd) {
-  ocl_run_args *ra = arg;
-  default_crash_signals();
-  tl_ctx *ctx = tl_ctx_new();
-  tl_ocl_module *m = NULL, *rm = NULL;
-  tl_array *host[MEASURE_MAX_ARGS] = {0}, *devs[MEASURE_MAX_ARGS] = {0};
-  double costs[MEASURE_MAX_REPEAT];
-  int n = 0, rc;
-  phase(out_fd, 'b');
-  alarm_in(ra->build_s);
-  rc = tl_ocl_module_from_source(ctx, ra->src, ra->man, ra->dev, &m);
-  if (rc) {
-    child_reply(out_fd, build_error_no(rc), 0, NULL, tl_errmsg(ctx));
-    return 0;
-  }
-  if (ra->rsrc && (rc = tl_ocl_module_from_source(ctx, ra->rsrc, ra->rman, ra->dev, &rm))) {
-    char *e = tl_sprintf("check_correctness: the reference does not build: %s", tl_errmsg(ctx));
-    child_reply(out_fd, TL_MEASURE_WRONG_ANSWER, 0, NULL, e);
-    return 0;
-  }
-  alarm_in(0);
-  phase(out_fd, 'r');
-  alarm_in(ra->run_s);
-  if (ocl_args(ctx, ra->man, ra->dev, host, devs, &n)) {
-    child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
-    return 0;
-  }
-  if (rm) {
-    tl_array *got[MEASURE_MAX_ARGS] = {0}, *want[MEASURE_MAX_ARGS] = {0};
-    tl_array *rh[MEASURE_MAX_ARGS] = {0}, *rd[MEASURE_MAX_ARGS] = {0};
-    int rn = 0;
-    if (tl_ocl_module_call(ctx, m, devs, n)) {
-      child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
-      return 0;
-    }
-    if (ocl_args(ctx, ra->rman, ra->dev, rh, rd, &rn) || rn != n) {
-      child_reply(out_fd, TL_MEASURE_WRONG_ANSWER, 0, NULL,
-                  "check_correctness: the reference has other arguments than the config");
-      return 0;
-    }
-    if (tl_ocl_module_call(ctx, rm, rd, rn)) {
-      char *e = tl_sprintf("check_correctness: the reference failed: %s", tl_errmsg(ctx));
-      child_reply(out_fd, TL_MEASURE_WRONG_ANSWER, 0, NULL, e);
-      return 0;
-    }
-    for (int i = 0; i < n; i++) {
-      int64_t worst = -1;
-      double werr = 0;
-      const DLTensor *t = tl_array_dltensor(host[i]);
-      if (tl_array_empty(ctx, t->ndim, t->shape, tl_array_dtype(host[i]), TL_DEV_CPU, 0, &got[i]) ||
-          tl_array_empty(ctx, t->ndim, t->shape, tl_array_dtype(host[i]), TL_DEV_CPU, 0, &want[i]) ||
-          tl_array_copyto(ctx, devs[i], got[i]) || tl_array_copyto(ctx, rd[i], want[i])) {
-        child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
-        return 0;
-      }
-      int c = tl_array_allclose(ctx, got[i], want[i], ra->rtol, ra->atol, &worst, &werr);
-      if (c != 0) {
-        char *e = tl_sprintf("wrong answer: argument %d differs from the reference at flat index "
-                             "%lld (|a-b| = %g, got %g, expected %g; rtol %g)", i, (long long)worst,
-                             werr, tl_array_get(got[i], worst), tl_array_get(want[i], worst), ra->rtol);
-        child_reply(out_fd, TL_MEASURE_WRONG_ANSWER, 0, NULL, e);
-        return 0;
-      }
-    }
-  }
-  if (tl_ocl_module_time(ctx, m, devs, n, ra->number, ra->repeat, ra->min_repeat_ms, 0, costs)) {
-    child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
-    return 0;
-  }
-  child_reply(out_fd, TL_MEASURE_NO_ERROR, ra->repeat, costs, NULL);
-  return 0;   /* the process ends here */
-}
-
-static int read_text(tl_ctx *ctx, const char *path, const char *what, char **out) {
-  size_t len = 0;
-  *out = NULL;
-  if (!path) return tl_err(ctx, TL_E_ARG, "measure: no %s", what);
-  int rc = tl_read_file(ctx, path, out, &len);
-  if (rc) return rc;
-  if (strlen(*out) != len) {
-    free(*out);
-    *out = NULL;
-    return tl_err(ctx, TL_E_PARSE, "measure: the %s contains NUL bytes", what);
-  }
-  return TL_OK;
-}
-
-TL_EXPORT int tl_measure_run_opencl(tl_ctx *ctx, const char *source_path, const char *manifest_path,
-                                    int dev, int number, int repeat, double min_repeat_ms,
-                                    double build_timeout_s, double run_timeout_s,
-                                    const char *ref_source_path, const char *ref_manifest_path,
-                                    double rtol, double *costs, int *ncosts, int *error_no,
-                                    char **msg) {
-  if (!costs || !ncosts || !error_no || !msg)
-    return tl_err(ctx, TL_E_ARG, "tl_measure_run_opencl: NULL argument");
-  *ncosts = 0;
-  *msg = NULL;
-  *error_no = TL_MEASURE_UNKNOWN_ERROR;
-  if (repeat < 1 || repeat > MEASURE_MAX_REPEAT)
-    return tl_err(ctx, TL_E_ARG, "tl_measure_run_opencl: repeat must be in [1, %d], got %d",
-                  MEASURE_MAX_REPEAT, repeat);
-  if (dev < 0 || dev > 255) return tl_err(ctx, TL_E_ARG, "tl_measure_run_opencl: bad device %d", dev);
-  if (!(build_timeout_s > 0)) build_timeout_s = 10;
-  if (!(run_timeout_s > 0)) run_timeout_s = 10;
-  char *src = NULL, *man = NULL, *rsrc = NULL, *rman = NULL;
-  int rc = read_text(ctx, source_path, "OpenCL source", &src);
-  if (!rc) rc = read_text(ctx, manifest_path, "manifest", &man);
-  if (!rc) rc = tl_ocl_manifest_check(ctx, src, man);
-  if (!rc && ref_source_path) {
-    rc = read_text(ctx, ref_source_path, "reference source", &rsrc);
-    if (!rc) rc = read_text(ctx, ref_manifest_path, "reference manifest", &rman);
-    if (!rc && (rc = tl_ocl_manifest_check(ctx, rsrc, rman)))
-      tl_err_prefix(ctx, "the reference: ");
-  }
-  if (rc) goto out;
-  /* the function name, for messages */
-  char fname[160] = "kernel";
-  json_t *root = json_loads(man, 0, NULL);
-  const char *nm = json_string_value(json_object_get(root, "name"));
-  if (nm) snprintf(fname, sizeof fname, "%s", nm);
-  json_decref(root);
-  ocl_run_args ra = {src, man, rsrc, rman, dev, number, repeat, min_repeat_ms, build_timeout_s,
-                     run_timeout_s, rtol > 0 ? rtol : 1e-4, 1e-5};
-  tl_proc_result *res = NULL;
-  rc = tl_proc_call(ctx, ocl_run_child, &ra, build_timeout_s + run_timeout_s + 1, 1 << 16, &res);
-  if (rc) goto out;
-  size_t olen = 0, elen = 0;
-  const char *o = tl_proc_stdout(res, &olen);
-  const char *e = tl_proc_stderr(res, &elen);
-  char ph = 0;
-  while (olen && (*o == 'b' || *o == 'r')) {
-    ph = *o++;
-    olen--;
-  }
-  int st = tl_proc_status(res);
-  int sig = st == TL_PROC_SIGNAL ? tl_proc_code(res) : 0;
-  if (st == TL_PROC_OK && read_run_result(o, olen, repeat, costs, ncosts, error_no, msg)) goto done;
-  if (st == TL_PROC_TIMEOUT || sig == SIGALRM) {
-    if (ph == 'r') {
-      *error_no = TL_MEASURE_RUN_TIMEOUT;
-      *msg = tl_sprintf("kernel '%s' timed out after %g s", fname, run_timeout_s);
-    } else {
-      *error_no = TL_MEASURE_BUILD_TIMEOUT;
-      *msg = tl_sprintf("kernel '%s': compiling for the device timed out after %g s", fname,
-                        build_timeout_s);
-    }
-  } else if (st == TL_PROC_SIGNAL) {
-    *error_no = TL_MEASURE_RUNTIME_DEVICE;
-    *msg = tl_sprintf("kernel '%s' crashed while %s: signal %d (%s)%s%.*s", fname,
-                      ph == 'r' ? "running" : "compiling", sig, strsignal(sig), elen ? "\n" : "",
-                      (int)(elen > 2000 ? 2000 : elen), e ? e : "");
-  } else {
-    *error_no = TL_MEASURE_RUNTIME_DEVICE;
-    *msg = tl_sprintf("the measurement child ended without a result (status %d, code %d)%s%.*s",
-                      st, tl_proc_code(res), elen ? ": " : "", (int)(elen > 2000 ? 2000 : elen),
-                      e ? e : "");
-  }
-done:
-  tl_proc_result_free(res);
-out:
-  free(src);
-  free(man);
-  free(rsrc);
-  free(rman);
-  return rc;
 }

@@ -16,4 +16,18 @@ enum {                           /* MeasureErrorNo (formats §1.5) */
   TL_MEASURE_UNKNOWN_ERROR = 8
 };
 
+#define TL_MEASURE_MAX_ARGS 64
+#define TL_MEASURE_MAX_REPEAT 1024
+
+/* In a measurement child: crash signals back to their defaults (no inherited or sanitizer
+** handler), and death with the process that measures. */
+void tl_measure_child_signals(void);
+/* A measurement child's answer on fd: int32 error_no, int32 ncosts, double costs[ncosts],
+** then the message text (msg may be NULL). */
+void tl_measure_child_reply(int fd, int error_no, int ncosts, const double *costs, const char *msg);
+/* Read such an answer (at most repeat costs): 1 and the outputs filled (*msg malloc'd or
+** NULL), or 0 when o holds none. */
+int tl_measure_read_reply(const char *o, size_t olen, int repeat, double *costs, int *ncosts,
+                          int *error_no, char **msg);
+
 #endif

@@ -13,20 +13,25 @@ local t_start = os.time()
 assert(measure.device_hooks.opencl and measure.device_hooks.opencl.build_one == mo.build_one,
        "requiring measure_opencl registers measure.device_hooks.opencl")
 
--- pure helpers, no device needed
-local ks = mo.kernels_of([[
-__kernel __attribute__((reqd_work_group_size(7, 2, 4)))
-void f_kernel0(__global float *restrict A) {
-  __local float A_shared[64];
-  __local half4 B_shared[8];
-}
-__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
-void f_kernel1(__global float *restrict A) {
-}
-]])
-assert(#ks == 2 and ks[1].name == "f_kernel0" and ks[1].block[1] == 7 and ks[1].block[2] == 2
-       and ks[1].block[3] == 4 and ks[1].local_bytes == 64 * 4 + 8 * 8, "kernels_of")
-assert(ks[2].name == "f_kernel1" and ks[2].block[1] == 256 and ks[2].local_bytes == 0)
+-- pure helpers, no device needed: the limits check reads every kernel's work-group and __local
+-- bytes from the manifest and names the limit a kernel exceeds
+local man = [[{"name": "f", "kernels": [
+  {"name": "f_kernel0", "grid": [1, 1, 1], "block": [7, 2, 4], "local_bytes": 320, "slots": [0]},
+  {"name": "f_kernel1", "grid": [1, 1, 1], "block": [256, 1, 1], "local_bytes": 0, "slots": [0]}]}]]
+local function dev(wi, wg, lm)
+  return string.format('{"name": "D", "max_work_item_sizes": [%d, 2, 4], "max_work_group_size": %d, ' ..
+                       '"local_mem_bytes": %d}', wi, wg, lm)
+end
+assert(mo.fits(man, dev(256, 256, 320)) == nil, "fits")
+local why = mo.fits(man, dev(6, 256, 320))
+assert(why and why:find("kernel 'f_kernel0': invalid work-group size 7x2x4: dimension 0 (7) exceeds " ..
+                        "the device's max work-item size 6 (D)", 1, true), tostring(why))
+why = mo.fits(man, dev(256, 55, 320))
+assert(why and why:find("7x2x4 = 56 work-items exceeds the device's max work-group size 55", 1, true), why)
+why = mo.fits(man, dev(256, 255, 320))
+assert(why and why:find("kernel 'f_kernel1': invalid work-group size 256x1x1", 1, true), why)
+why = mo.fits(man, dev(256, 256, 319))
+assert(why and why:find("kernel 'f_kernel0' uses 320 bytes of __local memory, more than the device's 319", 1, true), why)
 assert(mo.device_of_target("opencl") == 0 and mo.device_of_target("opencl -device=mali -device_id=1") == 1)
 
 -- The device query runs in a child: this process must never initialize OpenCL.
@@ -128,7 +133,6 @@ do
   local br = mo.build_one({ timeout = 10 }, inp)
   assert(br.error_no == 0)
   br.lowered = t:lower(big.index)
-  br.sig = mo.signature(br.lowered)
   local r = mo.run_one(autotvm.LocalRunner({ number = 1, ["repeat"] = 1, cooldown_interval = 0 }),
                        inp, br)
   assert(r.error_no == E.INSTANTIATION_ERROR and r.error_msg:find("work%-group size"),
