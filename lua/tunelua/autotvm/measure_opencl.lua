@@ -21,7 +21,7 @@
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local measure = require "tunelua.autotvm.measure"
-local record = require "tunelua.autotvm.record"
+local json = require "tunelua.json"
 
 local C, ctx = core.C, core.ctx
 local E = measure.MeasureErrorNo
@@ -74,7 +74,7 @@ function M.device_info(dev)
       c.reason = errmsg()
     else
       c.json = take(out[0])
-      local ok, t = pcall(record.json_decode, c.json)
+      local ok, t = pcall(json.decode, c.json)
       if ok and type(t) == "table" then c.info = t else c.reason = "bad device info: " .. tostring(t) end
     end
     dev_cache[dev] = c
@@ -139,7 +139,7 @@ function M.build_one(builder, inp)
   end
   local src, man, msg = take(sp[0]), take(mp[0]), take(mg[0])
   if en[0] ~= 0 then return done(tonumber(en[0]), msg) end
-  r.fname = record.json_decode(man).name
+  r.fname = json.decode(man).name
   if M.remote_tasks[task] then
     -- measured on a remote device (RPCRunner): the server checks its device's limits
     r.ocl_source, r.ocl_manifest, r.remote = src, man, true
