@@ -304,6 +304,9 @@ double tl_dag_flop_ansor(const tl_dag *dag);
 typedef struct tl_sched tl_sched;
 typedef struct tl_lowered tl_lowered;
 typedef struct tl_module tl_module;   /* also declared with the codegen section */
+/* How C becomes a shared object: compiler, flags, cross prefix (a target's,
+** tl_target_toolchain; NULL everywhere means the defaults). */
+typedef struct tl_toolchain tl_toolchain;
 
 enum {                 /* iterator annotations: the codes of the AN step */
   TL_ANN_NONE = 0, TL_ANN_UNROLL, TL_ANN_VECTORIZE, TL_ANN_PARALLEL, TL_ANN_VTHREAD,
@@ -397,8 +400,10 @@ const char *tl_lowered_text(tl_lowered *f);
 /* Seconds spent in tl_lower for f. */
 double tl_lowered_seconds(const tl_lowered *f);
 /* Generate C for f (the C backend) and compile it into a module whose
-** kernel is named like f (cflags NULL: tl_module_from_c's default). */
-int tl_lowered_build(tl_ctx *ctx, tl_lowered *f, const char *cflags, tl_module **out);
+** kernel is named like f, with toolchain tc (a target's; NULL: the defaults,
+** "-O3 -march=native"); cflags, when not NULL, replaces tc's flags. */
+int tl_lowered_build(tl_ctx *ctx, tl_lowered *f, const tl_toolchain *tc, const char *cflags,
+                     tl_module **out);
 
 /* ---- topi: operators -------------------------------------------------
 ** The operator library: TVM's topi operators as compute declarations over a

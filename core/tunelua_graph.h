@@ -74,10 +74,12 @@ int tl_graph_exec_profile(tl_ctx *ctx, tl_graph_exec *e, int number, double *sec
 ** The lowered functions fs[0..n) generated as C and compiled by nparts
 ** compiler runs (in parallel threads), each a shared object holding several
 ** kernels (one source file per kernel); cached on disk by the sources' hash
-** (cflags NULL: "-O3 -march=native"; timeout_s <= 0: none). */
+** (toolchain tc, a target's, NULL: the defaults; cflags, when not NULL,
+** replaces tc's flags; timeout_s <= 0: none). */
 typedef struct tl_graph_lib tl_graph_lib;
 int tl_graph_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int nparts,
-                       const char *cflags, double timeout_s, tl_graph_lib **out);
+                       const tl_toolchain *tc, const char *cflags, double timeout_s,
+                       tl_graph_lib **out);
 void tl_graph_lib_free(tl_graph_lib *l);
 double tl_graph_lib_compile_seconds(const tl_graph_lib *l);   /* 0 when all cached */
 /* Resolve kernel fname of l (l must outlive e). */

@@ -27,24 +27,29 @@ int tl_measure_remove_dir(const char *path);
 ** both malloc'd (tl_measure_str_free). Symbolic extents are TL_E_UNSUPPORTED. */
 int tl_measure_lowered_source(tl_ctx *ctx, tl_lowered *f, char **source, char **sig);
 /* Compile sources[i] into so_paths[i] on n_parallel threads, each compiler a
-** child process group with a timeout_s limit (cflags NULL: "-O3 -march=native").
+** child process group with a timeout_s limit, with toolchain tc (a target's;
+** NULL: the defaults, "-O3 -march=native"); cflags, when neither NULL nor "",
+** replaces tc's flags.
 ** codes[i]: TL_OK, TL_E_BUILD (msgs[i]: the diagnostics), TL_E_TIMEOUT, TL_E_IO;
 ** a NULL source or path is skipped (TL_E_ARG). secs[i]: wall time. msgs[i] is
 ** malloc'd or NULL. Returns TL_OK unless the arguments are bad. */
 int tl_measure_build_batch(tl_ctx *ctx, int n, const char *const *sources,
-                           const char *const *so_paths, const char *cflags,
+                           const char *const *so_paths, const tl_toolchain *tc,
+                           const char *cflags,
                            double timeout_s, int n_parallel, int *codes, double *secs,
                            char **msgs);
 /* Build configs indices[i] of a C task (tunelua_autotvm.h): each is
 ** instantiated, lowered and turned into C in a forked child, then compiled
-** into so_paths[i]; n_parallel at a time, timeout_s for both steps together.
+** into so_paths[i] (tc and cflags as tl_measure_build_batch); n_parallel at a
+** time, timeout_s for both steps together.
 ** error_no[i]: 0, 1 (instantiation: msgs[i] is the template's message),
 ** 2 (compile error or a crash while instantiating), 6 (timeout), 8.
 ** sigs[i]: the argument signature (as tl_measure_lowered_source) or NULL;
 ** msgs[i] and sigs[i] are malloc'd (tl_measure_str_free). */
 int tl_measure_build_task_batch(tl_ctx *ctx, tl_atvm_task *task, int n,
                                 const int64_t *indices, const char *const *so_paths,
-                                const char *cflags, double timeout_s, int n_parallel,
+                                const tl_toolchain *tc, const char *cflags, double timeout_s,
+                                int n_parallel,
                                 int *error_no, double *secs, char **msgs, char **sigs);
 /* In a forked child with a timeout_s limit: load so_path, allocate random
 ** arrays of sig_json, optionally run once and compare every argument with the

@@ -50,10 +50,23 @@ const char *tl_target_option_value(const tl_target *t, int i);
 int tl_target_lanes(const tl_target *t);                 /* float32 vector lanes (0: unknown) */
 int tl_target_registers(const tl_target *t);             /* vector registers (0: unknown) */
 /* The default-schedule class tl_topi_default_schedule takes ("cpu",
-** "opencl"), the code generator ("c", "opencl"); NULL without a family. */
+** "opencl"), the backend (code generator and build: "c", "opencl"); NULL
+** without a family. */
 const char *tl_target_schedules(const tl_target *t);
 const char *tl_target_backend(const tl_target *t);
-int tl_target_device_type(const tl_target *t);           /* TL_DEV_*, 0 without a family */
+/* Where the target's kernels run and are timed: TL_DEV_* (TL_DEV_CPU: host C
+** kernels), the DLPack type of a log's GPU kind no family takes ("cuda"), or 0. */
+int tl_target_device_type(const tl_target *t);
+/* The toolchain a C backend builds with (static: lives past t; pass it to
+** tl_lowered_build, tl_graph_lib_build, tl_measure_build_*); NULL for other
+** backends and without a family (the builds then use the defaults). Its
+** compiler (NULL: the default, $TUNELUA_CC or the one libtunelua was built
+** with), its flags (never NULL: "-O3 -march=native" by default) and its cross
+** prefix ("" when none). */
+const tl_toolchain *tl_target_toolchain(const tl_target *t);
+const char *tl_target_cc(const tl_target *t);
+const char *tl_target_cflags(const tl_target *t);
+const char *tl_target_cross_prefix(const tl_target *t);
 const char *tl_target_tophub_package(const tl_target *t); /* NULL: none */
 const char *tl_target_tophub_version(const tl_target *t);
 /* 1 when a graph anchor without any record takes its first template's

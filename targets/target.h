@@ -8,12 +8,16 @@
 **                                                    kind, options, keys, hw }
 **
 ** Adding a family: its folder (target.c, templates) and one line in the list
-** in targets/targets.c.
+** in targets/targets.c. A family builds through its backend (tl_backend_c:
+** the system C compiler with the family's toolchain, e.g. a cross prefix
+** "aarch64-linux-gnu-"; tl_backend_opencl: OpenCL C on an OpenCL device),
+** which also says where its kernels run and how they are timed.
 */
 #ifndef TL_TARGET_H
 #define TL_TARGET_H
 
 #include "../core/autotvm/autotvm.h"
+#include "../core/build/build.h"
 #include "../core/tunelua.h"
 
 /* One row of a family's strategy: a graph op variant implemented by a
@@ -32,8 +36,9 @@ typedef struct tl_family {
   const char *const *options;             /* options beyond the common ones, NULL-terminated */
   const char *const *keys;                /* default keys (after -device), NULL-terminated */
   const char *schedules;                  /* default-schedule class: "cpu", "opencl" */
-  const char *backend;                    /* code generator: "c", "opencl" */
-  int device_type;                        /* TL_DEV_* */
+  const tl_backend *backend;              /* code generator, build, device (core/build) */
+  tl_toolchain toolchain;                 /* a C backend's compiler, flags, cross prefix;
+                                             NULL fields: the defaults (build.h) */
   const char *tophub_package, *tophub_version;
   const tl_atvm_template *const *templates; /* NULL-terminated */
   const tl_target_impl_row *impls;        /* the strategy, in the order tasks are listed */

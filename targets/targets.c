@@ -29,10 +29,12 @@ static const char *const default_target = "llvm";
 static const char *const common_options[] = {"device", "model", "mcpu", "mtriple", "mattr", "keys",
                                              NULL};
 
-/* Default keys of kinds no family takes (TVM's), for targets read from logs. */
-static const struct { const char *kind, *keys[2]; } foreign_kinds[] = {
-    {"cuda", {"cuda", "gpu"}},     {"nvptx", {"cuda", "gpu"}},   {"rocm", {"rocm", "gpu"}},
-    {"vulkan", {"vulkan", "gpu"}}, {"metal", {"metal", "gpu"}},
+/* Default keys and device types (DLPack's) of kinds no family takes (TVM's),
+** for targets read from logs. */
+static const struct { const char *kind, *keys[2]; int device_type; } foreign_kinds[] = {
+    {"cuda", {"cuda", "gpu"}, kDLCUDA},       {"nvptx", {"cuda", "gpu"}, kDLCUDA},
+    {"rocm", {"rocm", "gpu"}, kDLROCM},       {"vulkan", {"vulkan", "gpu"}, kDLVulkan},
+    {"metal", {"metal", "gpu"}, kDLMetal},
 };
 
 /* ---- parsing ------------------------------------------------------------------------- */
@@ -236,9 +238,28 @@ TL_EXPORT const char *tl_target_schedules(const tl_target *t) {
   return t->family ? t->family->schedules : NULL;
 }
 TL_EXPORT const char *tl_target_backend(const tl_target *t) {
-  return t->family ? t->family->backend : NULL;
+  return t->family ? t->family->backend->name : NULL;
 }
-TL_EXPORT int tl_target_device_type(const tl_target *t) { return t->family ? t->family->device_type : 0; }
+TL_EXPORT int tl_target_device_type(const tl_target *t) {
+  if (t->family) return t->family->backend->device_type;
+  for (size_t i = 0; i < TL_ARRAY_SIZE(foreign_kinds); i++)
+    if (strcmp(foreign_kinds[i].kind, t->kind) == 0) return foreign_kinds[i].device_type;
+  return 0;
+}
+TL_EXPORT const tl_toolchain *tl_target_toolchain(const tl_target *t) {
+  return t->family && t->family->backend->uses_toolchain ? &t->family->toolchain : NULL;
+}
+TL_EXPORT const char *tl_target_cc(const tl_target *t) {
+  const tl_toolchain *tc = tl_target_toolchain(t);
+  return tc ? tc->cc : NULL;
+}
+TL_EXPORT const char *tl_target_cflags(const tl_target *t) {
+  return tl_toolchain_cflags(tl_target_toolchain(t));
+}
+TL_EXPORT const char *tl_target_cross_prefix(const tl_target *t) {
+  const tl_toolchain *tc = tl_target_toolchain(t);
+  return tc && tc->cross_prefix ? tc->cross_prefix : "";
+}
 TL_EXPORT const char *tl_target_tophub_package(const tl_target *t) {
   return t->family ? t->family->tophub_package : NULL;
 }

@@ -2,7 +2,9 @@
 ** build.h -- the build layer: a lowered function (core/ir) becomes source
 ** through a code generator (core/codegen) and a module through the runtime's
 ** loaders (core/runtime). It owns the one C compiler driver, described by a
-** toolchain given as data, and the one on-disk kernel cache.
+** toolchain given as data, and the one on-disk kernel cache. A target family
+** (targets/target.h) names its backend (tl_backend below) and, for C, its
+** toolchain; the engine asks those rather than comparing target names.
 **
 **   tl_lowered --codegen--> C source   --tl_cc_shared--> .so --tl_module_load-->  tl_module
 **              --codegen--> tl_ocl_code ----------------------tl_ocl_module_load--> tl_ocl_module
@@ -29,6 +31,26 @@ typedef struct tl_toolchain {
 char *tl_toolchain_cc(const tl_toolchain *tc);
 /* The flags of tc (never NULL). */
 const char *tl_toolchain_cflags(const tl_toolchain *tc);
+/* tc (NULL: the defaults) with its flags replaced by cflags when cflags is
+** not NULL: flags a caller gives explicitly win over the target's. */
+tl_toolchain tl_toolchain_with_flags(const tl_toolchain *tc, const char *cflags);
+
+/* A backend: a code generator, how its modules are built and where they run
+** and are timed. A family points at one of these; a new code generator (and
+** its device API) is a new row here, a new family of an existing backend only
+** its folder in targets/.
+**
+**   c       tl_codegen_c -> tl_cc_shared (the family's toolchain) -> tl_module,
+**           run on the host, timed by tl_module_time / tl_measure_run
+**   opencl  tl_codegen_opencl -> tl_ocl_module on an OpenCL device, timed by
+**           tl_ocl_module_time / tl_measure_run_opencl                         */
+typedef struct tl_backend {
+  const char *name;            /* "c", "opencl": the code generator */
+  int device_type;             /* TL_DEV_*: where its modules run and are timed */
+  int uses_toolchain;          /* 1: C through the compiler driver with a tl_toolchain */
+} tl_backend;
+
+extern const tl_backend tl_backend_c, tl_backend_opencl;
 
 /* The one compiler driver: `CC -std=gnu11 -shared -fPIC CFLAGS -o OUT SRCS -lm`
 ** run through tl_proc_exec (own process group, wall-clock limit timeout_s,
@@ -47,8 +69,13 @@ int tl_cc_source(tl_ctx *ctx, const tl_toolchain *tc, const char *source, const 
 ** $HOME/.cache/tunelua/kernels and $TMPDIR/tunelua-UID/kernels. */
 int tl_build_cache_dir(tl_ctx *ctx, char **out);
 
-/* Generate C for f and compile it into a module (cflags NULL: the default). */
-int tl_build_c(tl_ctx *ctx, const tl_lowered *f, const char *cflags, tl_module **out);
+/* C source into a module through toolchain tc (NULL: the defaults), cached
+** in the kernel cache under (compiler, flags, source). */
+int tl_build_c_source(tl_ctx *ctx, const tl_toolchain *tc, const char *source, double timeout_s,
+                      tl_module **out);
+/* Generate C for f and compile it into a module with toolchain tc (NULL: the
+** defaults). */
+int tl_build_c(tl_ctx *ctx, const tl_lowered *f, const tl_toolchain *tc, tl_module **out);
 
 /* The OpenCL code of fs[0..n) joined into one program: codes[i] is fs[i]'s
 ** launch description (its own source left in it), *source the joined program

@@ -36,6 +36,15 @@ const char *tl_toolchain_cflags(const tl_toolchain *tc) {
   return tc && tc->cflags ? tc->cflags : "-O3 -march=native";
 }
 
+tl_toolchain tl_toolchain_with_flags(const tl_toolchain *tc, const char *cflags) {
+  tl_toolchain r = tc ? *tc : (tl_toolchain){NULL, NULL, NULL};
+  if (cflags) r.cflags = cflags;
+  return r;
+}
+
+const tl_backend tl_backend_c = {"c", TL_DEV_CPU, 1};
+const tl_backend tl_backend_opencl = {"opencl", TL_DEV_OPENCL, 0};
+
 /* Split flags at blanks; '...' and "..." group. Returns the count. */
 static int split_flags(const char *s, char ***out) {
   TL_VEC(char *) v = {0};

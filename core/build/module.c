@@ -17,12 +17,12 @@
 
 #include "build.h"
 
-TL_EXPORT int tl_module_from_c(tl_ctx *ctx, const char *source, const char *cflags,
-                               double timeout_s, tl_module **out) {
+int tl_build_c_source(tl_ctx *ctx, const tl_toolchain *tcp, const char *source, double timeout_s,
+                      tl_module **out) {
   if (!out) return tl_err(ctx, TL_E_ARG, "tl_module_from_c: out is NULL");
   *out = NULL;
   if (!source) return tl_err(ctx, TL_E_ARG, "tl_module_from_c: source is NULL");
-  tl_toolchain tc = {NULL, cflags, NULL};
+  tl_toolchain tc = tl_toolchain_with_flags(tcp, NULL);
   const char *flags = tl_toolchain_cflags(&tc);
   char *cc = tl_toolchain_cc(&tc);
   size_t slen = strlen(source);
@@ -67,16 +67,24 @@ TL_EXPORT int tl_module_from_c(tl_ctx *ctx, const char *source, const char *cfla
   return TL_OK;
 }
 
-int tl_build_c(tl_ctx *ctx, const tl_lowered *f, const char *cflags, tl_module **out) {
+TL_EXPORT int tl_module_from_c(tl_ctx *ctx, const char *source, const char *cflags,
+                               double timeout_s, tl_module **out) {
+  tl_toolchain tc = {NULL, cflags, NULL};
+  return tl_build_c_source(ctx, &tc, source, timeout_s, out);
+}
+
+int tl_build_c(tl_ctx *ctx, const tl_lowered *f, const tl_toolchain *tc, tl_module **out) {
   if (!out) return tl_err(ctx, TL_E_ARG, "tl_build_c: out is NULL");
   *out = NULL;
   tl_buf src = {0};
   int rc = tl_codegen_c(ctx, f, &src);
-  if (rc == TL_OK) rc = tl_module_from_c(ctx, src.s, cflags, 120.0, out);
+  if (rc == TL_OK) rc = tl_build_c_source(ctx, tc, src.s, 120.0, out);
   tl_buf_free(&src);
   return rc;
 }
 
-TL_EXPORT int tl_lowered_build(tl_ctx *ctx, tl_lowered *f, const char *cflags, tl_module **out) {
-  return tl_build_c(ctx, f, cflags, out);
+TL_EXPORT int tl_lowered_build(tl_ctx *ctx, tl_lowered *f, const tl_toolchain *tc,
+                               const char *cflags, tl_module **out) {
+  tl_toolchain t = tl_toolchain_with_flags(tc, cflags);
+  return tl_build_c(ctx, f, &t, out);
 }

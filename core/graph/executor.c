@@ -425,7 +425,8 @@ done:
 }
 
 TL_EXPORT int tl_graph_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int nparts,
-                                 const char *cflags, double timeout_s, tl_graph_lib **out) {
+                                 const tl_toolchain *tc, const char *cflags, double timeout_s,
+                                 tl_graph_lib **out) {
   if (!out) return tl_err(ctx, TL_E_ARG, "tl_graph_lib_build: out is NULL");
   *out = NULL;
   if (n < 1 || !fs) return tl_err(ctx, TL_E_ARG, "tl_graph_lib_build: no kernels");
@@ -442,8 +443,9 @@ TL_EXPORT int tl_graph_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int 
   if (!rc) rc = tl_build_cache_dir(ctx, &dir);
   gpart *parts = tl_calloc((size_t)nparts, sizeof(gpart));
   if (!rc) {
-    const char *flags = tl_toolchain_cflags(&(tl_toolchain){NULL, cflags, NULL});
-    char *cc = tl_toolchain_cc(NULL);
+    tl_toolchain t = tl_toolchain_with_flags(tc, cflags);
+    const char *flags = tl_toolchain_cflags(&t);
+    char *cc = tl_toolchain_cc(&t);   /* with the cross prefix */
     /* contiguous slices of about equal kernel counts */
     for (int p = 0; p < nparts; p++) {
       int lo = (int)((int64_t)n * p / nparts), hi = (int)((int64_t)n * (p + 1) / nparts);

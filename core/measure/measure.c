@@ -117,10 +117,9 @@ TL_EXPORT int tl_measure_lowered_source(tl_ctx *ctx, tl_lowered *f, char **sourc
 /* ---- compiling ---------------------------------------------------------------- */
 
 /* Compile source into so_path: TL_OK, TL_E_BUILD (diagnostics in *msg) or TL_E_TIMEOUT. */
-static int compile_one(tl_ctx *ctx, const char *source, const char *cflags, const char *so_path,
-                       double timeout_s, char **msg) {
-  tl_toolchain tc = {NULL, cflags && *cflags ? cflags : NULL, NULL};
-  int rc = tl_cc_source(ctx, &tc, source, so_path, timeout_s, NULL);
+static int compile_one(tl_ctx *ctx, const char *source, const tl_toolchain *tc,
+                       const char *so_path, double timeout_s, char **msg) {
+  int rc = tl_cc_source(ctx, tc, source, so_path, timeout_s, NULL);
   *msg = rc ? tl_strdup(tl_errmsg(ctx)) : NULL;
   return rc;
 }
@@ -168,7 +167,7 @@ static void run_jobs(int n, int n_parallel, batch_job job, void *arg) {
 typedef struct {
   const char *const *sources;
   const char *const *so_paths;
-  const char *cflags;
+  tl_toolchain tc;                 /* the target's, with the caller's flags */
   double timeout_s;
   int *codes;
   double *secs;
@@ -185,19 +184,20 @@ static void build_job(tl_ctx *ctx, int i, void *arg) {
   }
   double t0 = tl_now();
   tl_clearerr(ctx);
-  bb->codes[i] = compile_one(ctx, bb->sources[i], bb->cflags, bb->so_paths[i], bb->timeout_s,
+  bb->codes[i] = compile_one(ctx, bb->sources[i], &bb->tc, bb->so_paths[i], bb->timeout_s,
                              &bb->msgs[i]);
   bb->secs[i] = tl_now() - t0;
 }
 
 TL_EXPORT int tl_measure_build_batch(tl_ctx *ctx, int n, const char *const *sources,
-                                     const char *const *so_paths, const char *cflags,
-                                     double timeout_s, int n_parallel, int *codes, double *secs,
+                                     const char *const *so_paths, const tl_toolchain *tc,
+                                     const char *cflags, double timeout_s, int n_parallel, int *codes, double *secs,
                                      char **msgs) {
   if (n < 0 || (n > 0 && (!sources || !so_paths || !codes || !secs || !msgs)))
     return tl_err(ctx, TL_E_ARG, "tl_measure_build_batch: bad arguments");
   if (n == 0) return TL_OK;
-  build_batch bb = {sources, so_paths, cflags, timeout_s, codes, secs, msgs};
+  tl_toolchain t = tl_toolchain_with_flags(tc, cflags && *cflags ? cflags : NULL);
+  build_batch bb = {sources, so_paths, t, timeout_s, codes, secs, msgs};
   run_jobs(n, n_parallel, build_job, &bb);
   return TL_OK;
 }
@@ -240,7 +240,7 @@ typedef struct {
   tl_atvm_task *task;
   const int64_t *indices;
   const char *const *so_paths;
-  const char *cflags;
+  tl_toolchain tc;                 /* the target's, with the caller's flags */
   double timeout_s;
   int *error_no;
   double *secs;
@@ -268,7 +268,7 @@ static void task_job(tl_ctx *ctx, int i, void *arg) {
     tb->sigs[i] = tl_strndup(o, sl);
     double left = tb->timeout_s > 0 ? tb->timeout_s - (tl_now() - t0) : 0;
     if (tb->timeout_s > 0 && left < 0.001) left = 0.001;
-    int rc = compile_one(ctx, o + sl + 1, tb->cflags, tb->so_paths[i], left, &tb->msgs[i]);
+    int rc = compile_one(ctx, o + sl + 1, &tb->tc, tb->so_paths[i], left, &tb->msgs[i]);
     tb->error_no[i] = rc == TL_OK ? TL_MEASURE_NO_ERROR
                       : rc == TL_E_TIMEOUT ? TL_MEASURE_BUILD_TIMEOUT : TL_MEASURE_COMPILE_HOST;
   } else if (st == TL_PROC_EXIT && tl_proc_code(res) == 3) {
@@ -294,12 +294,14 @@ static void task_job(tl_ctx *ctx, int i, void *arg) {
 
 TL_EXPORT int tl_measure_build_task_batch(tl_ctx *ctx, tl_atvm_task *task, int n,
                                           const int64_t *indices, const char *const *so_paths,
-                                          const char *cflags, double timeout_s, int n_parallel,
+                                          const tl_toolchain *tc, const char *cflags,
+                                          double timeout_s, int n_parallel,
                                           int *error_no, double *secs, char **msgs, char **sigs) {
   if (!task || n < 0 || (n > 0 && (!indices || !so_paths || !error_no || !secs || !msgs || !sigs)))
     return tl_err(ctx, TL_E_ARG, "tl_measure_build_task_batch: bad arguments");
   if (n == 0) return TL_OK;
-  task_batch tb = {task, indices, so_paths, cflags, timeout_s, error_no, secs, msgs, sigs};
+  tl_toolchain t = tl_toolchain_with_flags(tc, cflags && *cflags ? cflags : NULL);
+  task_batch tb = {task, indices, so_paths, t, timeout_s, error_no, secs, msgs, sigs};
   run_jobs(n, n_parallel, task_job, &tb);
   return TL_OK;
 }

@@ -10,15 +10,15 @@
 --   print(f:get_source())                              -- the generated C
 --
 -- Targets (parsed by tunelua.target): the target's backend picks the code
--- generator. "c" and "llvm" both go through the C backend (the system C
--- compiler); their options (-mcpu=, -mtriple=, -mattr=, -device=, -keys=,
+-- generator and the build (build.backends). "c" and "llvm" both go through the C backend (the
+-- system C compiler, with the target's toolchain: compiler, flags, cross prefix); their options (-mcpu=, -mtriple=, -mattr=, -device=, -keys=,
 -- -model=, -num-cores=) are kept in f.target, not acted upon. "opencl" (also "opencl -device=mali",
 -- "opencl -device_id=1") goes through the OpenCL backend: the function
 -- runs on arrays of that OpenCL device (nd.array(x, "float32", "opencl:0"),
 -- a:copyto("opencl:0")), f:get_source() is the OpenCL C, f:kernels() the
 -- launch configurations, time_evaluator{wallclock = true} times with the
--- host clock instead of profiling events. See docs/opencl.md. opts.cflags overrides the compiler flags
--- (default "-O3 -march=native"). Errors are raised at the caller's level.
+-- host clock instead of profiling events. See docs/opencl.md. opts.cflags overrides the target's
+-- compiler flags (default "-O3 -march=native"). Errors are raised at the caller's level.
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local schedule = require "tunelua.schedule"
@@ -210,7 +210,7 @@ local function device_id_of(tgt, lvl)
   return n
 end
 
-local function build_opencl(l, tgt, lvl)
+local function build_opencl(l, tgt, opts, lvl)
   local dev = device_id_of(tgt, lvl + 1)
   local out = ffi.new("tl_ocl_module *[1]")
   check(C.tl_opencl_build(ctx, l.handle, dev, out), lvl + 1)
@@ -219,6 +219,21 @@ local function build_opencl(l, tgt, lvl)
                         device = "opencl:" .. dev, device_id = dev, lower_seconds = l.lower_seconds,
                         compile_seconds = C.tl_ocl_module_compile_seconds(m) }, OclFunc)
 end
+
+-- A C function: the target's toolchain, opts.cflags over its flags.
+local function build_c(l, tgt, opts, lvl)
+  local out = ffi.new("tl_module *[1]")
+  check(C.tl_lowered_build(ctx, l.handle, tgt.toolchain, opts.cflags, out), lvl + 1)
+  local m = ffi.gc(out[0], C.tl_module_free)
+  local f = setmetatable({ module = m, name = l.name, nargs = l.nargs, target = tgt, lowered_func = l,
+                           lower_seconds = l.lower_seconds,
+                           compile_seconds = C.tl_module_compile_seconds(m),
+                           cache_hit = C.tl_module_cache_hit(m) ~= 0 }, Func)
+  return f
+end
+
+--- The build of each backend (a target's .backend): fn(lowered, target, opts, lvl) -> function.
+build.backends = { c = build_c, opencl = build_opencl }
 
 --- OpenCL C of a schedule without building it (no device needed).
 function build.opencl_source(s, args, opts)
@@ -238,17 +253,7 @@ function build.build(s, args, target, opts)
   if type(opts) == "string" then opts = { name = opts } end
   local tgt = build.parse_target(target, 3)
   local l = lower(s, args, opts, 3)
-  if tgt.backend == "opencl" then
-    local f = build_opencl(l, tgt, 2)
-    return f
-  end
-  local out = ffi.new("tl_module *[1]")
-  check(C.tl_lowered_build(ctx, l.handle, opts.cflags, out), 3)
-  local m = ffi.gc(out[0], C.tl_module_free)
-  local f = setmetatable({ module = m, name = l.name, nargs = l.nargs, target = tgt, lowered_func = l,
-                           lower_seconds = l.lower_seconds,
-                           compile_seconds = C.tl_module_compile_seconds(m),
-                           cache_hit = C.tl_module_cache_hit(m) ~= 0 }, Func)
+  local f = build.backends[tgt.backend](l, tgt, opts, 3)
   return f
 end
 

@@ -188,10 +188,11 @@ end
 function flow.tuning_option(o)
   local autotvm = require "tunelua.autotvm"
   local runner
-  if require("tunelua.target").parse(o.target, 2).backend == "opencl" and not o.tracker then
-    -- the local OpenCL device: configs are measured in forked children (docs/measure_opencl.md);
-    -- this process must not touch OpenCL before tuning ends
-    require "tunelua.autotvm.measure_opencl"
+  local tgt = require("tunelua.target").parse(o.target, 2)
+  if tgt.on_device and not o.tracker then
+    -- a local device (OpenCL): configs are measured in forked children by the backend's hook
+    -- (docs/measure_opencl.md); this process must not touch the device before tuning ends
+    local _ = require("tunelua.autotvm.measure").device_hooks[tgt.backend]
   end
   if o.tracker then
     local host, port = tracker_addr(o)

@@ -6,6 +6,14 @@
 --   t.family, t.kind, t.lanes, t.schedules, t.backend   -- "x86", "llvm", 16, "cpu", "c"
 --   t.keys, t.options, t.device, t.model, t.tophub       -- {"cpu"}, {mcpu = ...}, nil, nil, {package, version}
 --   t.strategy   -- {{op = "conv2d", template = "conv2d_NCHWc.x86", args = "conv_layout"}, ...}
+--   t.device_type, t.on_device                           -- C.TL_DEV_CPU, false
+--   t.toolchain, t.cc, t.cflags, t.cross_prefix          -- the C build: tl_toolchain *, nil
+--                                                        -- (the default), "-O3 -march=native", ""
+--
+-- The engine's questions go to these fields, never to the kind: t.backend picks the code
+-- generator and build (tables keyed by it: tunelua.build, the executor, measure hooks),
+-- t.on_device says the kernels run on a device (not as host C), t.toolchain is what C builds
+-- pass to the engine (tl_lowered_build, tl_graph_lib_build, tl_measure_build_*).
 --
 -- target.parse is strict: an unknown kind, a malformed word or an option the family does
 -- not take raises an error naming it and the string. target.record reads a target as a log
@@ -52,7 +60,13 @@ local function object_of(h)
   t.registers = C.tl_target_registers(h)
   t.schedules = str_or_nil(C.tl_target_schedules(h))
   t.backend = str_or_nil(C.tl_target_backend(h))
-  t.device_type = C.tl_target_device_type(h)
+  t.device_type = tonumber(C.tl_target_device_type(h))
+  t.on_device = t.device_type ~= 0 and t.device_type ~= C.TL_DEV_CPU
+  local tc = C.tl_target_toolchain(h)       -- static in the engine: outlives h
+  t.toolchain = tc ~= nil and tc or nil
+  t.cc = str_or_nil(C.tl_target_cc(h))
+  t.cflags = ffi.string(C.tl_target_cflags(h))
+  t.cross_prefix = ffi.string(C.tl_target_cross_prefix(h))
   local pkg = str_or_nil(C.tl_target_tophub_package(h))
   t.tophub = pkg and { package = pkg, version = ffi.string(C.tl_target_tophub_version(h)) } or nil
   t.fallback_untuned = C.tl_target_fallback_untuned(h) ~= 0

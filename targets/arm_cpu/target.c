@@ -20,8 +20,8 @@ const tl_family tl_family_arm_cpu = {
     .options = (const char *const[]){"num-cores", NULL},
     .keys = (const char *const[]){"cpu", NULL},
     .schedules = "cpu",
-    .backend = "c",
-    .device_type = TL_DEV_CPU,
+    .backend = &tl_backend_c,
+    .toolchain = {NULL, NULL, NULL},   /* the host compiler, "-O3 -march=native" */
     .tophub_package = "arm_cpu",
     .tophub_version = "v0.08",
     .hw = arm_hw,

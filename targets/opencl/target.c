@@ -11,8 +11,7 @@ const tl_family tl_family_opencl = {
     .options = (const char *const[]){"device_id", "device-id", NULL},
     .keys = (const char *const[]){"opencl", "gpu", NULL},
     .schedules = "opencl",
-    .backend = "opencl",
-    .device_type = TL_DEV_OPENCL,
+    .backend = &tl_backend_opencl,
     .tophub_package = "opencl",
     .tophub_version = "v0.04",
 };

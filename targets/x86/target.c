@@ -34,8 +34,8 @@ const tl_family tl_family_x86 = {
     .options = (const char *const[]){"num-cores", NULL},
     .keys = (const char *const[]){"cpu", NULL},
     .schedules = "cpu",
-    .backend = "c",
-    .device_type = TL_DEV_CPU,
+    .backend = &tl_backend_c,
+    .toolchain = {NULL, NULL, NULL},   /* the host compiler, "-O3 -march=native" */
     .tophub_package = "llvm",
     .tophub_version = "v0.04",
     .templates = templates,

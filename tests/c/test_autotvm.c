@@ -204,7 +204,7 @@ static void check_fused(const fused_case *fc, int with_fallback) {
     tl_lowered *f;
     CHECK_MSG(tl_lower(ctx, s, a, nargs + 1, "fused", &f) == 0, "%s", tl_errmsg(ctx));
     tl_module *m;
-    CHECK_MSG(tl_lowered_build(ctx, f, NULL, &m) == 0, "%s", tl_errmsg(ctx));
+    CHECK_MSG(tl_lowered_build(ctx, f, NULL, NULL, &m) == 0, "%s", tl_errmsg(ctx));
     arr[nargs] = c == 0 ? ref : got;
     CHECK_EQ_INT(tl_module_call(ctx, m, "fused", arr, nargs + 1), 0);
     if (c > 0) {

@@ -30,27 +30,35 @@ measure.error_name = function(n) return ERR_NAME[n] or ("ERROR_" .. tostring(n))
 
 pcall(ffi.cdef, "int getpid(void);")
 
--- Hooks for other devices: measure.device_hooks[kind] = {build = fn(builder, inputs) -> build
--- results, run = fn(runner, inputs, build_results) -> results}. "opencl" is filled in by the
--- OpenCL runtime when it lands; a target without a hook is measured as a host C kernel.
+-- Measurement follows the task's target (tunelua.target): a target whose kernels run on a
+-- device (t.on_device) is measured by the hook of its backend, measure.device_hooks[t.backend] =
+-- {build_one = fn(builder, input) -> build result, run_one = fn(runner, input, build result) ->
+-- result}; without one its configs are error records. Other targets are host C kernels, built
+-- with the target's toolchain.
 measure.device_hooks = {}
--- the OpenCL hook loads on first use (tunelua.autotvm.measure_opencl)
+-- The module defining each backend's hook, loaded on first use.
+local hook_modules = { opencl = "tunelua.autotvm.measure_opencl" }
 setmetatable(measure.device_hooks, { __index = function(t, k)
-  if k == "opencl" then
-    require "tunelua.autotvm.measure_opencl"
+  if hook_modules[k] then
+    require(hook_modules[k])
     return rawget(t, k)
   end
 end })
--- Targets that are never measured as host C kernels: without their hook a config is an error.
-local DEVICE_KINDS = { opencl = true, cuda = true, vulkan = true, metal = true }
 
-local function target_kind(task)
+-- The parsed target of a task, as a log record names it (nil: "llvm").
+local function target_of(task)
   local t = type(task) == "table" and task.target or nil
   if type(t) == "table" then t = t.str or t.kind end
-  local kind = require("tunelua.target").record(t or "llvm").kind
-  return kind ~= "" and kind or "llvm"
+  return require("tunelua.target").record(t or "llvm")
 end
-measure.target_kind = target_kind
+measure.target_of = target_of
+
+-- The device hook measuring a task's configs, or nil (host C kernels).
+local function hook_of(task)
+  local t = target_of(task)
+  return t.on_device and t.backend and measure.device_hooks[t.backend] or nil
+end
+measure.hook_of = hook_of
 
 --- MeasureInput(task, config): config is a config object (.index) or an index.
 function measure.MeasureInput(task, config)
@@ -117,14 +125,16 @@ local function strip_traceback(msg)
 end
 measure.strip_traceback = strip_traceback
 
--- Compile (source, sig) pairs in parallel. items[i] = {source=, sig=} or {error_no=, error_msg=}.
-local function compile_items(items, dir, cflags, timeout, n_parallel)
+-- Compile the items of one toolchain (those with it.toolchain == toolchain) in parallel.
+local function compile_group(items, dir, toolchain, cflags, timeout, n_parallel)
   local n = #items
   local srcs = ffi.new("const char *[?]", n + 1)
   local paths = ffi.new("const char *[?]", n + 1)
   local keep = {}
+  local mine = {}
   for i, it in ipairs(items) do
-    if it.source then
+    mine[i] = it.source ~= nil and it.toolchain == toolchain
+    if mine[i] then
       it.so_path = string.format("%s/k%d.so", dir, i)
       keep[#keep + 1] = it.source
       keep[#keep + 1] = it.so_path
@@ -135,12 +145,12 @@ local function compile_items(items, dir, cflags, timeout, n_parallel)
   local codes = ffi.new("int[?]", n + 1)
   local secs = ffi.new("double[?]", n + 1)
   local msgs = ffi.new("char *[?]", n + 1)
-  core.check(C.tl_measure_build_batch(ctx, n, srcs, paths, cflags, timeout, n_parallel,
+  core.check(C.tl_measure_build_batch(ctx, n, srcs, paths, toolchain, cflags, timeout, n_parallel,
                                       codes, secs, msgs), 2)
   for i, it in ipairs(items) do
     local msg = msgs[i - 1] ~= nil and ffi.string(msgs[i - 1]) or nil
     if msgs[i - 1] ~= nil then C.tl_measure_str_free(msgs[i - 1]) end
-    if it.source then
+    if mine[i] then
       it.time_cost = (it.time_cost or 0) + tonumber(secs[i - 1])
       local c = tonumber(codes[i - 1])
       if c ~= 0 then
@@ -152,6 +162,25 @@ local function compile_items(items, dir, cflags, timeout, n_parallel)
     end
   end
   keep = nil
+end
+
+-- Compile (source, sig) pairs in parallel. items[i] = {source=, sig=, toolchain=} (toolchain:
+-- the task's target's, nil for the defaults) or {error_no=, error_msg=}; cflags (the builder's)
+-- replaces the toolchains' flags. One compiler batch per toolchain.
+local function compile_items(items, dir, cflags, timeout, n_parallel)
+  local seen, toolchains = {}, {}
+  for _, it in ipairs(items) do
+    if it.source then
+      local key = it.toolchain and tostring(ffi.cast("uintptr_t", it.toolchain)) or "default"
+      if not seen[key] then
+        seen[key] = true
+        toolchains[#toolchains + 1] = it.toolchain or false
+      end
+    end
+  end
+  for _, tc in ipairs(toolchains) do
+    compile_group(items, dir, tc or nil, cflags, timeout, n_parallel)
+  end
   return items
 end
 
@@ -177,8 +206,7 @@ end
 -- generated in a forked child, then compiled, n_parallel at a time (tl_measure_build_task_batch).
 local function c_task_of(inputs)
   local t = inputs[1] and inputs[1].task
-  if type(t) ~= "table" or type(t.handle) ~= "cdata" or measure.device_hooks[target_kind(t)]
-     or DEVICE_KINDS[target_kind(t)] then
+  if type(t) ~= "table" or type(t.handle) ~= "cdata" or target_of(t).on_device then
     return nil
   end
   for _, inp in ipairs(inputs) do
@@ -202,8 +230,9 @@ function Builder:build_c_task(task, inputs)
   local secs = ffi.new("double[?]", n)
   local msgs = ffi.new("char *[?]", n)
   local sigs = ffi.new("char *[?]", n)
-  core.check(C.tl_measure_build_task_batch(ctx, task.handle, n, idx, paths, self.cflags, self.timeout,
-                                           self.n_parallel, eno, secs, msgs, sigs), 3)
+  core.check(C.tl_measure_build_task_batch(ctx, task.handle, n, idx, paths, target_of(task).toolchain,
+                                           self.cflags, self.timeout, self.n_parallel, eno, secs,
+                                           msgs, sigs), 3)
   local items = {}
   for i = 1, n do
     local it = { dir = dir, time_cost = tonumber(secs[i - 1]), error_no = tonumber(eno[i - 1]) }
@@ -226,8 +255,8 @@ function Builder:build(inputs)
   for i, inp in ipairs(inputs) do
     local it = { time_cost = 0 }
     items[i] = it
-    local kind = target_kind(inp.task)
-    local hook = measure.device_hooks[kind]
+    local tgt = target_of(inp.task)
+    local hook = hook_of(inp.task)
     if hook and hook.build_one then
       local ok, r = pcall(hook.build_one, self, inp)
       if ok then
@@ -235,10 +264,11 @@ function Builder:build(inputs)
       else
         it.error_no, it.error_msg = MeasureErrorNo.UNKNOWN_ERROR, strip_traceback(r)
       end
-    elseif DEVICE_KINDS[kind] then
+    elseif tgt.on_device then
+      local name = tgt.backend or tgt.kind
       it.error_no = MeasureErrorNo.COMPILE_DEVICE
       it.error_msg = string.format("measuring target '%s' needs the %s runtime's measure hook " ..
-        "(measure.device_hooks.%s), which is not registered", kind, kind, kind)
+        "(measure.device_hooks.%s), which is not registered", tgt.kind, name, name)
     else
       local t0 = os.clock()
       local ok, l = pcall(function() return inp.task:lower(config_index(inp)) end)
@@ -252,7 +282,7 @@ function Builder:build(inputs)
         it.error_no = MeasureErrorNo.INSTANTIATION_ERROR
         it.error_msg = strip_traceback(l)
       else
-        it.source, it.sig = src, sig
+        it.source, it.sig, it.toolchain = src, sig, tgt.toolchain
         it.fname = sig:match('"name"%s*:%s*"([^"]*)"')
       end
     end
@@ -265,7 +295,7 @@ function Builder:build(inputs)
   end
   for _, it in ipairs(items) do
     it.dir = dir
-    it.source = nil
+    it.source, it.toolchain = nil, nil
     if not it.error_no then it.error_no = 0 end
   end
   return items
@@ -343,7 +373,8 @@ local function build_reference(task, cflags)
   if not ok then return nil, "reference: " .. strip_traceback(l) end
   local ok2, src, sig = pcall(source_of, l)
   if not ok2 then return nil, "reference: " .. strip_traceback(src) end
-  local it = { source = src, sig = sig, fname = sig:match('"name"%s*:%s*"([^"]*)"') }
+  local it = { source = src, sig = sig, fname = sig:match('"name"%s*:%s*"([^"]*)"'),
+               toolchain = target_of(task).toolchain }
   local dir = tmp_dir()
   compile_items({ it }, dir, cflags, 60, 1)
   if not it.so_path then return nil, "reference: " .. tostring(it.error_msg) end
@@ -358,7 +389,7 @@ function Runner:set_task(task)
   if self.ref_guard then ffi.gc(self.ref_guard, nil) end
   self.task, self.ref, self.ref_err = task, nil, nil
   -- a device hook (OpenCL) checks correctness on its own device
-  if self.check_correctness and not measure.device_hooks[target_kind(task)] then
+  if self.check_correctness and not hook_of(task) then
     self.ref, self.ref_err = build_reference(task)
     local ref = self.ref
     -- the reference's directory goes when the runner does (or at exit)
@@ -399,7 +430,7 @@ function Runner:run(inputs, build_results)
   for i, inp in ipairs(inputs) do
     local br = build_results[i]
     local res
-    local hook = measure.device_hooks[target_kind(inp.task)]
+    local hook = hook_of(inp.task)
     local t0 = os.clock()
     if br.error_no ~= 0 then
       res = measure.MeasureResult({ 1e9 }, br.error_no, br.time_cost or 0, os.time(), br.error_msg)

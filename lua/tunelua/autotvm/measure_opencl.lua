@@ -90,10 +90,12 @@ end
 
 -- ---- targets ---------------------------------------------------------------------------------
 
+-- The OpenCL device number of a target (nil: the first device).
 local function device_of_target(target)
   local t = target
   if type(t) == "table" then t = t.str or t.kind end
-  t = tostring(t or "opencl")
+  if t == nil then return 0 end
+  t = tostring(t)
   local n, msg = require("tunelua.target").device_id(require("tunelua.target").record(t))
   if not n then error(string.format("target '%s': %s", t, msg), 0) end
   return n

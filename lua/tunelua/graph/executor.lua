@@ -76,10 +76,15 @@ local function new_sched(g)
   return ffi.gc(p[0], C.tl_sched_free)
 end
 
-local function default_schedule(s)
-  check(C.tl_topi_default_schedule(ctx, s, "cpu"), 3)
+-- The default schedule of the target's class (tgt.schedules: "cpu", "opencl").
+local function default_schedule(s, class)
+  check(C.tl_topi_default_schedule(ctx, s, class), 3)
   return true
 end
+
+-- Backends whose kernels run on a device: the rest of the build (storage slots on the device,
+-- device kernels) by backend name (a target's .backend); other backends build C modules here.
+local device_finish = { opencl = ocl.finish }
 
 -- a tensor id of g.dag -> the tensor id in the schedule's (possibly rewritten) DAG
 local function sched_tensor(s, dag, t)
@@ -379,7 +384,7 @@ function executor.build(mod, opts)
       elseif not k then
         if not s then
           s = new_sched(g)
-          local ok, err = pcall(tgt.schedules == "opencl" and ocl.default_schedule or default_schedule, s)
+          local ok, err = pcall(default_schedule, s, tgt.schedules)
           if not ok then
             -- a default schedule that fails leaves the group unscheduled (correct, slow)
             C.tl_clearerr(ctx)
@@ -443,9 +448,10 @@ function executor.build(mod, opts)
     if b.kind == "inter" then b.kind = "output" end
   end
 
-  -- OpenCL: storage slots on the device, device kernels (graph/opencl.lua)
-  if tgt.backend == "opencl" and not opts.plan_only then
-    local r = ocl.finish({ tgt = tgt, bufs = bufs, steps = steps, kernels = kernels, opts = opts }, 2)
+  -- a device backend (OpenCL: storage slots on the device, device kernels; graph/opencl.lua)
+  local finish = device_finish[tgt.backend]
+  if finish and not opts.plan_only then
+    local r = finish({ tgt = tgt, bufs = bufs, steps = steps, kernels = kernels, opts = opts }, 2)
     r.kernels, r.steps, r.inputs, r.input_order, r.outputs = kernels, steps, inputs, input_order, outputs
     r.target, r.num_groups, r.num_tuned, r.build_seconds = tgt.str, ngroups, ntuned, C.tl_now() - t0
     local lib = setmetatable(r, Lib)
@@ -508,7 +514,7 @@ function executor.build(mod, opts)
     local parts = opts.jobs or math.max(1, math.min(C.tl_pool_size(C.tl_pool_global()), 4))
     if #kernels < 4 then parts = 1 end
     local lp = ffi.new("tl_graph_lib *[1]")
-    check(C.tl_graph_lib_build(ctx, fs, #kernels, parts, opts.cflags, opts.timeout or 0, lp), 2)
+    check(C.tl_graph_lib_build(ctx, fs, #kernels, parts, tgt.toolchain, opts.cflags, opts.timeout or 0, lp), 2)
     glib = ffi.gc(lp[0], C.tl_graph_lib_free)
     compile_s = C.tl_graph_lib_compile_seconds(glib)
     for _, k in ipairs(kernels) do
@@ -519,7 +525,7 @@ function executor.build(mod, opts)
   else
     for _, k in ipairs(kernels) do
       local mp = ffi.new("tl_module *[1]")
-      check(C.tl_lowered_build(ctx, k.lowered, opts.cflags, mp), 2)
+      check(C.tl_lowered_build(ctx, k.lowered, tgt.toolchain, opts.cflags, mp), 2)
       k.module = ffi.gc(mp[0], C.tl_module_free)
       k.compile_s = C.tl_module_compile_seconds(k.module)
       compile_s = compile_s + k.compile_s

@@ -49,9 +49,10 @@ function M.new(key, host, port, o, runner_opts, _)
   return r
 end
 
+-- Whether a task's kernels run on an OpenCL device (its target's device type).
 local function is_opencl(task)
   local measure = require "tunelua.autotvm.measure"
-  return measure.target_kind(task) == "opencl"
+  return measure.target_of(task).device_type == C.TL_DEV_OPENCL
 end
 
 -- The reference of an OpenCL task (check_correctness): task:lower_reference() when the task has
@@ -233,7 +234,7 @@ function RPCRunner:run_opencl(jobs, build_results, ref, out)
     rsrc = put(prefix .. "-ref.cl", ref.source)
     rman = put(prefix .. "-ref.json", ref.manifest)
   end
-  local dev = mo.device_of_target(self.task and self.task.target or "opencl")
+  local dev = mo.device_of_target(self.task and self.task.target)
   local btime = 10
   for _, i in ipairs(jobs) do btime = build_results[i].build_timeout or btime end
   local rep = self.repeats
