@@ -3,7 +3,10 @@
 ** families, keys, hardware facts, strategy rows, and the errors that name
 ** the bad option or kind and the string.
 */
+#define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "../../targets/target.h"
 #include "tl_test.h"
@@ -106,4 +109,72 @@ TL_TEST(target_template_registry) {
   int n = 0;
   while (tl_atvm_template_list(n)) n++;
   CHECK_EQ_INT(n, 8);
+}
+
+/* What a family builds with: its backend (code generator, device) and, for a
+** C backend, its toolchain; a log's GPU kind no family takes keeps a device
+** type (measured on a device) but no backend or toolchain. */
+TL_TEST(target_backend_and_toolchain) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_target *t = parse_ok(ctx, "llvm -mcpu=core-avx2");
+  CHECK(t != NULL);
+  CHECK(t->family->backend == &tl_backend_c);
+  CHECK_EQ_INT(tl_backend_c.device_type, TL_DEV_CPU);
+  CHECK(tl_target_toolchain(t) == &tl_family_x86.toolchain);   /* static: outlives t */
+  CHECK(tl_target_cc(t) == NULL);                                /* the default compiler */
+  CHECK_STREQ(tl_target_cflags(t), "-O3 -march=native");
+  CHECK_STREQ(tl_target_cross_prefix(t), "");
+  char *cc = tl_toolchain_cc(tl_target_toolchain(t));
+  char *dflt = tl_toolchain_cc(NULL);
+  CHECK_STREQ(cc, dflt);   /* x86 builds as a build without a target: same cache key */
+  free(cc), free(dflt);
+  tl_target_free(t);
+  t = parse_ok(ctx, "opencl -device=mali");
+  CHECK(t && t->family->backend == &tl_backend_opencl);
+  CHECK_EQ_INT(tl_target_device_type(t), TL_DEV_OPENCL);
+  CHECK(tl_target_toolchain(t) == NULL);
+  tl_target_free(t);
+  CHECK_EQ_INT(tl_target_parse_record(ctx, "cuda -arch=sm_80", &t), TL_OK);
+  CHECK(tl_target_backend(t) == NULL && tl_target_toolchain(t) == NULL);
+  CHECK_EQ_INT(tl_target_device_type(t), kDLCUDA);
+  tl_target_free(t);
+  CHECK_EQ_INT(tl_target_parse_record(ctx, "foo", &t), TL_OK);
+  CHECK_EQ_INT(tl_target_device_type(t), 0);
+  tl_target_free(t);
+  tl_ctx_free(ctx);
+}
+
+/* A build given a toolchain uses it (compiler with its cross prefix, flags),
+** and explicit flags replace the toolchain's. The toolchains here are test
+** data, not families. */
+TL_TEST(target_toolchain_reaches_the_compiler) {
+  tl_ctx *ctx = tl_ctx_new();
+  char dir[] = "/tmp/tl-test-toolchain-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char *so = tl_sprintf("%s/k.so", dir);
+  const char *srcs[1] = {"int f(void) { return 1; }\n"};
+  const char *paths[1] = {so};
+  int code = -1;
+  double secs = 0;
+  char *msg = NULL;
+  tl_toolchain cross = {NULL, NULL, "tl-no-such-prefix-"};
+  CHECK_EQ_INT(tl_measure_build_batch(ctx, 1, srcs, paths, &cross, NULL, 30, 1, &code, &secs, &msg),
+               TL_OK);
+  CHECK_EQ_INT(code, TL_E_BUILD);
+  CHECK_MSG(msg && strstr(msg, "tl-no-such-prefix-gcc"), "%s", msg ? msg : "(none)");
+  free(msg), msg = NULL;
+  tl_toolchain bad_flags = {NULL, "-fno-such-flag-tl", NULL};
+  CHECK_EQ_INT(tl_measure_build_batch(ctx, 1, srcs, paths, &bad_flags, NULL, 60, 1, &code, &secs,
+                                      &msg), TL_OK);
+  CHECK_EQ_INT(code, TL_E_BUILD);
+  CHECK_MSG(msg && strstr(msg, "-fno-such-flag-tl"), "%s", msg ? msg : "(none)");
+  free(msg), msg = NULL;
+  CHECK_EQ_INT(tl_measure_build_batch(ctx, 1, srcs, paths, &bad_flags, "-O1", 60, 1, &code, &secs,
+                                      &msg), TL_OK);
+  CHECK_MSG(code == TL_OK, "%s", msg ? msg : "(none)");   /* the caller's flags win */
+  free(msg);
+  unlink(so);
+  rmdir(dir);
+  free(so);
+  tl_ctx_free(ctx);
 }

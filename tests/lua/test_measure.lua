@@ -150,4 +150,13 @@ if not measure.device_hooks.opencl then
   assert(clr[1].error_no == E.COMPILE_DEVICE, measure.error_name(clr[1].error_no))
   assert(clr[1].error_msg:find("measure.device_hooks.opencl", 1, true), clr[1].error_msg)
 end
+-- dispatch follows the target's backend and device type, not its kind string
+assert(measure.hook_of(cl_task) == measure.device_hooks.opencl, "an OpenCL task: the opencl hook")
+assert(measure.hook_of({ target = "opencl" }) == measure.device_hooks.opencl, "generic OpenCL")
+assert(measure.hook_of({ target = "llvm -mcpu=core-avx2" }) == nil, "a CPU task: host C")
+assert(measure.hook_of({ target = "c" }) == nil and measure.hook_of({}) == nil, "c, none: host C")
+local cu = measure.LocalBuilder({n_parallel = 1}):build({measure.MeasureInput(
+  {name = "cu", target = "cuda", lower = function() return vadd("plain") end}, 0)})
+assert(cu[1].error_no == E.COMPILE_DEVICE, measure.error_name(cu[1].error_no))
+assert(cu[1].error_msg:find("measure.device_hooks.cuda", 1, true), cu[1].error_msg)
 print("test_measure: hooks ok")

@@ -37,6 +37,17 @@ eq(target.device_id(target.parse("opencl")), 0, "default device")
 eq(target.parse("llvm -device=arm_cpu -keys=arm_cpu,cpu").family, "arm_cpu", "arm family")
 eq(table.concat(target.parse("llvm -keys=a,b -device=d").keys, ","), "a,b,d", "-keys then -device")
 
+-- what a target builds with and where its kernels run
+local C = require("tunelua.core").C
+eq(t.toolchain ~= nil, true, "x86 toolchain"); eq(t.cc, nil, "x86 compiler: the default")
+eq(t.cflags, "-O3 -march=native", "x86 flags"); eq(t.cross_prefix, "", "x86 cross prefix")
+eq(t.device_type, C.TL_DEV_CPU, "x86 device type"); eq(t.on_device, false, "x86 runs on the host")
+eq(m.toolchain, nil, "mali has no C toolchain"); eq(m.device_type, C.TL_DEV_OPENCL, "mali device type")
+eq(m.on_device, true, "mali runs on a device")
+local cu = target.record("cuda -arch=sm_80")
+eq(cu.backend, nil, "cuda: no backend"); eq(cu.on_device, true, "cuda: a device")
+eq(target.record("foo").on_device, false, "an unknown record kind: host")
+
 -- errors name the input
 expect_error("unknown target option '-foo' in target 'llvm -foo=1'", target.parse, "llvm -foo=1")
 expect_error("unknown target 'cuda' (expected \"c\", \"llvm\" or \"opencl\", with options)", target.parse, "cuda")
