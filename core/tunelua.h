@@ -439,7 +439,7 @@ const char *tl_topi_pattern_name(int pattern);
 ** "opencl" binds fused output loops to work-groups of 64..256 threads
 ** (blockIdx.x/threadIdx.x) with reductions computed inside their consumer's
 ** thread loop (core/topi/schedule_gpu.c). The result always lowers. */
-int tl_topi_default_schedule(tl_ctx *ctx, tl_sched *s, const char *target_kind);
+int tl_topi_default_schedule(tl_ctx *ctx, tl_sched *s, const char *sched_class);
 /* The OpenCL default schedule alone (what "opencl" above runs). */
 int tl_topi_default_schedule_gpu(tl_ctx *ctx, tl_sched *s);
 

@@ -61,8 +61,6 @@ struct tl_target {
 /* The value of option name (NULL if absent or a flag). */
 const char *tl_target_option(const tl_target *t, const char *name);
 
-/* The families (each in targets/<name>/target.c). */
-extern const tl_family tl_family_x86, tl_family_arm_cpu, tl_family_mali,
-    tl_family_opencl;
+/* The families are listed once, in TL_FAMILIES (targets/targets.c). */
 
 #endif

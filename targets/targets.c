@@ -15,12 +15,21 @@
 
 /* ---- the list ------------------------------------------------------------------------ */
 
-static const tl_family *const families[] = {
-    &tl_family_x86,       /* llvm, c */
-    &tl_family_arm_cpu,   /* llvm -device=arm_cpu */
-    &tl_family_mali,      /* opencl -device=mali */
-    &tl_family_opencl,    /* opencl */
-};
+/* One line per family, in matching order (the first family that takes a
+** target string's kind and -device wins): each row X(name) is the
+** tl_family_<name> that targets/<name>/target.c defines. */
+#define TL_FAMILIES(X) \
+  X(x86)      /* llvm, c */ \
+  X(arm_cpu)  /* llvm -device=arm_cpu */ \
+  X(mali)     /* opencl -device=mali */ \
+  X(opencl)   /* opencl */
+
+#define X(name) extern const tl_family tl_family_##name;
+TL_FAMILIES(X)
+#undef X
+#define X(name) &tl_family_##name,
+static const tl_family *const families[] = {TL_FAMILIES(X)};
+#undef X
 
 /* The target of an empty string (tasks, builds). */
 static const char *const default_target = "llvm";

@@ -334,13 +334,14 @@ static int try_plan(tl_ctx *ctx, const tl_sched *s, int plan) {
   return rc;
 }
 
-TL_EXPORT int tl_topi_default_schedule(tl_ctx *ctx, tl_sched *s, const char *target_kind) {
+TL_EXPORT int tl_topi_default_schedule(tl_ctx *ctx, tl_sched *s, const char *sched_class) {
   if (!s) return tl_err(ctx, TL_E_ARG, "default_schedule: no schedule");
-  const char *k = target_kind ? target_kind : "cpu";
-  if (strncmp(k, "opencl", 6) == 0) return tl_topi_default_schedule_gpu(ctx, s);
+  const char *k = sched_class ? sched_class : "cpu";
+  if (strcmp(k, "opencl") == 0) return tl_topi_default_schedule_gpu(ctx, s);
   if (strcmp(k, "cpu") != 0)
     return tl_err(ctx, TL_E_ARG,
-                  "default_schedule: unknown target kind '%s' (expected \"cpu\" or \"opencl\")", k);
+                  "default_schedule: unknown schedule class '%s' (expected \"cpu\" or \"opencl\", "
+                  "a target's schedules)", k);
   static const int plans[3] = {PLAN_INLINE | PLAN_LOOPS | PLAN_ATTACH, PLAN_INLINE | PLAN_LOOPS,
                                PLAN_INLINE};
   for (int i = 0; i < 3; i++) {

@@ -32,6 +32,8 @@ do
   cdef = text
 end
 ffi.cdef(cdef)
+-- libc functions the Lua modules call directly (declared once, here)
+pcall(ffi.cdef, "int getpid(void);")
 core.cdef = cdef
 
 local C

@@ -296,7 +296,7 @@ topi.flatten, topi.pad = nn.flatten, nn.pad
 -- The default-schedule class of a target: "cpu" itself, else the parsed target's
 -- (tunelua.target: "cpu" for "c" and "llvm ...", "opencl" for "opencl ..."); nil and the
 -- message for a string that is no target.
-local function target_kind(target)
+local function schedule_class(target)
   if target == "cpu" then return "cpu" end
   local t, msg = require("tunelua.target").try_parse(target)
   if not t then return nil, msg end
@@ -315,7 +315,7 @@ function topi.default_schedule(outputs, target)
   if type(target) ~= "string" then
     error("default_schedule: target must be a string like \"llvm\" or \"c\", got " .. type(target), 2)
   end
-  local kind, msg = target_kind(target)
+  local kind, msg = schedule_class(target)
   if not kind then error("default_schedule: " .. msg, 2) end
   if te.is_tensor(outputs) then outputs = { outputs } end
   if type(outputs) ~= "table" or #outputs == 0 then

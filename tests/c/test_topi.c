@@ -256,6 +256,10 @@ TL_TEST(topi_default_schedule) {
   tl_sched_free(g);
   CHECK_EQ_INT(tl_topi_default_schedule(ctx, s, "vulkan"), TL_E_ARG);
   tl_clearerr(ctx);
+  /* a class, not a target string (tl_target_schedules gives the class) */
+  CHECK_EQ_INT(tl_topi_default_schedule(ctx, s, "opencl -device=mali"), TL_E_ARG);
+  CHECK(strstr(tl_errmsg(ctx), "unknown schedule class 'opencl -device=mali'") != NULL);
+  tl_clearerr(ctx);
   CHECK_EQ_INT(tl_sched_num_steps(s), 0);
   CHECK_EQ_INT(tl_topi_default_schedule(ctx, s, "cpu"), 0);
   int st_pad = tl_sched_stage_find(s, "pad_temp"), st_conv = tl_sched_stage_find(s, "conv2d_nchw");

@@ -1,4 +1,5 @@
--- Every prototype in the cdef region of core/tunelua.h resolves in the library.
+-- Every prototype in the cdef regions of the public header (core/tunelua.h and its parts
+-- core/tunelua_*.h) resolves in the library.
 local core = require "tunelua.core"
 local ffi = require "ffi"
 
@@ -14,7 +15,7 @@ end
 local count = 0
 for _ in pairs(names) do count = count + 1 end
 assert(count > 20, "too few prototypes found in the cdef: " .. count)
-assert(#missing == 0, "declared in core/tunelua.h but missing from libtunelua: " ..
+assert(#missing == 0, "declared in the public header but missing from libtunelua: " ..
        table.concat(missing, ", "))
 -- the cdef holds no preprocessor lines
 assert(not core.cdef:match("\n%s*#"), "the cdef region must not contain preprocessor lines")

@@ -28,7 +28,6 @@ local ERR_NAME = {}
 for k, v in pairs(MeasureErrorNo) do ERR_NAME[v] = k end
 measure.error_name = function(n) return ERR_NAME[n] or ("ERROR_" .. tostring(n)) end
 
-pcall(ffi.cdef, "int getpid(void);")
 
 -- Measurement follows the task's target (tunelua.target): a target whose kernels run on a
 -- device (t.on_device) is measured by the hook of its backend, measure.device_hooks[t.backend] =

@@ -187,7 +187,6 @@ end
 
 -- ---- run ---------------------------------------------------------------------------------------
 
-pcall(ffi.cdef, "int getpid(void);")
 local tmp_counter = 0
 local function tmp_path()
   tmp_counter = tmp_counter + 1

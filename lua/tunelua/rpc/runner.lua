@@ -199,7 +199,6 @@ function RPCRunner:run(inputs, build_results)
   return out
 end
 
-pcall(ffi.cdef, "int getpid(void);")
 local tmp_counter = 0
 
 -- OpenCL jobs: each build result's OpenCL C and manifest go to files that are shipped to the
