@@ -100,6 +100,35 @@ const char *tl_proc_stdout(const tl_proc_result *r, size_t *len);
 const char *tl_proc_stderr(const tl_proc_result *r, size_t *len);
 void tl_proc_result_free(tl_proc_result *r);
 
+/* ---- base: files and directories --------------------------------------- */
+
+/* Every failure is TL_E_IO with a message naming the file, the error and its
+** errno name ("cannot write 'x.log': No space left on device (ENOSPC)"). */
+typedef struct tl_file tl_file;
+
+/* Open path for appending (created 0644). A file whose last byte is not a
+** newline (a torn last line) gets one first, so the next record starts a line. */
+int tl_file_append(tl_ctx *ctx, const char *path, tl_file **out);
+/* A new version of path, written to a temporary file beside it; tl_file_close
+** makes it path (fsync, rename, fsync of the directory); until then the old
+** file is untouched. */
+int tl_file_replace(tl_ctx *ctx, const char *path, tl_file **out);
+int tl_file_write(tl_ctx *ctx, tl_file *f, const char *data, size_t len);
+int tl_file_sync(tl_ctx *ctx, tl_file *f);      /* fsync (and the new file's directory) */
+/* Sync, close and (a replacement) commit. Frees f whatever the result. */
+int tl_file_close(tl_ctx *ctx, tl_file *f);
+/* Close without committing: a replacement's temporary file is removed. */
+void tl_file_free(tl_file *f);
+/* mkdir -p, no shell; the path must end up a directory. */
+int tl_mkdirs(tl_ctx *ctx, const char *path);
+/* rm -rf, no shell, never following a symbolic link; a missing path is fine. */
+int tl_path_remove(tl_ctx *ctx, const char *path);
+/* Make a private directory <base>/<prefix>-<pid>-XXXXXX (mode 0700; base is
+** created if missing) and write its name to out (cap bytes). The first call of
+** a process removes the directories <base>/<prefix>-<pid>-* that dead
+** processes of the same user left (never a link, never another user's). */
+int tl_tmpdir_make(tl_ctx *ctx, const char *base, const char *prefix, char *out, size_t cap);
+
 /* ---- runtime: devices and arrays (DLPack DLTensor) -------------------- */
 
 typedef struct tl_array tl_array;

@@ -114,14 +114,12 @@ static inline uint64_t tl_hash_mix(uint64_t h, uint64_t v) {
   return h ^ (h >> 33);
 }
 
-/* ---- files ----------------------------------------------------------------- */
+/* ---- files (file.c; tl_file_*, tl_mkdirs, tl_path_remove are public) ------- */
 
 /* Read a whole file (malloc'd, NUL-terminated). */
 int tl_read_file(tl_ctx *ctx, const char *path, char **out, size_t *len);
-/* Write atomically: temp file in the same directory, fsync, rename. */
+/* Write atomically: temp file beside it, fsync, rename, fsync of the directory. */
 int tl_write_file_atomic(tl_ctx *ctx, const char *path, const void *data, size_t len);
-/* mkdir -p */
-int tl_mkdirs(tl_ctx *ctx, const char *path);
 
 /* ---- child processes (proc.c; tl_proc_exec and the results are public) ---- */
 

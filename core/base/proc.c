@@ -12,6 +12,9 @@
 ** exit status or signal, the wall time, and the captured output.
 **
 ** Rules shared by both:
+**   - Nothing outlives the tuner: a tl_proc_call child gets SIGKILL when the
+**     tuner dies (PR_SET_PDEATHSIG), and a tl_proc_exec program runs under a
+**     keeper process that kills the program's whole group then (below).
 **   - The child leads its own process group. On timeout the whole group gets
 **     SIGKILL, so grandchildren (cc1, `sh -c 'a & b'`) die too; when the
 **     child ends on its own, whatever it left behind in its group is killed
@@ -51,16 +54,16 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdio_ext.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #define PROC_DEFAULT_MAX ((size_t)1 << 20)
 /* After the child is gone (and its group killed), how long a pipe write end
@@ -268,6 +271,94 @@ static int supervise(tl_ctx *ctx, const char *who, pid_t pid, int fd_out, int fd
 
 /* ---- tl_proc_exec ------------------------------------------------------------- */
 
+/* The child of tl_proc_exec is a keeper between us and the program:
+**
+**   tuner --fork--> keeper (leads the group; PR_SET_PDEATHSIG -> SIGTERM)
+**                     `--fork+exec--> program (cc) --> its children (cc1, as, ...)
+**
+** A parent-death signal is not inherited by the program's own children, so the
+** keeper stays: when the tuner dies however it dies (SIGKILL included), the
+** keeper gets SIGTERM and kills its whole group, then itself. It otherwise waits
+** for the program and ends the way the program ended (its exit status or its
+** signal), so the supervision above sees the program's outcome. An exec failure
+** travels back as an errno through a close-on-exec pipe (EOF: the exec worked).
+** Between fork and exec only async-signal-safe calls are made. */
+
+static void keeper_term(int sig) {
+  (void)sig;
+  kill(0, SIGKILL);            /* the group: the program, its children, the keeper */
+}
+
+static void report_errno(int fd, int e) {
+  ssize_t w;
+  do w = write(fd, &e, sizeof e);
+  while (w < 0 && errno == EINTR);
+}
+
+__attribute__((noreturn)) static void keeper_main(const char *const *argv, pid_t parent,
+                                                  int po1, int pe1, int rp1) {
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &all, NULL);
+  setpgid(0, 0);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = keeper_term;
+  sigfillset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) kill(0, SIGKILL); /* the tuner died before the line above */
+
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(po1, 1) < 0 || dup2(pe1, 2) < 0) {
+    report_errno(rp1, errno);
+    _exit(127);
+  }
+  if (rp1 != 3) {              /* keep 0..3 only: nothing of the tuner's leaks into the program */
+    if (dup3(rp1, 3, O_CLOEXEC) < 0) {
+      report_errno(rp1, errno);
+      _exit(127);
+    }
+    rp1 = 3;
+  }
+#ifdef SYS_close_range
+  syscall(SYS_close_range, 4u, ~0u, 0u);
+#endif
+
+  pid_t prog = fork();
+  if (prog < 0) {
+    report_errno(rp1, errno);
+    _exit(127);
+  }
+  if (prog == 0) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    static const int reset[] = {SIGTERM, SIGPIPE, SIGXFSZ}; /* a host may ignore the last two */
+    for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++) sigaction(reset[i], &dfl, NULL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execvp(argv[0], (char *const *)argv);
+    report_errno(rp1, errno);
+    _exit(127);
+  }
+  close(rp1);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  int st = 0;
+  while (waitpid(prog, &st, 0) < 0)
+    if (errno != EINTR) _exit(127);
+  if (WIFSIGNALED(st)) {
+    int sig = WTERMSIG(st);
+    struct rlimit nocore = {0, 0};
+    setrlimit(RLIMIT_CORE, &nocore);
+    signal(sig, SIG_DFL);
+    raise(sig);
+    _exit(128 + sig);
+  }
+  _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 127);
+}
+
 TL_EXPORT int tl_proc_exec(tl_ctx *ctx, const char *const *argv, double timeout_s,
                            size_t max_output, tl_proc_result **out) {
   if (!out) return tl_err(ctx, TL_E_ARG, "tl_proc_exec: out is NULL");
@@ -277,46 +368,47 @@ TL_EXPORT int tl_proc_exec(tl_ctx *ctx, const char *const *argv, double timeout_
   size_t limit = max_output ? max_output : PROC_DEFAULT_MAX;
   pthread_once(&fork_once, proc_once);
 
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t at;
-  sigset_t none, deflt;
-  int po[2] = {-1, -1}, pe[2] = {-1, -1};
-  pid_t pid = -1;
+  int po[2] = {-1, -1}, pe[2] = {-1, -1}, rp[2] = {-1, -1};
+  pid_t parent = getpid();
 
   pthread_mutex_lock(&fork_mu);
-  if (make_pipe(po) != 0 || make_pipe(pe) != 0) {
+  if (make_pipe(po) != 0 || make_pipe(pe) != 0 || make_pipe(rp) != 0) {
     int e = errno;
     close_fd(&po[0]), close_fd(&po[1]), close_fd(&pe[0]), close_fd(&pe[1]);
+    close_fd(&rp[0]), close_fd(&rp[1]);
     pthread_mutex_unlock(&fork_mu);
     return tl_err(ctx, TL_E_IO, "tl_proc_exec: cannot create pipes for '%s': %s", argv[0],
                   strerror(e));
   }
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, po[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
-  posix_spawnattr_init(&at);
-  sigemptyset(&none);
-  sigemptyset(&deflt);         /* dispositions a host commonly ignores */
-  sigaddset(&deflt, SIGPIPE);
-  sigaddset(&deflt, SIGXFSZ);
-  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                    POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&at, 0);
-  posix_spawnattr_setsigmask(&at, &none);
-  posix_spawnattr_setsigdefault(&at, &deflt);
-
   double t0 = tl_now();
-  /* glibc's posix_spawn returns only after the exec (vfork semantics), and
-  ** reports exec failures (ENOENT, EACCES, ...) as its result. */
-  int err = posix_spawnp(&pid, argv[0], &fa, &at, (char *const *)argv, environ);
+  pid_t pid = fork();
+  if (pid == 0) keeper_main(argv, parent, po[1], pe[1], rp[1]);
+  int fe = errno;
   close_fd(&po[1]);
   close_fd(&pe[1]);
+  close_fd(&rp[1]);
   pthread_mutex_unlock(&fork_mu);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&at);
+  if (pid < 0) {
+    close_fd(&po[0]), close_fd(&pe[0]), close_fd(&rp[0]);
+    return tl_err(ctx, TL_E_IO, "tl_proc_exec: cannot start '%s': %s", argv[0], strerror(fe));
+  }
+  setpgid(pid, pid);           /* as the keeper does, so kill(-pid) below always has a group */
+
+  /* Wait for the exec: EOF when it worked, an errno when it did not. */
+  int err = 0;
+  size_t got = 0;
+  while (got < sizeof err) {
+    ssize_t n = read(rp[0], (char *)&err + got, sizeof err - got);
+    if (n > 0) got += (size_t)n;
+    else if (n == 0 || errno != EINTR) break;
+  }
+  close_fd(&rp[0]);
+  if (got != sizeof err) err = 0;
 
   if (err != 0) {
+    int st;
+    kill(-pid, SIGKILL);
+    reap(pid, &st);
     close_fd(&po[0]);
     close_fd(&pe[0]);
     if (err == EAGAIN)
@@ -344,8 +436,10 @@ TL_EXPORT int tl_proc_exec(tl_ctx *ctx, const char *const *argv, double timeout_
 
 /* The child side; never returns. Only the forking thread exists here. */
 __attribute__((noreturn)) static void call_child(int (*fn)(void *, int), void *arg,
-                                                 int po[2], int pe[2]) {
+                                                 int po[2], int pe[2], pid_t parent) {
   setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL); /* dies with the tuner, however the tuner dies */
+  if (getppid() != parent) _exit(127);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL); /* e.g. forked from a pool worker */
@@ -387,8 +481,9 @@ int tl_proc_call(tl_ctx *ctx, int (*fn)(void *arg, int out_fd), void *arg,
     return tl_err(ctx, TL_E_IO, "tl_proc_call: cannot create pipes: %s", strerror(e));
   }
   double t0 = tl_now();
+  pid_t parent = getpid();
   pid_t pid = fork();
-  if (pid == 0) call_child(fn, arg, po, pe);
+  if (pid == 0) call_child(fn, arg, po, pe, parent);
   int e = errno;
   close_fd(&po[1]);
   close_fd(&pe[1]);

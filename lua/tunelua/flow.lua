@@ -164,22 +164,18 @@ function flow.keep_trials(runner, log)
     end
   end
   if #all > 0 then
-    for _, path in ipairs({ trials, tmp }) do
-      local f = assert(io.open(path, "w"))
-      f:write(table.concat(all, "\n"), "\n")
-      f:close()
-    end
+    -- each replaced atomically: a crash leaves the old or the new file, whole
+    local file = require "tunelua.file"
+    for _, path in ipairs({ trials, tmp }) do file.write_all(path, all) end
   end
   local run = runner.run
   runner.run = function(self, inputs, build_results)
     local results = run(self, inputs, build_results)
-    local f = io.open(trials, "a")
-    if f then
-      for k, inp in ipairs(inputs) do
-        if results[k] then f:write(record.encode(inp, results[k]), "\n") end
-      end
-      f:close()
+    local lines = {}
+    for k, inp in ipairs(inputs) do
+      if results[k] then lines[#lines + 1] = record.encode(inp, results[k]) end
     end
+    require("tunelua.file").append_lines(trials, lines)   -- fsync'd; a write error raises
     return results
   end
 end
@@ -230,9 +226,20 @@ function flow.tune_and_evaluate(o, tuning_opt)
   local ops = {}
   for op in o.ops:gmatch("[^,%s]+") do ops[#ops + 1] = op end
   local tasks = autotvm.task.extract_from_program(mod, { target = o.target, params = params, ops = ops })
+  if #tasks == 0 then
+    error(string.format("no tuning task extracted from %s for the ops %s on target '%s': nothing to tune",
+                        o.network, table.concat(ops, ","), o.target), 0)
+  end
 
   print("Tuning...")
   autotvm.tune_tasks(tasks, tuning_opt.measure_option, tuning_opt)
+
+  local f = io.open(tuning_opt.log_filename, "r")
+  local logged = f and f:read("*l")
+  if f then f:close() end
+  if not logged then
+    error(string.format("nothing measured: the log %s holds no trial", tuning_opt.log_filename), 0)
+  end
 
   print("Compile...")
   local lib = relay.build(mod, {

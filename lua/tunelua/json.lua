@@ -5,6 +5,7 @@
 --   json.dumps(v)     -- text as Python's json.dumps writes it (", " and ": ", floats in
 --                     -- repr form): the AutoTVM log and anything compared with TVM's output
 --   json.decode(s)    -- the value; malformed text raises "invalid JSON: <what> at offset N"
+--                     -- (so does nesting deeper than json.MAX_DEPTH arrays and objects)
 --
 -- Values: json.null is JSON null (a list keeps its positions); strings, booleans, numbers
 -- (cdata numbers too) as such. A table with t[1] is an array, any other table an object
@@ -133,8 +134,10 @@ local function utf8(h)
 end
 
 --- json.decode(s) -> value (NaN, Infinity and -Infinity read as Python writes them)
+json.MAX_DEPTH = 512   -- nesting deeper than this is refused (a recursive reader's stack is finite)
+
 function json.decode(s)
-  local pos = 1
+  local pos, depth = 1, 0
   local function err(msg) error("invalid JSON: " .. msg .. " at offset " .. (pos - 1), 0) end
   local function ws() pos = s:find("[^ \t\r\n]", pos) or (#s + 1) end
   local value
@@ -160,11 +163,15 @@ function json.decode(s)
   function value()
     ws()
     local c = s:sub(pos, pos)
+    if c == "{" or c == "[" then
+      depth = depth + 1
+      if depth > json.MAX_DEPTH then err("nested deeper than " .. json.MAX_DEPTH .. " levels") end
+    end
     if c == "{" then
       pos = pos + 1
       local obj = {}
       ws()
-      if s:sub(pos, pos) == "}" then pos = pos + 1; return obj end
+      if s:sub(pos, pos) == "}" then pos = pos + 1; depth = depth - 1; return obj end
       while true do
         ws()
         if s:sub(pos, pos) ~= '"' then err("expected a key") end
@@ -178,12 +185,13 @@ function json.decode(s)
         pos = pos + 1
         if d == "}" then break elseif d ~= "," then err("expected ',' or '}'") end
       end
+      depth = depth - 1
       return obj
     elseif c == "[" then
       pos = pos + 1
       local arr = {}
       ws()
-      if s:sub(pos, pos) == "]" then pos = pos + 1; return json.array(arr) end
+      if s:sub(pos, pos) == "]" then pos = pos + 1; depth = depth - 1; return json.array(arr) end
       while true do
         arr[#arr + 1] = value()
         ws()
@@ -191,6 +199,7 @@ function json.decode(s)
         pos = pos + 1
         if d == "]" then break elseif d ~= "," then err("expected ',' or ']'") end
       end
+      depth = depth - 1
       return arr
     elseif c == '"' then
       return str()

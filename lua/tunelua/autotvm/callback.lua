@@ -3,7 +3,7 @@
 --   callback.progress_bar(total, {prefix = "[Task  1/17] ", si_prefix = "G", out = io.stdout})
 --     after every batch: "\r<prefix> Current/Best: %7.2f/%7.2f GFLOPS | Progress: (i/total) | t s"
 --     and " Done.\n" when the tune call ends. "Current" is the last successful trial's FLOPS.
---   callback.log_to_file(path)   appends one record (record.encode) per trial, flushed at once.
+--   callback.log_to_file(path)   appends one record (record.encode) per trial, fsync'd per batch.
 --
 -- A callback is a function(tuner, inputs, results) or a callable table; a table may also have
 -- :finish(tuner), which Tuner.tune calls once at the end.
@@ -61,20 +61,19 @@ function callback.progress_bar(total, o)
   return obj
 end
 
---- log_to_file(path): append every trial to path as one JSON line, flushed per trial.
+--- log_to_file(path): append every trial to path as one JSON line; each batch is written,
+--- fsync'd and closed before the tuner goes on. A write error raises (naming the file and the
+--- errno) and so ends the tuning run.
 function callback.log_to_file(path)
   if type(path) ~= "string" then
     error("log_to_file: expected a file name, got " .. type(path), 2)
   end
   local record = require "tunelua.autotvm.record"
+  local file = require "tunelua.file"
   return function(_, inputs, results)
-    local f, err = io.open(path, "a")
-    if not f then error("log_to_file: cannot open " .. path .. ": " .. tostring(err), 2) end
-    for k, inp in ipairs(inputs) do
-      f:write(record.encode(inp, results[k]), "\n")
-      f:flush()
-    end
-    f:close()
+    local lines = {}
+    for k, inp in ipairs(inputs) do lines[k] = record.encode(inp, results[k]) end
+    file.append_lines(path, lines)
   end
 end
 

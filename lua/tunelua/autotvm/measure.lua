@@ -87,15 +87,11 @@ local function opt(o, name, default, kind, lvl)
   return v
 end
 
-local tmp_counter = 0
+-- A private build directory (mkdtemp, no shell): <base>/tunelua-measure-<pid>-XXXXXX under
+-- TUNELUA_MEASURE_DIR, TMPDIR or /tmp. Those a killed tuner left are removed by the next one.
 local function tmp_dir()
   local base = os.getenv("TUNELUA_MEASURE_DIR") or os.getenv("TMPDIR") or "/tmp"
-  tmp_counter = tmp_counter + 1
-  local pid = 0
-  pcall(function() pid = ffi.C.getpid() end)
-  local d = string.format("%s/tunelua-measure-%d-%d-%d", base, pid, os.time(), tmp_counter)
-  os.execute("mkdir -p '" .. d .. "'")
-  return d
+  return require("tunelua.file").tmpdir(base, "tunelua-measure")
 end
 
 -- The C source and signature of a config: task:lower(index) gives a tunelua.build Lowered
@@ -308,7 +304,7 @@ local function cleanup(build_results)
     if br.dir then dirs[br.dir] = true end
   end
   for d in pairs(dirs) do
-    C.tl_measure_remove_dir(d)
+    pcall(require("tunelua.file").remove, d)
   end
 end
 measure.cleanup = cleanup
@@ -485,7 +481,11 @@ function measure.create_measure_batch(task, option)
   if runner.set_task then runner:set_task(task) end
   return function(inputs)
     local brs = builder:build(inputs)
-    local res = runner:run(inputs, brs)
+    local ok, res = pcall(runner.run, runner, inputs, brs)
+    if not ok then
+      cleanup(brs)     -- the build directories go on every path
+      error(res, 0)
+    end
     for i, r in ipairs(res) do
       if r.error_no ~= 0 and (r.all_cost or 0) == 0 then r.all_cost = brs[i].time_cost or 0 end
     end

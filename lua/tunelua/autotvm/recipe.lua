@@ -8,7 +8,9 @@
 -- the seed (tuner.NAMES: xgb, xgb_knob, ..., ga, random, gridsearch, droplet), trials
 -- min(n_trial, #task.config_space), a progress bar "[Task  i/ n] " and every trial appended
 -- to log_filename .. ".tmp". At the end the best record per workload goes to log_filename
--- (record.pick_best) and the tmp log is removed.
+-- (record.pick_best, replaced atomically) and then the tmp log is removed. Trials are fsync'd
+-- per batch; a write error (a full disk) raises, naming the file, and ends the run with the
+-- tmp log kept.
 --
 -- Resume: trials already in the tmp log (a run that was killed) or in log_filename are not
 -- measured again. They are loaded, handed to the tuner as history (tuner:add_history: marked
@@ -85,6 +87,7 @@ function recipe.verify_best(task, measure_option, records, k, rounds, log_path)
     local res = batch(rot)
     for i, r in ipairs(res) do
       if w then w.write(rot[i], r) end
+      if w and i == #res then w.sync() end
       if r.error_no == 0 then
         local idx = tuner_mod.config_index(rot[i].config)
         means[idx] = means[idx] or {}
@@ -198,21 +201,9 @@ function recipe.tune_tasks(tasks, measure_option, o)
 
   local record = require "tunelua.autotvm.record"
   if file_exists(tmp_log) then
-    -- the final log keeps what it had (tasks not re-tuned) plus this run's trials
-    local merged = tmp_log .. ".all"
-    local out = assert(io.open(merged, "w"))
-    for _, path in ipairs({ log_filename, tmp_log }) do
-      local f = io.open(path, "r")
-      if f then
-        local text = f:read("*a")
-        out:write(text)
-        if #text > 0 and text:sub(-1) ~= "\n" then out:write("\n") end
-        f:close()
-      end
-    end
-    out:close()
-    record.pick_best(merged, log_filename)
-    os.remove(merged)
+    -- the final log keeps what it had (tasks not re-tuned) plus this run's trials; it is
+    -- replaced atomically, and the tmp log (this run's only copy) goes only once it is durable
+    record.pick_best(file_exists(log_filename) and { log_filename, tmp_log } or { tmp_log }, log_filename)
     if next(verified_by_key) then
       -- a verified task's line is its verified winner
       local lines, done = {}, {}
@@ -226,9 +217,7 @@ function recipe.tune_tasks(tasks, measure_option, o)
           done[k] = true
         end
       end
-      local f = assert(io.open(log_filename, "w"))
-      for _, l in ipairs(lines) do f:write(l, "\n") end
-      f:close()
+      require("tunelua.file").write_all(log_filename, lines)
     end
     os.remove(tmp_log)
   end

@@ -121,6 +121,29 @@ local function check_entity(e)
   return true
 end
 
+-- A workload's arguments: a tensor is ["TENSOR", shape (a list of non-negative integers),
+-- dtype (a string)]; anything else passes as it is. A reason string when one is malformed.
+local function check_args(args)
+  for k, a in ipairs(args) do
+    if type(a) == "table" and a[1] == "TENSOR" then
+      local shape = a[2]
+      if type(shape) ~= "table" or next(shape) ~= nil and #shape == 0 then
+        return string.format("argument %d: the tensor's shape is not a list (expected [\"TENSOR\", [d1, ...], dtype])", k)
+      end
+      for n, d in pairs(shape) do
+        if type(n) ~= "number" or type(d) ~= "number" or d < 0 or d ~= math.floor(d) then
+          return string.format("argument %d: the tensor's shape holds %s (expected non-negative integers)",
+                               k, type(d) == "string" and string.format("%q", d) or tostring(d))
+        end
+      end
+      if type(a[3]) ~= "string" then
+        return string.format("argument %d: the tensor's dtype is not a string", k)
+      end
+    end
+  end
+  return nil
+end
+
 --- record.decode(line) -> inp, res | nil, reason
 function record.decode(line)
   if type(line) ~= "string" then return nil, "not a string" end
@@ -136,6 +159,8 @@ function record.decode(line)
     if type(i) ~= "table" or type(i[1]) ~= "string" or type(i[2]) ~= "string" or type(i[3]) ~= "table" then
       return nil, "bad \"input\" (expected [target, task_name, args, kwargs])"
     end
+    local why = check_args(i[3])
+    if why then return nil, "bad \"input\" args: " .. why end
     if type(c) ~= "table" or not check_entity(c.entity) then
       return nil, "bad \"config\" (expected {index, code_hash, entity: [[name, kind, value]...]})"
     end
@@ -167,7 +192,9 @@ function record.decode(line)
 end
 
 --- record.load_from_file(path, {legacy = true}) -> list of {inp = ..., res = ...}
--- Lines starting with '#' are skipped; malformed lines warn with file:line.
+-- Lines starting with '#' are skipped; malformed lines (bad JSON, JSON nested too deep,
+-- records of the wrong shape) warn with file:line and are skipped, only they. A torn record
+-- with a whole one appended to it on the same line gives that whole one.
 -- Legacy v0.1 lines are skipped (as TVM does) unless opts.legacy.
 function record.load_from_file(path, opts)
   opts = opts or {}
@@ -180,6 +207,19 @@ function record.load_from_file(path, opts)
     ln = ln + 1
     if line:sub(1, 1) ~= "#" then
       local inp, res = record.decode(line)
+      if not inp then
+        -- a torn record (its writer died) that the next record was appended to: keep that one
+        local at = line:find('{"i', 2, true)
+        while at and not inp do
+          local i2, r2 = record.decode(line:sub(at))
+          if i2 then
+            warn(string.format("%s:%d: skipped a torn record before column %d", path, ln, at))
+            inp, res = i2, r2
+          else
+            at = line:find('{"i', at + 1, true)
+          end
+        end
+      end
       if not inp then
         warn(string.format("%s:%d: skipped a malformed record: %s", path, ln, res))
       elseif inp.legacy and not opts.legacy then
@@ -204,17 +244,15 @@ function record.mean_cost(res)
   return n > 0 and s / n or math.huge
 end
 
---- record.writer(path) -> {write = function(inp, res), close = function()} (append, flushed per record)
+--- record.writer(path) -> {write = function(inp, res), sync = function(), close = function()}
+--- (appends; close syncs; a write error raises naming the file)
 function record.writer(path)
-  local f, err = io.open(path, "a")
-  if not f then error("record.writer: cannot open " .. tostring(err), 2) end
-  local w = {}
-  function w.write(inp, res)
-    f:write(record.encode(inp, res), "\n")
-    f:flush()
-  end
-  function w.close() f:close() end
-  return w
+  local w = require("tunelua.file").append(path)
+  local r = {}
+  function r.write(inp, res) w:write(record.encode(inp, res), "\n") end
+  function r.sync() w:sync() end
+  function r.close() w:close() end
+  return r
 end
 
 -- measure_str_key: target, task, args, entities
@@ -248,10 +286,16 @@ function record.best_index(records)
 end
 
 --- record.pick_best(in_file, out_file) -> number of records written (formats §6.1)
+--- in_file may be a list of file names. out_file is replaced atomically (temporary file,
+--- fsync, rename): a failure leaves it as it was.
 function record.pick_best(in_file, out_file)
-  if type(in_file) ~= "string" then error("record.pick_best: expected an input file name", 2) end
-  out_file = out_file or (in_file .. ".best.log")
-  local all = record.load_from_file(in_file)
+  local ins = type(in_file) == "table" and in_file or { in_file }
+  if #ins == 0 or type(ins[1]) ~= "string" then error("record.pick_best: expected an input file name", 2) end
+  out_file = out_file or (ins[1] .. ".best.log")
+  local all = {}
+  for _, path in ipairs(ins) do
+    for _, r in ipairs(record.load_from_file(path)) do all[#all + 1] = r end
+  end
   local fo = io.open(out_file, "r")
   if fo then
     fo:close()
@@ -261,19 +305,16 @@ function record.pick_best(in_file, out_file)
   local keep = {}
   for _, r in pairs(by_key) do keep[str_key(r.inp)] = true end
   for _, r in pairs(by_model) do keep[str_key(r.inp)] = true end
-  local f, err = io.open(out_file, "w")
-  if not f then error("record.pick_best: cannot write " .. tostring(err), 2) end
-  local n = 0
+  local lines = {}
   for _, r in ipairs(all) do
     local k = str_key(r.inp)
     if keep[k] then
-      f:write(record.encode(r.inp, r.res), "\n")
+      lines[#lines + 1] = record.encode(r.inp, r.res)
       keep[k] = nil
-      n = n + 1
     end
   end
-  f:close()
-  return n
+  require("tunelua.file").write_all(out_file, lines)
+  return #lines
 end
 
 return record
