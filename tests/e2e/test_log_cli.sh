@@ -44,4 +44,22 @@ check "unknown subcommand" 1 "tunelua log: unknown command 'frobnicate'" "$rc" "
 out=$("$TL" log 2>&1); rc=$?
 check "usage" 1 "usage: tunelua log best IN [OUT]" "$rc" "$out"
 
+# hostile lines skip only themselves: a 20,000-deep nesting, a tensor shape that is not a
+# list, and a torn record with a whole one appended to it on the same line
+{
+  rec dense_nopack.x86 "$D" 0 "$E1" 2e-05 0
+  printf '%.0s[' $(seq 20000); echo
+  rec dense_nopack.x86 '[["TENSOR", 7, "float32"], ["TENSOR", [24, 32], "float32"], null, "float32"]' 2 "$E2" 1e-06 0
+  printf '%s' '{"input": ["llvm", "dense_nopack.x86", [["TENS'
+  rec dense_nopack.x86 "$D" 1 "$E2" 1e-05 0
+} > "$tmp/h.log"
+out=$("$TL" log summary "$tmp/h.log" 2>&1); rc=$?
+check "summary: deep nesting skips its line" 0 "h.log:2: skipped a malformed record: invalid JSON: nested deeper than 512 levels" "$rc" "$out"
+check "summary: a non-list shape skips its line" 0 'h.log:3: skipped a malformed record: bad "input" args: argument 1: the tensor'"'"'s shape is not a list' "$rc" "$out"
+check "summary: a torn record keeps the next one" 0 "h.log:4: skipped a torn record before column" "$rc" "$out"
+check "summary: the good records count" 0 "2 records, 1 tasks" "$rc" "$out"
+out=$("$TL" log best "$tmp/h.log" "$tmp/hb.log" 2>&1); rc=$?
+check "best: hostile lines skipped" 0 "wrote 1 records to $tmp/hb.log" "$rc" "$out"
+check "best: the torn line's successor wins" 0 '"index": 1,' 0 "$(cat "$tmp/hb.log")"
+
 check_done test_log_cli
