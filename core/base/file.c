@@ -201,7 +201,7 @@ TL_EXPORT void tl_file_free(tl_file *f) {
 
 int tl_read_file(tl_ctx *ctx, const char *path, char **out, size_t *len) {
   FILE *f = fopen(path, "rb");
-  if (!f) return io_err(ctx, "open", path, errno);
+  if (!f) return tl_err(ctx, TL_E_IO, "cannot open '%s': %s", path, strerror(errno));
   tl_buf b = {0};
   char tmp[65536];
   size_t n;
