@@ -8,6 +8,7 @@
 */
 #define _GNU_SOURCE
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,9 @@ static int traceback(lua_State *L) {
 }
 
 int main(int argc, char **argv) {
+  /* A write past a file-size limit fails with EFBIG, which the writers report
+  ** naming the file, instead of killing the process without a word. */
+  signal(SIGXFSZ, SIG_IGN);
   char root[PATH_MAX], exe[PATH_MAX];
   find_root(root, sizeof root, exe, sizeof exe);
 
