@@ -1357,6 +1357,7 @@ static const tl_cf_lang c_lang = {
   .vec_open = "{",
   .vec_close = "}",
   .bool_lane = "-(int32_t)",   /* bool vectors are -1/0 masks */
+  .scalar_operand = 1,         /* GCC: vector OP scalar widens the scalar */
   .bool_load_ne0 = 0,
   .bool_store_cast = "(uint8_t)(",
   .vec_whole = NULL,

@@ -264,15 +264,33 @@ int tl_cf_int_floordiv(tl_cf *c, int op, tl_type et, tl_ref a, tl_ref b, int lan
   return 0;
 }
 
+/* An operand of vector arithmetic: a broadcast beside a non-broadcast is
+** printed as its scalar where the language widens scalars itself. GCC then
+** broadcasts into a register per native-width piece of the vector; a
+** broadcast value of a vector type wider than the machine's (float32x32 on
+** AVX2 or AVX-512) was built on the stack and reloaded, once per use. */
+static void infix_operand(tl_cf *c, tl_type et, tl_ref x, tl_ref other, int lane, int vec) {
+  const tl_ir *ir = c->ir;
+  if (vec && c->h->scalar_operand && et.code == TL_TC_FLOAT && (et.bits == 32 || et.bits == 64) &&
+      tl_ir_op(ir, x) == TL_IR_BROADCAST && tl_ir_op(ir, other) != TL_IR_BROADCAST) {
+    char tb[32];
+    PF(c, "((%s)", c->h->decl_type(c, et, tb));
+    tl_cf_expr(c, tl_ir_kid(ir, x, 0), -1);
+    P(c, ")");
+    return;
+  }
+  tl_cf_expr(c, x, lane);
+}
+
 void tl_cf_infix(tl_cf *c, const char *sym, tl_type et, tl_ref a, tl_ref b, int lane, int vec) {
   /* narrow integers: C computes in int; wrap back to the IR's type */
   int narrow = !vec && tl_type_is_int(et) && !tl_type_is_bool(et) && et.bits < 32;
   char tb[32];
   if (narrow) PF(c, "((%s)", c->h->decl_type(c, et, tb));
   P(c, "(");
-  tl_cf_expr(c, a, lane);
+  infix_operand(c, et, a, b, lane, vec);
   PF(c, " %s ", sym);
-  tl_cf_expr(c, b, lane);
+  infix_operand(c, et, b, a, lane, vec);
   P(c, ")");
   if (narrow) P(c, ")");
 }

@@ -41,6 +41,8 @@ typedef struct tl_cf_lang {
   const char *lane_fmt;           /* lane %d of vector variable %s */
   const char *vec_open, *vec_close;   /* a vector from lanes: ((type)<open>l0, l1<close>) */
   const char *bool_lane;          /* before each lane of a bool vector from lanes */
+  int scalar_operand;             /* float32/64 arithmetic takes a broadcast operand as its
+                                  ** scalar (cast to the element type) beside a vector */
   /* memory */
   int bool_load_ne0;              /* a scalar load of a bool buffer reads (b[i] != 0) */
   const char *bool_store_cast;    /* cast of a value stored into a bool buffer */

@@ -3,15 +3,63 @@
 -- ratio, and the time tunelua spends lowering + emitting C per kernel (the C
 -- compiler's own time is reported separately).
 --
---   tunelua scripts/bench/matmul.lua [N] [repeats]
+--   tunelua scripts/bench/matmul.lua [N] [repeats] [--threads T]
+--   taskset -c 0,1 tunelua scripts/bench/matmul.lua          -- 2 threads, both sides
+--   OPENBLAS_CORETYPE=SkylakeX tunelua scripts/bench/matmul.lua
+--
+-- Both sides run T threads (default: the CPUs of the process's affinity mask,
+-- not all online CPUs), in this process, so OpenBLAS's threads inherit the
+-- same mask. The OpenBLAS kernel that ran is printed (openblas_get_corename,
+-- openblas_get_config): Debian's OpenBLAS 0.3.21 does not recognise some
+-- newer CPUs and falls back to a slower kernel (Prescott/SSE3, or Haswell on
+-- AVX-512 machines); OPENBLAS_CORETYPE (Haswell, SkylakeX, Zen, ...) forces
+-- one in a dynamic-arch build such as Debian's.
 local tl = require "tunelua"
 local te = tl.te
 local ffi = require "ffi"
+local bit = require "bit"
 
-local N = tonumber(arg[1]) or 1024
-local REPEATS = tonumber(arg[2]) or 5
+local pos, THREADS = {}, nil
+do
+  local i = 1
+  while i <= #arg do
+    if arg[i] == "--threads" then
+      THREADS = tonumber(arg[i + 1])
+      if not THREADS or THREADS < 1 then error("--threads: expected a positive integer, got " .. tostring(arg[i + 1])) end
+      i = i + 2
+    else
+      pos[#pos + 1] = arg[i]
+      i = i + 1
+    end
+  end
+end
+local N = tonumber(pos[1]) or 1024
+local REPEATS = tonumber(pos[2]) or 5
 local M, K = N, N
 local flop = 2 * M * N * K
+
+-- The CPUs this process may run on (sched_getaffinity), as a list.
+ffi.cdef [[ int sched_getaffinity(int pid, size_t size, uint8_t *mask); ]]
+local function affinity_cpus()
+  local mask = ffi.new("uint8_t[128]")
+  if ffi.C.sched_getaffinity(0, 128, mask) ~= 0 then return nil end
+  local cpus = {}
+  for i = 0, 128 * 8 - 1 do
+    if bit.band(mask[bit.rshift(i, 3)], bit.lshift(1, bit.band(i, 7))) ~= 0 then cpus[#cpus + 1] = i end
+  end
+  return cpus
+end
+local cpus = affinity_cpus() or {}
+THREADS = THREADS or math.max(#cpus, 1)
+tl.set_num_threads(THREADS)
+
+local function cpu_model()
+  local f = io.open("/proc/cpuinfo")
+  if not f then return "unknown CPU" end
+  local s = f:read("*a")
+  f:close()
+  return s:match("model name%s*:%s*([^\n]+)") or "unknown CPU"
+end
 
 local median = require("tunelua.stats").median
 
@@ -54,17 +102,22 @@ local b = tl.nd.random_uniform({K, N}, {seed = 2})
 local c = tl.nd.empty({M, N})
 f(a, b, c)
 
--- OpenBLAS peer, same process, same threads
+-- OpenBLAS peer, same process, same thread count and affinity mask
 local ok_blas, blas = pcall(ffi.load, "openblas")
-local blas_times
+local blas_times, blas_core
 local c_ref = tl.nd.empty({M, N})
 if ok_blas then
   ffi.cdef [[
     void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha,
                      const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
     void openblas_set_num_threads(int n);
+    int openblas_get_num_threads(void);
+    char *openblas_get_corename(void);
+    char *openblas_get_config(void);
   ]]
-  blas.openblas_set_num_threads(tl.num_cores())
+  blas.openblas_set_num_threads(THREADS)
+  blas_core = string.format("%s (%s; %d threads)", ffi.string(blas.openblas_get_corename()),
+                            ffi.string(blas.openblas_get_config()), blas.openblas_get_num_threads())
   local pa, pb, pc = a:data_ptr(), b:data_ptr(), c_ref:data_ptr()
   local function sgemm()
     blas.cblas_sgemm(101, 111, 111, M, N, K, 1.0, pa, K, pb, N, 0.0, pc, N)
@@ -82,8 +135,13 @@ end
 
 local times = f:time_evaluator({number = 1, repeats = REPEATS, min_repeat_ms = 300})(a, b, c)
 local t_tl = median(times)
-print(string.format("matmul %dx%dx%d fp32, %d threads, median of %d repeats", M, N, K,
-                    tl.num_cores(), REPEATS))
+print(string.format("matmul %dx%dx%d fp32, %d threads (affinity CPUs %s), median of %d repeats", M, N,
+                    K, THREADS, table.concat(cpus, ","), REPEATS))
+print("CPU: " .. cpu_model())
+if blas_core then
+  print("OpenBLAS kernel: " .. blas_core .. (os.getenv("OPENBLAS_CORETYPE") and
+        (", forced by OPENBLAS_CORETYPE=" .. os.getenv("OPENBLAS_CORETYPE")) or ""))
+end
 print(string.format("%-22s %12s %10s %8s", "implementation", "time (ms)", "GFLOPS", "ratio"))
 local g_tl = flop / t_tl / 1e9
 if blas_times then
