@@ -34,6 +34,12 @@
 ** whatever the compared type. A vector if_then_else whose branches may
 ** fault is printed lane by lane, each lane evaluating only its taken branch.
 **
+** Vectors are no wider than a machine register: vectorized loops whose
+** vectors would be wider are printed as copies on fewer lanes (32 bytes, and
+** 64 under `#if defined(__AVX512F__)` when the split differs), and a float
+** broadcast beside a vector is printed as its scalar, which GCC broadcasts in a
+** register (a vector type wider than the machine's is built on the stack).
+**
 ** Statements: SERIAL loops are plain for loops; UNROLLED ones get
 ** `#pragma GCC unroll N` (partial when the copies would exceed UNROLL_BUDGET
 ** vector statements, see unroll_factor); VECTORIZED loops left by the vectorizer are scalar
@@ -61,6 +67,15 @@
 
 #define SMALL_GLOBAL_MAX (16 * 1024)  /* bytes: global-scope buffers up to this go on the stack */
 #define STACK_ALLOC_MAX (32 * 1024)   /* bytes: larger local buffers go to the heap */
+
+/* Vectors are printed no wider than a machine register: NATIVE_BYTES (AVX2),
+** or NATIVE_BYTES_WIDE where the compiler builds for AVX-512 (WIDE_CONDITION
+** in the generated file). A function whose loops split differently at the two
+** widths holds both versions under #if; GCC builds a vector type wider than
+** its registers through stack temporaries. */
+#define NATIVE_BYTES 32
+#define NATIVE_BYTES_WIDE 64
+#define WIDE_CONDITION "defined(__AVX512F__)"
 
 /* Helper kinds, in emission order: a helper only uses kinds before it (or
 ** the same kind on the scalar type, which sorts first). */
@@ -1384,7 +1399,9 @@ int tl_codegen_c(tl_ctx *ctx, const tl_lowered *f, tl_buf *out) {
     return tl_err(ctx, TL_E_ARG, "codegen_c: %s: the body is not a statement", f->name);
 
   tl_ir *ir = f->ir;
-  tl_ref body = tl_codegen_vectorize(ir, f->body);
+  int nsplit = 0;
+  tl_ref body = tl_codegen_vectorize_to(ir, f->body, NATIVE_BYTES, &nsplit);
+  tl_ref wide = nsplit ? tl_codegen_vectorize_to(ir, f->body, NATIVE_BYTES_WIDE, NULL) : TL_NOREF;
 
   cg c;
   memset(&c, 0, sizeof c);
@@ -1399,7 +1416,19 @@ int tl_codegen_c(tl_ctx *ctx, const tl_lowered *f, tl_buf *out) {
   c.b.ind = 1;
   print_args(&c);
   if (par) line(&c, "int32_t tlc_failed = 0;");
-  ps(&c, body);
+  if (wide) {
+    /* vectors split for the machine the compiler builds for */
+    line(&c, "#if " WIDE_CONDITION);
+    tl_buf_puts(&c.funcs, "#if " WIDE_CONDITION "\n");
+    ps(&c, wide);
+    line(&c, "#else");
+    tl_buf_puts(&c.funcs, "#else\n");
+    ps(&c, body);
+    line(&c, "#endif");
+    tl_buf_puts(&c.funcs, "#endif\n");
+  } else {
+    ps(&c, body);
+  }
 
   int rc = c.b.err;
   if (!rc) {

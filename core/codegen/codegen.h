@@ -28,6 +28,10 @@
 ** dependences, non-power-of-two extent) is returned unchanged, still of kind
 ** VECTORIZED; the C backend prints it as a scalar loop with hints. */
 tl_ref tl_codegen_vectorize(tl_ir *ir, tl_ref stmt);
+/* The same, each vector at most max_bytes wide where a loop allows (0: no
+** limit): a loop whose widest vector is wider becomes copies of itself on
+** fewer lanes, in lane order. *nsplit (may be NULL): loops so split. */
+tl_ref tl_codegen_vectorize_to(tl_ir *ir, tl_ref stmt, int max_bytes, int *nsplit);
 
 /* Print f as C source into out (appended). Runs tl_codegen_vectorize first.
 ** Deterministic: the same IR gives byte-identical source. Thread and vthread

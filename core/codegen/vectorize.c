@@ -400,10 +400,7 @@ static int deps_ok(const vec_st *s) {
   return 1;
 }
 
-static tl_ref vectorize_loop(tl_ir *ir, tl_ref f) {
-  if (tl_ir_op(ir, f) != TL_IR_FOR || tl_for_kind(ir, f) != TL_FOR_VECTORIZED) return f;
-  int64_t L;
-  if (!tl_ir_is_int(ir, tl_ir_kid(ir, f, 2), &L) || L < 2 || L > 64 || (L & (L - 1))) return f;
+static tl_ref vectorize_whole(tl_ir *ir, tl_ref f, int64_t L) {
   vec_st s;
   memset(&s, 0, sizeof s);
   s.ir = ir;
@@ -423,11 +420,69 @@ static tl_ref vectorize_loop(tl_ir *ir, tl_ref f) {
   return ok ? body : f;
 }
 
+typedef struct {
+  int max_bytes;                  /* widest vector wanted (0: any) */
+  int nsplit;                     /* loops split into pieces */
+} split_st;
+
+typedef struct {
+  int lanes, bits;
+} width_st;
+
+static int width_fn(const tl_ir *ir, tl_ref r, void *ud) {
+  width_st *w = ud;
+  tl_type t = tl_ir_type(ir, r);
+  int bits = tl_type_is_bool(t) ? 32 : t.bits;   /* bool vectors are int32 masks */
+  if (t.lanes == w->lanes && bits > w->bits) w->bits = bits;
+  return 1;
+}
+
+/* A vectorized loop of L lanes; where its widest vector is more than
+** sp->max_bytes, L/P copies of the loop on P lanes each (P * widest element
+** = max_bytes), lanes in order. The copies keep each vector value within one
+** machine register: GCC lowers a vector type wider than the machine's through
+** stack temporaries. A piece is legal where the whole is: the check found no
+** element touched by two lanes through a store (stores through one index
+** keep lane order, as the copies run in order). */
+static tl_ref vectorize_loop(tl_ir *ir, tl_ref f, split_st *sp) {
+  if (tl_ir_op(ir, f) != TL_IR_FOR || tl_for_kind(ir, f) != TL_FOR_VECTORIZED) return f;
+  int64_t L;
+  if (!tl_ir_is_int(ir, tl_ir_kid(ir, f, 2), &L) || L < 2 || L > 64 || (L & (L - 1))) return f;
+  tl_ref whole = vectorize_whole(ir, f, L);
+  if (whole == f || !sp || sp->max_bytes <= 0) return whole;
+  width_st w = {(int)L, 8};
+  tl_ir_visit(ir, whole, width_fn, &w);
+  int64_t P = (int64_t)sp->max_bytes * 8 / w.bits;
+  if (P < 2 || L <= P) return whole;
+  tl_ref var = tl_ir_kid(ir, f, 0), min = tl_ir_kid(ir, f, 1);
+  tl_type vt = tl_ir_type(ir, var);
+  int n = (int)(L / P);
+  tl_ref *pieces = tl_calloc((size_t)n, sizeof(tl_ref));
+  int ok = 1;
+  for (int i = 0; i < n && ok; i++) {
+    tl_ref lo = tl_add(ir, min, tl_imm_int(ir, vt, (int64_t)i * P));
+    tl_ref g = tl_for(ir, var, lo, tl_imm_int(ir, vt, P), TL_FOR_VECTORIZED, tl_for_tag(ir, f),
+                      tl_ir_kid(ir, f, 3));
+    pieces[i] = vectorize_whole(ir, g, P);
+    ok = pieces[i] != g;
+  }
+  tl_ref r = ok ? tl_seq(ir, pieces, n) : whole;
+  if (ok) sp->nsplit++;
+  free(pieces);
+  return r;
+}
+
 static tl_ref vectorize_fn(tl_ir *ir, tl_ref node, void *ud) {
-  TL_UNUSED(ud);
-  return vectorize_loop(ir, node);
+  return vectorize_loop(ir, node, ud);
 }
 
 tl_ref tl_codegen_vectorize(tl_ir *ir, tl_ref stmt) {
   return tl_ir_mutate(ir, stmt, vectorize_fn, NULL);
+}
+
+tl_ref tl_codegen_vectorize_to(tl_ir *ir, tl_ref stmt, int max_bytes, int *nsplit) {
+  split_st sp = {max_bytes, 0};
+  tl_ref r = tl_ir_mutate(ir, stmt, vectorize_fn, &sp);
+  if (nsplit) *nsplit = sp.nsplit;
+  return r;
 }

@@ -2,8 +2,9 @@
 -- register tiles, A elements broadcast into FMAs with 32-lane rows of packed B) compiled for
 -- AVX2 and AVX-512: no broadcast register is stored to the stack. A float32x32 broadcast
 -- built as a value of its own was broadcast, stored in pieces and reloaded once per use;
--- the C backend prints a broadcast beside a vector as its scalar so that the compiler
--- broadcasts into a register. The scan is checked first on that old idiom, which it must flag.
+-- the C backend prints vectors no wider than a register (both widths under #if) and a
+-- broadcast beside a vector as its scalar, so that the compiler broadcasts into a register.
+-- The scan is checked first on that old idiom, which it must flag.
 local tl = require "tunelua"
 local te = tl.te
 local measure = require "tunelua.autotvm.measure"
@@ -94,6 +95,12 @@ s[CC]:unroll(s[CC].op.axis[1])
 s[CC]:vectorize(s[CC].op.axis[2])
 s[packedB]:vectorize(s[packedB].op.axis[3])
 local src = measure.source_of(tl.lower(s, {A, B, Cm}))
+
+-- vectors no wider than a register: 32 lanes printed as 2 x 16 (AVX-512) or 4 x 8 (otherwise)
+assert(not src:find("float32x32", 1, true), "a float32x32 vector in the generated source")
+local wide_at = src:find("#if defined(__AVX512F__)", 1, true)
+assert(wide_at and src:find("float32x16", wide_at, true) and src:find("float32x8", wide_at, true),
+       "expected float32x16 pieces under #if defined(__AVX512F__) and float32x8 pieces otherwise")
 
 for _, march in ipairs({"haswell", "skylake-avx512"}) do
   local sp, nfma, nbcast = scan(objdump(src, march))
