@@ -121,16 +121,28 @@ void tl_measure_opencl_wait_ahead(void);
 
 /* ---- the device farm (rpc/; docs/rpc.md) ----------------------------------
 ** Tracker: TVM's tracker wire protocol; serves until STOP with stop_key (NULL:
-** a random one) or a signal. Prints "bind to HOST:PORT" on stdout. The port is
-** the first free one in [port, port_end) (port_end <= port: port only; 0: any). */
+** a random one) or a signal. Prints "bind to HOST:PORT" on stdout. host NULL or
+** "": 127.0.0.1. The port is the first free one in [port, port_end)
+** (port_end <= port: port only; 0: any). auth_key (NULL or "": none) is the
+** farm's shared secret, required before any command (docs/rpc.md "Security").
+** idle_timeout_s (< 0: the default 120 s; 0: never) closes silent connections
+** that are neither servers nor waiting for one; max_conns_per_peer (<= 0: the
+** default 128) caps one address's connections. */
 int tl_rpc_tracker_run(tl_ctx *ctx, const char *host, int port, int port_end,
-                       const char *stop_key, int verbose);
+                       const char *stop_key, const char *auth_key, double idle_timeout_s,
+                       int max_conns_per_peer, int verbose);
 /* Server: registers key with the tracker (tracker_host NULL: standalone, the
 ** match key is key itself), serves one session at a time, each in a child
-** with a session_timeout limit (<= 0: none), until SIGTERM/SIGINT. */
+** with a session_timeout limit (<= 0: none; a client's -timeout may only
+** shorten it), until SIGTERM/SIGINT. auth_key as the tracker's: required of
+** clients and presented to the tracker. */
 int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int tracker_port,
                       const char *key, const char *host, int port, int port_end,
-                      const char *custom_addr, double session_timeout, int verbose);
+                      const char *custom_addr, double session_timeout, const char *auth_key,
+                      int verbose);
+/* The auth key this process presents to trackers and servers as a client
+** (NULL or "": none); TL_E_ARG when over 1024 bytes. */
+int tl_rpc_set_auth_key(tl_ctx *ctx, const char *key);
 
 typedef struct tl_rpc_sess tl_rpc_sess;
 void tl_rpc_free(void *p);

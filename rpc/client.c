@@ -20,6 +20,18 @@
 
 TL_EXPORT void tl_rpc_free(void *p) { free(p); }
 
+/* The key this process presents to trackers and servers (docs/rpc.md "Security"). */
+static char client_auth[RPC_MAX_AUTH + 1];
+
+TL_EXPORT int tl_rpc_set_auth_key(tl_ctx *ctx, const char *key) {
+  if (key && strlen(key) > RPC_MAX_AUTH)
+    return tl_err(ctx, TL_E_ARG, "rpc: the auth key is over %d bytes", RPC_MAX_AUTH);
+  snprintf(client_auth, sizeof client_auth, "%s", key ? key : "");
+  return TL_OK;
+}
+
+const char *rpc_client_auth_key(void) { return client_auth[0] ? client_auth : NULL; }
+
 struct tl_rpc_sess {
   int fd;
   char key[300];
@@ -36,11 +48,19 @@ TL_EXPORT int tl_rpc_connect(tl_ctx *ctx, const char *host, int port, const char
   char k[RPC_MAX_KEY];
   snprintf(k, sizeof k, "client:%s", match_key ? match_key : "");
   int32_t code = 0, len = 0;
-  rc = rpc_send_i32(ctx, fd, RPC_MAGIC, dl);
+  const char *auth = rpc_client_auth_key();
+  rc = rpc_send_i32(ctx, fd, auth ? RPC_MAGIC_AUTH : RPC_MAGIC, dl);
+  if (!rc && auth) rc = rpc_send_i32(ctx, fd, (int32_t)strlen(auth), dl);
+  if (!rc && auth) rc = rpc_send_all(ctx, fd, auth, strlen(auth), dl);
   if (!rc) rc = rpc_send_i32(ctx, fd, (int32_t)strlen(k), dl);
   if (!rc) rc = rpc_send_all(ctx, fd, k, strlen(k), dl);
   if (!rc) rc = rpc_recv_i32(ctx, fd, &code, dl);
-  if (!rc && code == RPC_CODE_MISMATCH) rc = tl_err(ctx, TL_E_IO, "%s:%d refused the key '%s'", host, port, k);
+  if (rc && auth && rc != TL_E_TIMEOUT)
+    rc = tl_err(ctx, TL_E_IO, "RPC server %s:%d closed the connection at the keyed handshake (a "
+                "server without auth keys?): %s", host, port, tl_errmsg(ctx));
+  else if (!rc && rpc_auth_reply_text(code))
+    rc = tl_err(ctx, TL_E_IO, "RPC server %s:%d %s", host, port, rpc_auth_reply_text(code));
+  else if (!rc && code == RPC_CODE_MISMATCH) rc = tl_err(ctx, TL_E_IO, "%s:%d refused the key '%s'", host, port, k);
   else if (!rc && code != RPC_CODE_SUCCESS) rc = tl_err(ctx, TL_E_IO, "%s:%d is not an RPC server", host, port);
   if (!rc) rc = rpc_recv_i32(ctx, fd, &len, dl);
   if (!rc && (len < 0 || len >= 300)) rc = tl_err(ctx, TL_E_IO, "%s:%d sent a bad key", host, port);
@@ -61,7 +81,7 @@ TL_EXPORT int tl_rpc_request(tl_ctx *ctx, const char *tracker_host, int tracker_
                              const char *key, int priority, double timeout_s, tl_rpc_sess **out) {
   *out = NULL;
   int tfd;
-  int rc = rpc_tracker_open(ctx, tracker_host, tracker_port, 10, &tfd);
+  int rc = rpc_tracker_open(ctx, tracker_host, tracker_port, 10, rpc_client_auth_key(), &tfd);
   if (rc) return rc;
   json_t *r = NULL;
   rc = rpc_tracker_call_json(ctx, tfd, json_pack("[i, s, s, i]", TC_REQUEST, key, "", priority), timeout_s, &r);
@@ -154,7 +174,7 @@ TL_EXPORT int tl_rpc_upload(tl_ctx *ctx, tl_rpc_sess *s, const char *local_path,
 static int tracker_once(tl_ctx *ctx, const char *host, int port, const char *req,
                         double timeout_s, json_t **reply) {
   int fd;
-  int rc = rpc_tracker_open(ctx, host, port, timeout_s, &fd);
+  int rc = rpc_tracker_open(ctx, host, port, timeout_s, rpc_client_auth_key(), &fd);
   if (rc) return rc;
   rc = rpc_tracker_call(ctx, fd, req, timeout_s, reply);
   close(fd);

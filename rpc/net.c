@@ -34,12 +34,16 @@ void rpc_keepalive(int fd) {
 }
 
 int rpc_listen(tl_ctx *ctx, const char *host, int port, int port_end, int *fd_out, int *port_out) {
+  if (port < 0 || port > 65535)
+    return tl_err(ctx, TL_E_ARG, "port %d out of range (expected 1..65535, or 0 for any)", port);
   if (port_end <= port) port_end = port + 1;
+  if (port_end > 65536)
+    return tl_err(ctx, TL_E_ARG, "port range end %d out of range (expected at most 65536)", port_end);
   struct addrinfo hints = {0}, *ai = NULL;
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
-  const char *h = host && *host ? host : "0.0.0.0";
+  const char *h = host && *host ? host : "127.0.0.1";
   int e = getaddrinfo(h, NULL, &hints, &ai);
   if (e || !ai) return tl_err(ctx, TL_E_IO, "cannot resolve '%s': %s", h, gai_strerror(e));
   struct sockaddr_in sa;
@@ -219,15 +223,45 @@ int rpc_tracker_call_json(tl_ctx *ctx, int fd, json_t *msg, double timeout_s, js
   return rc;
 }
 
-int rpc_tracker_open(tl_ctx *ctx, const char *host, int port, double timeout_s, int *fd_out) {
+/* ---- the shared secret ------------------------------------------------------------- */
+
+int rpc_auth_equal(const char *given, size_t gn, const char *want, size_t wn) {
+  volatile unsigned char d = (unsigned char)(gn != wn);
+  for (size_t i = 0; i < wn; i++) d |= (unsigned char)(want[i] ^ (i < gn ? given[i] : 0));
+  return d == 0;
+}
+
+const char *rpc_auth_reply_text(int32_t code) {
+  switch (code) {
+  case RPC_AUTH_REQUIRED:
+    return "requires an auth key (give --auth-key/--auth-key-file, the auth_key option or "
+           "TUNELUA_RPC_AUTH_KEY)";
+  case RPC_AUTH_REFUSED: return "refused the auth key (not the farm's key)";
+  case RPC_AUTH_NONE:
+    return "has no auth key, but one was given (start it with the same --auth-key, or unset "
+           "the client's key)";
+  default: return NULL;
+  }
+}
+
+int rpc_tracker_open(tl_ctx *ctx, const char *host, int port, double timeout_s, const char *auth,
+                     int *fd_out) {
   int fd;
   int rc = rpc_connect(ctx, host, port, timeout_s, &fd);
   if (rc) return tl_err_prefix(ctx, "RPC tracker: ");
   double dl = tl_now() + (timeout_s > 0 ? timeout_s : 10);
   int32_t m = 0;
-  rc = rpc_send_i32(ctx, fd, RPC_TRACKER_MAGIC, dl);
+  int keyed = auth && *auth;
+  rc = rpc_send_i32(ctx, fd, keyed ? RPC_TRACKER_MAGIC_AUTH : RPC_TRACKER_MAGIC, dl);
+  if (!rc && keyed) rc = rpc_send_i32(ctx, fd, (int32_t)strlen(auth), dl);
+  if (!rc && keyed) rc = rpc_send_all(ctx, fd, auth, strlen(auth), dl);
   if (!rc) rc = rpc_recv_i32(ctx, fd, &m, dl);
-  if (!rc && m != RPC_TRACKER_MAGIC)
+  if (rc && keyed && rc != TL_E_TIMEOUT)
+    rc = tl_err(ctx, TL_E_IO, "closed the connection at the keyed handshake (a tracker without "
+                "auth keys?): %s", tl_errmsg(ctx));
+  else if (!rc && rpc_auth_reply_text(m))
+    rc = tl_err(ctx, TL_E_IO, "%s", rpc_auth_reply_text(m));
+  else if (!rc && m != RPC_TRACKER_MAGIC)
     rc = tl_err(ctx, TL_E_IO, "%s:%d is not an RPC tracker (magic %d)", host, port, (int)m);
   if (rc) {
     close(fd);
@@ -236,6 +270,57 @@ int rpc_tracker_open(tl_ctx *ctx, const char *host, int port, double timeout_s, 
   *fd_out = fd;
   return TL_OK;
 }
+
+/* ---- the session handshake, server side ------------------------------------------------- */
+
+static uint32_t le32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+#define NEED(k) do { if (n < (k)) { if (need) *need = (k); return 0; } } while (0)
+long rpc_hello_parse(const unsigned char *buf, size_t n, rpc_hello *h, size_t *need) {
+  memset(h, 0, sizeof *h);
+  size_t off = 0;
+  NEED(4);
+  uint32_t m = le32(buf);
+  if (m != RPC_MAGIC && m != RPC_MAGIC_AUTH) return -1;
+  off = 4;
+  if (m == RPC_MAGIC_AUTH) {
+    h->keyed = 1;
+    NEED(off + 4);
+    uint32_t an = le32(buf + off);
+    if (an > RPC_MAX_AUTH) return -1;
+    off += 4;
+    NEED(off + an);
+    memcpy(h->auth, buf + off, an);
+    h->auth[an] = 0;
+    h->auth_n = an;
+    off += an;
+  }
+  NEED(off + 4);
+  uint32_t kn = le32(buf + off);
+  if (kn > RPC_MAX_KEY) return -1;
+  off += 4;
+  NEED(off + kn);
+  memcpy(h->key, buf + off, kn);
+  h->key[kn] = 0;
+  off += kn;
+  char *sp = strchr(h->key, ' ');
+  if (sp) {
+    *sp = 0;
+    for (char *t = sp + 1; t && *t;) {
+      while (*t == ' ') t++;
+      if (!strncmp(t, "-timeout=", 9)) {
+        char *end;
+        double v = strtod(t + 9, &end);
+        if (end != t + 9 && (*end == ' ' || *end == 0) && v > 0 && v < 1e9) h->timeout_s = v;
+      }
+      t = strchr(t, ' ');
+    }
+  }
+  return (long)off;
+}
+#undef NEED
 
 /* ---- session frames (docs/rpc.md) -------------------------------------------------- */
 
@@ -284,19 +369,28 @@ int rpc_frame_recv(tl_ctx *ctx, int fd, char **header, void **blob, uint64_t *n,
     return tl_err(ctx, TL_E_PARSE, "malformed frame: payload of %llu bytes (limit %llu)",
                   (unsigned long long)bl, (unsigned long long)RPC_SESSION_MAX_BLOB);
   }
-  void *bs = NULL;
-  if (bl) {
-    bs = malloc((size_t)bl);
-    if (!bs) {
-      free(hs);
-      return tl_err(ctx, TL_E_NOMEM, "cannot allocate a payload of %llu bytes", (unsigned long long)bl);
+  /* the payload grows as its bytes arrive: a peer that only claims 512 MiB gets no 512 MiB */
+  char *bs = NULL;
+  uint64_t got = 0, cap = 0;
+  while (got < bl) {
+    if (got == cap) {
+      cap = cap ? cap * 2 : ((uint64_t)1 << 20);
+      if (cap > bl) cap = bl;
+      char *nb = realloc(bs, (size_t)cap);
+      if (!nb) {
+        free(hs);
+        free(bs);
+        return tl_err(ctx, TL_E_NOMEM, "cannot allocate a payload of %llu bytes", (unsigned long long)bl);
+      }
+      bs = nb;
     }
-    rc = rpc_recv_all(ctx, fd, bs, (size_t)bl, deadline);
+    rc = rpc_recv_all(ctx, fd, bs + got, (size_t)(cap - got), deadline);
     if (rc) {
       free(hs);
       free(bs);
       return rc;
     }
+    got = cap;
   }
   *header = hs;
   *blob = bs;

@@ -4,7 +4,12 @@
 **
 ** Handshake (as TVM's, formats §4.1): the client sends int32 RPC_MAGIC, int32
 ** key length, "client:<match_key>[ -timeout=S]"; the server answers
-** RPC_CODE_SUCCESS, int32 length, "server:<key>" or RPC_CODE_MISMATCH.
+** RPC_CODE_SUCCESS, int32 length, "server:<key>" or RPC_CODE_MISMATCH. With an
+** auth key (docs/rpc.md "Security") the client opens with RPC_MAGIC_AUTH, int32
+** length and the key instead; a missing, wrong or unexpected key is answered
+** with an RPC_AUTH_* code. Handshakes are read as their bytes come, several at
+** once, so a silent peer never holds up the next client. -timeout=S may only
+** shorten the server's --timeout.
 ** Then session frames both ways (net.c), strictly request/response.
 ** Requests carry "op"; replies carry "ok" (and "error" when false).
 ** A frame over its bound or a header that is not a JSON object gets an error
@@ -12,6 +17,10 @@
 ** Modules are C shared objects or (version 3) OpenCL C with a manifest
 ** (tunelua_opencl.h), built on the server's OpenCL device in the session
 ** child; the server process itself never initializes OpenCL.
+**
+** Uploads go into a private work directory (mkdtemp, mode 0700), written as
+** fresh files (O_EXCL | O_NOFOLLOW); at start-up, work directories of servers
+** that are gone are removed only when they are real directories we own.
 **
 ** The server registers with the tracker (UPDATE_INFO, then PUT of a fresh
 ** match key per session), serves one session at a time, each in a child
@@ -24,6 +33,7 @@
 #include "../core/runtime/runtime.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
@@ -257,19 +267,60 @@ static int measure_opencl(session *s, json_t *req, const char *mod) {
   return reply_measured(s, rc, costs, nc, eno, msg);
 }
 
-static void remove_all(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
+/* Remove the entries of the directory name in dirfd (AT_FDCWD: a path) without following a
+** link: the directory itself must be a real directory owned by us (lstat, then opened with
+** O_NOFOLLOW and checked again); a link inside is removed, never its target; subdirectories
+** are left alone. Returns 0 when the directory was ours and emptied. */
+static int empty_own_dir(int dirfd, const char *name) {
+  struct stat st, st2;
+  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+      st.st_uid != getuid())
+    return -1;
+  int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  if (fstat(fd, &st2) != 0 || st2.st_dev != st.st_dev || st2.st_ino != st.st_ino ||
+      st2.st_uid != getuid()) {
+    close(fd);
+    return -1;
+  }
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return -1;
+  }
   struct dirent *e;
   while ((e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    char *p = tl_sprintf("%s/%s", dir, e->d_name);
-    unlink(p);
-    free(p);
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    struct stat es;
+    if (fstatat(fd, e->d_name, &es, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(es.st_mode))
+      unlinkat(fd, e->d_name, 0);
   }
   closedir(d);
+  return 0;
 }
 
+static void remove_all(const char *dir) { empty_own_dir(AT_FDCWD, dir); }
+
+/* Work directories of servers that were killed (tunelua-rpc-<pid>[.XXXXXX], that pid gone),
+** in tdir: only real directories we own are emptied and removed. */
+static void clean_stale(const char *tdir) {
+  int tfd = open(tdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (tfd < 0) return;
+  DIR *td = fdopendir(tfd);
+  if (!td) {
+    close(tfd);
+    return;
+  }
+  struct dirent *e;
+  while ((e = readdir(td))) {
+    int pid = 0, used = 0;
+    if (sscanf(e->d_name, "tunelua-rpc-%d%n", &pid, &used) != 1 || pid <= 0) continue;
+    if (e->d_name[used] && e->d_name[used] != '.') continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (empty_own_dir(tfd, e->d_name) == 0) unlinkat(tfd, e->d_name, AT_REMOVEDIR);
+  }
+  closedir(td);
+}
 
 /* Handle one request; returns 1 to end the session. */
 static int serve_one(session *s, json_t *req, void *blob, uint64_t n) {
@@ -297,13 +348,28 @@ static int serve_one(session *s, json_t *req, void *blob, uint64_t n) {
       return reply_err(s, "upload: payload is not zlib data of %lld bytes (zlib %d)",
                        (long long)size, zr) ? 1 : 0;
     }
+    /* a fresh file of ours: an existing name (a link included) is replaced, never followed */
     char *p = tl_sprintf("%s/%s", s->workdir, name);
-    FILE *f = fopen(p, "wb");
-    int bad = !f || fwrite(raw, 1, rl, f) != rl;
-    if (f && fclose(f) != 0) bad = 1;
+    unlink(p);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int bad = fd < 0, err = errno;
+    for (size_t off = 0; !bad && off < rl;) {
+      ssize_t w = write(fd, raw + off, rl - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        bad = 1;
+        err = w < 0 ? errno : ENOSPC;
+      } else {
+        off += (size_t)w;
+      }
+    }
+    if (fd >= 0 && close(fd) != 0 && !bad) {
+      bad = 1;
+      err = errno;
+    }
     free(raw);
     free(p);
-    if (bad) return reply_err(s, "upload: cannot write '%s': %s", name, strerror(errno)) ? 1 : 0;
+    if (bad) return reply_err(s, "upload: cannot write '%s': %s", name, strerror(err)) ? 1 : 0;
     return reply(s, json_pack("{s:b}", "ok", 1), NULL, 0) ? 1 : 0;
   }
   if (!strcmp(op, "remove")) {
@@ -519,34 +585,58 @@ static int session_main(void *argp, int out_fd) {
 static volatile sig_atomic_t server_stop;
 static void on_term(int sig) { server_stop = 1; (void)sig; }
 
-/* Read the client's handshake; 0 = accepted, 1 = mismatch, -1 = broken. */
-static int server_handshake(tl_ctx *ctx, int fd, const char *match_key, const char *key,
-                            double *timeout_opt) {
-  double dl = tl_now() + 5;
-  int32_t m, len;
-  if (rpc_recv_i32(ctx, fd, &m, dl) || m != RPC_MAGIC) return -1;
-  if (rpc_recv_i32(ctx, fd, &len, dl) || len < 0 || len > RPC_MAX_KEY) return -1;
-  char buf[RPC_MAX_KEY + 1];
-  if (rpc_recv_all(ctx, fd, buf, (size_t)len, dl)) return -1;
-  buf[len] = 0;
-  char *sp = strchr(buf, ' ');
-  if (sp) {
-    *sp = 0;
-    const char *t = strstr(sp + 1, "-timeout=");
-    if (t) *timeout_opt = atof(t + 9);
-  }
+/* Handshakes in progress: read as their bytes come, never blocking the server (a peer that
+** connects and says nothing holds a slot until RPC_HANDSHAKE_S, and the oldest makes room
+** when all are taken). */
+#define SERVER_MAX_HELLO 16
+
+typedef struct {
+  int fd;
+  double deadline;
+  size_t n;
+  unsigned char buf[RPC_HELLO_MAX];
+} hello_conn;
+
+static void hello_drop(hello_conn *hs, int *nhs, int i) {
+  close(hs[i].fd);
+  hs[i] = hs[--*nhs];
+}
+
+/* Answer a complete handshake: 0 = a session starts on fd, 1 = refused (code sent). */
+static int hello_answer(tl_ctx *ctx, int fd, const rpc_hello *h, const char *match_key,
+                        const char *skey, const char *auth) {
+  int keyed = auth && *auth;
+  int32_t code = 0;
   char want[RPC_MAX_KEY + 16];
   snprintf(want, sizeof want, "client:%s", match_key);
-  if (strcmp(buf, want) != 0) {
-    rpc_send_i32(ctx, fd, RPC_CODE_MISMATCH, dl);
+  if (keyed && !h->keyed) code = RPC_AUTH_REQUIRED;
+  else if (!keyed && h->keyed) code = RPC_AUTH_NONE;
+  else if (keyed && !rpc_auth_equal(h->auth, h->auth_n, auth, strlen(auth))) code = RPC_AUTH_REFUSED;
+  else if (strcmp(h->key, want) != 0) code = RPC_CODE_MISMATCH;
+  double dl = tl_now() + 2;
+  if (code) {
+    rpc_send_i32(ctx, fd, code, dl);
     return 1;
   }
-  char skey[RPC_MAX_KEY + 16];
-  snprintf(skey, sizeof skey, "server:%s", key);
   if (rpc_send_i32(ctx, fd, RPC_CODE_SUCCESS, dl) || rpc_send_i32(ctx, fd, (int32_t)strlen(skey), dl) ||
       rpc_send_all(ctx, fd, skey, strlen(skey), dl))
-    return -1;
+    return 1;
   return 0;
+}
+
+/* Read what handshake i has; 1 when it is complete (h filled), -1 when it must close. */
+static int hello_read(hello_conn *c, rpc_hello *h) {
+  for (;;) {
+    size_t need = 0;
+    long u = rpc_hello_parse(c->buf, c->n, h, &need);
+    if (u < 0) return -1;
+    if (u > 0) return 1;
+    if (need > sizeof c->buf) return -1;
+    ssize_t r = recv(c->fd, c->buf + c->n, need - c->n, MSG_DONTWAIT);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+    if (r <= 0) return -1;
+    c->n += (size_t)r;
+  }
 }
 
 /* rpc_tracker_call_json with a 5 s limit: did the tracker answer 0 (success)? */
@@ -559,11 +649,18 @@ static int tracker_ok(tl_ctx *ctx, int fd, json_t *msg) {
 
 TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int tracker_port,
                                 const char *key, const char *host, int port, int port_end,
-                                const char *custom_addr, double session_timeout, int verbose) {
+                                const char *custom_addr, double session_timeout,
+                                const char *auth_key, int verbose) {
   if (!key || !*key || strlen(key) > 200) return tl_err(ctx, TL_E_ARG, "rpc server: bad key");
+  if (auth_key && strlen(auth_key) > RPC_MAX_AUTH)
+    return tl_err(ctx, TL_E_ARG, "rpc server: the auth key is over %d bytes", RPC_MAX_AUTH);
+  if (tracker_host && (tracker_port < 1 || tracker_port > 65535))
+    return tl_err(ctx, TL_E_ARG, "rpc server: tracker port %d out of range (expected 1..65535)",
+                  tracker_port);
   int lfd, bound;
   int rc = rpc_listen(ctx, host, port, port_end, &lfd, &bound);
   if (rc) return rc;
+  fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
   signal(SIGPIPE, SIG_IGN);
   server_stop = 0;
   struct sigaction sa = {0};
@@ -572,25 +669,17 @@ TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int track
   sigaction(SIGINT, &sa, NULL);
   const char *tmp = getenv("TMPDIR");
   const char *tdir = tmp && *tmp ? tmp : "/tmp";
-  char *workdir = tl_sprintf("%s/tunelua-rpc-%d", tdir, (int)getpid());
-  /* work directories of servers that were killed: their pid is gone */
-  DIR *td = opendir(tdir);
-  if (td) {
-    struct dirent *e;
-    while ((e = readdir(td))) {
-      int pid = 0;
-      char tail = 0;
-      if (sscanf(e->d_name, "tunelua-rpc-%d%c", &pid, &tail) != 1 || pid <= 0) continue;
-      if (kill(pid, 0) == 0 || errno != ESRCH) continue;
-      char *p = tl_sprintf("%s/%s", tdir, e->d_name);
-      remove_all(p);
-      rmdir(p);
-      free(p);
-    }
-    closedir(td);
+  clean_stale(tdir);
+  /* the work directory: fresh, private (mkdtemp: mode 0700), never an existing name */
+  char *workdir = tl_sprintf("%s/tunelua-rpc-%d.XXXXXX", tdir, (int)getpid());
+  if (!mkdtemp(workdir)) {
+    rc = tl_err(ctx, TL_E_IO, "rpc server: cannot create a work directory in '%s': %s", tdir,
+                strerror(errno));
+    free(workdir);
+    close(lfd);
+    return rc;
   }
-  mkdir(workdir, 0700);
-  printf("bind to %s:%d\n", host && *host ? host : "0.0.0.0", bound);
+  printf("bind to %s:%d\n", host && *host ? host : "127.0.0.1", bound);
   fflush(stdout);
   char skey[300];
   snprintf(skey, sizeof skey, "server:%s", key);
@@ -599,11 +688,13 @@ TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int track
   unsigned long counter = 0;
   uint64_t salt = tl_hash_bytes(&lfd, sizeof lfd, (uint64_t)(tl_now() * 1e9) ^ (uint64_t)getpid());
   char match_key[300];
+  hello_conn *hs = tl_calloc(SERVER_MAX_HELLO, sizeof *hs);
+  int nhs = 0;
   while (!server_stop) {
     /* 1. the tracker connection (with back-off while it is down) */
     if (tracker_host && tfd < 0) {
       tl_clearerr(ctx);
-      if (rpc_tracker_open(ctx, tracker_host, tracker_port, 5, &tfd)) {
+      if (rpc_tracker_open(ctx, tracker_host, tracker_port, 5, auth_key, &tfd)) {
         if (verbose || backoff >= 8)
           fprintf(stderr, "rpc server: %s; retrying in %.1f s\n", tl_errmsg(ctx), backoff);
         rpc_sleep(backoff);
@@ -631,28 +722,65 @@ TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int track
     } else {
       snprintf(match_key, sizeof match_key, "%s", key);
     }
-    /* 3. wait for the client; check the tracker every 2 s */
+    /* 3. wait for the client; check the tracker every 2 s; handshakes as their bytes come */
     int misses = 0, cfd = -1, lost = 0;
-    double topt = 0;
+    double topt = 0, next_check = tl_now() + 2;
     while (!server_stop && cfd < 0) {
-      struct pollfd pf[2] = {{lfd, POLLIN, 0}, {tfd, POLLIN, 0}};
-      int pr = poll(pf, tfd >= 0 ? 2 : 1, 2000);
+      struct pollfd pf[2 + SERVER_MAX_HELLO];
+      pf[0] = (struct pollfd){lfd, POLLIN, 0};
+      pf[1] = (struct pollfd){tfd, POLLIN, 0};   /* a negative fd is ignored by poll */
+      double now = tl_now(), wake = next_check;
+      for (int i = 0; i < nhs; i++) {
+        pf[2 + i] = (struct pollfd){hs[i].fd, POLLIN, 0};
+        if (hs[i].deadline < wake) wake = hs[i].deadline;
+      }
+      int ms = wake > now ? (int)((wake - now) * 1000) + 1 : 0;
+      int pr = poll(pf, (nfds_t)(2 + nhs), ms);
       if (pr < 0) continue;
       if (tfd >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) {   /* tracker gone */
         lost = 1;
         break;
       }
-      if (pf[0].revents & POLLIN) {
-        cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (cfd < 0) continue;
-        rpc_keepalive(cfd);
-        tl_clearerr(ctx);
-        if (server_handshake(ctx, cfd, match_key, key, &topt) == 0) break;
-        close(cfd);   /* not our client (wrong key, junk): keep waiting with the same key */
-        cfd = -1;
-        continue;
+      now = tl_now();
+      for (int i = nhs - 1; i >= 0 && cfd < 0; i--) {
+        int st = 0;
+        rpc_hello h;
+        if (pf[2 + i].revents) st = hello_read(&hs[i], &h);
+        if (st == 0 && now > hs[i].deadline) st = -1;
+        if (st == 0) continue;
+        if (st > 0) {
+          tl_clearerr(ctx);
+          int fd = hs[i].fd;
+          fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+          if (hello_answer(ctx, fd, &h, match_key, skey, auth_key) == 0) {
+            cfd = fd;
+            topt = h.timeout_s;
+            hs[i] = hs[--nhs];
+            break;
+          }
+          if (verbose) fprintf(stderr, "rpc server: handshake refused\n");
+        }
+        hello_drop(hs, &nhs, i);   /* not our client (wrong key, junk, too slow) */
       }
-      if (tfd >= 0) {
+      if (cfd >= 0) break;
+      if (pf[0].revents & POLLIN) {
+        for (int k = 0; k < SERVER_MAX_HELLO; k++) {
+          int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+          if (fd < 0) break;
+          rpc_keepalive(fd);
+          if (nhs == SERVER_MAX_HELLO) {   /* the oldest makes room */
+            int old = 0;
+            for (int i = 1; i < nhs; i++)
+              if (hs[i].deadline < hs[old].deadline) old = i;
+            hello_drop(hs, &nhs, old);
+          }
+          hs[nhs].fd = fd;
+          hs[nhs].n = 0;
+          hs[nhs++].deadline = now + RPC_HANDSHAKE_S;
+        }
+      }
+      if (tfd >= 0 && now >= next_check) {
+        next_check = now + 2;
         json_t *r = NULL;
         if (rpc_tracker_call(ctx, tfd, "[7]", 5, &r)) {
           lost = 1;
@@ -676,9 +804,11 @@ TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int track
       continue;
     }
     if (cfd < 0) continue;
-    /* 4. the session, in a child */
+    /* 4. the session, in a child. The server's --timeout bounds it: a client's -timeout may
+    ** only shorten it. */
     session_arg a = {cfd, skey, workdir, 600, getpid()};
-    double limit = topt > 0 ? topt : session_timeout;
+    double limit = session_timeout > 0 ? session_timeout : 0;
+    if (topt > 0 && (limit <= 0 || topt < limit)) limit = topt;
     tl_proc_result *res = NULL;
     if (verbose) fprintf(stderr, "rpc server: session start (%s)\n", match_key);
     if (tl_proc_call(ctx, session_main, &a, limit, 64 * 1024, &res) == TL_OK) {
@@ -695,6 +825,8 @@ TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int track
     remove_all(workdir);
     if (verbose) fprintf(stderr, "rpc server: session end\n");
   }
+  while (nhs) hello_drop(hs, &nhs, nhs - 1);
+  free(hs);
   if (tfd >= 0) close(tfd);
   close(lfd);
   remove_all(workdir);

@@ -348,8 +348,9 @@ done
 # no session left behind: no child process of a server, every work directory empty
 for p in $S2 $S3 $S4; do
   [ -z "$(ps -o pid= --ppid $p)" ] || fail "server $p still has a session child: $(ps -f --ppid $p)"
-  [ -d "${TMPDIR:-/tmp}/tunelua-rpc-$p" ] || fail "server $p has no work directory"
-  [ -z "$(ls -A "${TMPDIR:-/tmp}/tunelua-rpc-$p")" ] || fail "server $p left files in its work directory"
+  WD=$(ls -d "${TMPDIR:-/tmp}/tunelua-rpc-$p".?????? 2>/dev/null)
+  [ "$(echo "$WD" | wc -w)" = 1 ] && [ -d "$WD" ] || fail "server $p has no work directory ($WD)"
+  [ -z "$(ls -A "$WD")" ] || fail "server $p left files in its work directory"
 done
 echo "fuzz: fds tracker $FD0 -> $FD1, servers $SFD0 -> $SFD1"
 kill -0 $S2 && kill -0 $S3 && kill -0 $S4 && kill -0 $TPID || fail "a process died"

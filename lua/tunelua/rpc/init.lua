@@ -11,6 +11,10 @@
 --   remote:close()
 --
 --   rpc.summary(host, port) -> {queue_info = ..., server_info = ...}
+--
+-- A farm with an auth key (docs/rpc.md "Security"): give {auth_key = K} or {auth_key_file = F}
+-- to connect/request_remote/summary/tracker_call/RPCRunner, or set TUNELUA_RPC_AUTH_KEY or
+-- TUNELUA_RPC_AUTH_KEY_FILE.
 --   rpc.text_summary(summary) -> TVM's "Server List" and "Queue Status" text
 local ffi = require "ffi"
 local core = require "tunelua.core"
@@ -31,8 +35,50 @@ local function tracker_addr(host, port, lvl)
   host = host or os.getenv("TVM_TRACKER_HOST") or "127.0.0.1"
   port = port or tonumber(os.getenv("TVM_TRACKER_PORT") or "") or 9190
   if type(host) ~= "string" then error("rpc: host must be a string", lvl + 1) end
-  if type(port) ~= "number" then error("rpc: port must be a number", lvl + 1) end
+  if type(port) ~= "number" or port ~= math.floor(port) or port < 1 or port > 65535 then
+    error("rpc: port must be an integer in 1..65535, got " .. tostring(port), lvl + 1)
+  end
   return host, port
+end
+
+--- rpc.read_key_file(path) -> the key: the file's first line (a trailing newline dropped).
+-- Raises naming the file when it cannot be read, is empty or is over 1024 bytes.
+function rpc.read_key_file(path)
+  local f, err = io.open(path, "rb")
+  if not f then error("rpc: cannot read the auth key file: " .. tostring(err), 2) end
+  local s = f:read("*a") or ""
+  f:close()
+  s = s:gsub("\r?\n$", "")
+  if s == "" then error("rpc: the auth key file '" .. path .. "' is empty", 2) end
+  if #s > 1024 then error("rpc: the auth key in '" .. path .. "' is over 1024 bytes", 2) end
+  if s:find("[\r\n]") then error("rpc: the auth key file '" .. path .. "' has more than one line", 2) end
+  return s
+end
+
+--- rpc.auth_key(o) -> the key of options {auth_key, auth_key_file}, else of the environment
+-- (TUNELUA_RPC_AUTH_KEY, TUNELUA_RPC_AUTH_KEY_FILE), else nil.
+function rpc.auth_key(o)
+  o = o or {}
+  if o.auth_key ~= nil and o.auth_key_file ~= nil then
+    error("rpc: give auth_key or auth_key_file, not both", 2)
+  end
+  if o.auth_key ~= nil then
+    if type(o.auth_key) ~= "string" or o.auth_key == "" or #o.auth_key > 1024 then
+      error("rpc: auth_key must be a non-empty string of at most 1024 bytes", 2)
+    end
+    return o.auth_key
+  end
+  if o.auth_key_file ~= nil then return rpc.read_key_file(o.auth_key_file) end
+  local k = os.getenv("TUNELUA_RPC_AUTH_KEY")
+  if k and k ~= "" then return k end
+  local f = os.getenv("TUNELUA_RPC_AUTH_KEY_FILE")
+  if f and f ~= "" then return rpc.read_key_file(f) end
+  return nil
+end
+
+--- rpc.use_auth_key(key): the key this process presents as a client (nil: none).
+function rpc.use_auth_key(key)
+  core.check(C.tl_rpc_set_auth_key(ctx, key), 2)
 end
 
 -- ---- sessions ------------------------------------------------------------------------
@@ -53,6 +99,7 @@ end
 --- rpc.connect(host, port, {key = match_key, timeout = 10}) -> session (no tracker)
 function rpc.connect(host, port, o)
   o = o or {}
+  rpc.use_auth_key(rpc.auth_key(o))
   local out = ffi.new("tl_rpc_sess *[1]")
   core.check(C.tl_rpc_connect(ctx, host, port, o.key or "", o.timeout or 10, out), 2)
   return wrap(out[0])
@@ -63,6 +110,7 @@ function rpc.request_remote(key, host, port, o)
   o = o or {}
   if type(key) ~= "string" or key == "" then error("request_remote: key must be a device key string", 2) end
   host, port = tracker_addr(host, port, 2)
+  rpc.use_auth_key(rpc.auth_key(o))
   local out = ffi.new("tl_rpc_sess *[1]")
   core.check(C.tl_rpc_request(ctx, host, port, key, o.priority or 1, o.timeout or 60, out), 2)
   local s = wrap(out[0])
@@ -204,16 +252,20 @@ end
 
 -- ---- tracker queries --------------------------------------------------------------------
 
---- rpc.summary(host, port) -> {queue_info = {key = {free, pending}}, server_info = {{key, addr}}}
-function rpc.summary(host, port, timeout)
+--- rpc.summary(host, port, timeout, {auth_key = K}) -> {queue_info = {key = {free, pending}},
+---   server_info = {{key, addr}}} (and truncated = {queues = N, servers = N} when the tracker
+---   had more than one frame holds)
+function rpc.summary(host, port, timeout, o)
   host, port = tracker_addr(host, port, 2)
+  rpc.use_auth_key(rpc.auth_key(o))
   local out = ffi.new("char *[1]")
   core.check(C.tl_rpc_tracker_summary(ctx, host, port, timeout or 10, out), 2)
   return json.decode(take_string(out[0]))
 end
 
 --- rpc.tracker_call(host, port, message_table) -> decoded reply (one raw tracker exchange)
-function rpc.tracker_call(host, port, msg, timeout)
+function rpc.tracker_call(host, port, msg, timeout, o)
+  rpc.use_auth_key(rpc.auth_key(o))
   local out = ffi.new("char *[1]")
   core.check(C.tl_rpc_tracker_raw(ctx, host, port, json.encode(msg), timeout or 10, out), 2)
   return json.decode(take_string(out[0]))
@@ -258,6 +310,11 @@ function rpc.text_summary(data)
     end
   end
   add(sep)
+  local tr = data.truncated
+  if type(tr) == "table" then
+    add(string.format("(the tracker left out %d keys and %d servers to keep its answer within 1 MiB)",
+                      tonumber(tr.queues) or 0, tonumber(tr.servers) or 0))
+  end
   return table.concat(lines, "\n") .. "\n"
 end
 

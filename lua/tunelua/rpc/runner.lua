@@ -39,6 +39,7 @@ function M.new(key, host, port, o, runner_opts, _)
   r.priority = o.priority or 1
   r.wait_limit = o.wait_limit or 600
   r.wait_report_interval = o.wait_report_interval or 60
+  r.auth_key = require("tunelua.rpc").auth_key(o)   -- the farm's key (docs/rpc.md "Security")
   if type(r.n_parallel) ~= "number" or r.n_parallel < 1 then error("RPCRunner: n_parallel must be >= 1", 3) end
   if type(r.wait_limit) ~= "number" or r.wait_limit < 0 then
     error("RPCRunner: wait_limit must be a number of seconds >= 0", 3)
@@ -176,6 +177,7 @@ function RPCRunner:run(inputs, build_results)
     local en = ffi.new("int[?]", n)
     local msgs = ffi.new("char *[?]", n)
     local t0 = C.tl_now()
+    require("tunelua.rpc").use_auth_key(self.auth_key)
     local rc = C.tl_rpc_measure_batch(ctx, self.host, self.port, self.key, self.priority, n, so, fn, sg,
                                       self.number, rep, self.min_repeat_ms,
                                       self.enable_cpu_cache_flush and 1 or 0, self.timeout,
@@ -242,6 +244,7 @@ function RPCRunner:run_opencl(jobs, build_results, ref, out)
   local en = ffi.new("int[?]", n)
   local msgs = ffi.new("char *[?]", n)
   local t0 = C.tl_now()
+  require("tunelua.rpc").use_auth_key(self.auth_key)
   local rc = C.tl_rpc_measure_batch_opencl(ctx, self.host, self.port, self.key, self.priority, n,
                                            srcs, mans, dev, self.number, rep, self.min_repeat_ms,
                                            btime, self.timeout, self.n_parallel,
