@@ -397,3 +397,21 @@ int rpc_frame_recv(tl_ctx *ctx, int fd, char **header, void **blob, uint64_t *n,
   *n = bl;
   return TL_OK;
 }
+
+int rpc_request_recv(tl_ctx *ctx, int fd, json_t **req, void **blob, uint64_t *n, double deadline) {
+  char *h = NULL;
+  *req = NULL;
+  int rc = rpc_frame_recv(ctx, fd, &h, blob, n, deadline);
+  if (rc) return rc;
+  json_t *j = json_loads(h, 0, NULL);
+  free(h);
+  if (!j || !json_is_object(j)) {
+    json_decref(j);
+    free(*blob);
+    *blob = NULL;
+    *n = 0;
+    return tl_err(ctx, TL_E_PARSE, "malformed frame: the header is not a JSON object");
+  }
+  *req = j;
+  return TL_OK;
+}

@@ -73,6 +73,8 @@ int rpc_tracker_call_json(tl_ctx *ctx, int fd, json_t *msg, double timeout_s, js
 int rpc_frame_send(tl_ctx *ctx, int fd, const char *header, const void *blob, uint64_t n,
                    double deadline);
 int rpc_frame_recv(tl_ctx *ctx, int fd, char **header, void **blob, uint64_t *n, double deadline);
+/* A session request: a frame whose header is a JSON object (*req), else TL_E_PARSE. */
+int rpc_request_recv(tl_ctx *ctx, int fd, json_t **req, void **blob, uint64_t *n, double deadline);
 
 /* The client's session handshake (formats §4.1, plus the keyed form): RPC_MAGIC, int32 length,
 ** "client:<match_key>[ -timeout=S]"; or RPC_MAGIC_AUTH, int32 length, key, then the same. */

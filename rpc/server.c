@@ -548,11 +548,11 @@ static int session_main(void *argp, int out_fd) {
   s.workdir = a->workdir;
   s.ctx = tl_ctx_new();
   for (;;) {
-    char *h = NULL;
     void *blob = NULL;
     uint64_t n = 0;
     tl_clearerr(s.ctx);
-    int rc = rpc_frame_recv(s.ctx, s.fd, &h, &blob, &n, tl_now() + a->idle_s);
+    json_t *req = NULL;
+    int rc = rpc_request_recv(s.ctx, s.fd, &req, &blob, &n, tl_now() + a->idle_s);
     if (rc) {
       if (rc == TL_E_PARSE) {
         char msg[512];
@@ -562,15 +562,6 @@ static int session_main(void *argp, int out_fd) {
         return 2;
       }
       return 0;   /* peer gone or idle */
-    }
-    json_t *req = json_loads(h, 0, NULL);
-    free(h);
-    if (!req || !json_is_object(req)) {
-      json_decref(req);
-      free(blob);
-      reply_err(&s, "malformed frame: the header is not a JSON object; closing the session");
-      fprintf(stderr, "session: malformed frame header\n");
-      return 2;
     }
     int end = serve_one(&s, req, blob, n);
     json_decref(req);
