@@ -2,7 +2,8 @@
 --
 --   autotvm.RPCRunner(key, host, port, {number = 4, repeat = 3, min_repeat_ms = 0, timeout = 10,
 --     n_parallel = 1, cooldown_interval = 0.1, priority = 1, wait_limit = 600,
---     wait_report_interval = 60, check_correctness = false, enable_cpu_cache_flush = false})
+--     wait_report_interval = 60, check_correctness = false, enable_cpu_cache_flush = false,
+--     auth_key = nil, auth_key_file = nil})   -- the farm's key (docs/rpc.md "Security")
 --
 -- runner:run(inputs, build_results) ships each built module to a device of `key` (zlib), times it
 -- there in a child of the session (a crash is error 4, a hang error 7) and returns MeasureResults.
