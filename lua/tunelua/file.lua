@@ -9,6 +9,7 @@
 --   file.write_all("t.log", {line1, line2})   -- replace with these lines, each + "\n"
 --   file.mkdirs(dir); file.remove(path) -- mkdir -p, rm -rf (never through a link)
 --   file.tmpdir(base, prefix)           -- a private <base>/<prefix>-<pid>-XXXXXX
+--   for line in file.lines(f) do ... end -- lines of an open file, NUL bytes and all
 --
 -- Every failure raises an error naming the file, the error and its errno name, without a
 -- Lua position: "cannot write 't.log': No space left on device (ENOSPC)". A failed write is
@@ -102,6 +103,31 @@ end
 function file.mkdirs(path)
   if type(path) ~= "string" then error("file.mkdirs: expected a directory name", 2) end
   check(C.tl_mkdirs(ctx, path))
+end
+
+--- file.lines(f) -> iterator over the lines of the open file f (without their "\n"; a last
+--- line without one included). Unlike f:lines(), a line holding a NUL byte is read whole and
+--- the lines after it are not lost: a log is read as bytes, in blocks.
+function file.lines(f)
+  local buf, pos, eof = "", 1, false
+  return function()
+    while true do
+      local nl = buf:find("\n", pos, true)
+      if nl then
+        local line = buf:sub(pos, nl - 1)
+        pos = nl + 1
+        return line
+      end
+      if eof then
+        if pos > #buf then return nil end
+        local line = buf:sub(pos)
+        pos = #buf + 1
+        return line
+      end
+      local block = f:read(65536)
+      if block then buf, pos = buf:sub(pos) .. block, 1 else eof = true end
+    end
+  end
 end
 
 function file.remove(path)

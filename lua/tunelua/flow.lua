@@ -141,7 +141,7 @@ local function read_lines(path)
   local lines = {}
   local f = io.open(path, "r")
   if not f then return lines end
-  for line in f:lines() do
+  for line in require("tunelua.file").lines(f) do
     if line:match("%S") then lines[#lines + 1] = line end
   end
   f:close()

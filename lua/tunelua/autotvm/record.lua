@@ -203,7 +203,7 @@ function record.load_from_file(path, opts)
   if not f then error("record.load_from_file: cannot open " .. tostring(ferr), 2) end
   local out, ln, warned_legacy = {}, 0, false
   local warn = opts.warn or function(msg) io.stderr:write("warning: ", msg, "\n") end
-  for line in f:lines() do
+  for line in require("tunelua.file").lines(f) do
     ln = ln + 1
     if line:sub(1, 1) ~= "#" then
       local inp, res = record.decode(line)
