@@ -19,9 +19,9 @@ require("tunelua.flow").main(arg, {
   key = "rk3399",
   ops = "nn.conv2d",
   image_size = 32,
-  n_trial = 6,
-  early_stopping = 6,
+  n_trial = 20,
+  early_stopping = 20,
   number = 2,
   timeout = 3,
-  ["repeat"] = 10,
+  ["repeat"] = 30,
 }, "scripts/tune_mobile_gpu.lua")

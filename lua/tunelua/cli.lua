@@ -44,11 +44,32 @@ local function errorhandler(e)
   return debug.traceback(e, 2)
 end
 
--- Report a failure: the message first, the traceback only with TUNELUA_TRACEBACK.
-local function report(err)
+--- cli.message(err) -> the message of a failure as the user sees it: no traceback, and no
+--- leading position in tunelua's own files (lua/tunelua/..., networks/..., scripts/...:N: ),
+--- which says where the error was raised, not what to change. A user's own chunk keeps its.
+function cli.message(err)
   local msg = err:match("^(.-)\nstack traceback:") or err
-  io.stderr:write("tunelua: ", msg, "\n")
-  if os.getenv("TUNELUA_TRACEBACK") then io.stderr:write(err, "\n") end
+  while true do
+    local path, rest = msg:match("^([^\n:]-%.lua):%d+: (.*)$")
+    if not path then break end
+    if not (path:match("lua/tunelua/") or path:match("^networks/") or path:match("/networks/")
+            or path:match("^scripts/") or path:match("/scripts/")) then
+      break
+    end
+    msg = rest
+  end
+  return msg
+end
+
+-- Report a failure: stdout flushed first (a piped run keeps its order), the message, and the
+-- whole error with its traceback under TUNELUA_DEBUG=1 (or TUNELUA_TRACEBACK).
+local function report(err)
+  io.stdout:flush()
+  if os.getenv("TUNELUA_DEBUG") == "1" or os.getenv("TUNELUA_TRACEBACK") then
+    io.stderr:write("tunelua: ", err, "\n")
+  else
+    io.stderr:write("tunelua: ", cli.message(err), "\n")
+  end
 end
 
 local function run_chunk(fn, ...)

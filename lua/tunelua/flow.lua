@@ -3,9 +3,12 @@
 --
 --   require("tunelua.flow").main(arg, {target = "llvm", key = "local"})
 --
--- Extract the network's tasks, tune each with the chosen tuner (every trial
--- appended to the log), compile the network with the best records and
--- measure its end-to-end latency. Re-running with the same log resumes:
+-- Extract the network's tasks, measure each task's untuned config (TopHub's or
+-- the template's fallback) as its baseline, tune each with the chosen tuner
+-- (every trial appended to the log), keep a tuned config only where it beats
+-- the baseline when both are measured again, compile the network with the
+-- best records and measure its end-to-end latency against the untuned network
+-- in the same run (per task and for the network: untuned, tuned, speedup). Re-running with the same log resumes:
 -- configurations already measured are not measured again (every trial is kept
 -- in LOG.trials, see flow.keep_trials). With --tracker, tuning measures on the
 -- farm; the network itself still runs on this machine (no remote graph runtime).
@@ -19,7 +22,8 @@ flow.defaults = {
   tuner = "xgb",
   n_trial = 32,
   early_stopping = 16,
-  verify_top = 0,         -- tune_tasks' verify_top: re-measure each task's best N (0: off)
+  verify_top = 0,         -- tune_tasks' verify_top: re-measure each task's best N (0: off;
+                          -- the best one is always re-measured against the untuned baseline)
   log = nil,
   tracker = nil,
   key = "rk3399",
@@ -33,6 +37,9 @@ flow.defaults = {
   runner_repeat = nil,    -- LocalRunner/RPCRunner repeat (nil: the runner's default, 3)
   cache_flush = nil,      -- enable_cpu_cache_flush of the runner (CPU targets)
   bench_number = 1,       -- runs per end-to-end measurement
+  skip_slower = 10,       -- tune_tasks' skip_slower: leave a template whose untuned config is 10x
+                          -- slower than another template's for the same operator untuned
+  timeout_factor = 10,    -- tune_tasks' timeout_factor: cut a candidate's runs at 10x the baseline's
   -- what --tutorial sets (the tutorial's own settings); false = the network's default
   tutorial = { n_trial = 1000, early_stopping = 450, image_size = false, number = 10, timeout = 5,
                ["repeat"] = 30 },
@@ -205,11 +212,31 @@ function flow.tuning_option(o)
     n_trial = o.n_trial,
     early_stopping = o.early_stopping,
     verify_top = o.verify_top,
+    baseline = true,
+    skip_slower = o.skip_slower,
+    timeout_factor = o.timeout_factor,
     measure_option = autotvm.measure_option({
       builder = autotvm.LocalBuilder({ timeout = 10 }),
       runner = runner,
     }),
   }
+end
+
+--- get_network(o) -> mod, params, input_shape of o.network at o.image_size. A shape error of a
+--- too small --image-size (a layer's kernel larger than its input) names the option to change.
+function flow.get_network(o)
+  local networks = require "networks"
+  local ok, mod, params, input_shape = pcall(networks.get_network, o.network, {
+    batch_size = o.batch_size, dtype = o.dtype, image_size = o.image_size,
+  })
+  if ok then return mod, params, input_shape end
+  local msg = tostring(mod):gsub("^[^\n]-%.lua:%d+: ", "")
+  if o.image_size and (msg:match("larger than the padded input") or msg:match("larger than the input")) then
+    error(string.format("--image-size %d is too small for %s: its layers shrink the input below " ..
+      "a kernel's size. Give a larger --image-size (the network's own is %d) or leave the option " ..
+      "out.\n(%s)", o.image_size, o.network, o.network == "inception_v3" and 299 or 224, msg), 0)
+  end
+  error(msg, 0)
 end
 
 --- Extract, tune, compile with the best records, evaluate.
@@ -220,9 +247,7 @@ function flow.tune_and_evaluate(o, tuning_opt)
   local networks = require "networks"
 
   print("Extract tasks...")
-  local mod, params, input_shape = networks.get_network(o.network, {
-    batch_size = o.batch_size, dtype = o.dtype, image_size = o.image_size,
-  })
+  local mod, params, input_shape = flow.get_network(o)
   local ops = {}
   for op in o.ops:gmatch("[^,%s]+") do ops[#ops + 1] = op end
   local tasks = autotvm.task.extract_from_program(mod, { target = o.target, params = params, ops = ops })
@@ -232,7 +257,8 @@ function flow.tune_and_evaluate(o, tuning_opt)
   end
 
   print("Tuning...")
-  autotvm.tune_tasks(tasks, tuning_opt.measure_option, tuning_opt)
+  local summary = autotvm.tune_tasks(tasks, tuning_opt.measure_option, tuning_opt)
+  flow.print_task_table(summary)
 
   local f = io.open(tuning_opt.log_filename, "r")
   local logged = f and f:read("*l")
@@ -246,6 +272,8 @@ function flow.tune_and_evaluate(o, tuning_opt)
     target = o.target, params = params,
     history = autotvm.apply_history_best(tuning_opt.log_filename),
   })
+  -- the same network with the configs an untuned build takes (TopHub's, else the fallbacks)
+  local untuned_lib = relay.build(mod, { target = o.target, params = params, quiet = true })
 
   local module
   if o.tracker then
@@ -261,14 +289,69 @@ function flow.tune_and_evaluate(o, tuning_opt)
         "machine's device, not on the '%s' device at %s:%d\n", o.key, host, port))
     end
   end
+  local executor = require "tunelua.graph.executor"
   if not module then
-    module = require("tunelua.graph.executor").GraphModule(lib)
+    module = executor.GraphModule(lib)
   end
+  local untuned = executor.GraphModule(untuned_lib)
   local data = tl.nd.random_uniform(input_shape, { low = 0, high = 1, seed = 1, dtype = o.dtype })
   module:set_input("data", data)
+  untuned:set_input("data", data)
 
   print("Evaluate inference time cost...")
-  module:benchmark({ number = o.bench_number or 1, repeats = o["repeat"] })   -- prints the mean and std dev
+  local t, u = flow.compare(module, untuned, o.bench_number or 1, o["repeat"])
+  print(tostring(t))                 -- the tuned network: the mean and std dev
+  print(string.format("Untuned network: %.2f ms, tuned: %.2f ms (medians of %d runs each, " ..
+    "interleaved): speedup %.2fx", u.median * 1e3, t.median * 1e3, #t.results, u.median / t.median))
+  return { tuned = t, untuned = u, tasks = summary }
+end
+
+--- compare(a, b, number, repeats) -> the benchmark results of graph modules a and b, measured
+--- in turns (one warm-up run each, then a, b, a, b, ...) so that a slower or busier moment of
+--- the machine falls on both alike. Each result: {mean, median, std, results}.
+function flow.compare(a, b, number, repeats)
+  a:benchmark({ number = 1, repeats = 1, quiet = true })
+  b:benchmark({ number = 1, repeats = 1, quiet = true })
+  local ra, rb = {}, {}
+  for i = 1, repeats do
+    ra[i] = a:benchmark({ number = number, repeats = 1, quiet = true }).mean
+    rb[i] = b:benchmark({ number = number, repeats = 1, quiet = true }).mean
+  end
+  local stats = require "tunelua.stats"
+  local function result(r)
+    local mean = 0
+    for _, x in ipairs(r) do mean = mean + x end
+    mean = mean / #r
+    local var = 0
+    for _, x in ipairs(r) do var = var + (x - mean) ^ 2 end
+    return setmetatable({ mean = mean, median = stats.median(r), std = math.sqrt(var / #r), results = r },
+      { __tostring = function(x)
+          return string.format("Mean inference time (std dev): %.2f ms (%.2f ms)", x.mean * 1e3, x.std * 1e3)
+        end })
+  end
+  return result(ra), result(rb)
+end
+
+--- print_task_table(summary): per task of tune_tasks' summary, the untuned and tuned latency
+--- (medians of the verification rounds) and the speedup; tasks not tuned say why.
+function flow.print_task_table(summary, out)
+  out = out or io.stdout
+  local w = 4
+  for _, e in ipairs(summary) do w = math.max(w, #tostring(e.name)) end
+  out:write(string.format("%-3s  %-" .. w .. "s  %12s  %12s  %8s\n", "#", "task", "untuned ms",
+    "tuned ms", "speedup"))
+  for i, e in ipairs(summary) do
+    local b = e.baseline
+    if e.untuned_cost then
+      out:write(string.format("%-3d  %-" .. w .. "s  %12.4f  %12.4f  %7.2fx\n", i, e.name,
+        e.untuned_cost * 1e3, e.tuned_cost * 1e3, e.untuned_cost / e.tuned_cost))
+    else
+      local why = e.skipped and "untuned config timed out; not tuned"
+                  or (b and b.error_no ~= 0) and ("untuned config failed (error " .. b.error_no .. ")")
+                  or "no successful measurement"
+      out:write(string.format("%-3d  %-" .. w .. "s  %s\n", i, e.name, why))
+    end
+  end
 end
 
 --- The scripts' entry point.

@@ -7,6 +7,14 @@ out=$("$TL" --version 2>&1); check version 0 "tunelua 0." $? "$out"
 out=$("$TL" --help 2>&1); check help 0 "usage: tunelua" $? "$out"
 out=$("$TL" -e 'print(1 + 2)' 2>&1); check eval 0 "3" $? "$out"
 out=$("$TL" -e 'error("bad thing")' 2>&1); check eval_error 1 "tunelua: (command line):1: bad thing" $? "$out"
+# an error raised inside tunelua's own modules: the message without their file position (which
+# says where it was raised, not what to change); TUNELUA_DEBUG=1 gives position and traceback
+out=$("$TL" -e 'require("tunelua.stats").median(nil)' 2>&1); check internal_error 1 "tunelua: attempt to get length" $? "$out"
+[[ "$out" != *"stats.lua:"* ]]; check internal_error_no_position 0 "" $? "$out"
+out=$(TUNELUA_DEBUG=1 "$TL" -e 'require("tunelua.stats").median(nil)' 2>&1); check debug_error 1 "lua/tunelua/stats.lua:" $? "$out"
+check debug_traceback 1 "stack traceback:" 1 "$out"
+# a piped run: what the script printed comes before the error
+out=$("$TL" -e 'print("first line"); error("late")' 2>&1 | head -1); check stdout_before_error 0 "first line" $? "$out"
 out=$("$TL" "$tmp/missing.lua" 2>&1); check missing_script 1 "tunelua: cannot open script '$tmp/missing.lua': No such file or directory" $? "$out"
 out=$("$TL" --bogus 2>&1); check unknown_option 1 "tunelua: unknown option '--bogus'" $? "$out"
 out=$("$TL" -e 2>&1); check e_without_code 1 "'-e' needs an argument" $? "$out"

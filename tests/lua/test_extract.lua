@@ -88,6 +88,31 @@ eq(x86d[1].name .. " " .. x86d[2].name, "dense_nopack.x86 dense_pack.x86", "x86 
 -- generic opencl has no templates
 eq(#extract.autotvm(mod, { target = "opencl", params = params, ops = { "nn.conv2d" } }), 0, "generic opencl")
 
+-- nothing to tune is never silent: a named warning on stderr for the calls no template serves
+local function warnings(f)
+  local said, stderr = {}, io.stderr
+  io.stderr = { write = function(_, ...) for _, x in ipairs({ ... }) do said[#said + 1] = x end end }
+  local ok, r = pcall(f)
+  io.stderr = stderr
+  assert(ok, r)
+  return table.concat(said), r
+end
+do
+  local said, n = warnings(function()
+    return #extract.autotvm(mod, { target = "llvm -device=arm_cpu", params = params, ops = { "nn.conv2d" } })
+  end)
+  eq(n, 0, "arm_cpu tasks")
+  assert(said:match("^warning: arm_cpu: no templates for this target %(nn%.conv2d%); 21 calls would run " ..
+    "untuned"), said)
+  said = warnings(function() return extract.autotvm(mod, { target = mali, params = params, ops = { "nn.conv2d" } }) end)
+  eq(said, "", "mali NCHW: no warning")
+  said = warnings(function() return extract.autotvm(mod, { target = mali, params = params, ops = { "nn.batch_matmul" } }) end)
+  assert(said:match("no calls of nn%.batch_matmul: nothing to tune"), said)
+  local hmod, hparams = networks.get_network("resnet-18", { layout = "NHWC", image_size = 32 })
+  said = warnings(function() return extract.autotvm(hmod, { target = mali, params = hparams, ops = { "nn.conv2d" } }) end)
+  assert(said:match("warning: mali: no templates for nn%.conv2d in layout NHWC on this target"), said)
+end
+
 -- mobilenet NCHW on mali: 10 spatial-pack (stem + 9 pointwise) + 9 depthwise = 19 (§10)
 local mmod, mparams = networks.get_network("mobilenet", { layout = "NCHW" })
 local mt = extract.autotvm(mmod, { target = mali, params = mparams, ops = { "nn.conv2d" } })

@@ -148,7 +148,7 @@ end
 do
   local buf = {}
   local out = { write = function(_, s) buf[#buf + 1] = s end, flush = function() end }
-  local bar = callback.progress_bar(1000, { prefix = "[Task  1/17] ", out = out })
+  local bar = callback.progress_bar(1000, { prefix = "[Task  1/17] ", out = out, tty = true })
   bar.state.ct = 990
   local t = { flop = 25.30e9 }
   local fake_tuner = { task = t, best_flops = 39.12e9 }
@@ -159,6 +159,15 @@ do
     line)
   bar:finish(fake_tuner)
   assert(buf[#buf]:match(" s Done%.\n$"), buf[#buf])
+  -- not a terminal (a table, a file, a pipe): one plain line per batch, no carriage return
+  buf = {}
+  local plain = callback.progress_bar(4, { prefix = "[Task  1/17] ", out = out })
+  plain(fake_tuner, { { task = t } }, { { error_no = 0, costs = { 1 } } })
+  plain(fake_tuner, { { task = t } }, { { error_no = 0, costs = { 1 } } })
+  local text = table.concat(buf)
+  assert(not text:find("\r", 1, true), text)
+  local _, n = text:gsub("\n", "")
+  assert(n == 2 and text:match("Progress: %(1/4%) | %d+%.%d%d s\n%[Task  1/17%]  Current/Best"), text)
 end
 
 -- names

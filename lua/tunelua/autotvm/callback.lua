@@ -1,8 +1,11 @@
 --- tunelua.autotvm.callback: callbacks of the tuning loop (TVM's autotvm.callback).
 --
---   callback.progress_bar(total, {prefix = "[Task  1/17] ", si_prefix = "G", out = io.stdout})
+--   callback.progress_bar(total, {prefix = "[Task  1/17] ", si_prefix = "G", out = io.stdout,
+--                                 tty = nil})
 --     after every batch: "\r<prefix> Current/Best: %7.2f/%7.2f GFLOPS | Progress: (i/total) | t s"
 --     and " Done.\n" when the tune call ends. "Current" is the last successful trial's FLOPS.
+--     When out is not a terminal (tty = false; by default: unless out is io.stdout on a
+--     terminal) each batch is one plain line ending in "\n", without "\r".
 --   callback.log_to_file(path)   appends one record (record.encode) per trial, fsync'd per batch.
 --
 -- A callback is a function(tuner, inputs, results) or a callable table; a table may also have
@@ -15,6 +18,10 @@ local SI = { [""] = 1, K = 1e3, M = 1e6, G = 1e9, T = 1e12, P = 1e15 }
 
 local function now() return core.C.tl_now() end
 
+local ffi = require "ffi"
+ffi.cdef "int isatty(int fd);"
+local function stdout_is_tty() return ffi.C.isatty(1) == 1 end
+
 --- progress_bar(total[, {prefix, si_prefix, out}]) (also progress_bar(total, prefix)).
 function callback.progress_bar(total, o)
   if type(total) ~= "number" then
@@ -26,10 +33,13 @@ function callback.progress_bar(total, o)
   local si = o.si_prefix or "G"
   if not SI[si] then error("progress_bar: si_prefix must be one of K, M, G, T, P; got " .. tostring(si), 2) end
   local out = o.out or io.stdout
+  -- rewritten in place (\r) on a terminal; one plain line per batch elsewhere (a log file)
+  local tty = o.tty
+  if tty == nil then tty = out == io.stdout and stdout_is_tty() end
   local st = { ct = 0, cur = 0, best = 0, start = now(), done = false }
   local function line()
-    return string.format("\r%s Current/Best: %7.2f/%7.2f %sFLOPS | Progress: (%d/%d) | %.2f s",
-      prefix, st.cur / SI[si], st.best / SI[si], si, st.ct, total, now() - st.start)
+    return string.format("%s%s Current/Best: %7.2f/%7.2f %sFLOPS | Progress: (%d/%d) | %.2f s",
+      tty and "\r" or "", prefix, st.cur / SI[si], st.best / SI[si], si, st.ct, total, now() - st.start)
   end
   local obj = { state = st }
   setmetatable(obj, {
@@ -47,7 +57,7 @@ function callback.progress_bar(total, o)
       end
       st.cur = flops
       st.best = tuner.best_flops or st.best
-      out:write(line())
+      out:write(line() .. (tty and "" or "\n"))
       out:flush()
     end,
   })

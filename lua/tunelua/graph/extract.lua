@@ -75,9 +75,20 @@ function extract.candidates(mod, opts, level)
                                     disabled = { AlterOpLayout = true } }, level)
   local main = walk.main(m, level)
   local list, seen = {}, {}
+  local untemplated, order = {}, {}   -- "op" or "op (layout L)" -> calls without a template
+  local ncalls = 0
   walk.each_op_call(main.body, function(node)
     if not ops[node.op] then return end
-    for _, impl in ipairs(strategy.templates(node, tgt)) do
+    ncalls = ncalls + 1
+    local impls = strategy.templates(node, tgt)
+    if #impls == 0 then
+      local layout = node.attrs and node.attrs.data_layout
+      local what = layout and layout ~= "NCHW" and string.format("%s in layout %s", node.op, layout)
+                   or node.op
+      if not untemplated[what] then untemplated[what] = 0; order[#order + 1] = what end
+      untemplated[what] = untemplated[what] + 1
+    end
+    for _, impl in ipairs(impls) do
       local key = impl.name .. " " .. strategy.args_json(impl.args)
       if not seen[key] then
         seen[key] = true
@@ -85,7 +96,40 @@ function extract.candidates(mod, opts, level)
       end
     end
   end)
+  if not opts.quiet then extract.warn_untemplated(tgt, ops, ncalls, untemplated, order) end
   return list, tgt
+end
+
+-- Nothing to tune is never silent: a named warning on stderr for the calls of the asked ops that
+-- no template of the target serves (they run with default schedules), and for asked ops that
+-- the program does not call at all.
+function extract.warn_untemplated(tgt, ops, ncalls, untemplated, order)
+  local label = tgt.family or tgt.device or tgt.kind or tgt.str
+  local has_op = {}
+  for _, e in ipairs(tgt.strategy or {}) do has_op[e.op] = true end
+  local lines = {}
+  for _, what in ipairs(order) do
+    local op = what:match("^(%S+)")
+    local n = untemplated[what]
+    if has_op[op] or has_op[op:gsub("^nn%.", "")] then
+      lines[#lines + 1] = string.format("warning: %s: no templates for %s on this target; %d call%s " ..
+        "would run untuned (default schedules)", label, what, n, n == 1 and "" or "s")
+    else
+      lines[#lines + 1] = string.format("warning: %s: no templates for this target (%s); %d call%s " ..
+        "would run untuned (default schedules)", label, what, n, n == 1 and "" or "s")
+    end
+  end
+  if ncalls == 0 then
+    local names = {}
+    for op in pairs(ops) do names[#names + 1] = op end
+    table.sort(names)
+    lines[#lines + 1] = string.format("warning: the program has no calls of %s: nothing to tune",
+                                      table.concat(names, ", "))
+  end
+  if #lines > 0 then
+    io.stdout:flush()
+    io.stderr:write(table.concat(lines, "\n"), "\n")
+  end
 end
 
 --- AutoTVM tasks of a program: extract.autotvm(mod, {target, params, ops}) -> list.
