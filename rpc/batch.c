@@ -179,9 +179,10 @@ static tl_rpc_sess *acquire(tl_ctx *ctx, rbatch *b) {
     }
     if (!busy && (b->last_say == 0 || tl_now() - b->last_say >= b->say_every_s - 0.05)) {
       b->last_say = tl_now();
+      /* a timeout says nothing the line does not; another failure (tracker down) is named */
       fprintf(stderr, "rpc: waiting for a free device of key '%s' at %s:%d (%.0f s so far, "
-              "limit %.0f s): %s\n", b->key, b->thost, b->tport, waited, b->wait_limit_s,
-              tl_errmsg(ctx));
+              "limit %.0f s)%s%s\n", b->key, b->thost, b->tport, waited, b->wait_limit_s,
+              rc == TL_E_TIMEOUT ? "" : ": ", rc == TL_E_TIMEOUT ? "" : tl_errmsg(ctx));
     }
     pthread_mutex_unlock(&b->mu);
   }

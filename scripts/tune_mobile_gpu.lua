@@ -24,4 +24,5 @@ require("tunelua.flow").main(arg, {
   number = 2,
   timeout = 3,
   ["repeat"] = 30,
+  skip_slower = 3,
 }, "scripts/tune_mobile_gpu.lua")

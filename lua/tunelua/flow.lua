@@ -49,7 +49,8 @@ flow.usage = [[
 usage: tunelua %s [options]
   --network NAME        resnet-18, mobilenet, vgg-16, squeezenet_v1.1, inception_v3 (default %s)
   --target TARGET       default "%s"
-  --tuner NAME          xgb, xgb_rank, xgb_knob, ..., ga, random, gridsearch (default %s)
+  --tuner NAME          xgb, xgb_rank (or xgb-rank), xgb_knob, ..., ga, random, gridsearch
+                        (default %s)
   --n-trial N           trials per task (default %d)
   --early-stopping N    stop a task after N trials without improvement (default %d)
   --verify-top N        measure each task's N best configs again in 3 rounds and keep the
@@ -116,7 +117,8 @@ function flow.parse_args(argv, defaults, script)
     elseif counts[a] then o[counts[a]] = count(a); given[counts[a]] = true
     elseif a == "--tutorial" then tutorial = true
     elseif a == "-h" or a == "--help" then
-      io.write(string.format(flow.usage, script or "script.lua", o.network, o.target, o.tuner,
+      io.write(string.format(flow.usage, script or "script.lua", o.network, o.target,
+        type(o.tuner) == "string" and o.tuner or "the script's Lua tuner",
         o.n_trial, o.early_stopping, o.verify_top, o.key, o.ops, o.image_size or "the network's", o["repeat"],
         o.number, o.timeout, tutorial_str(o.tutorial or {})))
       os.exit(0)
@@ -131,6 +133,16 @@ function flow.parse_args(argv, defaults, script)
         if v == false then o[k] = nil else o[k] = v end
       end
     end
+  end
+  if type(o.tuner) == "string" then
+    -- "xgb-rank" is xgb_rank; a script may give a Lua tuner (constructor) in its defaults
+    local recipe = require "tunelua.autotvm.recipe"
+    local name = recipe.tuner_name(o.tuner)
+    if not name then
+      error(string.format("--tuner: unknown tuner %q (expected one of %s)", o.tuner,
+        table.concat(require("tunelua.autotvm.tuner").NAMES, ", ")), 0)
+    end
+    o.tuner = name
   end
   if o.tracker and not o.tracker:match("^[^:]+:%d+$") then
     error("--tracker: expected HOST:PORT, got " .. o.tracker, 0)

@@ -2,6 +2,7 @@
 --
 --   tunelua log best IN [OUT]     keep the best record per workload (pick_best;
 --                                 OUT defaults to IN.best.log)
+--   tunelua log distill IN [OUT]  the same, by TVM's name (autotvm.record --mode distill)
 --   tunelua log summary LOG       per task: trials, errors, best GFLOPS
 local record = require "tunelua.autotvm.record"
 
@@ -9,6 +10,7 @@ local log_cli = {}
 
 local USAGE = table.concat({
   "usage: tunelua log best IN [OUT]    keep the best record per workload (default OUT: IN.best.log)",
+  "       tunelua log distill IN [OUT] the same (TVM's name: autotvm.record --mode distill)",
   "       tunelua log summary LOG       per task: trials, errors, best GFLOPS",
 }, "\n")
 
@@ -78,12 +80,24 @@ end
 local function summary(path)
   local rows, n = log_cli.summary_rows(path)
   print(string.format("%s: %d records, %d tasks", path, n, #rows))
-  print(string.format("%-4s %-28s %-36s %7s %7s %12s %12s", "#", "task", "shapes", "trials", "errors",
-                      "best ms", "best GFLOPS"))
+  -- columns as wide as their widest cell: text left-aligned, numbers right-aligned
+  local cells = { { "#", "task", "shapes", "trials", "errors", "best ms", "best GFLOPS" } }
   for i, row in ipairs(rows) do
-    print(string.format("%-4d %-28s %-36s %7d %7d %12s %12s", i, row.task, row.args, row.trials, row.errors,
-                        row.best_cost and string.format("%.4f", row.best_cost * 1e3) or "-",
-                        row.best_gflops and string.format("%.2f", row.best_gflops) or "-"))
+    cells[#cells + 1] = { tostring(i), row.task, row.args, tostring(row.trials), tostring(row.errors),
+                          row.best_cost and string.format("%.4f", row.best_cost * 1e3) or "-",
+                          row.best_gflops and string.format("%.2f", row.best_gflops) or "-" }
+  end
+  local width = {}
+  for _, c in ipairs(cells) do
+    for j, v in ipairs(c) do width[j] = math.max(width[j] or 0, #v) end
+  end
+  for _, c in ipairs(cells) do
+    local parts = {}
+    for j, v in ipairs(c) do
+      local left = j <= 3
+      parts[j] = left and (v .. string.rep(" ", width[j] - #v)) or (string.rep(" ", width[j] - #v) .. v)
+    end
+    print((table.concat(parts, "  "):gsub("%s+$", "")))
   end
   return 0
 end
@@ -96,13 +110,13 @@ function log_cli.main(args)
     print(USAGE)
     return cmd == nil and 1 or 0
   end
-  if cmd == "best" then
+  if cmd == "best" or cmd == "distill" then
     local inp, out = args[2], args[3]
-    if not inp then return fail("best: missing the input log\n" .. USAGE) end
-    if not readable(inp) then return fail("best: cannot read '" .. inp .. "'") end
+    if not inp then return fail(cmd .. ": missing the input log\n" .. USAGE) end
+    if not readable(inp) then return fail(cmd .. ": cannot read '" .. inp .. "'") end
     out = out or (inp .. ".best.log")
     local ok, n = pcall(record.pick_best, inp, out)
-    if not ok then return fail("best: " .. tostring(n)) end
+    if not ok then return fail(cmd .. ": " .. tostring(n)) end
     print(string.format("wrote %d records to %s", n, out))
     return 0
   elseif cmd == "summary" then

@@ -1,5 +1,5 @@
 #!/bin/bash
-# End-to-end checks of `tunelua log best` and `tunelua log summary` on a
+# End-to-end checks of `tunelua log best|distill` and `tunelua log summary` on a
 # small AutoTVM log (two workloads, errors, a malformed line).
 . "$(dirname "$0")/lib_check.sh" "${1:-build/tunelua}"
 
@@ -24,8 +24,24 @@ out=$("$TL" log summary "$tmp/t.log" 2>&1); rc=$?
 check "summary status" 0 "5 records, 2 tasks" "$rc" "$out"
 check "summary warns with file:line" 0 "t.log:4: skipped a malformed record" "$rc" "$out"
 # dense: 2*4*24*32 flop / 1e-05 s = 0.6144 GFLOPS; 3 trials, 1 error
-check "summary dense row" 0 "dense_nopack.x86             (4x32) (24x32)                             3       1       0.0100         0.61" "$rc" "$out"
-check "summary conv row" 0 "conv2d_NCHWc.x86             (1x64x56x56) (64x64x3x3)                   2       1       1.0000" "$rc" "$out"
+check "summary dense row" 0 "1  dense_nopack.x86  (4x32) (24x32)                 3       1   0.0100         0.61" "$rc" "$out"
+check "summary conv row" 0 "2  conv2d_NCHWc.x86  (1x64x56x56) (64x64x3x3)       2       1   1.0000       231.21" "$rc" "$out"
+# the columns line up: the header and every row end at the same column
+lens=$("$TL" log summary "$tmp/t.log" 2>/dev/null | tail -n +2 | awk '{ print length($0) }' | sort -u | wc -l)
+[ "$lens" -eq 1 ]; check "summary columns aligned" 0 "" $? "$("$TL" log summary "$tmp/t.log" 2>/dev/null)"
+
+# a task name and shapes wider than any fixed column
+M='[["TENSOR", [1, 256, 14, 14], "float32"], ["TENSOR", [256, 256, 3, 3], "float32"], [1, 1], [1, 1, 1, 1], [1, 1], "float32"]'
+{ rec conv2d_nchw_spatial_pack.mali "$M" 3 "$E1" 0.002 0; rec dense_nopack.x86 "$D" 0 "$E1" 2e-05 0; } > "$tmp/t2.log"
+lens=$("$TL" log summary "$tmp/t2.log" 2>/dev/null | tail -n +2 | awk '{ print length($0) }' | sort -u | wc -l)
+[ "$lens" -eq 1 ]; check "summary wide columns aligned" 0 "" $? "$("$TL" log summary "$tmp/t2.log" 2>/dev/null)"
+
+# distill: TVM's name for the best record per workload
+out=$("$TL" log distill "$tmp/t.log" "$tmp/distilled.log" 2>&1); rc=$?
+check "distill status" 0 "wrote 2 records to $tmp/distilled.log" "$rc" "$out"
+out=$(cat "$tmp/distilled.log")
+check "distill keeps the lowest cost" 0 '"index": 1, "code_hash": null' 0 "$out"
+n=$(wc -l < "$tmp/distilled.log"); [ "$n" -eq 2 ]; check "distill one per workload" 0 "" $? "$n"
 
 out=$("$TL" log best "$tmp/t.log" "$tmp/best.log" 2>&1); rc=$?
 check "best status" 0 "wrote 2 records to $tmp/best.log" "$rc" "$out"

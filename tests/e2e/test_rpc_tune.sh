@@ -149,6 +149,7 @@ cp "$LOG" "$W/nodev.log"
 cat "$W/nodev.out"
 NW=$(grep -c "^rpc: waiting for a free device of key 'nodevkey' at 127.0.0.1:$PORT (" "$W/nodev.out")
 [ "$NW" -ge 2 ] && [ "$NW" -le 4 ] || fail "expected 2-4 waiting lines (one a second for 3 s), got $NW"
+grep "^rpc: waiting" "$W/nodev.out" | grep -q "no free device" && fail "a waiting line says it twice"
 grep -qx "tunelua: RPCRunner: no device of key 'nodevkey' at 127.0.0.1:$PORT for 3 s; tuning stopped. The log is intact: start devices ('tunelua rpc server --tracker 127.0.0.1:$PORT --key nodevkey') and re-run the same tuning command with the same log file to resume." "$W/nodev.out" \
   || fail "no stop line with the resume hint"
 cmp -s "$LOG" "$W/nodev.log" || fail "the log changed"

@@ -10,8 +10,10 @@ local task = autotvm.task.create("dense_nopack.x86",
 local space_len = #task.config_space
 assert(space_len > 8, space_len)
 
-local dir = os.getenv("TMPDIR") or "/tmp"
-local base = string.format("%s/tl_tune_recipe_%d", dir, math.random(1e9))
+-- every log under a fresh directory of this run, removed at the end
+local dir = assert(io.popen("mktemp -d"):read("*l"))
+assert(dir:match("^/[%w/._-]+$"), dir)
+local base = dir .. "/tune_recipe"
 
 -- measured config indices, seen through a wrapped runner
 local measured = {}
@@ -128,7 +130,144 @@ do
   end
 end
 
-local ok, err = pcall(autotvm.tune_tasks, { task }, mo, { tuner = "xgb-rank" })
-assert(not ok and err:match("Invalid tuner: xgb%-rank"), err)
+-- baseline: the untuned config (dense_nopack's fallback, config 20 of 30) is measured first with
+-- the same runner, logged, and kept unless a tuned config beats it when both are measured again.
+-- Real builds and runs, costs replaced by a known table.
+do
+  local recipe = require "tunelua.autotvm.recipe"
+  local b, source = recipe.baseline_index(task)
+  assert(b == 20 and source == "fallback", tostring(b) .. " " .. tostring(source))
+  local function costed(cost_of)
+    local m = option(2)
+    local run = m.runner.run
+    m.runner.run = function(self, inputs, brs)
+      local res = run(self, inputs, brs)
+      for i, r in ipairs(res) do
+        local e, c = cost_of(inputs[i].config.index)
+        if e then r.error_no, r.costs = e, { 1e9 } elseif r.error_no == 0 then r.costs = { c } end
+      end
+      return res
+    end
+    return m
+  end
+  local function run_case(name, cost_of, extra)
+    local log = base .. "_baseline_" .. name .. ".log"
+    measured = {}
+    local out = { lines = {}, write = function(self, s) self.lines[#self.lines + 1] = s end,
+                  flush = function() end }
+    local o = { tuner = "gridsearch", n_trial = 6, log_filename = log, baseline = true, out = out }
+    for k, v in pairs(extra or {}) do o[k] = v end
+    local sum = autotvm.tune_tasks({ task }, costed(cost_of), o)
+    local recs = record.load_from_file(log)
+    os.remove(log)
+    assert(io.open(log .. ".tmp") == nil)
+    return sum[1], recs, table.concat(out.lines)
+  end
+  -- configs 0..5 cost (1 + i) ms, the baseline 21 ms: config 0 wins, 21x
+  local s1, recs, said = run_case("beaten", function(i) return nil, 1e-3 * (1 + i) end)
+  assert(measured[1] == b, "the baseline is measured first")
+  -- 1 baseline + 6 trials (the baseline is not one of them) + 3 rounds of {baseline, best}
+  assert(#measured == 1 + 6 + 3 * 2, #measured)
+  assert(s1.trials == 6 and s1.baseline.index == b, s1.trials)
+  assert(math.abs(s1.untuned_cost - 21e-3) < 1e-9 and math.abs(s1.tuned_cost - 1e-3) < 1e-9)
+  assert(#recs == 1 and recs[1].inp.config.index == 0, recs[1].inp.config.index)
+  assert(said:match("untuned 21 ms, tuned 1 ms %(config 0%): 21%.00x"), said)
+  -- the baseline is the fastest: it stays, and so does a tie
+  for _, bc in ipairs({ 0.5e-3, 1e-3 }) do
+    local s2, recs2, said2 = run_case("kept", function(i) return nil, i == b and bc or 1e-3 * (1 + i) end)
+    assert(#recs2 == 1 and recs2[1].inp.config.index == b, recs2[1].inp.config.index)
+    assert(s2.tuned_cost == s2.untuned_cost)
+    assert(said2:match("no tuned config beat it; keeping the untuned config"), said2)
+  end
+  -- a baseline that times out on the device: the task is not tuned at all
+  local s3, _, said3 = run_case("timeout", function(i)
+    if i == b then return autotvm.measure.MeasureErrorNo.RUN_TIMEOUT end
+    return nil, 1e-3
+  end)
+  assert(#measured == 1 and s3.skipped and s3.trials == 0, #measured)
+  assert(said3:match("not tuned: the untuned fallback config timed out on the device %(RUN_TIMEOUT%)"), said3)
+  -- timeout_factor: the candidates' runs are cut at F times the baseline's time (at least 1 s)
+  local m = costed(function(i) return nil, i == b and 0.2 or 1e-3 end)
+  local seen_timeouts, run = {}, m.runner.run
+  m.runner.run = function(self, inputs, brs)
+    seen_timeouts[#seen_timeouts + 1] = self.timeout
+    return run(self, inputs, brs)
+  end
+  local log = base .. "_baseline_cut.log"
+  autotvm.tune_tasks({ task }, m, { tuner = "gridsearch", n_trial = 2, log_filename = log,
+                                    baseline = true, timeout_factor = 2, quiet = true })
+  os.remove(log)
+  -- baseline at 10 s; trials at 2 * 0.2 s * (1 run x 1 repeat + 2) = 1.2 s; verification at 10 s
+  assert(seen_timeouts[1] == 10 and math.abs(seen_timeouts[2] - 1.2) < 1e-9 and
+         seen_timeouts[#seen_timeouts] == 10, table.concat(seen_timeouts, ","))
+end
+
+-- tuner names: case and '-' do not matter (xgb-rank is xgb_rank); unknown names are refused
+do
+  local recipe = require "tunelua.autotvm.recipe"
+  assert(recipe.tuner_name("xgb-rank") == "xgb_rank" and recipe.tuner_name("XGB-Rank-Curve") == "xgb_rank_curve")
+  assert(recipe.tuner_name("xgboost") == nil)
+  local log = base .. "_alias.log"
+  local sum = autotvm.tune_tasks({ task }, mo, { tuner = "xgb-rank", n_trial = 1, log_filename = log,
+                                                 quiet = true, seed = 1 })
+  assert(sum[1].trials == 1)
+  os.remove(log)
+  local ok, err = pcall(autotvm.tune_tasks, { task }, mo, { tuner = "xgb-rnak" })
+  assert(not ok and err:match("Invalid tuner: xgb%-rnak"), err)
+  ok, err = pcall(autotvm.tune_tasks, { task }, mo, { tuner = 42 })
+  assert(not ok and err:match("Invalid tuner: a number"), err)
+end
+
+-- a tuner written in Lua: a constructor, a class with .new, or (one task) an object; the loop,
+-- the log, resume and pick_best are tune_tasks' as for the built-in tuners
+do
+  local made = {}
+  local function Ascending(tsk, opts)       -- proposes 29, 28, ... ; learns what it is told
+    local t = { next_i = 29, told = {} }
+    function t:next_batch(n)
+      local b = {}
+      while #b < n and self.next_i >= 0 do
+        if not self.told[self.next_i] then b[#b + 1] = self.next_i end
+        self.next_i = self.next_i - 1
+      end
+      return b
+    end
+    function t:update(inputs, results)
+      for k in ipairs(inputs) do self.told[inputs[k].config.index] = results[k].error_no end
+    end
+    made[#made + 1] = { task = tsk, opts = opts, t = t }
+    return t
+  end
+  local log = base .. "_custom.log"
+  measured = {}
+  local sum = autotvm.tune_tasks({ task }, mo, { tuner = Ascending, n_trial = 4, log_filename = log,
+                                                 quiet = true })
+  assert(#made == 1 and made[1].task == task and made[1].t.task == task)
+  assert(sum[1].trials == 4 and #measured == 4, #measured)
+  table.sort(measured)
+  assert(table.concat(measured, ",") == "26,27,28,29", table.concat(measured, ","))
+  local recs = record.load_from_file(log)
+  assert(#recs == 1 and recs[1].inp.config.index >= 26, "pick_best: one record, one of the measured")
+  -- resume with a class table: the 4 logged configs are handed to update(), 2 new ones measured
+  measured = {}
+  local sum2 = autotvm.tune_tasks({ task }, mo, { tuner = { new = Ascending }, n_trial = 6,
+                                                  log_filename = log, quiet = true })
+  assert(sum2[1].resumed == 1 and #measured == 5, sum2[1].resumed .. " " .. #measured)
+  assert(made[2].t.told[recs[1].inp.config.index] == 0, "the resumed record reached update()")
+  os.remove(log)
+  -- an object for one task; refused for several
+  local obj = Ascending(task)
+  measured = {}
+  sum = autotvm.tune_tasks({ task }, mo, { tuner = obj, n_trial = 2, log_filename = log, quiet = true })
+  assert(sum[1].trials == 2 and obj.task == task and #measured == 2)
+  os.remove(log)
+  local ok, err = pcall(autotvm.tune_tasks, { task, conv }, mo, { tuner = obj, log_filename = log })
+  assert(not ok and err:match("one tuner object cannot tune 2 tasks"), err)
+end
+
+-- nothing left behind
+local left = io.popen("ls -A " .. dir):read("*a")
+assert(left == "", "left behind in " .. dir .. ": " .. left)
+os.execute("rm -rf " .. dir)
 
 print("test_tune_recipe: ok")

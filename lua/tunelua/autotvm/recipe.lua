@@ -5,7 +5,8 @@
 --     resume = true, seed = nil, quiet = false, verify_top = 0, baseline = false})
 --
 -- Tasks are tuned in reverse order (as the seed does), each with a fresh tuner named as in
--- the seed (tuner.NAMES: xgb, xgb_knob, ..., ga, random, gridsearch, droplet), trials
+-- the seed (tuner.NAMES: xgb, xgb_knob, ..., ga, random, gridsearch, droplet; "xgb-rank" is
+-- xgb_rank) or made by a Lua constructor (recipe.tuner_factory), trials
 -- min(n_trial, #task.config_space), a progress bar "[Task  i/ n] " and every trial appended
 -- to log_filename .. ".tmp". At the end the best record per workload goes to log_filename
 -- (record.pick_best, replaced atomically) and then the tmp log is removed. Trials are fsync'd
@@ -168,6 +169,61 @@ local json = require "tunelua.json"
 
 local function ms(s) return string.format("%.4g ms", s * 1e3) end
 
+--- tuner_name(name) -> the tuner.NAMES spelling of a tuner name, or nil: case and '-' for '_'
+--- do not matter ("xgb-rank", "XGB_Rank" are xgb_rank).
+function recipe.tuner_name(name)
+  if type(name) ~= "string" then return nil end
+  local n = name:lower():gsub("-", "_")
+  for _, k in ipairs(tuner_mod.NAMES) do if k == n then return k end end
+  return nil
+end
+
+-- A Lua tuner made usable by the loop: the task, its space and the base methods it lacks
+-- (tune, add_history, load_history, has_next, update), as own fields.
+local function adapt(t, task, lvl)
+  if type(t) ~= "table" or type(t.next_batch) ~= "function" then
+    error("tune_tasks: a Lua tuner must be a table with next_batch(n) (and update(inputs, " ..
+          "results)), got " .. type(t), lvl + 1)
+  end
+  t.task = t.task or task
+  t.space = t.space or tuner_mod.space_of(task)
+  t.best_flops = t.best_flops or 0
+  for _, m in ipairs({ "tune", "add_history", "load_history", "has_next", "update" }) do
+    if t[m] == nil then t[m] = tuner_mod.Tuner[m] end
+  end
+  return t
+end
+
+--- tuner_factory(tuner, ntasks) -> function(task, opts) -> a tuner for task. tuner is a name of
+--- tuner.NAMES (recipe.tuner_name's spellings), a constructor function(task, opts) -> Lua tuner,
+--- a class table with .new(task, opts), or (for one task) a Lua tuner object itself. A Lua
+--- tuner needs next_batch(n) -> configs or indices, and may have update(inputs, results); what
+--- it lacks comes from tuner.Tuner. Resume and pick_best work for every kind alike.
+function recipe.tuner_factory(spec, ntasks, lvl)
+  lvl = (lvl or 1) + 1
+  spec = spec or "xgb"
+  if type(spec) == "string" then
+    local name = recipe.tuner_name(spec)
+    if not name then
+      error("tune_tasks: Invalid tuner: " .. spec .. " (expected one of " ..
+        table.concat(tuner_mod.NAMES, ", ") .. ", or a Lua tuner)", lvl)
+    end
+    return function(task, opts) return tuner_mod.by_name(name, task, opts) end
+  elseif type(spec) == "function" then
+    return function(task, opts) return adapt(spec(task, opts), task, 3) end
+  elseif type(spec) == "table" and type(spec.new) == "function" then
+    return function(task, opts) return adapt(spec.new(task, opts), task, 3) end
+  elseif type(spec) == "table" and type(spec.next_batch) == "function" then
+    if ntasks ~= 1 then
+      error("tune_tasks: one tuner object cannot tune " .. ntasks .. " tasks; pass its constructor " ..
+            "(a function(task, opts) or a table with .new)", lvl)
+    end
+    return function(task) return adapt(spec, task, 3) end
+  end
+  error("tune_tasks: Invalid tuner: a " .. type(spec) .. " (expected a name such as \"xgb\", a " ..
+        "constructor function(task, opts), a table with .new, or a tuner object)", lvl)
+end
+
 --- tune_tasks(tasks, measure_option, opts) -> {per task: {name, trials, resumed, best_flops}}
 function recipe.tune_tasks(tasks, measure_option, o)
   if type(tasks) ~= "table" then error("tune_tasks: expected a list of tasks", 2) end
@@ -175,13 +231,7 @@ function recipe.tune_tasks(tasks, measure_option, o)
     error("tune_tasks: measure_option must come from autotvm.measure_option", 2)
   end
   o = o or {}
-  local name = o.tuner or "xgb"
-  local found = false
-  for _, n in ipairs(tuner_mod.NAMES) do found = found or n == name end
-  if not found then
-    error("tune_tasks: Invalid tuner: " .. tostring(name) .. " (expected one of " ..
-      table.concat(tuner_mod.NAMES, ", ") .. ")", 2)
-  end
+  local make_tuner = recipe.tuner_factory(o.tuner, #tasks, 2)
   local n_trial = o.n_trial or 1000
   local log_filename = o.log_filename or "tuning.log"
   local use_tl = o.use_transfer_learning
@@ -232,7 +282,7 @@ function recipe.tune_tasks(tasks, measure_option, o)
     local tsk = tasks[#tasks - i + 1]
     local prefix = string.format("[Task %2d/%2d] ", i, #tasks)
     local out = o.out or io.stdout
-    local t = tuner_mod.by_name(name, tsk, { seed = o.seed and (o.seed + i) or nil })
+    local t = make_tuner(tsk, { seed = o.seed and (o.seed + i) or nil })
     local base = bases[i]
     local why_skip = skip_reason(i)
     local skip = why_skip ~= nil
