@@ -6,7 +6,10 @@ local json = require "tunelua.json"
 local dispatch = require "tunelua.autotvm.dispatch"
 local tophub = require "tunelua.autotvm.tophub"
 
-local tmp = os.tmpname()
+-- every file under a fresh directory of this run, removed at the end
+local tmpdir = assert(io.popen("mktemp -d"):read("*l"))
+assert(tmpdir:match("^/[%w/._-]+$"), tmpdir)
+local tmp = tmpdir .. "/records.log"
 
 -- ---- round trip of TVM's own lines (only tvm_version is rewritten) -------------------------
 local lines = {
@@ -136,4 +139,7 @@ do
 end
 
 os.remove(tmp)
+local left = io.popen("ls -A " .. tmpdir):read("*a")
+assert(left == "", "left behind in " .. tmpdir .. ": " .. left)
+os.execute("rm -rf " .. tmpdir)
 print("test_records: ok")

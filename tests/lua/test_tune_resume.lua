@@ -4,8 +4,10 @@ local host = require "tunelua.host"
 local autotvm = require "tunelua.autotvm"
 local record = require "tunelua.autotvm.record"
 
-local dir = os.getenv("TMPDIR") or "/tmp"
-local base = string.format("%s/tl_tune_resume_%d_%d", dir, os.time(), math.random(1e9))
+-- every file under a fresh directory of this run, removed at the end
+local dir = assert(io.popen("mktemp -d"):read("*l"))
+assert(dir:match("^/[%w/._-]+$"), dir)
+local base = dir .. "/tune_resume"
 local log = base .. ".log"
 local script = base .. "_child.lua"
 
@@ -79,4 +81,7 @@ assert(#record.load_from_file(log) == 1)
 assert(io.open(tmp) == nil)
 os.remove(log)
 os.remove(script)
+local left = io.popen("ls -A " .. dir):read("*a")
+assert(left == "", "left behind in " .. dir .. ": " .. left)
+os.execute("rm -rf " .. dir)
 print("test_tune_resume: ok (" .. ndone .. " trials before the kill)")
