@@ -74,6 +74,18 @@ do
   eq(o.log, "rk3399.mobilenet.log", "log named after the network")
   local ok, err = pcall(flow.parse_args, { "--n-trial", "x" }, mobile)
   assert(not ok and tostring(err):find("non-negative integer", 1, true), tostring(err))
+  -- tuner names as users spell them; an unknown one is refused before anything runs
+  eq(flow.parse_args({ "--tuner", "xgb-rank" }, mobile).tuner, "xgb_rank", "--tuner xgb-rank")
+  ok, err = pcall(flow.parse_args, { "--tuner", "xgboost" }, mobile)
+  assert(not ok and tostring(err):find('--tuner: unknown tuner "xgboost"', 1, true), tostring(err))
+  -- a Lua tuner in the script's defaults passes through
+  local ctor = function() end
+  eq(flow.parse_args({}, { tuner = ctor }).tuner, ctor, "a Lua tuner constructor")
+  -- a too small --image-size names the option to change
+  ok, err = pcall(flow.get_network, { network = "inception_v3", image_size = 32, batch_size = 1,
+                                      dtype = "float32" })
+  assert(not ok and tostring(err):find("--image-size 32 is too small for inception_v3", 1, true) and
+         tostring(err):find("the network's own is 299", 1, true), tostring(err))
 end
 
 if C.tl_opencl_device_count() == 0 then
