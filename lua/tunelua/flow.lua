@@ -8,10 +8,11 @@
 -- (every trial appended to the log), keep a tuned config only where it beats
 -- the baseline when both are measured again, compile the network with the
 -- best records and measure its end-to-end latency against the untuned network
--- in the same run (per task and for the network: untuned, tuned, speedup). Re-running with the same log resumes:
--- configurations already measured are not measured again (every trial is kept
--- in LOG.trials, see flow.keep_trials). With --tracker, tuning measures on the
--- farm; the network itself still runs on this machine (no remote graph runtime).
+-- in the same run (per task and for the network: untuned, tuned, speedup).
+-- Re-running with the same log resumes: configurations already measured are
+-- not measured again (every trial is kept in LOG.trials, see flow.keep_trials).
+-- With --tracker, tuning measures on the farm; the network itself still runs
+-- on this machine (no remote graph runtime).
 -- Options come from the command line (see flow.usage); `defaults` holds the
 -- script's own.
 local flow = {}
@@ -256,7 +257,6 @@ function flow.tune_and_evaluate(o, tuning_opt)
   local tl = require "tunelua"
   local autotvm = require "tunelua.autotvm"
   local relay = require "tunelua.relay"
-  local networks = require "networks"
 
   print("Extract tasks...")
   local mod, params, input_shape = flow.get_network(o)
@@ -297,6 +297,7 @@ function flow.tune_and_evaluate(o, tuning_opt)
     else
       -- the RPC session runs single kernels (tuning); it has no graph runtime yet
       remote:close()
+      io.stdout:flush()
       io.stderr:write(string.format("note: no remote graph runtime yet: the network runs on this " ..
         "machine's device, not on the '%s' device at %s:%d\n", o.key, host, port))
     end

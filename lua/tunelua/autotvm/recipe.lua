@@ -159,6 +159,7 @@ local function measure_baseline(task, measure_option, history, log_path)
   local res = measure.create_measure_batch(task, measure_option)({ inp })[1]
   local w = record.writer(log_path)
   w.write(inp, res)
+  w.sync()
   w.close()
   history[#history + 1] = { inp, res }
   return { index = idx, source = source, res = res }
