@@ -359,7 +359,7 @@ function flow.print_task_table(summary, out)
       out:write(string.format("%-3d  %-" .. w .. "s  %12.4f  %12.4f  %7.2fx\n", i, e.name,
         e.untuned_cost * 1e3, e.tuned_cost * 1e3, e.untuned_cost / e.tuned_cost))
     else
-      local why = e.skipped and "untuned config timed out; not tuned"
+      local why = e.skipped and ("not tuned: " .. e.skipped)
                   or (b and b.error_no ~= 0) and ("untuned config failed (error " .. b.error_no .. ")")
                   or "no successful measurement"
       out:write(string.format("%-3d  %-" .. w .. "s  %s\n", i, e.name, why))

@@ -184,7 +184,38 @@ do
     if i == b then return autotvm.measure.MeasureErrorNo.RUN_TIMEOUT end
     return nil, 1e-3
   end)
-  assert(#measured == 1 and s3.skipped and s3.trials == 0, #measured)
+  assert(#measured == 1 and s3.skipped == "untuned config timed out" and s3.trials == 0, #measured)
+  -- skip_slower: a template whose baseline is F times slower than another template's for the
+  -- same operator and arguments (dense_nopack next to dense_pack) is not tuned
+  do
+    local pack = autotvm.task.create("dense_pack.x86",
+      { { "TENSOR", { 1, 32 }, "float32" }, { "TENSOR", { 16, 32 }, "float32" }, "None", "float32" }, "llvm")
+    local bp = recipe.baseline_index(pack)
+    local m2 = option(2)
+    local run2 = m2.runner.run
+    m2.runner.run = function(self, inputs, brs)
+      local res = run2(self, inputs, brs)
+      for i, r in ipairs(res) do
+        local slow = inputs[i].task.name == "dense_nopack.x86"
+        if r.error_no == 0 then r.costs = { slow and 10e-3 or 1e-3 } end
+      end
+      return res
+    end
+    local log = base .. "_skip_slower.log"
+    local out = { lines = {}, write = function(self, x) self.lines[#self.lines + 1] = x end,
+                  flush = function() end }
+    measured = {}
+    local sum = autotvm.tune_tasks({ task, pack }, m2, { tuner = "gridsearch", n_trial = 2,
+      log_filename = log, baseline = true, skip_slower = 3, out = out })
+    os.remove(log)
+    -- reverse order: pack is task 1 (tuned), nopack task 2 (not tuned)
+    assert(sum[1].name == "dense_pack.x86" and not sum[1].skipped and sum[1].trials == 2)
+    assert(sum[2].name == "dense_nopack.x86" and sum[2].skipped == "untuned 10.0x slower than dense_pack.x86"
+           and sum[2].trials == 0, tostring(sum[2].skipped))
+    assert(table.concat(out.lines):match("dense_nopack%.x86: not tuned: its untuned config %(10 ms%) is " ..
+      "10%.0x slower than dense_pack%.x86's %(1 ms%) on the same workload"), table.concat(out.lines))
+    assert(bp >= 0)
+  end
   assert(said3:match("not tuned: the untuned fallback config timed out on the device %(RUN_TIMEOUT%)"), said3)
   -- timeout_factor: the candidates' runs are cut at F times the baseline's time (at least 1 s)
   local m = costed(function(i) return nil, i == b and 0.2 or 1e-3 end)

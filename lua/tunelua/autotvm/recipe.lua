@@ -261,7 +261,8 @@ function recipe.tune_tasks(tasks, measure_option, o)
     local b, tsk = bases[i], tasks[#tasks - i + 1]
     if not b then return nil end
     if b.res.error_no == RUN_TIMEOUT then
-      return string.format("the untuned %s config timed out on the device (RUN_TIMEOUT)", b.source)
+      return string.format("the untuned %s config timed out on the device (RUN_TIMEOUT)", b.source),
+             "untuned config timed out"
     end
     if not skip_slower or b.res.error_no ~= 0 then return nil end
     local cost, args = record_mod().mean_cost(b.res), json.dumps(tsk.args)
@@ -271,7 +272,8 @@ function recipe.tune_tasks(tasks, measure_option, o)
         local cj = record_mod().mean_cost(bj.res)
         if cost > skip_slower * cj then
           return string.format("its untuned config (%s) is %.1fx slower than %s's (%s) on the same " ..
-            "workload", ms(cost), cost / cj, tj.name, ms(cj))
+            "workload", ms(cost), cost / cj, tj.name, ms(cj)),
+            string.format("untuned %.1fx slower than %s", cost / cj, tj.name)
         end
       end
     end
@@ -285,7 +287,7 @@ function recipe.tune_tasks(tasks, measure_option, o)
     local out = o.out or io.stdout
     local t = make_tuner(tsk, { seed = o.seed and (o.seed + i) or nil })
     local base = bases[i]
-    local why_skip = skip_reason(i)
+    local why_skip, why_short = skip_reason(i)
     local skip = why_skip ~= nil
     if use_tl and file_exists(tmp_log) then
       t:load_history(load_records(tmp_log))
@@ -363,7 +365,7 @@ function recipe.tune_tasks(tasks, measure_option, o)
       end
     end
     local entry = { name = tsk.name, trials = res.trials, resumed = #inps,
-                    best_flops = t.best_flops, skipped = skip or nil,
+                    best_flops = t.best_flops, skipped = why_short,
                     verified = verified and { index = verified.index, cost = verified.cost } }
     if base then
       -- untuned vs tuned, both from the verification rounds (the same runs, the same conditions)
