@@ -54,8 +54,10 @@ usage: tunelua %s [options]
                         (default %s)
   --n-trial N           trials per task (default %d)
   --early-stopping N    stop a task after N trials without improvement (default %d)
-  --verify-top N        measure each task's N best configs again in 3 rounds and keep the
-                        best median, not a lucky single measurement (default %d: off)
+  --verify-top N        measure each task's N best configs again in 3 rounds, beside its
+                        untuned config, and keep the best median, not a lucky single
+                        measurement (default %d: the best one; the untuned config stays
+                        unless a tuned one is faster)
   --log FILE            the tuning log (default <key>.<network>.log); re-run to resume
                         (every trial is kept in FILE.trials, the best per task in FILE)
   --tracker HOST:PORT   measure on devices of an RPC tracker (default: this machine)
