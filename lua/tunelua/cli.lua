@@ -122,6 +122,8 @@ function cli.main(argv)
         io.stderr:write("tunelua: ", err, "\n")
         return 1
       end
+      -- `tl` is predefined as in the REPL; the chunk's globals are the program's
+      setfenv(f, setmetatable({ tl = require("tunelua") }, { __index = _G, __newindex = _G }))
       if not run_chunk(f) then return 1 end
       ran = true
       i = i + 2

@@ -6,6 +6,7 @@
 out=$("$TL" --version 2>&1); check version 0 "tunelua 0." $? "$out"
 out=$("$TL" --help 2>&1); check help 0 "usage: tunelua" $? "$out"
 out=$("$TL" -e 'print(1 + 2)' 2>&1); check eval 0 "3" $? "$out"
+out=$("$TL" -e 'print(tl.version)' 2>&1); check eval_tl_loaded 0 "0." $? "$out"
 out=$("$TL" -e 'error("bad thing")' 2>&1); check eval_error 1 "tunelua: (command line):1: bad thing" $? "$out"
 # an error raised inside tunelua's own modules: the message without their file position (which
 # says where it was raised, not what to change); TUNELUA_DEBUG=1 gives position and traceback
