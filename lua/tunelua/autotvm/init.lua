@@ -15,6 +15,7 @@
 --   callback  progress_bar, log_to_file
 --   measure   MeasureInput/MeasureResult, LocalBuilder, LocalRunner, measure_option
 --   recipe    tune_tasks (seed 000's helper), resume
+--   graph_tuner  DPTuner: one config per conv for the whole network (kernels + layout transforms)
 local autotvm = {}
 
 local submodules = {
@@ -27,6 +28,7 @@ local submodules = {
   callback = "tunelua.autotvm.callback",
   measure = "tunelua.autotvm.measure",
   recipe = "tunelua.autotvm.recipe",
+  graph_tuner = "tunelua.autotvm.graph_tuner",
 }
 
 -- Names re-exported at the top level: name -> {module, field}.
