@@ -67,6 +67,9 @@ usage: tunelua %s [options]
   --repeat N            end-to-end measurements (default %d)
   --number N            runs per measurement of a config (default %d)
   --timeout S           seconds a config may run (default %d)
+  --graph-tuner         after kernel tuning, pick one config per conv for the whole network
+                        (autotvm.graph_tuner.DPTuner over LOG; writes LOG.graph.log and
+                        compiles with it)
   --tutorial            the tutorial's settings:
                         %s
                         (options given explicitly still win)
@@ -119,6 +122,7 @@ function flow.parse_args(argv, defaults, script)
     if strings[a] then o[strings[a]] = value(a); given[strings[a]] = true
     elseif counts[a] then o[counts[a]] = count(a); given[counts[a]] = true
     elseif a == "--tutorial" then tutorial = true
+    elseif a == "--graph-tuner" then o.graph_tuner = true
     elseif a == "-h" or a == "--help" then
       io.write(string.format(flow.usage, script or "script.lua", o.network, o.target,
         type(o.tuner) == "string" and o.tuner or "the script's Lua tuner",
@@ -281,10 +285,22 @@ function flow.tune_and_evaluate(o, tuning_opt)
     error(string.format("nothing measured: the log %s holds no trial", tuning_opt.log_filename), 0)
   end
 
+  local history = autotvm.apply_history_best(tuning_opt.log_filename)
+  if o.graph_tuner then
+    -- the graph tuner's choice per conv workload (also in LOG.graph.log) wins over LOG's best
+    print("Graph tuning...")
+    local gt = autotvm.graph_tuner.DPTuner(mod, { target = o.target, params = params,
+                                                 log = tuning_opt.log_filename })
+    gt:benchmark_layout_transform()
+    gt:run()
+    gt:write_opt_sch2record_file(tuning_opt.log_filename .. ".graph.log")
+    for _, r in ipairs(gt:get_optimal_records()) do history:update(r.inp.target, r.inp.workload, r) end
+  end
+
   print("Compile...")
   local lib = relay.build(mod, {
     target = o.target, params = params,
-    history = autotvm.apply_history_best(tuning_opt.log_filename),
+    history = history,
   })
   -- the same network with the configs an untuned build takes (TopHub's, else the fallbacks)
   local untuned_lib = relay.build(mod, { target = o.target, params = params, quiet = true })

@@ -490,7 +490,7 @@ local DPTuner = {}
 DPTuner.__index = DPTuner
 graph_tuner.DPTuner_mt = DPTuner
 
---- graph_tuner.DPTuner(mod, {target = "llvm", log = path or records, k = 5, params = {...},
+--- graph_tuner.DPTuner(mod, {target = "llvm", log = path(s) or records, k = 5, params = {...},
 ---   layout = "executor" | "blocked" | {edge = f(shape, src, dst)}, max_table = 2^20,
 ---   quiet = false}) -> tuner
 function graph_tuner.DPTuner(mod, opts)
@@ -515,10 +515,16 @@ function graph_tuner.DPTuner(mod, opts)
   local tstr = opts.target or "llvm"
   local tgt = strategy.parse_target(tstr, 2)
   local recs = opts.log
-  if type(recs) == "string" then
-    recs = record.load_from_file(recs)
-  elseif type(recs) ~= "table" then
-    error("DPTuner: opts.log must be a file name or a list of records, got " .. type(recs), 2)
+  if type(recs) == "string" then recs = { recs } end
+  if type(recs) ~= "table" then
+    error("DPTuner: opts.log must be a file name or a list of file names or records, got " .. type(recs), 2)
+  end
+  if type(recs[1]) == "string" then
+    local all = {}
+    for _, path in ipairs(recs) do
+      for _, r in ipairs(record.load_from_file(path)) do all[#all + 1] = r end
+    end
+    recs = all
   end
   local m = extract.optimize(mod, { target = tgt.str, params = opts.params or {} }, 2)
   local convs = find_convs(walk.main(m, 2), tgt)
