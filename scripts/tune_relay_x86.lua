@@ -2,6 +2,8 @@
 --
 --   tunelua scripts/tune_relay_x86.lua                       -- resnet-18, measured locally
 --   tunelua scripts/tune_relay_x86.lua --network mobilenet --tuner xgb_rank --n-trial 200
+--   tunelua scripts/tune_relay_x86.lua --graph-tuner         -- then one config per conv for the
+--                                                            whole network (autotvm.graph_tuner)
 --
 -- The same flow as scripts/tune_mobile_gpu.lua (tunelua.flow) with the x86
 -- templates: conv2d_NCHWc.x86, depthwise_conv2d_NCHWc.x86, dense_pack.x86 /

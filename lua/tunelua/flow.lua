@@ -41,6 +41,7 @@ flow.defaults = {
   skip_slower = 10,       -- tune_tasks' skip_slower: leave a template whose untuned config is 10x
                           -- slower than another template's for the same operator untuned
   timeout_factor = 10,    -- tune_tasks' timeout_factor: cut a candidate's runs at 10x the baseline's
+  graph_tuner = false,    -- --graph-tuner: autotvm.graph_tuner.DPTuner over the log before the final build
   -- what --tutorial sets (the tutorial's own settings); false = the network's default
   tutorial = { n_trial = 1000, early_stopping = 450, image_size = false, number = 10, timeout = 5,
                ["repeat"] = 30 },

@@ -282,5 +282,12 @@ do
   assert(not ok and err:find('opts.layout must be "executor", "blocked"', 1, true), err)
 end
 
+-- the flows' option
+do
+  local flow = require "tunelua.flow"
+  eq(flow.parse_args({ "--graph-tuner" }, { target = "llvm" }).graph_tuner, true, "--graph-tuner")
+  eq(flow.parse_args({}, { target = "llvm" }).graph_tuner, false, "no graph tuner by default")
+end
+
 file.remove(dir)
 print("test_graph_tuner: ok")

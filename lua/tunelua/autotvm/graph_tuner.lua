@@ -661,14 +661,16 @@ function DPTuner:problem()
             if cd.ic and cd.oc then unary[v][x] = unary[v][x] + self:transform_cost(c.data_shape, cd.oc, cd.ic) end
           end
         else
-          local m = {}
+          local m, any = {}, false
           for x, pcd in ipairs(pcands) do
             m[x] = {}
             for y, cd in ipairs(cv) do
               m[x][y] = (pcd.oc and cd.ic) and self:transform_cost(c.data_shape, pcd.oc, cd.ic) or 0
+              any = any or m[x][y] ~= 0
             end
           end
-          pairs_[#pairs_ + 1] = { pv, v, cost = m }
+          -- an edge that costs nothing whatever the choices does not join the workloads
+          if any then pairs_[#pairs_ + 1] = { pv, v, cost = m } end
         end
       end
     end
