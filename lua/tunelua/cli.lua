@@ -12,7 +12,7 @@ local cli = {}
 -- Subcommands: name -> module with a main(args) returning an exit status.
 cli.commands = {
   rpc = { module = "tunelua.rpc_cli", help = "device farm: tracker, server, query" },
-  log = { module = "tunelua.log_cli", help = "tuning logs: best, summary" },
+  log = { module = "tunelua.log_cli", help = "tuning logs: best, distill, summary, plot" },
 }
 
 local function usage()

@@ -390,6 +390,11 @@ end
 function flow.main(argv, defaults, script)
   local o = flow.parse_args(argv or {}, defaults, script)
   flow.tune_and_evaluate(o, flow.tuning_option(o))
+  -- a picture of the run, from every trial (LOG keeps only the best record per task)
+  local trials = o.log .. ".trials"
+  local f = io.open(trials, "r")
+  if f then f:close() else trials = o.log end
+  print("Plot: " .. require("tunelua.log_cli").plot(trials, o.log .. ".png"))
 end
 
 return flow

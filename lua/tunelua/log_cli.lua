@@ -4,6 +4,7 @@
 --                                 OUT defaults to IN.best.log)
 --   tunelua log distill IN [OUT]  the same, by TVM's name (autotvm.record --mode distill)
 --   tunelua log summary LOG       per task: trials, errors, best GFLOPS
+--   tunelua log plot LOG [-o OUT] a picture of the run (OUT .png or .svg, default LOG.png)
 local record = require "tunelua.autotvm.record"
 
 local log_cli = {}
@@ -12,6 +13,8 @@ local USAGE = table.concat({
   "usage: tunelua log best IN [OUT]    keep the best record per workload (default OUT: IN.best.log)",
   "       tunelua log distill IN [OUT] the same (TVM's name: autotvm.record --mode distill)",
   "       tunelua log summary LOG       per task: trials, errors, best GFLOPS",
+  "       tunelua log plot LOG [-o OUT] per task: best GFLOPS against trials, failed trials",
+  "                                    marked (OUT: .png or .svg; default LOG.png)",
 }, "\n")
 
 local function fail(msg)
@@ -102,6 +105,78 @@ local function summary(path)
   return 0
 end
 
+--- log_cli.plot(path, out) -> out, the chart's spec. Draws each task's best GFLOPS so far
+--- against its trial number (its own trials, in log order), each trial's GFLOPS as a dot and
+--- its failed trials as crosses in a strip under the axes. Records carry no FLOP count: it is
+--- the task's, made again from the record's workload; where a task cannot be made, the chart
+--- shows the best time in ms for all tasks instead and says so. Raises, naming the log, for
+--- an empty log or one without a valid record.
+function log_cli.plot(path, out)
+  local f = io.open(path, "r")
+  if not f then error(string.format("cannot read '%s'", path), 0) end
+  local blank = not f:read("*l")
+  f:close()
+  if blank then error(string.format("'%s' is empty: no tuning records to plot", path), 0) end
+  local recs = record.load_from_file(path)
+  if #recs == 0 then error(string.format("'%s' holds no valid AutoTVM record to plot", path), 0) end
+
+  local tasks, order = {}, {}
+  for _, r in ipairs(recs) do
+    local key = r.inp.target .. "|" .. record.workload_key(r.inp.workload)
+    local t = tasks[key]
+    if not t then
+      t = { inp = r.inp, trials = 0, errors = {}, costs = {} }
+      tasks[key] = t
+      order[#order + 1] = t
+    end
+    t.trials = t.trials + 1
+    if r.res.error_no ~= 0 then
+      t.errors[#t.errors + 1] = t.trials
+    else
+      t.costs[#t.costs + 1] = { t.trials, record.mean_cost(r.res) }
+    end
+  end
+  local unknown, nerr = {}, 0
+  for i, t in ipairs(order) do
+    t.flop = flop_of(t.inp)
+    if not t.flop then unknown[#unknown + 1] = "T" .. i end
+    nerr = nerr + #t.errors
+  end
+  local gflops = #unknown == 0
+  local series = {}
+  for i, t in ipairs(order) do
+    local line, dots, best = {}, {}, nil
+    for _, p in ipairs(t.costs) do
+      local v = gflops and t.flop / p[2] / 1e9 or p[2] * 1e3
+      dots[#dots + 1] = { p[1], v }
+      if not best or (gflops and v > best) or (not gflops and v < best) then best = v end
+      line[#line + 1] = { p[1], best }
+    end
+    if #line > 0 and line[#line][1] < t.trials then line[#line + 1] = { t.trials, best } end
+    local what = best and string.format(gflops and "best %.2f GFLOPS" or "best %.4f ms", best)
+                 or "no successful trial"
+    series[i] = {
+      label = "T" .. i, dots = dots, line = line, errors = t.errors,
+      legend = string.format("T%d  %s %s: %s, %d trial%s, %d failed", i, t.inp.task_name,
+        short_args(t.inp.args), what, t.trials, t.trials == 1 and "" or "s", #t.errors),
+    }
+  end
+  local spec = {
+    title = "Tuning run: " .. (path:match("[^/]+$") or path),
+    subtitle = string.format("%d task%s, %d trials, %d failed. Lines: the best so far; dots: each " ..
+      "trial; crosses: failed trials.%s", #order, #order == 1 and "" or "s", #recs, nerr,
+      gflops and "" or (" FLOPs unknown for " .. table.concat(unknown, ", ") .. ": times in ms.")),
+    xlabel = "trial (of each task)",
+    ylabel = gflops and "GFLOPS (best so far; higher is better)"
+             or "time in ms (best so far; lower is better)",
+    series = series,
+    scale_by_lines = not gflops,   -- a slow trial's dot would squash the lines of times
+  }
+  out = out or (path .. ".png")
+  require("tunelua.plot").chart(spec, out)
+  return out, spec
+end
+
 --- log_cli.main(args) -> exit status
 function log_cli.main(args)
   args = args or {}
@@ -126,6 +201,25 @@ function log_cli.main(args)
     local ok, rc = pcall(summary, path)
     if not ok then return fail("summary: " .. tostring(rc)) end
     return rc
+  elseif cmd == "plot" then
+    local path, out
+    local i = 2
+    while args[i] do
+      if args[i] == "-o" then
+        out = args[i + 1]
+        if not out then return fail("plot: -o needs a file name (.png or .svg)\n" .. USAGE) end
+        i = i + 2
+      elseif path then
+        return fail("plot: unexpected argument '" .. args[i] .. "'\n" .. USAGE)
+      else
+        path, i = args[i], i + 1
+      end
+    end
+    if not path then return fail("plot: missing the log\n" .. USAGE) end
+    local ok, res = pcall(log_cli.plot, path, out)
+    if not ok then return fail("plot: " .. tostring(res)) end
+    print("wrote " .. res)
+    return 0
   end
   return fail("unknown command '" .. tostring(cmd) .. "'\n" .. USAGE)
 end
