@@ -123,23 +123,28 @@ local function ticks(hi, n, integer)
 end
 plot.ticks = ticks
 
--- ticks of a log axis over [lo, hi]: whole decades around them, with 2 and 5 between where
--- the range spans few decades
+-- ticks of a log axis over [lo, hi]: 1, 2 and 5 times the powers of ten where the range spans
+-- few decades (the axis ends at such values), whole decades where it spans more
 local function log_ticks(lo, hi)
   local a, b = math.floor(math.log10(lo) + 1e-9), math.ceil(math.log10(hi) - 1e-9)
   if b <= a then b = a + 1 end
   local mults = (b - a) <= 3 and { 1, 2, 5 } or { 1 }
-  local list = {}
+  local all = {}
   for e = a, b do
     for _, m in ipairs(mults) do
-      local v = m * 10 ^ e
-      if v <= 10 ^ b * (1 + 1e-9) then
-        list[#list + 1] = { v = v, text = e >= 0 and string.format("%.0f", v)
-                                          or string.format("%." .. -e .. "f", v) }
-      end
+      if e < b or m == 1 then all[#all + 1] = { v = m * 10 ^ e, e = e } end
     end
   end
-  return list, 10 ^ a, 10 ^ b
+  local first, last = 1, #all     -- the tightest pair of ticks around [lo, hi]
+  while all[first + 1] and all[first + 1].v <= lo * (1 + 1e-9) do first = first + 1 end
+  while all[last - 1] and all[last - 1].v >= hi * (1 - 1e-9) do last = last - 1 end
+  local list = {}
+  for k = first, last do
+    local t = all[k]
+    list[#list + 1] = { v = t.v, text = t.e >= 0 and string.format("%.0f", t.v)
+                                        or string.format("%." .. -t.e .. "f", t.v) }
+  end
+  return list, list[1].v, list[#list].v
 end
 plot.log_ticks = log_ticks
 
