@@ -163,8 +163,9 @@ function log_cli.plot(path, out)
   end
   local spec = {
     title = "Tuning run: " .. (path:match("[^/]+$") or path),
-    subtitle = string.format("%d task%s, %d trials, %d failed. Lines: the best so far; dots: each " ..
-      "trial; crosses: failed trials.%s", #order, #order == 1 and "" or "s", #recs, nerr,
+    subtitle = string.format("%d task%s, %d trial%s, %d failed. Lines: the best so far; dots: " ..
+      "each trial; crosses: failed trials.%s", #order, #order == 1 and "" or "s", #recs,
+      #recs == 1 and "" or "s", nerr,
       gflops and "" or (" FLOPs unknown for " .. table.concat(unknown, ", ") .. ": times in ms.")),
     xlabel = "trial (of each task)",
     ylabel = gflops and "GFLOPS (best so far; higher is better)"

@@ -314,7 +314,7 @@ local function layout(C, spec)
     for _, x in ipairs(s.errors or {}) do xmax = math.max(xmax, x) end
   end
   local L = {}
-  L.xticks, L.xmax = ticks(xmax, 10, true)
+  L.xticks, L.xmax = ticks(xmax * 1.02, 10, true)   -- room for the last trial's marks
   local ylog = spec.ylog
   if ylog == nil then ylog = lmax > 0 and lmax / lmin > 20 end
   if ylog and lmax > 0 then
