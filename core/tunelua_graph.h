@@ -82,9 +82,34 @@ int tl_graph_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int nparts,
                        tl_graph_lib **out);
 void tl_graph_lib_free(tl_graph_lib *l);
 double tl_graph_lib_compile_seconds(const tl_graph_lib *l);   /* 0 when all cached */
+/* The parts' shared objects (for export): their count, part i's path (NULL
+** when out of range), and the part holding kernel fname (-1: none). */
+int tl_graph_lib_num_parts(const tl_graph_lib *l);
+const char *tl_graph_lib_part_path(const tl_graph_lib *l, int i);
+int tl_graph_lib_part_of(const tl_graph_lib *l, const char *fname);
 /* Resolve kernel fname of l (l must outlive e). */
 int tl_graph_exec_add_kernel_lib(tl_ctx *ctx, tl_graph_exec *e, tl_graph_lib *l,
                                  const char *fname, int *kernel);
+
+/* ---- artifacts: a compiled network that travels (core/graph/artifact.c) ----
+** Load dir/graph (the JSON description tunelua.graph.executor's export writes:
+** libs, kernels, slots, steps, inputs, outputs) with dir/params (the constant
+** arrays' bytes; NULL or "" when the graph has none) into an executor of its
+** own. Names are plain file names; the description is checked whole (indices,
+** sizes; max_bytes bounds the arena and arrays together, <= 0: 1 TiB) before
+** memory is allocated or a library opened. Inputs and outputs are slots of
+** the executor (tl_graph_exec_set, tl_graph_exec_slot_ref). */
+typedef struct tl_graph_artifact tl_graph_artifact;
+int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *graph, const char *params,
+                           int64_t max_bytes, tl_graph_artifact **out);
+void tl_graph_artifact_free(tl_graph_artifact *a);
+tl_graph_exec *tl_graph_artifact_exec(tl_graph_artifact *a);
+int tl_graph_artifact_num_inputs(const tl_graph_artifact *a);
+int tl_graph_artifact_num_outputs(const tl_graph_artifact *a);
+int tl_graph_artifact_num_steps(const tl_graph_artifact *a);
+const char *tl_graph_artifact_input_name(const tl_graph_artifact *a, int i);
+int tl_graph_artifact_input_slot(const tl_graph_artifact *a, int i);
+int tl_graph_artifact_output_slot(const tl_graph_artifact *a, int i);
 
 /* ---- OpenCL -----------------------------------------------------------
 ** A slot viewing storage (a device array, e.g. 1-D uint8 on opencl:k) from

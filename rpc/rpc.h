@@ -24,7 +24,7 @@
 #define RPC_CODE_MISMATCH (RPC_MAGIC + 2)
 
 #define RPC_TRACKER_MAX_FRAME ((size_t)1 << 20)     /* tracker JSON frames */
-#define RPC_SESSION_VERSION 3
+#define RPC_SESSION_VERSION 4
 #define RPC_SESSION_MAX_HEADER ((size_t)64 << 10)   /* session frame header (JSON) */
 #define RPC_SESSION_MAX_BLOB ((uint64_t)512 << 20)  /* session frame payload */
 #define RPC_MAX_KEY 4096

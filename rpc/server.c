@@ -51,6 +51,8 @@
 
 #define SESS_MAX_ARRAYS 256
 #define SESS_MAX_MODULES 64
+#define SESS_MAX_GRAPHS 8
+#define SESS_GRAPH_MAX_BYTES ((int64_t)1 << 30)   /* a graph's arena and arrays together */
 
 typedef struct {
   int fd;
@@ -62,7 +64,20 @@ typedef struct {
   struct { char *name; void *h; tl_ocl_module *ocl; } mods[SESS_MAX_MODULES];
   int nmods;
   int ocl_inited;            /* OpenCL was initialized in this process (load/call/time) */
+  tl_graph_artifact *graphs[SESS_MAX_GRAPHS];
+  int ngraphs;
+  int log_fd;                /* the server's stderr when verbose, else -1 */
 } session;
+
+static void slog(session *s, const char *fmt, ...) {
+  if (s->log_fd < 0) return;
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  dprintf(s->log_fd, "rpc server: %s\n", buf);
+}
 
 static int valid_name(const char *s) {
   if (!s || !*s || strlen(s) > 200 || s[0] == '.') return 0;
@@ -322,6 +337,119 @@ static void clean_stale(const char *tdir) {
   closedir(td);
 }
 
+/* ---- graphs: a compiled network (core/graph/artifact.c) run by the executor ---------------- */
+
+static json_t *array_desc(tl_array *a) {
+  json_t *sh = json_array();
+  for (int d = 0; d < tl_array_ndim(a); d++) json_array_append_new(sh, json_integer(tl_array_shape(a)[d]));
+  return json_pack("{s:o, s:s}", "shape", sh, "dtype", tl_dtype_name(tl_array_dtype(a)));
+}
+
+/* An input (out = 0) or output (out = 1) of graph a as an array sharing its slot. */
+static tl_array *graph_io(session *s, tl_graph_artifact *a, int out, int i) {
+  int slot = out ? tl_graph_artifact_output_slot(a, i) : tl_graph_artifact_input_slot(a, i);
+  tl_array *r = NULL;
+  tl_graph_exec_slot_ref(s->ctx, tl_graph_artifact_exec(a), slot, &r);
+  return r;
+}
+
+/* graph_load {name, params}: the graph of uploaded files; graph_run {graph} with the inputs'
+** bytes in order (or none: the inputs stay), replying the outputs' bytes; graph_time {graph,
+** number, repeat, min_repeat_ms}: seconds per run (tl_graph_exec_time). */
+static int serve_graph(session *s, const char *op, json_t *req, const void *blob, uint64_t n) {
+  if (!strcmp(op, "graph_load")) {
+    const char *name = json_string_value(json_object_get(req, "name"));
+    const char *params = json_string_value(json_object_get(req, "params"));
+    if (!valid_name(name) || (params && *params && !valid_name(params)))
+      return reply_err(s, "graph_load: 'name' and 'params' must be uploaded file names");
+    if (s->ngraphs >= SESS_MAX_GRAPHS)
+      return reply_err(s, "graph_load: at most %d graphs per session", SESS_MAX_GRAPHS);
+    tl_graph_artifact *a = NULL;
+    if (tl_graph_artifact_load(s->ctx, s->workdir, name, params, SESS_GRAPH_MAX_BYTES, &a))
+      return reply_err(s, "graph_load: %s", tl_errmsg(s->ctx));
+    int id = s->ngraphs++;
+    s->graphs[id] = a;
+    json_t *ins = json_array(), *outs = json_array();
+    for (int i = 0; i < tl_graph_artifact_num_inputs(a); i++) {
+      tl_array *t = graph_io(s, a, 0, i);
+      json_t *d = array_desc(t);
+      json_object_set_new(d, "name", json_string(tl_graph_artifact_input_name(a, i)));
+      json_array_append_new(ins, d);
+      tl_array_free(t);
+    }
+    for (int i = 0; i < tl_graph_artifact_num_outputs(a); i++) {
+      tl_array *t = graph_io(s, a, 1, i);
+      json_array_append_new(outs, array_desc(t));
+      tl_array_free(t);
+    }
+    slog(s, "graph_load '%s': graph %d, %d steps, %d inputs, %d outputs", name, id,
+         tl_graph_artifact_num_steps(a), tl_graph_artifact_num_inputs(a),
+         tl_graph_artifact_num_outputs(a));
+    return reply(s, json_pack("{s:b, s:i, s:i, s:o, s:o}", "ok", 1, "graph", id, "steps",
+                              tl_graph_artifact_num_steps(a), "inputs", ins, "outputs", outs),
+                 NULL, 0);
+  }
+  json_t *gv = json_object_get(req, "graph");
+  if (!json_is_integer(gv) || json_integer_value(gv) < 0 || json_integer_value(gv) >= s->ngraphs)
+    return reply_err(s, "%s: 'graph' is not the id of a loaded graph", op);
+  int id = (int)json_integer_value(gv);
+  tl_graph_artifact *a = s->graphs[id];
+  tl_graph_exec *e = tl_graph_artifact_exec(a);
+  if (!strcmp(op, "graph_run")) {
+    int nin = tl_graph_artifact_num_inputs(a), nout = tl_graph_artifact_num_outputs(a);
+    if (n > 0) {
+      uint64_t want = 0;
+      for (int i = 0; i < nin; i++) {
+        tl_array *t = graph_io(s, a, 0, i);
+        want += tl_array_nbytes(t);
+        tl_array_free(t);
+      }
+      if (n != want)
+        return reply_err(s, "graph_run: %llu bytes of inputs, the graph's inputs have %llu",
+                         (unsigned long long)n, (unsigned long long)want);
+      const unsigned char *p = blob;
+      for (int i = 0; i < nin; i++) {
+        tl_array *t = graph_io(s, a, 0, i);
+        memcpy(tl_array_data(t), p, tl_array_nbytes(t));
+        p += tl_array_nbytes(t);
+        tl_array_free(t);
+      }
+    }
+    double t0 = tl_now();
+    if (tl_graph_exec_run(s->ctx, e)) return reply_err(s, "graph_run: %s", tl_errmsg(s->ctx));
+    double dt = tl_now() - t0;
+    tl_buf b = {0};
+    for (int i = 0; i < nout; i++) {
+      tl_array *t = graph_io(s, a, 1, i);
+      tl_buf_putn(&b, tl_array_data(t), tl_array_nbytes(t));
+      tl_array_free(t);
+    }
+    slog(s, "graph_run graph %d: %d steps in %.3f ms%s", id, tl_graph_artifact_num_steps(a),
+         dt * 1e3, n > 0 ? " (inputs set)" : "");
+    int rc = reply(s, json_pack("{s:b, s:f}", "ok", 1, "seconds", dt), b.s, b.n);
+    free(b.s);
+    return rc;
+  }
+  if (!strcmp(op, "graph_time")) {
+    json_t *nv = json_object_get(req, "number"), *rv = json_object_get(req, "repeat");
+    json_t *mv = json_object_get(req, "min_repeat_ms");
+    int number = nv ? (int)json_integer_value(nv) : 1, repeat = rv ? (int)json_integer_value(rv) : 1;
+    double mrm = mv ? json_number_value(mv) : 0;
+    if (number < 1 || number > 1000000 || repeat < 1 || repeat > 1024 || !(mrm >= 0 && mrm <= 60000))
+      return reply_err(s, "graph_time: number must be in [1, 1000000], repeat in [1, 1024], "
+                       "min_repeat_ms in [0, 60000]");
+    double costs[1024];
+    if (tl_graph_exec_time(s->ctx, e, number, repeat, mrm, costs))
+      return reply_err(s, "graph_time: %s", tl_errmsg(s->ctx));
+    double sum = 0;
+    for (int i = 0; i < repeat; i++) sum += costs[i];
+    slog(s, "graph_time graph %d: %d x %d runs, mean %.3f ms", id, repeat, number,
+         sum / repeat * 1e3);
+    return reply_costs(s, costs, repeat);
+  }
+  return reply_err(s, "unknown op '%s'", op);
+}
+
 /* Handle one request; returns 1 to end the session. */
 static int serve_one(session *s, json_t *req, void *blob, uint64_t n) {
   const char *op = json_string_value(json_object_get(req, "op"));
@@ -493,6 +621,7 @@ static int serve_one(session *s, json_t *req, void *blob, uint64_t n) {
       return reply_err(s, "time: kernel '%s' failed with code %d", fn, (int)kc) ? 1 : 0;
     return reply_costs(s, costs, repeat) ? 1 : 0;
   }
+  if (!strncmp(op, "graph_", 6)) return serve_graph(s, op, req, blob, n) ? 1 : 0;
   if (!strcmp(op, "measure")) {
     const char *mod = json_string_value(json_object_get(req, "module"));
     const char *fn = json_string_value(json_object_get(req, "func"));
@@ -536,6 +665,7 @@ typedef struct {
   const char *workdir;
   double idle_s;
   pid_t parent;
+  int log_fd;
 } session_arg;
 
 static int session_main(void *argp, int out_fd) {
@@ -547,6 +677,7 @@ static int session_main(void *argp, int out_fd) {
   s.key = a->key;
   s.workdir = a->workdir;
   s.ctx = tl_ctx_new();
+  s.log_fd = a->log_fd;
   for (;;) {
     void *blob = NULL;
     uint64_t n = 0;
@@ -797,7 +928,7 @@ TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int track
     if (cfd < 0) continue;
     /* 4. the session, in a child. The server's --timeout bounds it: a client's -timeout may
     ** only shorten it. */
-    session_arg a = {cfd, skey, workdir, 600, getpid()};
+    session_arg a = {cfd, skey, workdir, 600, getpid(), verbose ? dup(2) : -1};
     double limit = session_timeout > 0 ? session_timeout : 0;
     if (topt > 0 && (limit <= 0 || topt < limit)) limit = topt;
     tl_proc_result *res = NULL;
@@ -812,6 +943,7 @@ TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int track
                 tl_proc_status(res), tl_proc_code(res), (int)(el > 500 ? 500 : el), e ? e : "");
     }
     tl_proc_result_free(res);
+    if (a.log_fd >= 0) close(a.log_fd);
     close(cfd);
     remove_all(workdir);
     if (verbose) fprintf(stderr, "rpc server: session end\n");

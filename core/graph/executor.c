@@ -503,6 +503,15 @@ TL_EXPORT void tl_graph_lib_free(tl_graph_lib *l) {
 }
 
 TL_EXPORT double tl_graph_lib_compile_seconds(const tl_graph_lib *l) { return l ? l->compile_s : 0; }
+TL_EXPORT int tl_graph_lib_num_parts(const tl_graph_lib *l) { return l ? l->nparts : 0; }
+TL_EXPORT const char *tl_graph_lib_part_path(const tl_graph_lib *l, int i) {
+  return l && i >= 0 && i < l->nparts ? l->paths[i] : NULL;
+}
+TL_EXPORT int tl_graph_lib_part_of(const tl_graph_lib *l, const char *fname) {
+  for (int p = 0; l && fname && p < l->nparts; p++)
+    if (tl_module_sym(l->mods[p], fname)) return p;
+  return -1;
+}
 
 TL_EXPORT int tl_graph_exec_add_kernel_lib(tl_ctx *ctx, tl_graph_exec *e, tl_graph_lib *l,
                                            const char *fname, int *kernel) {

@@ -11,8 +11,9 @@
 -- in the same run (per task and for the network: untuned, tuned, speedup).
 -- Re-running with the same log resumes: configurations already measured are
 -- not measured again (every trial is kept in LOG.trials, see flow.keep_trials).
--- With --tracker, tuning measures on the farm; the network itself still runs
--- on this machine (no remote graph runtime).
+-- With --tracker, tuning measures on the farm, and the compiled network (a C
+-- target's) is uploaded to a device of the same key and evaluated there
+-- (tunelua.rpc.graph), its outputs checked against a run on this machine.
 -- Options come from the command line (see flow.usage); `defaults` holds the
 -- script's own.
 local flow = {}
@@ -306,36 +307,71 @@ function flow.tune_and_evaluate(o, tuning_opt)
   -- the same network with the configs an untuned build takes (TopHub's, else the fallbacks)
   local untuned_lib = relay.build(mod, { target = o.target, params = params, quiet = true })
 
-  local module
+  local executor = require "tunelua.graph.executor"
+  local module, untuned, remote, where
   if o.tracker then
     local host, port = tracker_addr(o)
-    local remote = require("tunelua.rpc").request_remote(o.key, host, port, { timeout = 10000 })
-    if type(remote.graph_module) == "function" then
-      print("Upload...")
+    if executor.exportable(lib) then
+      -- both networks on the device that was tuned for, in one session
+      remote = require("tunelua.rpc").request_remote(o.key, host, port, { timeout = 10000 })
+      print(string.format("Upload to %s at %s...", remote.key, remote.addr))
       module = remote:graph_module(lib)
+      untuned = remote:graph_module(untuned_lib)
+      where = string.format(" on %s at %s", remote.key, remote.addr)
     else
-      -- the RPC session runs single kernels (tuning); it has no graph runtime yet
-      remote:close()
       io.stdout:flush()
-      io.stderr:write(string.format("note: no remote graph runtime yet: the network runs on this " ..
-        "machine's device, not on the '%s' device at %s:%d\n", o.key, host, port))
+      io.stderr:write(string.format("note: the remote graph runtime runs C networks (llvm, c); this " ..
+        "%s network runs on this machine's device, not on the '%s' device at %s:%d\n", o.target,
+        o.key, host, port))
     end
   end
-  local executor = require "tunelua.graph.executor"
-  if not module then
-    module = executor.GraphModule(lib)
-  end
-  local untuned = executor.GraphModule(untuned_lib)
+  module = module or executor.GraphModule(lib)
+  untuned = untuned or executor.GraphModule(untuned_lib)
   local data = tl.nd.random_uniform(input_shape, { low = 0, high = 1, seed = 1, dtype = o.dtype })
   module:set_input("data", data)
   untuned:set_input("data", data)
+  if remote then flow.check_remote(module, lib, data) end
 
   print("Evaluate inference time cost...")
   local t, u = flow.compare(module, untuned, o.bench_number or 1, o["repeat"])
-  print(tostring(t))                 -- the tuned network: the mean and std dev
+  print(tostring(t) .. (where or ""))   -- the tuned network: the mean and std dev
   print(string.format("Untuned network: %.2f ms, tuned: %.2f ms (medians of %d runs each, " ..
-    "interleaved): speedup %.2fx", u.median * 1e3, t.median * 1e3, #t.results, u.median / t.median))
+    "interleaved%s): speedup %.2fx", u.median * 1e3, t.median * 1e3, #t.results, where or "",
+    u.median / t.median))
+  if remote then remote:close() end
   return { tuned = t, untuned = u, tasks = summary }
+end
+
+--- check_remote(remote_module, lib, data): one run of the network on the device and one on this
+--- machine on the same input; their outputs must agree (relative to the largest magnitude,
+--- 1e-4), else an error. Prints the largest difference.
+function flow.check_remote(remote_module, lib, data)
+  local ffi = require "ffi"
+  local here = require("tunelua.graph.executor").GraphModule(lib)
+  here:set_input("data", data)
+  here:run()
+  remote_module:run()
+  local a, b = remote_module:get_output(0), here:get_output(0)
+  local ct = ({ float32 = "float *", float64 = "double *" })[b:dtype()]
+  if not ct then   -- other dtypes: the bytes must be equal
+    if ffi.string(a:data_ptr(), a:nbytes()) ~= ffi.string(b:data_ptr(), b:nbytes()) then
+      error("the network's output on " .. remote_module.device .. " differs from this machine's", 0)
+    end
+    return
+  end
+  local n = a:nbytes() / ffi.sizeof(ct:sub(1, -3))
+  local pa, pb = ffi.cast(ct, a:data_ptr()), ffi.cast(ct, b:data_ptr())
+  local diff, big = 0, 0
+  for i = 0, n - 1 do
+    diff = math.max(diff, math.abs(pa[i] - pb[i]))
+    big = math.max(big, math.abs(pb[i]))
+  end
+  if not (diff <= 1e-4 * math.max(big, 1e-30)) then
+    error(string.format("the network's output on %s differs from this machine's: largest " ..
+      "difference %.3g (largest magnitude %.3g)", remote_module.device, diff, big), 0)
+  end
+  print(string.format("Output on %s matches this machine's run (largest difference %.3g)",
+    remote_module.device, diff))
 end
 
 --- compare(a, b, number, repeats) -> the benchmark results of graph modules a and b, measured

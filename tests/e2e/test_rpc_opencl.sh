@@ -138,7 +138,7 @@ local bads = {
   { (man:gsub('"shape": %[' .. 2 * maxwg .. '%]', '"shape": [1099511627776]', 1)), "bytes (at most" },
 }
 local sess = rpc.request_remote(KEY, "127.0.0.1", PORT, { timeout = 20 })
-assert(sess:hello().version == 3, "session protocol version 3")
+assert(sess:hello().version == 4, "session protocol version 4")
 sess:upload(put("k.cl", src), "k.cl")
 for i, b in ipairs(bads) do
   sess:upload(put("bad.json", b[1]), "bad" .. i .. ".json")
@@ -174,7 +174,7 @@ assert(not ok and tostring(err):find("invalid work%-group size"), tostring(err))
 -- measure after OpenCL was used in this session: refused, with the reason
 ok, err = pcall(sess.measure_opencl, sess, "k.cl", "k.json", { number = 1, ["repeat"] = 1 })
 assert(not ok and tostring(err):find("fresh session", 1, true), tostring(err))
-assert(sess:hello().version == 3)
+assert(sess:hello().version == 4)
 sess:close()
 -- measure in a fresh session, with the reference module
 local s2 = rpc.request_remote(KEY, "127.0.0.1", PORT, { timeout = 20 })

@@ -500,6 +500,7 @@ function executor.build(mod, opts)
     local s = int1()
     check(C.tl_graph_exec_slot_view(ctx, e, offs[i - 1], #b.shape, sh, dtype_code(b.dtype), s), 2)
     b.slot = s[0]
+    b.offset = tonumber(offs[i - 1])
   end
   for _, b in ipairs(bufs) do
     if b.kind == "input" or b.kind == "output" then
@@ -552,7 +553,7 @@ function executor.build(mod, opts)
 
   local lib = setmetatable({
     exec = e, glib = glib, compile_seconds = compile_s, kernels = kernels, steps = steps, inputs = inputs, input_order = input_order,
-    outputs = outputs, target = tgt.str, planned_bytes = arena, intermediate_bytes = sum,
+    outputs = outputs, target = tgt.str, planned_bytes = arena, intermediate_bytes = sum, bufs = bufs,
     num_groups = ngroups, num_tuned = ntuned, build_seconds = C.tl_now() - t0,
   }, Lib)
   if not opts.quiet then
@@ -668,8 +669,18 @@ function GraphModule:benchmark(opts, opts2)
   local repeats = opts.repeats or opts["repeat"] or 3
   local secs = dblarr(repeats)
   check(C.tl_graph_exec_time(ctx, self.lib.exec, number, repeats, opts.min_repeat_ms or 0, secs), 2)
-  local r, mean = {}, 0
-  for i = 0, repeats - 1 do r[i + 1] = secs[i]; mean = mean + secs[i] end
+  local r = {}
+  for i = 0, repeats - 1 do r[i + 1] = secs[i] end
+  local res = executor.bench_result(r)
+  if not opts.quiet then print(tostring(res)) end
+  return res
+end
+
+--- executor.bench_result(list of seconds per run) -> {mean, median, std, results}, printed as
+--- "Mean inference time (std dev): X ms (Y ms)" (GraphModule:benchmark's result).
+function executor.bench_result(r)
+  local repeats, mean = #r, 0
+  for _, x in ipairs(r) do mean = mean + x end
   mean = mean / repeats
   local var = 0
   for _, x in ipairs(r) do var = var + (x - mean) ^ 2 end
@@ -679,9 +690,7 @@ function GraphModule:benchmark(opts, opts2)
   table.sort(sorted)
   local median = repeats % 2 == 1 and sorted[(repeats + 1) / 2]
                  or (sorted[repeats / 2] + sorted[repeats / 2 + 1]) / 2
-  local res = setmetatable({ mean = mean, median = median, std = std, results = r }, BenchResult)
-  if not opts.quiet then print(tostring(res)) end
-  return res
+  return setmetatable({ mean = mean, median = median, std = std, results = r }, BenchResult)
 end
 
 --- Per-step mean seconds: list of {name, seconds}.
@@ -693,6 +702,133 @@ function GraphModule:profile(number)
   local r = {}
   for i, st in ipairs(self.lib.steps) do r[i] = { name = st.name, seconds = secs[i - 1] } end
   return r
+end
+
+-- ---- export and import: a compiled network that travels (core/graph/artifact.c) ------------
+
+--- executor.exportable(lib) -> true when lib can be exported (a C network: targets llvm, c).
+function executor.exportable(lib)
+  return getmetatable(lib) == Lib and lib.exec ~= nil and lib.bufs ~= nil and not lib.device
+end
+
+local function copy_file(src, dst)
+  local f, err = io.open(src, "rb")
+  if not f then error("executor.export: cannot read " .. tostring(err), 3) end
+  local data = f:read("*a")
+  f:close()
+  require("tunelua.file").write_all(dst, data)
+end
+
+--- executor.export(lib, dir, prefix) -> {"graph.json", "params.bin", "lib0.so", ...}: lib as
+--- files in dir (made if missing): the kernels' shared objects, the graph description
+--- (graph.json: slots, steps, memory plan, inputs, outputs) and the constant arrays' bytes
+--- (params.bin), which executor.import or an RPC server's graph_load (docs/rpc.md) load into
+--- an executor. Every name starts with prefix (default ""), so that several networks can share
+--- a directory (a shared object is loaded once per path).
+function executor.export(lib, dir, prefix)
+  prefix = prefix or ""
+  if not executor.exportable(lib) then
+    error("executor.export: only a C network (target llvm or c) built by executor.build can be " ..
+          "exported; an OpenCL network runs where it was built", 2)
+  end
+  local json = require "tunelua.json"
+  local file = require "tunelua.file"
+  file.mkdirs(dir)
+  local libs, lib_of, kernels = {}, {}, {}
+  for i, k in ipairs(lib.kernels) do
+    if k.id ~= i - 1 then error("executor.export: kernel ids out of order", 2) end
+    local path
+    if lib.glib then
+      local part = C.tl_graph_lib_part_of(lib.glib, k.fname)
+      path = part >= 0 and ffi.string(C.tl_graph_lib_part_path(lib.glib, part)) or nil
+    elseif k.module then
+      path = ffi.string(C.tl_module_path(k.module))
+    end
+    if not path then error("executor.export: no shared object holds kernel " .. k.fname, 2) end
+    if not lib_of[path] then
+      libs[#libs + 1] = path
+      lib_of[path] = #libs - 1
+    end
+    kernels[i] = { lib = lib_of[path], name = k.fname }
+  end
+  local names = { prefix .. "graph.json", prefix .. "params.bin" }
+  local lib_names = json.array({})
+  for i, path in ipairs(libs) do
+    lib_names[i] = string.format("%slib%d.so", prefix, i - 1)
+    copy_file(path, dir .. "/" .. lib_names[i])
+    names[#names + 1] = lib_names[i]
+  end
+  -- slots by id; a constant's bytes once per array
+  local slots, blob, at, nblob = {}, {}, {}, 0
+  local inputs, outputs = json.array({}), json.array({})
+  for _, b in ipairs(lib.bufs) do
+    if b.slot then
+      local d = { shape = json.array({ unpack(b.shape) }), dtype = b.dtype }
+      if b.kind == "inter" then
+        d.view = b.offset
+      elseif b.kind == "param" or b.kind == "const" then
+        local v = b.value
+        if type(v) == "number" then v = nd.full(b.shape, v, b.dtype) end
+        local off = at[v]
+        if not off then
+          off = nblob
+          blob[#blob + 1] = ffi.string(v:data_ptr(), v:nbytes())
+          nblob = nblob + v:nbytes()
+          at[v] = off
+        end
+        d.param = off
+      end
+      slots[b.slot + 1] = d
+    end
+  end
+  for i = 1, #slots do
+    if not slots[i] then error("executor.export: slot " .. (i - 1) .. " has no buffer", 2) end
+  end
+  for _, name in ipairs(lib.input_order) do
+    inputs[#inputs + 1] = { name = name, slot = lib.inputs[name].slot }
+  end
+  for i, b in ipairs(lib.outputs) do outputs[i] = b.slot end
+  local steps = json.array({})
+  for i, st in ipairs(lib.steps) do
+    local args = json.array({})
+    for j, b in ipairs(st.args) do args[j] = b.slot end
+    steps[i] = { kernel = st.kernel.id, args = args }
+  end
+  local graph = { format = "tunelua-graph", version = 1, arena = lib.planned_bytes,
+                  libs = lib_names, kernels = json.array(kernels), slots = json.array(slots),
+                  steps = steps, inputs = inputs, outputs = outputs, params_bytes = nblob }
+  file.write_all(dir .. "/" .. names[2], table.concat(blob))
+  file.write_all(dir .. "/" .. names[1], json.encode(graph))
+  return names
+end
+
+--- executor.import(dir, prefix) -> lib: an exported network (executor.export) loaded into an
+--- executor of its own (tl_graph_artifact_load), for executor.GraphModule.
+function executor.import(dir, prefix)
+  prefix = prefix or ""
+  local p = ffi.new("tl_graph_artifact *[1]")
+  check(C.tl_graph_artifact_load(ctx, dir, prefix .. "graph.json", prefix .. "params.bin", 0, p), 2)
+  local a = ffi.gc(p[0], C.tl_graph_artifact_free)
+  local lib = { artifact = a, exec = C.tl_graph_artifact_exec(a), inputs = {}, input_order = {},
+                outputs = {}, steps = {}, target = "artifact " .. dir }
+  local function desc(slot)
+    local out = ffi.new("tl_array *[1]")
+    check(C.tl_graph_exec_slot_ref(ctx, lib.exec, slot, out), 3)
+    local arr = nd.adopt(out[0])
+    return { slot = slot, array = arr, shape = arr:shape(), dtype = arr:dtype() }
+  end
+  for i = 0, C.tl_graph_artifact_num_inputs(a) - 1 do
+    local name = ffi.string(C.tl_graph_artifact_input_name(a, i))
+    local b = desc(C.tl_graph_artifact_input_slot(a, i))
+    b.name = name
+    lib.inputs[name] = b
+    lib.input_order[i + 1] = name
+  end
+  for i = 0, C.tl_graph_artifact_num_outputs(a) - 1 do
+    lib.outputs[i + 1] = desc(C.tl_graph_artifact_output_slot(a, i))
+  end
+  for i = 1, C.tl_graph_artifact_num_steps(a) do lib.steps[i] = { name = "step " .. (i - 1) } end
+  return setmetatable(lib, Lib)
 end
 
 return executor

@@ -179,6 +179,12 @@ function Session:measure_opencl(name, manifest, o)
                       ref_module = o.ref_module, ref_manifest = o.ref_manifest }, nil, 2))
 end
 
+--- session:graph_module(lib) -> a compiled C network (executor.build) run on the server:
+--- set_input, run, get_output, benchmark as GraphModule's (tunelua.rpc.graph).
+function Session:graph_module(lib)
+  return require("tunelua.rpc.graph").load(self, lib)
+end
+
 --- session:empty(shape, dtype) -> remote array
 function Session:empty(shape, dtype)
   local r = self:call({ op = "alloc", shape = json.array(shape), dtype = dtype or "float32" }, nil, 2)
