@@ -52,7 +52,7 @@ local ffi = require "ffi"
 local rpc = require "tunelua.rpc"
 local nd = require "tunelua.nd"
 local executor = require "tunelua.graph.executor"
-local port, key = tonumber(arg[1]), arg[2]
+local port, key, work = tonumber(arg[1]), arg[2], arg[3]
 local mod, params, ishape = require("networks").get_network("mobilenet", { image_size = 32, num_classes = 10 })
 local lib = executor.build(mod, { target = "llvm", params = params, quiet = true })
 local remote = rpc.request_remote(key, "127.0.0.1", port, { timeout = 60 })
@@ -80,7 +80,7 @@ refused({ op = "graph_run", graph = m.id }, "abc", "graph_run: 3 bytes of inputs
 refused({ op = "graph_time", graph = m.id, ["repeat"] = 0 }, nil, "graph_time: number must be in")
 refused({ op = "graph_load", name = "../x.json" }, nil, "graph_load: 'name' and 'params' must be uploaded file names")
 refused({ op = "graph_load", name = "missing.json" }, nil, "graph_load: ")
-local bad = os.tmpname()
+local bad = work .. "/bad.json"
 local f = assert(io.open(bad, "w")); f:write('{"format": "tunelua-graph", "version": 1, "arena": 0, "params_bytes": 0, "libs": [], "kernels": [], "slots": [], "steps": [{"kernel": 3, "args": []}], "inputs": [], "outputs": []}'); f:close()
 remote:upload(bad, "bad.json")
 os.remove(bad)
@@ -90,6 +90,6 @@ assert(remote:hello().version == 4)
 remote:close()
 print("graph ops: ok")
 LUA
-timeout 300 "$T" "$W/graph.lua" $PORT $KEY > "$W/graph.out" 2>&1 || fail "graph ops (rc $?)"
+timeout 300 "$T" "$W/graph.lua" $PORT $KEY "$W" > "$W/graph.out" 2>&1 || fail "graph ops (rc $?)"
 grep -q "graph ops: ok" "$W/graph.out" || fail "graph ops"
 echo "PASS test_rpc_graph"
