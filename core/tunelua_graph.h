@@ -96,14 +96,17 @@ int tl_graph_exec_add_kernel_lib(tl_ctx *ctx, tl_graph_exec *e, tl_graph_lib *l,
 ** libs, kernels, slots, steps, inputs, outputs) with dir/params (the constant
 ** arrays' bytes; NULL or "" when the graph has none) into an executor of its
 ** own. Names are plain file names; the description is checked whole (indices,
-** sizes; max_bytes bounds the arena and arrays together, <= 0: 1 TiB) before
-** memory is allocated or a library opened. Inputs and outputs are slots of
-** the executor (tl_graph_exec_set, tl_graph_exec_slot_ref). */
+** sizes; max_bytes bounds the arena, storages and arrays together, <= 0: 1 TiB)
+** before memory is allocated or a library opened. An OpenCL graph runs on
+** OpenCL device dev (ignored for a C graph): its arrays live there and each
+** kernel is a module built from its source and manifest. Inputs and outputs
+** are slots of the executor (tl_graph_exec_set, tl_graph_exec_slot_ref). */
 typedef struct tl_graph_artifact tl_graph_artifact;
 int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *graph, const char *params,
-                           int64_t max_bytes, tl_graph_artifact **out);
+                           int64_t max_bytes, int dev, tl_graph_artifact **out);
 void tl_graph_artifact_free(tl_graph_artifact *a);
 tl_graph_exec *tl_graph_artifact_exec(tl_graph_artifact *a);
+int tl_graph_artifact_device(const tl_graph_artifact *a);   /* TL_DEV_CPU or TL_DEV_OPENCL */
 int tl_graph_artifact_num_inputs(const tl_graph_artifact *a);
 int tl_graph_artifact_num_outputs(const tl_graph_artifact *a);
 int tl_graph_artifact_num_steps(const tl_graph_artifact *a);

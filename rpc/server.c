@@ -353,7 +353,22 @@ static tl_array *graph_io(session *s, tl_graph_artifact *a, int out, int i) {
   return r;
 }
 
-/* graph_load {name, params}: the graph of uploaded files; graph_run {graph} with the inputs'
+/* t itself when it is a host array, else a host array of its shape (with t's bytes when
+** copy); NULL on failure (the message in the context). */
+static tl_array *host_copy(session *s, tl_array *t, int copy) {
+  if (!t) return NULL;
+  if (tl_array_data(t)) return t;
+  tl_array *h = NULL;
+  if (tl_array_empty(s->ctx, tl_array_ndim(t), tl_array_shape(t), tl_array_dtype(t), TL_DEV_CPU, 0, &h))
+    return NULL;
+  if (copy && tl_array_copyto(s->ctx, t, h)) {
+    tl_array_free(h);
+    return NULL;
+  }
+  return h;
+}
+
+/* graph_load {name, params[, device]}: the graph of uploaded files; graph_run {graph} with the inputs'
 ** bytes in order (or none: the inputs stay), replying the outputs' bytes; graph_time {graph,
 ** number, repeat, min_repeat_ms}: seconds per run (tl_graph_exec_time). */
 static int serve_graph(session *s, const char *op, json_t *req, const void *blob, uint64_t n) {
@@ -364,8 +379,14 @@ static int serve_graph(session *s, const char *op, json_t *req, const void *blob
       return reply_err(s, "graph_load: 'name' and 'params' must be uploaded file names");
     if (s->ngraphs >= SESS_MAX_GRAPHS)
       return reply_err(s, "graph_load: at most %d graphs per session", SESS_MAX_GRAPHS);
+    json_t *dv = json_object_get(req, "device");
+    if (dv && (!json_is_integer(dv) || json_integer_value(dv) < 0 || json_integer_value(dv) > 255))
+      return reply_err(s, "graph_load: 'device' must be an OpenCL device number");
     tl_graph_artifact *a = NULL;
-    if (tl_graph_artifact_load(s->ctx, s->workdir, name, params, SESS_GRAPH_MAX_BYTES, &a))
+    /* an OpenCL graph brings OpenCL up in this process (no forked OpenCL measure after it) */
+    s->ocl_inited = 1;
+    if (tl_graph_artifact_load(s->ctx, s->workdir, name, params, SESS_GRAPH_MAX_BYTES,
+                               dv ? (int)json_integer_value(dv) : 0, &a))
       return reply_err(s, "graph_load: %s", tl_errmsg(s->ctx));
     int id = s->ngraphs++;
     s->graphs[id] = a;
@@ -382,9 +403,10 @@ static int serve_graph(session *s, const char *op, json_t *req, const void *blob
       json_array_append_new(outs, array_desc(t));
       tl_array_free(t);
     }
-    slog(s, "graph_load '%s': graph %d, %d steps, %d inputs, %d outputs", name, id,
+    slog(s, "graph_load '%s': graph %d, %d steps, %d inputs, %d outputs, %s", name, id,
          tl_graph_artifact_num_steps(a), tl_graph_artifact_num_inputs(a),
-         tl_graph_artifact_num_outputs(a));
+         tl_graph_artifact_num_outputs(a),
+         tl_device_type_name(tl_graph_artifact_device(a)));
     return reply(s, json_pack("{s:b, s:i, s:i, s:o, s:o}", "ok", 1, "graph", id, "steps",
                               tl_graph_artifact_num_steps(a), "inputs", ins, "outputs", outs),
                  NULL, 0);
@@ -408,12 +430,20 @@ static int serve_graph(session *s, const char *op, json_t *req, const void *blob
         return reply_err(s, "graph_run: %llu bytes of inputs, the graph's inputs have %llu",
                          (unsigned long long)n, (unsigned long long)want);
       const unsigned char *p = blob;
-      for (int i = 0; i < nin; i++) {
+      int rc = TL_OK;
+      for (int i = 0; i < nin && !rc; i++) {
         tl_array *t = graph_io(s, a, 0, i);
-        memcpy(tl_array_data(t), p, tl_array_nbytes(t));
-        p += tl_array_nbytes(t);
+        tl_array *h = host_copy(s, t, 0);
+        if (!h) rc = TL_E_NOMEM;
+        if (!rc) {
+          memcpy(tl_array_data(h), p, tl_array_nbytes(h));
+          p += tl_array_nbytes(h);
+          if (h != t) rc = tl_array_copyto(s->ctx, h, t);
+        }
+        if (h != t) tl_array_free(h);
         tl_array_free(t);
       }
+      if (rc) return reply_err(s, "graph_run: setting the inputs: %s", tl_errmsg(s->ctx));
     }
     double t0 = tl_now();
     if (tl_graph_exec_run(s->ctx, e)) return reply_err(s, "graph_run: %s", tl_errmsg(s->ctx));
@@ -421,7 +451,14 @@ static int serve_graph(session *s, const char *op, json_t *req, const void *blob
     tl_buf b = {0};
     for (int i = 0; i < nout; i++) {
       tl_array *t = graph_io(s, a, 1, i);
-      tl_buf_putn(&b, tl_array_data(t), tl_array_nbytes(t));
+      tl_array *h = host_copy(s, t, 1);
+      if (!h) {
+        tl_array_free(t);
+        free(b.s);
+        return reply_err(s, "graph_run: reading output %d: %s", i, tl_errmsg(s->ctx));
+      }
+      tl_buf_putn(&b, tl_array_data(h), tl_array_nbytes(h));
+      if (h != t) tl_array_free(h);
       tl_array_free(t);
     }
     slog(s, "graph_run graph %d: %d steps in %.3f ms%s", id, tl_graph_artifact_num_steps(a),

@@ -5,13 +5,18 @@
 ** loop (executor.c) and the same time evaluator.
 **
 ** An artifact is a directory holding
-**   - the kernels' shared objects (C backend ABI, as tl_graph_lib_build makes them),
+**   - the kernels: shared objects (C backend ABI, as tl_graph_lib_build makes
+**     them), or for an OpenCL network each kernel's OpenCL C and manifest
+**     (tunelua_opencl.h, "modules that travel"),
 **   - the graph description (JSON, written by tunelua.graph.executor's export):
 **
 **       {"format": "tunelua-graph", "version": 1, "arena": BYTES,
+**        "device": "cpu" | "opencl",                    (default "cpu")
 **        "libs": ["lib0.so", ...],                      file names in the directory
-**        "kernels": [{"lib": 0, "name": "tlg_0"}, ...],
-**        "slots": [{"view": OFFSET, "shape": [...], "dtype": "float32"},   arena view
+**        "kernels": [{"lib": 0, "name": "tlg_0"}, ...], (opencl: {"source", "manifest"})
+**        "storages": [BYTES, ...],                      (opencl: device buffers)
+**        "slots": [{"view": OFFSET, "shape": [...], "dtype": "float32"},   arena view (cpu)
+**                  {"storage": I, "shape": [...], "dtype": ...},           storage view (opencl)
 **                  {"param": OFFSET, "shape": [...], "dtype": ...},        filled from params
 **                  {"shape": [...], "dtype": ...}, ...],                   input / output array
 **        "steps": [{"kernel": K, "args": [slot, ...]}, ...],
@@ -19,6 +24,11 @@
 **        "params_bytes": BYTES}
 **
 **   - the params: one binary file, the constant arrays' bytes at their offsets.
+**
+** On OpenCL every array lives on the device given to the loader: storages,
+** params (copied there), inputs and outputs; each kernel is a module built from
+** its source (tl_ocl_module_from_source), launched by the run loop's OpenCL
+** steps, which wait after each step.
 **
 ** Everything is checked before memory is allocated or a library is opened:
 ** names are plain file names, counts and sizes are bounded (max_bytes bounds the
@@ -45,6 +55,9 @@ struct tl_graph_artifact {
   tl_graph_exec *e;
   tl_module *libs[ART_MAX_LIBS];
   int nlibs;
+  int device;                      /* TL_DEV_CPU or TL_DEV_OPENCL */
+  tl_ocl_module **ocl;             /* OpenCL: one module per kernel */
+  int nocl;
   int nin, nout, nsteps, nkernels;
   char *in_name[ART_MAX_IO];
   int in_slot[ART_MAX_IO];
@@ -79,7 +92,7 @@ static int get_array(tl_ctx *ctx, json_t *root, const char *key, size_t max, jso
 }
 
 typedef struct {
-  int kind;                        /* 0 view, 1 param, 2 array */
+  int kind;                        /* 0 view, 1 param, 2 array, 3 storage view */
   int64_t offset;
   int ndim;
   int64_t shape[TL_ARRAY_MAX_NDIM];
@@ -110,12 +123,14 @@ static int parse_slot(tl_ctx *ctx, json_t *s, int i, slot_desc *d) {
     return tl_err(ctx, TL_E_PARSE, "graph artifact: slots[%d]: array too large", i);
   d->nbytes = (int64_t)n;
   json_t *view = json_object_get(s, "view"), *param = json_object_get(s, "param");
-  d->kind = view ? 0 : param ? 1 : 2;
-  if (view && param)
-    return tl_err(ctx, TL_E_PARSE, "graph artifact: slots[%d]: both 'view' and 'param'", i);
-  if (view || param) {
-    snprintf(where, sizeof where, "slots[%d].%s", i, view ? "view" : "param");
-    return get_int(ctx, view ? view : param, where, 0, INT64_C(1) << 40, &d->offset);
+  json_t *sto = json_object_get(s, "storage");
+  d->kind = view ? 0 : param ? 1 : sto ? 3 : 2;
+  if (!!view + !!param + !!sto > 1)
+    return tl_err(ctx, TL_E_PARSE, "graph artifact: slots[%d]: more than one of 'view', 'param' "
+                  "and 'storage'", i);
+  if (view || param || sto) {
+    snprintf(where, sizeof where, "slots[%d].%s", i, view ? "view" : param ? "param" : "storage");
+    return get_int(ctx, view ? view : param ? param : sto, where, 0, INT64_C(1) << 40, &d->offset);
   }
   return TL_OK;
 }
@@ -124,12 +139,51 @@ TL_EXPORT void tl_graph_artifact_free(tl_graph_artifact *a) {
   if (!a) return;
   tl_graph_exec_free(a->e);
   for (int i = 0; i < a->nlibs; i++) tl_module_free(a->libs[i]);
+  for (int i = 0; i < a->nocl; i++) tl_ocl_module_free(a->ocl[i]);
+  free(a->ocl);
   for (int i = 0; i < a->nin; i++) free(a->in_name[i]);
   free(a);
 }
 
+/* A text file of the directory (at most 16 MiB, no NUL bytes); NULL with the error in ctx. */
+static char *read_text(tl_ctx *ctx, const char *dir, const char *name, const char *what) {
+  char *path = tl_sprintf("%s/%s", dir, name), *t = NULL;
+  size_t len = 0;
+  int rc = tl_read_file(ctx, path, &t, &len);
+  free(path);
+  if (rc) return NULL;
+  if (len > ((size_t)16 << 20) || strlen(t) != len) {
+    free(t);
+    tl_err(ctx, TL_E_PARSE, "graph artifact: %s '%s' is not a text file of at most 16 MiB", what, name);
+    return NULL;
+  }
+  return t;
+}
+
+/* An array of the artifact's device: host bytes (NULL: zeros) copied there. */
+static int device_array(tl_ctx *ctx, const slot_desc *d, int device, int dev, const void *bytes,
+                        tl_array **out) {
+  tl_array *h = NULL;
+  int rc = tl_array_empty(ctx, d->ndim, d->shape, d->dtype, TL_DEV_CPU, 0, &h);
+  if (rc) return rc;
+  if (bytes) memcpy(tl_array_data(h), bytes, (size_t)d->nbytes);
+  else memset(tl_array_data(h), 0, (size_t)d->nbytes);
+  if (device == TL_DEV_CPU) {
+    *out = h;
+    return TL_OK;
+  }
+  rc = tl_array_empty(ctx, d->ndim, d->shape, d->dtype, device, dev, out);
+  if (!rc) rc = tl_array_copyto(ctx, h, *out);
+  tl_array_free(h);
+  if (rc) {
+    tl_array_free(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
 TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *graph,
-                                     const char *params, int64_t max_bytes,
+                                     const char *params, int64_t max_bytes, int dev,
                                      tl_graph_artifact **out) {
   if (!out) return tl_err(ctx, TL_E_ARG, "tl_graph_artifact_load: out is NULL");
   *out = NULL;
@@ -153,13 +207,25 @@ TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *g
   }
   tl_graph_artifact *a = tl_calloc(1, sizeof *a);
   slot_desc *sd = NULL;
-  json_t *libs, *kernels, *slots, *steps, *inputs, *outputs;
+  tl_array **storages = NULL;
+  int nsto = 0;
+  json_t *libs, *kernels, *slots, *steps, *inputs, *outputs, *sto = NULL;
+  const char *devname = json_string_value(json_object_get(root, "device"));
   const char *fmt = json_string_value(json_object_get(root, "format"));
   int64_t version = 0, arena = 0, pb = 0;
   if (!fmt || strcmp(fmt, "tunelua-graph")) {
     rc = tl_err(ctx, TL_E_PARSE, "graph artifact '%s': 'format' is not \"tunelua-graph\"", graph);
     goto done;
   }
+  a->device = TL_DEV_CPU;
+  if (json_object_get(root, "device") && (!devname || (strcmp(devname, "cpu") && strcmp(devname, "opencl")))) {
+    rc = tl_err(ctx, TL_E_PARSE, "graph artifact '%s': 'device' must be \"cpu\" or \"opencl\"", graph);
+    goto done;
+  }
+  if (devname && !strcmp(devname, "opencl")) a->device = TL_DEV_OPENCL;
+  int ocl = a->device == TL_DEV_OPENCL;
+  if (ocl && (rc = get_array(ctx, root, "storages", ART_MAX_SLOTS, &sto))) goto done;
+  nsto = sto ? (int)json_array_size(sto) : 0;
   if ((rc = get_int(ctx, json_object_get(root, "version"), "version", 1, 1, &version)) ||
       (rc = get_int(ctx, json_object_get(root, "arena"), "arena", 0, max_bytes, &arena)) ||
       (rc = get_int(ctx, json_object_get(root, "params_bytes"), "params_bytes", 0, max_bytes, &pb)) ||
@@ -174,10 +240,26 @@ TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *g
   int nslots = (int)json_array_size(slots);
   sd = tl_calloc((size_t)nslots + 1, sizeof *sd);
   int64_t total = arena;
+  int64_t *sto_bytes = tl_calloc((size_t)nsto + 1, sizeof(int64_t));
+  for (int i = 0; i < nsto && !rc; i++) {
+    char where[64];
+    snprintf(where, sizeof where, "storages[%d]", i);
+    rc = get_int(ctx, json_array_get(sto, (size_t)i), where, 1, max_bytes, &sto_bytes[i]);
+    total += sto_bytes[i];
+    if (!rc && total > max_bytes)
+      rc = tl_err(ctx, TL_E_PARSE, "graph artifact: the storages need more than %lld bytes",
+                  (long long)max_bytes);
+  }
   for (int i = 0; i < nslots && !rc; i++) {
     rc = parse_slot(ctx, json_array_get(slots, (size_t)i), i, &sd[i]);
     if (rc) break;
-    if (sd[i].kind == 0 && (sd[i].offset + sd[i].nbytes > arena || sd[i].offset % 64))
+    if ((sd[i].kind == 0 && ocl) || (sd[i].kind == 3 && !ocl))
+      rc = tl_err(ctx, TL_E_PARSE, "graph artifact: slots[%d]: a %s slot in a %s graph", i,
+                  ocl ? "view" : "storage", ocl ? "opencl" : "cpu");
+    else if (sd[i].kind == 3 && (sd[i].offset >= nsto || sd[i].nbytes > sto_bytes[sd[i].offset]))
+      rc = tl_err(ctx, TL_E_PARSE, "graph artifact: slots[%d]: %lld bytes do not fit storage %lld "
+                  "(%d storages)", i, (long long)sd[i].nbytes, (long long)sd[i].offset, nsto);
+    else if (sd[i].kind == 0 && (sd[i].offset + sd[i].nbytes > arena || sd[i].offset % 64))
       rc = tl_err(ctx, TL_E_PARSE, "graph artifact: slots[%d]: %lld bytes at offset %lld do not "
                   "fit the arena of %lld bytes (64-byte aligned)", i, (long long)sd[i].nbytes,
                   (long long)sd[i].offset, (long long)arena);
@@ -185,7 +267,7 @@ TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *g
       rc = tl_err(ctx, TL_E_PARSE, "graph artifact: slots[%d]: param bytes [%lld, %lld) outside "
                   "the params of %lld bytes", i, (long long)sd[i].offset,
                   (long long)(sd[i].offset + sd[i].nbytes), (long long)pb);
-    if (sd[i].kind != 0) total += sd[i].nbytes;
+    if (sd[i].kind == 1 || sd[i].kind == 2) total += sd[i].nbytes;
     if (!rc && total > max_bytes)
       rc = tl_err(ctx, TL_E_PARSE, "graph artifact: the arena and arrays need more than %lld bytes",
                   (long long)max_bytes);
@@ -198,6 +280,13 @@ TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *g
     int64_t li;
     char where[64];
     snprintf(where, sizeof where, "kernels[%zu].lib", i);
+    if (ocl) {
+      if (!plain_name(json_string_value(json_object_get(k, "source"))) ||
+          !plain_name(json_string_value(json_object_get(k, "manifest"))))
+        rc = tl_err(ctx, TL_E_PARSE, "graph artifact: kernels[%zu]: 'source' and 'manifest' must "
+                    "be plain file names", i);
+      continue;
+    }
     rc = get_int(ctx, json_object_get(k, "lib"), where, 0, (int64_t)json_array_size(libs) - 1, &li);
     if (!rc && !json_string_value(json_object_get(k, "name")))
       rc = tl_err(ctx, TL_E_PARSE, "graph artifact: kernels[%zu].name: expected a string", i);
@@ -239,6 +328,7 @@ TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *g
     rc = get_int(ctx, json_array_get(outputs, i), where, 0, nslots - 1, &v);
     if (!rc) a->out_slot[a->nout++] = (int)v;
   }
+  free(sto_bytes);
   if (rc) goto done;
   /* 2. the params file */
   if (pb > 0) {
@@ -257,24 +347,41 @@ TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *g
       goto done;
     }
   }
-  /* 3. the executor: slots in order, kernels, steps */
-  if ((rc = tl_graph_exec_new(ctx, arena, &a->e))) goto done;
+  /* 3. the executor: storages, slots in order, kernels, steps */
+  if ((rc = tl_graph_exec_new(ctx, ocl ? 0 : arena, &a->e))) goto done;
+  storages = tl_calloc((size_t)nsto + 1, sizeof(tl_array *));
+  for (int i = 0; i < nsto && !rc; i++) {
+    int64_t nb = json_integer_value(json_array_get(sto, (size_t)i));
+    rc = tl_array_empty(ctx, 1, &nb, TL_UINT8, TL_DEV_OPENCL, dev, &storages[i]);
+  }
   for (int i = 0; i < nslots && !rc; i++) {
     slot_desc *d = &sd[i];
     int got = -1;
     if (d->kind == 0) {
       rc = tl_graph_exec_slot_view(ctx, a->e, d->offset, d->ndim, d->shape, d->dtype, &got);
+    } else if (d->kind == 3) {
+      rc = tl_graph_exec_slot_storage(ctx, a->e, storages[d->offset], d->ndim, d->shape, d->dtype,
+                                      &got);
     } else {
       tl_array *arr = NULL;
-      rc = tl_array_empty(ctx, d->ndim, d->shape, d->dtype, TL_DEV_CPU, 0, &arr);
-      if (!rc) {
-        if (d->kind == 1) memcpy(tl_array_data(arr), pbytes + d->offset, (size_t)d->nbytes);
-        else memset(tl_array_data(arr), 0, (size_t)d->nbytes);
-        rc = tl_graph_exec_slot_array(ctx, a->e, arr, &got);
-      }
+      rc = device_array(ctx, d, a->device, dev, d->kind == 1 ? pbytes + d->offset : NULL, &arr);
+      if (!rc) rc = tl_graph_exec_slot_array(ctx, a->e, arr, &got);
       tl_array_free(arr);
     }
     if (!rc && got != i) rc = tl_err(ctx, TL_E_INTERNAL, "graph artifact: slot %d became %d", i, got);
+  }
+  if (ocl) a->ocl = tl_calloc(json_array_size(kernels) + 1, sizeof(tl_ocl_module *));
+  for (size_t i = 0; ocl && i < json_array_size(kernels) && !rc; i++) {
+    json_t *k = json_array_get(kernels, i);
+    const char *sn = json_string_value(json_object_get(k, "source"));
+    char *src = read_text(ctx, dir, sn, "OpenCL source");
+    char *man = src ? read_text(ctx, dir, json_string_value(json_object_get(k, "manifest")), "manifest") : NULL;
+    if (!src || !man) rc = TL_E_PARSE;
+    if (!rc) rc = tl_ocl_module_from_source(ctx, src, man, dev, &a->ocl[a->nocl]);
+    if (rc) tl_err_prefix(ctx, "graph artifact: kernels[%zu]: ", i);
+    free(src);
+    free(man);
+    if (!rc) rc = tl_graph_exec_add_kernel_ocl(ctx, a->e, a->ocl[a->nocl++], sn, NULL);
   }
   for (size_t i = 0; i < json_array_size(libs) && !rc; i++) {
     path = tl_sprintf("%s/%s", dir, json_string_value(json_array_get(libs, i)));
@@ -282,7 +389,7 @@ TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *g
     free(path);
     if (!rc) a->nlibs++;
   }
-  for (size_t i = 0; i < json_array_size(kernels) && !rc; i++) {
+  for (size_t i = 0; !ocl && i < json_array_size(kernels) && !rc; i++) {
     json_t *k = json_array_get(kernels, i);
     int got = -1;
     rc = tl_graph_exec_add_kernel(ctx, a->e, a->libs[json_integer_value(json_object_get(k, "lib"))],
@@ -299,6 +406,8 @@ TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *g
   }
   a->nsteps = (int)json_array_size(steps);
 done:
+  for (int i = 0; storages && i < nsto; i++) tl_array_free(storages[i]);   /* slots keep them */
+  free(storages);
   free(sd);
   free(pbytes);
   json_decref(root);
@@ -311,6 +420,7 @@ done:
 }
 
 TL_EXPORT tl_graph_exec *tl_graph_artifact_exec(tl_graph_artifact *a) { return a ? a->e : NULL; }
+TL_EXPORT int tl_graph_artifact_device(const tl_graph_artifact *a) { return a ? a->device : TL_DEV_CPU; }
 TL_EXPORT int tl_graph_artifact_num_inputs(const tl_graph_artifact *a) { return a ? a->nin : 0; }
 TL_EXPORT int tl_graph_artifact_num_outputs(const tl_graph_artifact *a) { return a ? a->nout : 0; }
 TL_EXPORT int tl_graph_artifact_num_steps(const tl_graph_artifact *a) { return a ? a->nsteps : 0; }

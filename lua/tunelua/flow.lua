@@ -11,8 +11,8 @@
 -- in the same run (per task and for the network: untuned, tuned, speedup).
 -- Re-running with the same log resumes: configurations already measured are
 -- not measured again (every trial is kept in LOG.trials, see flow.keep_trials).
--- With --tracker, tuning measures on the farm, and the compiled network (a C
--- target's) is uploaded to a device of the same key and evaluated there
+-- With --tracker, tuning measures on the farm, and the compiled network (C or
+-- OpenCL) is uploaded to a device of the same key and evaluated there
 -- (tunelua.rpc.graph), its outputs checked against a run on this machine.
 -- Options come from the command line (see flow.usage); `defaults` holds the
 -- script's own.
@@ -320,9 +320,8 @@ function flow.tune_and_evaluate(o, tuning_opt)
       where = string.format(" on %s at %s", remote.key, remote.addr)
     else
       io.stdout:flush()
-      io.stderr:write(string.format("note: the remote graph runtime runs C networks (llvm, c); this " ..
-        "%s network runs on this machine's device, not on the '%s' device at %s:%d\n", o.target,
-        o.key, host, port))
+      io.stderr:write(string.format("note: this %s network cannot be exported: it runs on this " ..
+        "machine's device, not on the '%s' device at %s:%d\n", o.target, o.key, host, port))
     end
   end
   module = module or executor.GraphModule(lib)

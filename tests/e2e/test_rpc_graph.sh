@@ -87,9 +87,34 @@ os.remove(bad)
 refused({ op = "graph_load", name = "bad.json" }, nil, "steps[0].kernel: expected an integer in [0, -1]")
 m:run()   -- the session goes on
 assert(remote:hello().version == 4)
+-- an OpenCL network (Mali fallback configs, default GPU schedules) on the server's OpenCL device
+local relay = require "tunelua.relay"
+local function var(n, shape) return relay.var(n, { shape = shape, dtype = "float32" }) end
+local x, w1, wf = var("data", { 1, 4, 8, 8 }), var("w1", { 8, 4, 3, 3 }), var("wf", { 10, 128 })
+local y = relay.nn.relu(relay.nn.conv2d(x, w1, { padding = { 1, 1 }, channels = 8, kernel_size = { 3, 3 } }))
+y = relay.nn.max_pool2d(y, { pool_size = { 2, 2 }, strides = { 2, 2 } })
+y = relay.nn.dense(relay.nn.batch_flatten(y), wf, { units = 10 })
+local oparams = { w1 = nd.random_uniform({ 8, 4, 3, 3 }, { seed = 1, low = -1, high = 1 }),
+                  wf = nd.random_uniform({ 10, 128 }, { seed = 2, low = -0.2, high = 0.2 }) }
+local olib = executor.build(relay.Module(relay.Function({ x, w1, wf }, y)),
+  { target = "opencl -device=mali", params = oparams, quiet = true, tophub = false })
+local om = remote:graph_module(olib)
+local ohere = executor.GraphModule(olib)
+local ox = nd.random_uniform({ 1, 4, 8, 8 }, { seed = 3 })
+om:set_input("data", ox); om:run()
+ohere:set_input("data", ox); ohere:run()
+local a, b = om:get_output(0), ohere:get_output(0)
+local pa, pb = ffi.cast("float *", a:data_ptr()), ffi.cast("float *", b:data_ptr())
+for i = 0, 9 do
+  assert(math.abs(pa[i] - pb[i]) <= 1e-5 * math.max(1, math.abs(pb[i])), "OpenCL output " .. i .. " differs")
+end
+assert(pa[0] ~= 0 or pa[1] ~= 0, "a real OpenCL output")
+assert(om:benchmark({ number = 1, repeats = 2, quiet = true }).mean > 0)
 remote:close()
 print("graph ops: ok")
 LUA
 timeout 300 "$T" "$W/graph.lua" $PORT $KEY "$W" > "$W/graph.out" 2>&1 || fail "graph ops (rc $?)"
 grep -q "graph ops: ok" "$W/graph.out" || fail "graph ops"
+grep -q "rpc server: graph_load 'g2-graph.json': graph 1, [0-9]* steps, 1 inputs, 1 outputs, opencl" "$W/server.out" \
+  || fail "no OpenCL graph in the server's log"
 echo "PASS test_rpc_graph"

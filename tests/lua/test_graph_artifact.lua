@@ -1,7 +1,9 @@
 -- A compiled network that travels (executor.export / executor.import, core/graph/artifact.c):
 -- resnet-18 at 32x32 (batched kernel libraries) and mobilenet at 32x32 (one module per kernel)
 -- exported to files and loaded into executors of their own give the local GraphModule's outputs
--- on random inputs, bit for bit; bad descriptions are refused with a message naming the field.
+-- on random inputs, bit for bit; so does a small conv net built for OpenCL (Mali fallback
+-- configs and default GPU schedules; each kernel rebuilt from its source and manifest on the
+-- local OpenCL device). Bad descriptions are refused with a message naming the field.
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local nd = require "tunelua.nd"
@@ -29,18 +31,26 @@ local function same(a, b, what)
   end
 end
 
-local function round_trip(name, opts, seed)
-  local mod, params, ishape = networks.get_network(name, { image_size = 32, num_classes = 10 })
+local function round_trip(name, opts, seed, net)
+  local mod, params, ishape
+  if net then mod, params, ishape = net()
+  else mod, params, ishape = networks.get_network(name, { image_size = 32, num_classes = 10 }) end
   local o = { target = "llvm", params = params, quiet = true }
   for k, v in pairs(opts or {}) do o[k] = v end
   local lib = executor.build(mod, o)
   local dir = tmp .. "/" .. name
   local files = executor.export(lib, dir)
-  assert(files[1] == "graph.json" and files[2] == "params.bin" and files[3] == "lib0.so",
-         name .. ": exported files")
+  assert(files[1] == "graph.json" and files[2] == "params.bin", name .. ": exported files")
+  assert(files[3] == (o.target == "llvm" and "lib0.so" or "k0.cl"), name .. ": kernel files")
   local g = json.decode(read(dir .. "/graph.json"))
   assert(g.format == "tunelua-graph" and #g.steps == #lib.steps, name .. ": the description")
-  assert(g.arena == lib.planned_bytes, name .. ": the memory plan travels")
+  if lib.device then
+    local sum = 0
+    for _, x in ipairs(g.storages) do sum = sum + x end
+    assert(sum == lib.planned_bytes, name .. ": the storage plan travels")
+  else
+    assert(g.arena == lib.planned_bytes, name .. ": the memory plan travels")
+  end
   local here = executor.GraphModule(lib)
   local there = executor.GraphModule(executor.import(dir))
   assert(there:get_num_inputs() == 1 and there:get_num_outputs() == 1, name .. ": io")
@@ -62,13 +72,35 @@ end
 local dir = round_trip("resnet-18", nil, 10)
 round_trip("mobilenet", { batch = false }, 20)
 
+-- OpenCL: conv2d + bias + relu -> max_pool -> dense + bias
+local relay = require "tunelua.relay"
+local function small_net()
+  local function var(n, shape) return relay.var(n, { shape = shape, dtype = "float32" }) end
+  local x, w1, b1 = var("data", { 1, 4, 8, 8 }), var("w1", { 8, 4, 3, 3 }), var("b1", { 8 })
+  local wf, bf = var("wf", { 10, 8 * 4 * 4 }), var("bf", { 10 })
+  local y = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, w1, { padding = { 1, 1 }, channels = 8,
+                                                                   kernel_size = { 3, 3 } }), b1))
+  y = relay.nn.max_pool2d(y, { pool_size = { 2, 2 }, strides = { 2, 2 } })
+  y = relay.nn.bias_add(relay.nn.dense(relay.nn.batch_flatten(y), wf, { units = 10 }), bf)
+  local params = {
+    w1 = nd.random_uniform({ 8, 4, 3, 3 }, { seed = 1, low = -1, high = 1 }),
+    b1 = nd.random_uniform({ 8 }, { seed = 2 }),
+    wf = nd.random_uniform({ 10, 128 }, { seed = 4, low = -0.2, high = 0.2 }),
+    bf = nd.random_uniform({ 10 }, { seed = 5 }),
+  }
+  return relay.Module(relay.Function({ x, w1, b1, wf, bf }, y)), params, { 1, 4, 8, 8 }
+end
+local odir = round_trip("small-opencl", { target = "opencl -device=mali", tophub = false }, 30, small_net)
+local og = json.decode(read(odir .. "/graph.json"))
+assert(og.device == "opencl" and #og.storages > 0 and og.arena == 0, "an OpenCL description")
+
 -- refused descriptions: the message names the field
 local good = read(dir .. "/graph.json")
 local function refused(text, want, params)
   file.write_all(dir .. "/graph.json", text)
   if params then file.write_all(dir .. "/params.bin", params) end
   local p = ffi.new("tl_graph_artifact *[1]")
-  local rc = C.tl_graph_artifact_load(ctx, dir, "graph.json", "params.bin", 0, p)
+  local rc = C.tl_graph_artifact_load(ctx, dir, "graph.json", "params.bin", 0, 0, p)
   local msg = core.errmsg()
   C.tl_clearerr(ctx)
   assert(rc ~= 0 and p[0] == nil, "accepted: " .. want)
@@ -91,7 +123,14 @@ file.write_all(dir .. "/params.bin", params)
 file.write_all(dir .. "/graph.json", good)
 assert(executor.import(dir), "restored")
 local ok, err = pcall(executor.export, { exec = true }, dir)
-assert(not ok and err:find("only a C network", 1, true), tostring(err))
+assert(not ok and err:find("expected a network built by executor.build", 1, true), tostring(err))
+-- an OpenCL slot kind in a C graph, a C one in an OpenCL graph
+g = json.decode(good)
+g.slots[1] = { storage = 0, shape = json.array({ 1 }), dtype = "float32" }
+refused(json.encode(g), "slots[0]: a storage slot in a cpu graph")
+g = json.decode(good)
+g.device = "gpu"
+refused(json.encode(g), "'device' must be \"cpu\" or \"opencl\"")
 
 file.remove(tmp)
 print("test_graph_artifact: ok")

@@ -706,9 +706,13 @@ end
 
 -- ---- export and import: a compiled network that travels (core/graph/artifact.c) ------------
 
---- executor.exportable(lib) -> true when lib can be exported (a C network: targets llvm, c).
+--- executor.exportable(lib) -> true when lib can be exported (a network executor.build made).
 function executor.exportable(lib)
-  return getmetatable(lib) == Lib and lib.exec ~= nil and lib.bufs ~= nil and not lib.device
+  if getmetatable(lib) ~= Lib or lib.exec == nil or lib.bufs == nil then return false end
+  if lib.device then
+    for _, k in ipairs(lib.kernels) do if not k.ocl_source then return false end end
+  end
+  return true
 end
 
 local function copy_file(src, dst)
@@ -728,30 +732,37 @@ end
 function executor.export(lib, dir, prefix)
   prefix = prefix or ""
   if not executor.exportable(lib) then
-    error("executor.export: only a C network (target llvm or c) built by executor.build can be " ..
-          "exported; an OpenCL network runs where it was built", 2)
+    error("executor.export: expected a network built by executor.build", 2)
   end
   local json = require "tunelua.json"
   local file = require "tunelua.file"
   file.mkdirs(dir)
+  local ocl = lib.device ~= nil
+  local names = { prefix .. "graph.json", prefix .. "params.bin" }
   local libs, lib_of, kernels = {}, {}, {}
   for i, k in ipairs(lib.kernels) do
     if k.id ~= i - 1 then error("executor.export: kernel ids out of order", 2) end
     local path
-    if lib.glib then
+    if ocl then
+      -- an OpenCL kernel travels as its source and manifest (built where it runs)
+      local src, man = string.format("%sk%d.cl", prefix, i - 1), string.format("%sk%d.json", prefix, i - 1)
+      file.write_all(dir .. "/" .. src, k.ocl_source)
+      file.write_all(dir .. "/" .. man, k.ocl_manifest)
+      names[#names + 1], names[#names + 2] = src, man
+      kernels[i] = { source = src, manifest = man }
+    elseif lib.glib then
       local part = C.tl_graph_lib_part_of(lib.glib, k.fname)
       path = part >= 0 and ffi.string(C.tl_graph_lib_part_path(lib.glib, part)) or nil
     elseif k.module then
       path = ffi.string(C.tl_module_path(k.module))
     end
-    if not path then error("executor.export: no shared object holds kernel " .. k.fname, 2) end
-    if not lib_of[path] then
+    if not ocl and not path then error("executor.export: no shared object holds kernel " .. k.fname, 2) end
+    if path and not lib_of[path] then
       libs[#libs + 1] = path
       lib_of[path] = #libs - 1
     end
-    kernels[i] = { lib = lib_of[path], name = k.fname }
+    if path then kernels[i] = { lib = lib_of[path], name = k.fname } end
   end
-  local names = { prefix .. "graph.json", prefix .. "params.bin" }
   local lib_names = json.array({})
   for i, path in ipairs(libs) do
     lib_names[i] = string.format("%slib%d.so", prefix, i - 1)
@@ -764,7 +775,9 @@ function executor.export(lib, dir, prefix)
   for _, b in ipairs(lib.bufs) do
     if b.slot then
       local d = { shape = json.array({ unpack(b.shape) }), dtype = b.dtype }
-      if b.kind == "inter" then
+      if b.kind == "inter" and ocl then
+        d.storage = b.storage
+      elseif b.kind == "inter" then
         d.view = b.offset
       elseif b.kind == "param" or b.kind == "const" then
         local v = b.value
@@ -794,23 +807,28 @@ function executor.export(lib, dir, prefix)
     for j, b in ipairs(st.args) do args[j] = b.slot end
     steps[i] = { kernel = st.kernel.id, args = args }
   end
-  local graph = { format = "tunelua-graph", version = 1, arena = lib.planned_bytes,
+  local graph = { format = "tunelua-graph", version = 1, arena = ocl and 0 or lib.planned_bytes,
+                  device = ocl and "opencl" or "cpu",
                   libs = lib_names, kernels = json.array(kernels), slots = json.array(slots),
                   steps = steps, inputs = inputs, outputs = outputs, params_bytes = nblob }
+  if ocl then graph.storages = json.array({ unpack(lib.storage_bytes) }) end
   file.write_all(dir .. "/" .. names[2], table.concat(blob))
   file.write_all(dir .. "/" .. names[1], json.encode(graph))
   return names
 end
 
---- executor.import(dir, prefix) -> lib: an exported network (executor.export) loaded into an
---- executor of its own (tl_graph_artifact_load), for executor.GraphModule.
-function executor.import(dir, prefix)
+--- executor.import(dir, prefix, dev) -> lib: an exported network (executor.export) loaded into
+--- an executor of its own (tl_graph_artifact_load; an OpenCL network on OpenCL device dev,
+--- default 0), for executor.GraphModule.
+function executor.import(dir, prefix, dev)
   prefix = prefix or ""
   local p = ffi.new("tl_graph_artifact *[1]")
-  check(C.tl_graph_artifact_load(ctx, dir, prefix .. "graph.json", prefix .. "params.bin", 0, p), 2)
+  check(C.tl_graph_artifact_load(ctx, dir, prefix .. "graph.json", prefix .. "params.bin", 0,
+                                 dev or 0, p), 2)
   local a = ffi.gc(p[0], C.tl_graph_artifact_free)
   local lib = { artifact = a, exec = C.tl_graph_artifact_exec(a), inputs = {}, input_order = {},
                 outputs = {}, steps = {}, target = "artifact " .. dir }
+  if C.tl_graph_artifact_device(a) == C.TL_DEV_OPENCL then lib.device = "opencl:" .. (dev or 0) end
   local function desc(slot)
     local out = ffi.new("tl_array *[1]")
     check(C.tl_graph_exec_slot_ref(ctx, lib.exec, slot, out), 3)

@@ -76,6 +76,7 @@ function M.finish(w, level)
     check(C.tl_graph_exec_slot_storage(ctx, e, storages[sid[i - 1]], #b.shape, sh,
                                        dtype_code(b.dtype), s), level)
     b.slot = s[0]
+    b.storage = sid[i - 1]
   end
   -- 2. inputs, outputs, weights on the device
   local uploaded = {}
@@ -103,9 +104,16 @@ function M.finish(w, level)
       b.slot = s[0]
     end
   end
-  -- 3. kernels
+  -- 3. kernels; each one's OpenCL C and manifest kept for export (executor.export)
   local kernels = w.kernels
   local t0 = C.tl_now()
+  for _, k in ipairs(kernels) do
+    local src, man = ffi.new("char *[1]"), ffi.new("char *[1]")
+    check(C.tl_opencl_source_manifest(ctx, k.lowered, src, man), level)
+    k.ocl_source, k.ocl_manifest = ffi.string(src[0]), ffi.string(man[0])
+    C.tl_opencl_str_free(src[0])
+    C.tl_opencl_str_free(man[0])
+  end
   local olib
   if #kernels > 0 and w.opts.one_program ~= false then
     -- one program for all groups; if the driver refuses it, one program per group below
@@ -152,8 +160,11 @@ function M.finish(w, level)
     for i, b in ipairs(st.args) do ids[i - 1] = b.slot end
     check(C.tl_graph_exec_add_step(ctx, e, st.kernel.id, ids, #st.args), level)
   end
+  local storage_bytes = {}
+  for s = 0, ns[0] - 1 do storage_bytes[s + 1] = tonumber(sbytes[s]) end
   return {
     exec = e, olib = olib, storages = storages, uploaded = uploaded, compile_seconds = compile_s,
+    storage_bytes = storage_bytes, bufs = w.bufs,
     planned_bytes = planned, intermediate_bytes = sum, device = devname,
   }
 end

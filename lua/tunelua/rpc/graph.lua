@@ -2,7 +2,7 @@
 --- docs/rpc.md), with GraphModule's methods.
 --
 --   local remote = rpc.request_remote("rk3399", "127.0.0.1", 9190)
---   local m = remote:graph_module(lib)      -- lib: executor.build of a C target (llvm, c)
+--   local m = remote:graph_module(lib)      -- lib: executor.build's (C or OpenCL target)
 --   m:set_input("data", x)
 --   m:run()                                 -- the inputs travel, the outputs come back
 --   local y = m:get_output(0)               -- a host array
@@ -21,11 +21,12 @@ local RemoteGraph = {}
 RemoteGraph.__index = RemoteGraph
 M.RemoteGraph = RemoteGraph
 
---- M.load(session, lib) -> a remote graph module
-function M.load(sess, lib)
+--- M.load(session, lib, {device = 0}) -> a remote graph module (an OpenCL network on the
+--- server's OpenCL device `device`)
+function M.load(sess, lib, o)
+  o = o or {}
   if not executor.exportable(lib) then
-    error("graph_module: only a C network (target llvm or c) runs on an RPC server; " ..
-          "an OpenCL network runs where it was built", 3)
+    error("graph_module: expected a network built by executor.build", 3)
   end
   local dir = file.tmpdir(os.getenv("TMPDIR") or "/tmp", "tunelua-graph")
   local ok, r = pcall(function()
@@ -33,7 +34,7 @@ function M.load(sess, lib)
     sess.graph_seq = (sess.graph_seq or 0) + 1
     local files = executor.export(lib, dir, string.format("g%d-", sess.graph_seq))
     for _, f in ipairs(files) do sess:upload(dir .. "/" .. f, f) end
-    return sess:call({ op = "graph_load", name = files[1], params = files[2] })
+    return sess:call({ op = "graph_load", name = files[1], params = files[2], device = o.device })
   end)
   file.remove(dir)
   if not ok then error(r, 3) end

@@ -179,10 +179,11 @@ function Session:measure_opencl(name, manifest, o)
                       ref_module = o.ref_module, ref_manifest = o.ref_manifest }, nil, 2))
 end
 
---- session:graph_module(lib) -> a compiled C network (executor.build) run on the server:
---- set_input, run, get_output, benchmark as GraphModule's (tunelua.rpc.graph).
-function Session:graph_module(lib)
-  return require("tunelua.rpc.graph").load(self, lib)
+--- session:graph_module(lib, {device = 0}) -> a compiled network (executor.build; an OpenCL
+--- one on the server's OpenCL device `device`) run on the server: set_input, run, get_output,
+--- benchmark as GraphModule's (tunelua.rpc.graph).
+function Session:graph_module(lib, o)
+  return require("tunelua.rpc.graph").load(self, lib, o)
 end
 
 --- session:empty(shape, dtype) -> remote array
