@@ -4,7 +4,8 @@
 ** running, -e, -i, the REPL, subcommands) is decided by the Lua module
 ** tunelua.cli; this file only builds the Lua state, finds the Lua modules
 ** (source tree or installed tree, no environment variables needed) and
-** offers line editing to the REPL through the small "tunelua.host" module.
+** offers line editing and tab completion to the REPL through the small
+** "tunelua.host" module.
 */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -62,9 +63,77 @@ static void find_root(char *root, size_t n, char *exe, size_t en) {
 
 /* ---- tunelua.host: what only the host can offer ------------------------- */
 
+/* Tab completion: while host.readline(prompt, complete) waits, readline's
+** completion hook calls the Lua function complete(word, line, start) (start is
+** the 0-based offset of word in line) on the same Lua state and offers the
+** strings of the list it returns. The host owns the Lua state; the library
+** takes no part in this. */
+static lua_State *rl_L;     /* set during host.readline with a completer */
+static int rl_complete_ref = LUA_NOREF;
+static char **rl_cands;      /* the completer's answer, NULL-terminated */
+static size_t rl_ncands, rl_next;
+
+static void free_cands(void) {
+  for (size_t i = 0; i < rl_ncands; i++) free(rl_cands[i]);
+  free(rl_cands);
+  rl_cands = NULL;
+  rl_ncands = rl_next = 0;
+}
+
+static char *cand_generator(const char *text, int state) {
+  (void)text;
+  if (state == 0) rl_next = 0;
+  if (rl_next >= rl_ncands) return NULL;
+  return strdup(rl_cands[rl_next++]);
+}
+
+static char **host_attempt_completion(const char *text, int start, int end) {
+  (void)end;
+  rl_attempted_completion_over = 1;  /* no file-name completion as a fallback */
+  rl_completion_append_character = '\0'; /* the user goes on with '.', ':' or '(' */
+  free_cands();
+  lua_State *L = rl_L;
+  if (!L) return NULL;
+  int top = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, rl_complete_ref);
+  lua_pushstring(L, text);
+  lua_pushstring(L, rl_line_buffer);
+  lua_pushinteger(L, start);
+  if (lua_pcall(L, 3, 1, 0) == 0 && lua_istable(L, -1)) {
+    size_t n = lua_objlen(L, -1);
+    rl_cands = calloc(n + 1, sizeof *rl_cands);
+    for (size_t i = 0; rl_cands && i < n; i++) {
+      lua_rawgeti(L, -1, (int)i + 1);
+      const char *c = lua_tostring(L, -1);
+      if (c && (rl_cands[rl_ncands] = strdup(c))) rl_ncands++;
+      lua_pop(L, 1);
+    }
+  }
+  lua_settop(L, top);
+  if (rl_ncands == 0) return NULL;
+  return rl_completion_matches(text, cand_generator);
+}
+
 static int host_readline(lua_State *L) {
   const char *prompt = luaL_optstring(L, 1, "> ");
+  int has_completer = lua_isfunction(L, 2);
+  if (has_completer) {
+    lua_pushvalue(L, 2);
+    rl_complete_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    rl_L = L;
+    rl_attempted_completion_function = host_attempt_completion;
+    /* '.' and ':' stay inside a word: "tl.autotvm.ta" completes as one */
+    rl_completer_word_break_characters = " \t\n\"'`@$><=;|&{}()[],+-*/%^~#";
+  } else {
+    rl_attempted_completion_function = NULL;
+  }
   char *line = readline(prompt);
+  if (has_completer) {
+    luaL_unref(L, LUA_REGISTRYINDEX, rl_complete_ref);
+    rl_complete_ref = LUA_NOREF;
+    rl_L = NULL;
+    free_cands();
+  }
   if (!line) return 0;
   lua_pushstring(L, line);
   free(line);

@@ -74,8 +74,11 @@ end
 
 --- Gives t submodules and functions that load on first use: t[k] is require(submodules[k]),
 -- or, for functions[k] = {module, field}, require(module)[field]; either is then stored in t.
+-- The metatable's __lazy = {submodules =, functions =} lists the names not yet loaded
+-- (the REPL's printing, help and completion read it).
 function core.lazy(t, submodules, functions)
   return setmetatable(t, {
+    __lazy = { submodules = submodules, functions = functions },
     __index = function(tt, k)
       local fn = functions[k]
       local v
