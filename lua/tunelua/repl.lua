@@ -130,7 +130,14 @@ function repl.names(v)
         mt = getmetatable(idx)
       else
         if type(idx) == "function" then
+          -- methods kept in the metatable itself, or in a table the function looks names up
+          -- in (an upvalue named like `stage_methods`)
           for k, x in pairs(mt) do if is_ident(k) and type(x) == "function" then set[k] = true end end
+          for i = 1, 32 do
+            local name, up = debug.getupvalue(idx, i)
+            if not name then break end
+            if type(up) == "table" and name:match("methods$") then add_table_names(set, up, seen) end
+          end
         end
         break
       end
@@ -501,7 +508,9 @@ function repl.help_text(...)
   end
   local cls = class_name(x)
   if cls or tx == "cdata" or (tx == "table" and getmetatable(x)) then
-    local parts = { (cls and ("a " .. cls) or "an object") .. ": " .. first_line(tostring(x)) }
+    local text = tostring(x)
+    local head = first_line(text) .. (text:find("\n") and " ..." or "")
+    local parts = { (cls and ("a " .. cls) or "an object") .. ": " .. head }
     local m = methods_text(x, true)
     if m ~= "" then parts[#parts + 1] = "methods (call as x:name(...)):\n" .. m end
     local sp = package.loaded["tunelua.autotvm.space"]

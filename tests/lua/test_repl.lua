@@ -70,6 +70,17 @@ c = repl.complete("cfg.tile_")
 assert(same(c, { "cfg.tile_k", "cfg.tile_x", "cfg.tile_y" }), "a config's knobs: " .. table.concat(c, " "))
 assert(has(repl.complete("cfg:"), "cfg:entity"), "a config's methods")
 
+-- methods an __index function finds in a table of methods (schedules, stages, tensors)
+local te = tl.te
+local X = te.placeholder({ 8 }, "float32", "X")
+local Y = te.compute({ 8 }, function(i) return X(i) + 1 end, "Y")
+repl.env.sch = te.create_schedule(Y.op)
+repl.env.st = repl.env.sch[Y]
+assert(same(repl.complete("sch:cache_"), { "sch:cache_read", "sch:cache_write" }), "a schedule's methods")
+assert(has(repl.complete("st:spl"), "st:split"), "a stage's methods")
+contains(repl.help_text(repl.env.sch), "a tunelua.schedule.Schedule: steps (0): ...", "help(schedule)")
+contains(repl.help_text(repl.env.sch), "s:copy() -> an independent schedule", "help(schedule)")
+
 -- ---- printing ----------------------------------------------------------------------------------
 assert(repl.show(task) == tostring(task), "a task prints through its __tostring")
 assert(repl.show(cfg) == tostring(cfg) and tostring(cfg):find("tile_x", 1, true), "a config")
