@@ -49,6 +49,11 @@ const char *tl_target_option_name(const tl_target *t, int i);
 const char *tl_target_option_value(const tl_target *t, int i);
 int tl_target_lanes(const tl_target *t);                 /* float32 vector lanes (0: unknown) */
 int tl_target_registers(const tl_target *t);             /* vector registers (0: unknown) */
+/* TL_OK when kernels built for t can run on this host: a CPU target naming
+** (-mcpu, -mattr) an extension this CPU lacks is TL_E_UNSUPPORTED naming the
+** extension and the CPU. For builds and measurements here; parsing, logs and
+** builds for another machine (RPC) take any target. */
+int tl_target_check_host(tl_ctx *ctx, const tl_target *t);
 /* The default-schedule class tl_topi_default_schedule takes ("cpu",
 ** "opencl"), the backend (code generator and build: "c", "opencl"); NULL
 ** without a family. */

@@ -46,6 +46,9 @@ typedef struct tl_family {
   int fallback_untuned;                   /* see tl_target_fallback_untuned */
   /* Hardware facts from the parsed options (NULL: none known). */
   void (*hw)(const tl_target *t, tl_target_hw *hw);
+  /* TL_OK when kernels built for t run on this host, else an error naming
+  ** what the host lacks (NULL: no check; see tl_target_check_host). */
+  int (*host_check)(tl_ctx *ctx, const tl_target *t);
 } tl_family;
 
 /* A parsed target. opt_values[i] is NULL for a flag. */

@@ -222,6 +222,8 @@ end
 
 -- A C function: the target's toolchain, opts.cflags over its flags.
 local function build_c(l, tgt, opts, lvl)
+  local ok, why = tgt:check_host()
+  if not ok then error("build: " .. why, lvl) end
   local out = ffi.new("tl_module *[1]")
   check(C.tl_lowered_build(ctx, l.handle, tgt.toolchain, opts.cflags, out), lvl + 1)
   local m = ffi.gc(out[0], C.tl_module_free)

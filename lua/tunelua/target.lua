@@ -9,6 +9,7 @@
 --   t.device_type, t.on_device                           -- C.TL_DEV_CPU, false
 --   t.toolchain, t.cc, t.cflags, t.cross_prefix          -- the C build: tl_toolchain *, nil
 --                                                        -- (the default), "-O3 -march=native", ""
+--   t:check_host()        -- true, or nil and why its kernels cannot run on this CPU
 --
 -- The engine's questions go to these fields, never to the kind: t.backend picks the code
 -- generator and build (tables keyed by it: tunelua.build, the executor, measure hooks),
@@ -134,6 +135,24 @@ function target.info(str)
   local t = target.record(str)
   return { kind = t.kind, keys = t.keys, model = t.model or "unknown", device = t.device,
            options = t.options }
+end
+
+--- t:check_host() -> true, or nil and why kernels built for t cannot run on this host
+--- ("target 'llvm -mcpu=skylake-avx512' needs AVX-512, which this CPU (...) lacks: ...").
+--- Builds and measurements that run here ask this; parsing and RPC builds do not.
+function Target:check_host()
+  local out = out_t()
+  if C.tl_target_parse_record(ctx, self.str, out) ~= 0 then
+    local msg = core.errmsg()
+    C.tl_clearerr(ctx)
+    return nil, msg
+  end
+  local rc = C.tl_target_check_host(ctx, out[0])
+  C.tl_target_free(out[0])
+  if rc == 0 then return true end
+  local msg = core.errmsg()
+  C.tl_clearerr(ctx)
+  return nil, msg
 end
 
 --- target.device_id(t) -> the OpenCL device number of -device_id (or -device-id; 0 when

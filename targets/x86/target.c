@@ -1,20 +1,182 @@
 /*
 ** target.c -- the host CPU family: "llvm" and "c" targets (the system C
-** compiler builds both), AVX2 or AVX-512 by -mcpu/-mattr.
+** compiler builds both). A target naming -mcpu or -mattr describes that
+** machine (AVX-512 or AVX2); a plain one describes the host, probed once.
+**
+** Kernels build with "-O3 -march=native" and run on this host, so a target
+** whose -mcpu/-mattr needs an extension the host lacks can be parsed, read
+** from logs and tuned through RPC, but not built or measured here:
+** x86_host_check says so (tl_target_check_host).
 */
 #include "x86.h"
 
-/* float32 lanes: 16 when -mcpu or -mattr names an AVX-512 machine, else 8
-** (AVX2); 32 vector registers with AVX-512, else 16. */
-static void x86_hw(const tl_target *t, tl_target_hw *hw) {
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---- ISA extensions ------------------------------------------------------------------ */
+
+/* The extensions the family knows: the -mattr name, the /proc/cpuinfo flag,
+** the name in messages. One row per bit of a feature mask. */
+#define X86_FEATURES(X)                                   \
+  X(SSE42, "sse4.2", "sse4_2", "SSE4.2")                 \
+  X(AVX, "avx", "avx", "AVX")                            \
+  X(AVX2, "avx2", "avx2", "AVX2")                        \
+  X(FMA, "fma", "fma", "FMA")                            \
+  X(AVX512F, "avx512f", "avx512f", "AVX-512")            \
+  X(AVX512BW, "avx512bw", "avx512bw", "AVX-512BW")       \
+  X(AVX512VNNI, "avx512vnni", "avx512_vnni", "AVX-512 VNNI") \
+  X(AVX512BF16, "avx512bf16", "avx512_bf16", "AVX-512 BF16") \
+  X(AVX512FP16, "avx512fp16", "avx512_fp16", "AVX-512 FP16") \
+  X(AMXTILE, "amx-tile", "amx_tile", "AMX")
+
+enum {
+#define X(id, attr, flag, name) F_##id##_BIT,
+  X86_FEATURES(X)
+#undef X
+};
+#define F(id) (1u << F_##id##_BIT)
+
+static const struct { const char *attr, *flag, *name; } features[] = {
+#define X(id, attr, flag, name) {attr, flag, name},
+    X86_FEATURES(X)
+#undef X
+};
+
+#define F_HASWELL (F(SSE42) | F(AVX) | F(AVX2) | F(FMA))
+#define F_SKX (F_HASWELL | F(AVX512F) | F(AVX512BW))
+
+/* -mcpu names and what their code needs. */
+static const struct { const char *mcpu; unsigned need; } cpus[] = {
+    {"haswell", F_HASWELL},
+    {"broadwell", F_HASWELL},
+    {"skylake", F_HASWELL},
+    {"core-avx2", F_HASWELL},
+    {"alderlake", F_HASWELL},
+    {"znver1", F_HASWELL},
+    {"znver2", F_HASWELL},
+    {"znver3", F_HASWELL},
+    {"skylake-avx512", F_SKX},
+    {"icelake-client", F_SKX | F(AVX512VNNI)},
+    {"icelake-server", F_SKX | F(AVX512VNNI)},
+    {"tigerlake", F_SKX | F(AVX512VNNI)},
+    {"cascadelake", F_SKX | F(AVX512VNNI)},
+    {"cooperlake", F_SKX | F(AVX512VNNI) | F(AVX512BF16)},
+    {"znver4", F_SKX | F(AVX512VNNI) | F(AVX512BF16)},
+    {"sapphirerapids", F_SKX | F(AVX512VNNI) | F(AVX512BF16) | F(AVX512FP16) | F(AMXTILE)},
+};
+
+/* The host's extensions: $TUNELUA_HOST_CPU_FLAGS when set (a test hook: the
+** /proc/cpuinfo flags of the machine to pretend to be, blank-separated),
+** else the CPU's, probed once. */
+static unsigned host_features(void) {
+  const char *env = getenv("TUNELUA_HOST_CPU_FLAGS");
+  if (env) {
+    unsigned m = 0;
+    for (const char *p = env; *p;) {
+      size_t n = strcspn(p, " \t\n");
+      for (size_t i = 0; i < TL_ARRAY_SIZE(features); i++)
+        if (n == strlen(features[i].flag) && strncmp(p, features[i].flag, n) == 0) m |= 1u << i;
+      p += n + (p[n] != 0);
+    }
+    return m;
+  }
+  static int probed;
+  static unsigned m;
+  if (!probed) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    m |= __builtin_cpu_supports("sse4.2") ? F(SSE42) : 0;
+    m |= __builtin_cpu_supports("avx") ? F(AVX) : 0;
+    m |= __builtin_cpu_supports("avx2") ? F(AVX2) : 0;
+    m |= __builtin_cpu_supports("fma") ? F(FMA) : 0;
+    m |= __builtin_cpu_supports("avx512f") ? F(AVX512F) : 0;
+    m |= __builtin_cpu_supports("avx512bw") ? F(AVX512BW) : 0;
+    m |= __builtin_cpu_supports("avx512vnni") ? F(AVX512VNNI) : 0;
+    m |= __builtin_cpu_supports("avx512bf16") ? F(AVX512BF16) : 0;
+    m |= __builtin_cpu_supports("avx512fp16") ? F(AVX512FP16) : 0;
+    m |= __builtin_cpu_supports("amx-tile") ? F(AMXTILE) : 0;
+#endif
+    probed = 1;
+  }
+  return m;
+}
+
+/* The host CPU's name as /proc/cpuinfo gives it (into buf). */
+static const char *host_model(char *buf, size_t n) {
+  snprintf(buf, n, "unknown model");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return buf;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10) != 0) continue;
+    const char *v = strchr(line, ':');
+    if (!v) break;
+    v += 1 + (v[1] == ' ');
+    snprintf(buf, n, "%.*s", (int)strcspn(v, "\n"), v);
+    break;
+  }
+  fclose(f);
+  return buf;
+}
+
+/* Whether -mcpu or -mattr names an AVX-512 machine (a substring test, so
+** "icelake-server" and "+avx512f,+avx512bw" count). */
+static int names_avx512(const tl_target *t) {
   static const char *const avx512[] = {"avx512",     "skylake-avx512", "cascadelake", "icelake",
                                        "cooperlake", "sapphirerapids", "tigerlake",   "znver4"};
   const char *opts[2] = {tl_target_option(t, "mcpu"), tl_target_option(t, "mattr")};
   int wide = 0;
   for (int o = 0; o < 2; o++)
     for (size_t i = 0; opts[o] && i < TL_ARRAY_SIZE(avx512); i++) wide |= strstr(opts[o], avx512[i]) != NULL;
-  hw->lanes = wide ? 16 : 8;
-  hw->registers = wide ? 32 : 16;
+  return wide;
+}
+
+/* What the target's -mcpu and -mattr (the "+ext" entries) need. */
+static unsigned target_needs(const tl_target *t) {
+  unsigned need = 0;
+  const char *mcpu = tl_target_option(t, "mcpu"), *mattr = tl_target_option(t, "mattr");
+  for (size_t i = 0; mcpu && i < TL_ARRAY_SIZE(cpus); i++)
+    if (strcmp(mcpu, cpus[i].mcpu) == 0) need |= cpus[i].need;
+  for (const char *p = mattr; p && *p;) {
+    size_t n = strcspn(p, ",");
+    if (*p == '+')
+      for (size_t i = 0; i < TL_ARRAY_SIZE(features); i++)
+        if (n - 1 == strlen(features[i].attr) && strncmp(p + 1, features[i].attr, n - 1) == 0)
+          need |= 1u << i;
+    p += n + (p[n] == ',');
+  }
+  if (names_avx512(t)) need |= F(AVX512F);
+  return need;
+}
+
+static int explicit_machine(const tl_target *t) {
+  return tl_target_option(t, "mcpu") || tl_target_option(t, "mattr");
+}
+
+/* float32 lanes and vector registers: with -mcpu or -mattr, 16 lanes and 32
+** registers for an AVX-512 machine, else 8 and 16 (AVX2); a plain target
+** takes the host's: AVX-512 16/32, AVX2 with FMA 8/16, else 4/16 (SSE). */
+static void x86_hw(const tl_target *t, tl_target_hw *hw) {
+  int lanes;
+  if (explicit_machine(t)) {
+    lanes = names_avx512(t) ? 16 : 8;
+  } else {
+    unsigned h = host_features();
+    lanes = h & F(AVX512F) ? 16 : (h & (F(AVX2) | F(FMA))) == (F(AVX2) | F(FMA)) ? 8 : 4;
+  }
+  hw->lanes = lanes;
+  hw->registers = lanes == 16 ? 32 : 16;
+}
+
+static int x86_host_check(tl_ctx *ctx, const tl_target *t) {
+  unsigned missing = target_needs(t) & ~host_features();
+  if (!missing) return TL_OK;
+  size_t i = 0;
+  while (!(missing & (1u << i))) i++;
+  char model[256];
+  return tl_err(ctx, TL_E_UNSUPPORTED,
+                "target '%s' needs %s, which this CPU (%s) lacks: kernels built for it cannot run here",
+                t->str, features[i].name, host_model(model, sizeof model));
 }
 
 static const tl_atvm_template *const templates[] = {&tl_x86_conv2d_nchwc, &tl_x86_depthwise_nchwc,
@@ -43,4 +205,5 @@ const tl_family tl_family_x86 = {
     .nimpls = TL_ARRAY_SIZE(impls),
     .fallback_untuned = 0,
     .hw = x86_hw,
+    .host_check = x86_host_check,
 };

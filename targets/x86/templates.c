@@ -19,15 +19,32 @@
 ** topi operators (NCHW data, OIHW kernel; dense [M, K] x [N, K]) with the
 ** blocking expressed by splits. No compute depends on the config, so
 ** injective consumers fuse after the anchor. Fallback configs follow TVM's
-** defaults for a 16-lane (AVX-512) machine.
+** defaults on a 16-lane (AVX-512) machine and keep the accumulators within
+** the register budget on narrower ones (rows_max: 8-lane rows on 16 ymm).
 */
 #include "x86.h"
 
 #include <stdio.h>
 
-/* float32 lanes of the target's vectors (targets/x86/target.c: 16 with
-** AVX-512, else 8). */
+/* float32 lanes of the target's vectors and its vector registers
+** (targets/x86/target.c: 16 and 32 with AVX-512, 8 and 16 with AVX2). */
 #define SIMD_LANES ((int64_t)cfg->hw->lanes)
+#define SIMD_REGS ((int64_t)cfg->hw->registers)
+
+/* Registers of an accumulator row oc_bn channels wide. */
+static int64_t row_vectors(tl_atvm_cfg *cfg, int64_t oc_bn) {
+  return (oc_bn + SIMD_LANES - 1) / SIMD_LANES;
+}
+
+/* The most accumulator rows of oc_bn channels a fallback keeps: on 32
+** registers the caps measured on AVX-512 (cap32); else as many as leave one
+** kernel vector per row and a broadcast register free (on 16 ymm, 8-wide
+** rows: 14), so the accumulators do not spill. */
+static int64_t rows_max(tl_atvm_cfg *cfg, int64_t oc_bn, int64_t cap32) {
+  if (SIMD_REGS >= 32) return cap32;
+  int64_t v = row_vectors(cfg, oc_bn), n = (SIMD_REGS - v - 1) / v;
+  return n < 1 ? 1 : n;
+}
 
 /* ---- schedule helpers --------------------------------------------------------- */
 
@@ -153,19 +170,22 @@ static int conv_nchwc_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   } else if (tl_atvm_space_define_knob(cfg->ctx, cfg->space, "unroll_kw", "[true, false]") < 0) {
     return tl_errcode(cfg->ctx);
   }
-  /* fallback: oc_bn <= simd lanes, ic_bn <= oc_bn, reg_n <= 31 (1x1: ow*oh < 32);
+  /* fallback: oc_bn <= simd lanes, ic_bn <= oc_bn, reg_n accumulator rows
+  ** within the register budget (rows_max: 31 on AVX-512; 1x1: ow*oh < 32);
   ** with fewer than 8 accumulators (narrow outputs, e.g. 7 wide) the blocked
-  ** compute takes two vectors of output channels (measured 6-10% faster) */
+  ** compute takes two vectors of output channels when those rows fit too
+  ** (measured 6-10% faster on AVX-512) */
   int64_t oc_bn = tl_atvm_largest_divisor(ci.O, SIMD_LANES);
   int64_t ic_bn = tl_atvm_largest_divisor(ci.C, oc_bn);
-  int64_t reg_n = tl_atvm_largest_divisor(ci.OW, 31);
-  if (conv_blocked_ok(a, &ci) && reg_n < 8 && oc_bn == SIMD_LANES && ci.O % (2 * oc_bn) == 0)
+  int64_t reg_n = tl_atvm_largest_divisor(ci.OW, rows_max(cfg, oc_bn, 31));
+  if (conv_blocked_ok(a, &ci) && reg_n < 8 && oc_bn == SIMD_LANES && ci.O % (2 * oc_bn) == 0 &&
+      reg_n <= rows_max(cfg, 2 * oc_bn, 31))
     oc_bn *= 2;
   int64_t s_ic[2] = {-1, ic_bn}, s_oc[2] = {-1, oc_bn}, s_ow[2] = {-1, reg_n};
   TRY(tl_cfg_fallback_split(cfg, "tile_ic", s_ic, 2));
   TRY(tl_cfg_fallback_split(cfg, "tile_oc", s_oc, 2));
   if (is1x1) {
-    int64_t oh_f = ci.OH > 1 && ci.OH % 2 == 0 && reg_n * 2 < 32 ? 2 : 1;
+    int64_t oh_f = ci.OH > 1 && ci.OH % 2 == 0 && reg_n * 2 <= rows_max(cfg, oc_bn, 31) ? 2 : 1;
     tl_cfg_fallback_other(cfg, "tile_oh", (double)oh_f);
   } else {
     tl_cfg_fallback_other(cfg, "unroll_kw", 0);
@@ -549,8 +569,9 @@ static int dw_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   int64_t oc_bn = tl_atvm_largest_divisor(ci.O, SIMD_LANES);
   int64_t ic_bn = tl_atvm_largest_divisor(ci.C, oc_bn);
   /* the blocked compute keeps reg_n vector accumulators plus the data and
-  ** kernel vectors in registers: at most 16 (28 spilled, measured) */
-  int64_t reg_n = tl_atvm_largest_divisor(ci.OW, dw_blocked_ok(a, &ci) ? 16 : 31);
+  ** kernel vectors in registers: at most 16 on AVX-512 (28 spilled,
+  ** measured), within the register budget otherwise */
+  int64_t reg_n = tl_atvm_largest_divisor(ci.OW, rows_max(cfg, oc_bn, dw_blocked_ok(a, &ci) ? 16 : 31));
   int64_t s_ic[2] = {-1, ic_bn}, s_oc[2] = {-1, oc_bn}, s_ow[2] = {-1, reg_n};
   TRY(tl_cfg_fallback_split(cfg, "tile_ic", s_ic, 2));
   TRY(tl_cfg_fallback_split(cfg, "tile_oc", s_oc, 2));
@@ -864,12 +885,13 @@ static int dense_pack_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
     }
   }
   /* TVM's defaults: x inner = largest divisor of N <= 2 lanes, y inner = the
-  ** largest power of two <= 8 dividing M; the middle levels double while the
-  ** outer extent is even and > 4 */
+  ** largest power of two <= 8 dividing M whose rows of accumulators fit the
+  ** registers with the x vectors and a broadcast; the middle levels double
+  ** while the outer extent is even and > 4 */
   int64_t xii = tl_atvm_largest_divisor(N, 2 * SIMD_LANES), NN = N / xii, xoi = 1;
   while (NN / xoi > 4 && (NN / xoi) % 2 == 0) xoi *= 2;
-  int64_t yii = 8;
-  while (M % yii) yii /= 2;
+  int64_t yii = 8, xv = row_vectors(cfg, xii);
+  while (M % yii || (yii > 1 && yii * xv + xv + 1 > SIMD_REGS)) yii /= 2;   /* rows fit */
   int64_t MM = M / yii, yoi = 1;
   while (MM / yoi > 4 && (MM / yoi) % 2 == 0) yoi *= 2;
   int64_t sy[3] = {-1, yoi, yii}, sx[3] = {-1, xoi, xii}, sk[2] = {-1, 1}, si[2] = {-1, yii};

@@ -31,6 +31,22 @@ void tl_test_register(const char *name, void (*fn)(void)) {
   ncases++;
 }
 
+int tl_test_cpu_has(const char *flag) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return 0;
+  static char line[16384];
+  int has = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "flags", 5) != 0) continue;
+    char *save = NULL, *colon = strchr(line, ':');
+    for (char *w = colon ? strtok_r(colon + 1, " \n", &save) : NULL; w; w = strtok_r(NULL, " \n", &save))
+      has |= strcmp(w, flag) == 0;
+    break;
+  }
+  fclose(f);
+  return has;
+}
+
 void tl_test_fail(const char *file, int line, const char *fmt, ...) {
   int n = snprintf(fail_msg, sizeof fail_msg, "%s:%d: ", file, line);
   va_list ap;

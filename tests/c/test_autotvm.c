@@ -131,8 +131,12 @@ TL_TEST(atvm_index_mapping) {
   float f[16];
   CHECK_EQ_INT(tl_atvm_config_knob_features(t, 193, f, 16), 7);
   CHECK(f[1] == 3 && f[3] == 32 && f[5] == 8 && f[6] == 0);
-  /* the fallback config for 8 lanes (no AVX-512 in the target): oc_bn 8 */
-  CHECK(strstr(tl_atvm_config_json(t, -1), "[\"tile_oc\", \"sp\", [-1, 8]]") != NULL);
+  /* the fallback config of a plain target takes the host's lanes: oc_bn 16 with
+  ** AVX-512, 8 with AVX2 and FMA, else 4 */
+  int lanes = tl_test_cpu_has("avx512f") ? 16 : tl_test_cpu_has("avx2") && tl_test_cpu_has("fma") ? 8 : 4;
+  char oc[64];
+  snprintf(oc, sizeof oc, "[\"tile_oc\", \"sp\", [-1, %d]]", lanes);
+  CHECK(strstr(tl_atvm_config_json(t, -1), oc) != NULL);
   /* lowering: the arguments are data, kernel, output; the kernel is the weight as the
   ** graph executor deploys it, packed to [O/B, C, KH, KW, B] (B = 16 here) */
   tl_lowered *lf = NULL;
@@ -145,6 +149,55 @@ TL_TEST(atvm_index_mapping) {
   CHECK_EQ_INT(tl_atvm_task_create(ctx, "conv2d_NCHWc.cuda", conv_args, "llvm", &t), TL_E_ARG);
   CHECK(strstr(tl_errmsg(ctx), "unknown template 'conv2d_NCHWc.cuda'") != NULL);
   CHECK_EQ_INT(tl_atvm_task_create(ctx, "dense_pack.x86", "[1, 2", "llvm", &t), TL_E_PARSE);
+  tl_ctx_free(ctx);
+}
+
+/* The fallback config's entity of knob name in task t, as JSON text ("[-1, 8]"). */
+static int fallback_has(tl_ctx *ctx, const char *tmpl, const char *args, const char *target,
+                        const char *knob) {
+  tl_atvm_task *t = NULL;
+  if (tl_atvm_task_create(ctx, tmpl, args, target, &t)) return 0;
+  int has = strstr(tl_atvm_config_json(t, -1), knob) != NULL;
+  if (!has) fprintf(stderr, "%s on '%s': %s lacks %s\n", tmpl, target, tl_atvm_config_json(t, -1), knob);
+  tl_atvm_task_free(t);
+  return has;
+}
+
+/* Fallback configs keep their accumulators in registers: on AVX2 (16 ymm of 8
+** floats) rows of one vector, at most 14 of them (a kernel vector and a
+** broadcast beside), on AVX-512 TVM's choices. */
+TL_TEST(atvm_fallback_register_budget) {
+  tl_ctx *ctx = tl_ctx_new();
+  const char *avx2 = "llvm -mcpu=core-avx2", *avx512 = "llvm -mcpu=skylake-avx512";
+  /* conv 3x3 over a 112-wide output: 14 rows on AVX2, 28 on AVX-512 */
+  const char *conv = "[[\"TENSOR\", [1, 64, 112, 112], \"float32\"], [\"TENSOR\", [64, 64, 3, 3], "
+                     "\"float32\"], [1, 1], [1, 1, 1, 1], [1, 1], \"NCHW\", \"NCHW\", \"float32\"]";
+  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", conv, avx2, "[\"tile_oc\", \"sp\", [-1, 8]]"));
+  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", conv, avx2, "[\"tile_ow\", \"sp\", [-1, 14]]"));
+  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", conv, avx512, "[\"tile_oc\", \"sp\", [-1, 16]]"));
+  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", conv, avx512, "[\"tile_ow\", \"sp\", [-1, 28]]"));
+  /* a 7-wide output: AVX-512 takes two vectors of channels; on AVX2 7 rows of
+  ** two ymm (14 + 2 kernel vectors + a broadcast) would not fit */
+  const char *narrow = "[[\"TENSOR\", [1, 512, 7, 7], \"float32\"], [\"TENSOR\", [512, 512, 3, 3], "
+                       "\"float32\"], [1, 1], [1, 1, 1, 1], [1, 1], \"NCHW\", \"NCHW\", \"float32\"]";
+  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", narrow, avx512, "[\"tile_oc\", \"sp\", [-1, 32]]"));
+  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", narrow, avx2, "[\"tile_oc\", \"sp\", [-1, 8]]"));
+  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", narrow, avx2, "[\"tile_ow\", \"sp\", [-1, 7]]"));
+  /* 1x1 over 14x14: two output rows of 14 on AVX-512 (28 < 32), one on AVX2 */
+  const char *pw = "[[\"TENSOR\", [1, 256, 14, 14], \"float32\"], [\"TENSOR\", [256, 256, 1, 1], "
+                   "\"float32\"], [1, 1], [0, 0, 0, 0], [1, 1], \"NCHW\", \"NCHW\", \"float32\"]";
+  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", pw, avx512, "[\"tile_oh\", \"ot\", 2]"));
+  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", pw, avx2, "[\"tile_oh\", \"ot\", 1]"));
+  /* depthwise over a 112-wide output: 14 rows on AVX2, 16 on AVX-512 */
+  const char *dw = "[[\"TENSOR\", [1, 32, 112, 112], \"float32\"], [\"TENSOR\", [32, 1, 3, 3], "
+                   "\"float32\"], [1, 1], [1, 1, 1, 1], [1, 1], \"float32\"]";
+  CHECK(fallback_has(ctx, "depthwise_conv2d_NCHWc.x86", dw, avx2, "[\"tile_ow\", \"sp\", [-1, 14]]"));
+  CHECK(fallback_has(ctx, "depthwise_conv2d_NCHWc.x86", dw, avx512, "[\"tile_ow\", \"sp\", [-1, 16]]"));
+  /* dense_pack, M = 8: rows of 16 outputs (two ymm) x 4 on AVX2, x 8 on AVX-512 */
+  const char *dense = "[[\"TENSOR\", [8, 64], \"float32\"], [\"TENSOR\", [64, 64], \"float32\"], null, "
+                      "\"float32\"]";
+  CHECK(fallback_has(ctx, "dense_pack.x86", dense, avx2, "[\"tile_inner\", \"sp\", [-1, 4]]"));
+  CHECK(fallback_has(ctx, "dense_pack.x86", dense, avx512, "[\"tile_inner\", \"sp\", [-1, 8]]"));
   tl_ctx_free(ctx);
 }
 

@@ -32,10 +32,20 @@ TL_TEST(target_families_and_lanes) {
   CHECK_EQ_INT(tl_target_num_keys(t), 1);
   CHECK_STREQ(tl_target_key(t, 0), "cpu");
   tl_target_free(t);
-  const char *eight[] = {"llvm", "c", "llvm -mcpu=core-avx2", "llvm -mattr=+avx2,+fma"};
-  for (int i = 0; i < 4; i++) {
+  /* a plain target takes the host's vectors: AVX-512 16 lanes and 32 registers,
+  ** AVX2 with FMA 8 and 16, else 4 and 16 */
+  int host_lanes = tl_test_cpu_has("avx512f") ? 16 : tl_test_cpu_has("avx2") && tl_test_cpu_has("fma") ? 8 : 4;
+  const char *plain[] = {"llvm", "c", "llvm -num-cores=2"};
+  for (int i = 0; i < 3; i++) {
+    t = parse_ok(ctx, plain[i]);
+    CHECK(t && tl_target_lanes(t) == host_lanes);
+    CHECK(t && tl_target_registers(t) == (host_lanes == 16 ? 32 : 16));
+    tl_target_free(t);
+  }
+  const char *eight[] = {"llvm -mcpu=core-avx2", "llvm -mattr=+avx2,+fma", "c -mcpu=haswell"};
+  for (int i = 0; i < 3; i++) {
     t = parse_ok(ctx, eight[i]);
-    CHECK(t && tl_target_lanes(t) == 8);
+    CHECK(t && tl_target_lanes(t) == 8 && tl_target_registers(t) == 16);
     tl_target_free(t);
   }
   t = parse_ok(ctx, "llvm -mattr=+avx512f");
@@ -177,5 +187,89 @@ TL_TEST(target_toolchain_reaches_the_compiler) {
   unlink(so);
   rmdir(dir);
   free(so);
+  tl_ctx_free(ctx);
+}
+
+/* The host probe's test hook: $TUNELUA_HOST_CPU_FLAGS stands for the CPU's
+** /proc/cpuinfo flags. */
+static int lanes_as(tl_ctx *ctx, const char *flags, const char *str, int *registers) {
+  setenv("TUNELUA_HOST_CPU_FLAGS", flags, 1);
+  tl_target *t = parse_ok(ctx, str);
+  unsetenv("TUNELUA_HOST_CPU_FLAGS");
+  int lanes = t ? tl_target_lanes(t) : -1;
+  *registers = t ? tl_target_registers(t) : -1;
+  tl_target_free(t);
+  return lanes;
+}
+
+static int check_as(tl_ctx *ctx, const char *flags, const char *str) {
+  tl_target *t = parse_ok(ctx, str);
+  if (!t) return -1;
+  if (flags) setenv("TUNELUA_HOST_CPU_FLAGS", flags, 1);
+  int rc = tl_target_check_host(ctx, t);
+  unsetenv("TUNELUA_HOST_CPU_FLAGS");
+  tl_target_free(t);
+  return rc;
+}
+
+#define AVX2_HOST "fpu sse sse2 ssse3 sse4_1 sse4_2 avx fma avx2"
+#define AVX512_HOST AVX2_HOST " avx512f avx512dq avx512cd avx512bw avx512vl avx512_vnni avx512_bf16"
+
+TL_TEST(target_host_cpu) {
+  tl_ctx *ctx = tl_ctx_new();
+  int regs;
+  CHECK_EQ_INT(lanes_as(ctx, AVX2_HOST, "llvm", &regs), 8);
+  CHECK_EQ_INT(regs, 16);
+  CHECK_EQ_INT(lanes_as(ctx, AVX512_HOST, "c", &regs), 16);
+  CHECK_EQ_INT(regs, 32);
+  CHECK_EQ_INT(lanes_as(ctx, "fpu sse sse2 sse4_2", "llvm", &regs), 4);
+  CHECK_EQ_INT(regs, 16);
+  CHECK_EQ_INT(lanes_as(ctx, "fpu sse sse2 avx avx2", "llvm", &regs), 4);   /* no FMA */
+  /* a target naming its machine keeps it, whatever the host */
+  CHECK_EQ_INT(lanes_as(ctx, AVX2_HOST, "llvm -mcpu=skylake-avx512", &regs), 16);
+  CHECK_EQ_INT(lanes_as(ctx, AVX512_HOST, "llvm -mcpu=core-avx2", &regs), 8);
+  CHECK_EQ_INT(regs, 16);
+
+  /* kernels for a CPU the host cannot run: an error naming the extension */
+  CHECK_EQ_INT(check_as(ctx, AVX2_HOST, "llvm -mcpu=skylake-avx512"), TL_E_UNSUPPORTED);
+  CHECK(strstr(tl_errmsg(ctx), "target 'llvm -mcpu=skylake-avx512' needs AVX-512, which this CPU (") ==
+        tl_errmsg(ctx));
+  CHECK(strstr(tl_errmsg(ctx), ") lacks: kernels built for it cannot run here") != NULL);
+  tl_clearerr(ctx);
+  CHECK_EQ_INT(check_as(ctx, AVX2_HOST, "llvm -mattr=+avx512f"), TL_E_UNSUPPORTED);
+  CHECK(strstr(tl_errmsg(ctx), "needs AVX-512,") != NULL);
+  tl_clearerr(ctx);
+  CHECK_EQ_INT(check_as(ctx, AVX512_HOST, "llvm -mcpu=sapphirerapids"), TL_E_UNSUPPORTED);
+  CHECK(strstr(tl_errmsg(ctx), "needs AVX-512 FP16,") != NULL);
+  tl_clearerr(ctx);
+  CHECK_EQ_INT(check_as(ctx, AVX512_HOST, "llvm -mattr=+avx2,+amx-tile"), TL_E_UNSUPPORTED);
+  CHECK(strstr(tl_errmsg(ctx), "needs AMX,") != NULL);
+  tl_clearerr(ctx);
+  CHECK_EQ_INT(check_as(ctx, "fpu sse sse2", "llvm -mcpu=haswell"), TL_E_UNSUPPORTED);
+  CHECK(strstr(tl_errmsg(ctx), "needs SSE4.2,") != NULL);
+  tl_clearerr(ctx);
+  CHECK_EQ_INT(check_as(ctx, AVX512_HOST, "llvm -mcpu=skylake-avx512"), TL_OK);
+  CHECK_EQ_INT(check_as(ctx, AVX512_HOST, "llvm -mcpu=cascadelake -mattr=+avx512f"), TL_OK);
+  CHECK_EQ_INT(check_as(ctx, AVX2_HOST, "llvm -mcpu=core-avx2"), TL_OK);
+  CHECK_EQ_INT(check_as(ctx, "fpu sse sse2", "llvm"), TL_OK);             /* the host itself */
+  CHECK_EQ_INT(check_as(ctx, "fpu sse sse2", "opencl -device=mali"), TL_OK);  /* not host code */
+  /* such a target still parses, reads from logs and makes tasks (RPC) */
+  setenv("TUNELUA_HOST_CPU_FLAGS", AVX2_HOST, 1);
+  tl_atvm_task *task = NULL;
+  int rc = tl_atvm_task_create(ctx, "dense_pack.x86",
+      "[[\"TENSOR\", [1, 64], \"float32\"], [\"TENSOR\", [32, 64], \"float32\"], null, \"float32\"]",
+      "llvm -mcpu=skylake-avx512", &task);
+  unsetenv("TUNELUA_HOST_CPU_FLAGS");
+  CHECK_EQ_INT(rc, TL_OK);
+  tl_atvm_task_free(task);
+
+  /* the real CPU, without the hook: as its /proc/cpuinfo flags say */
+  int spr = tl_test_cpu_has("avx512f") && tl_test_cpu_has("avx512bw") && tl_test_cpu_has("avx512_vnni") &&
+            tl_test_cpu_has("avx512_bf16") && tl_test_cpu_has("avx512_fp16") && tl_test_cpu_has("amx_tile");
+  CHECK_EQ_INT(check_as(ctx, NULL, "llvm -mcpu=sapphirerapids"), spr ? TL_OK : TL_E_UNSUPPORTED);
+  tl_clearerr(ctx);
+  CHECK_EQ_INT(check_as(ctx, NULL, "llvm -mcpu=skylake-avx512"),
+               tl_test_cpu_has("avx512f") && tl_test_cpu_has("avx512bw") ? TL_OK : TL_E_UNSUPPORTED);
+  tl_clearerr(ctx);
   tl_ctx_free(ctx);
 }

@@ -16,6 +16,9 @@
 void tl_test_register(const char *name, void (*fn)(void));
 void tl_test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4), noreturn));
+/* Whether this CPU's /proc/cpuinfo flags list flag ("avx512f"): the host's
+** facts read apart from the engine's probe. */
+int tl_test_cpu_has(const char *flag);
 
 #define TL_TEST(name)                                                        \
   static void test_##name(void);                                             \

@@ -21,7 +21,27 @@ eq(target.parse("llvm -mcpu=skylake-avx512"), t, "cached per string")
 eq(target.parse(t), t, "a parsed target parses to itself")
 eq(target.parse({ str = "llvm -mcpu=skylake-avx512" }), t, "a table with str")
 eq(target.parse("llvm -mcpu=core-avx2").lanes, 8, "avx2 lanes")
-eq(target.parse("c").lanes, 8, "c lanes")
+eq(target.parse("llvm -mcpu=core-avx2").registers, 16, "avx2 registers")
+eq(t.registers, 32, "avx512 registers")
+
+-- a plain target takes the host CPU's vectors (its /proc/cpuinfo flags, read here)
+local function cpu_flags()
+  local f = io.open("/proc/cpuinfo")
+  local set = {}
+  if f then
+    for line in f:lines() do
+      local fl = line:match("^flags%s*:(.*)")
+      if fl then for w in fl:gmatch("%S+") do set[w] = true end break end
+    end
+    f:close()
+  end
+  return set
+end
+local host = cpu_flags()
+local host_lanes = host.avx512f and 16 or (host.avx2 and host.fma) and 8 or 4
+eq(target.parse("llvm").lanes, host_lanes, "llvm lanes: the host's")
+eq(target.parse("c").lanes, host_lanes, "c lanes: the host's")
+eq(target.parse("llvm").registers, host_lanes == 16 and 32 or 16, "llvm registers: the host's")
 eq(target.parse("c").family, "x86", "c family")
 
 local m = target.parse("opencl -device=mali -model=rk3399")
@@ -74,4 +94,57 @@ assert(not f.prepacked_weight and not f.fallback_deploys)
 local strategy = require "tunelua.graph.strategy"
 eq(strategy.parse_target("opencl -device=mali -model=rk3399"), m, "strategy.parse_target")
 expect_error("strategy: unknown target option '-bogus'", strategy.parse_target, "opencl -bogus=1")
+
+-- kernels of a target this CPU cannot run: builds and measurements here refuse it, parsing and
+-- tasks (logs, RPC) take it; TUNELUA_HOST_CPU_FLAGS stands for the CPU's flags (a test hook)
+do
+  local ffi = require "ffi"
+  ffi.cdef [[int setenv(const char *, const char *, int); int unsetenv(const char *);]]
+  local tl = require "tunelua"
+  local te, autotvm = tl.te, require "tunelua.autotvm"
+  eq(target.parse("llvm"):check_host(), true, "the host runs its own kernels")
+  local spr = host.avx512f and host.avx512bw and host.avx512_vnni and host.avx512_bf16 and
+              host.avx512_fp16 and host.amx_tile
+  local ok, why = target.parse("llvm -mcpu=sapphirerapids"):check_host()
+  eq(ok == true, spr == true, "sapphirerapids kernels run here as /proc/cpuinfo says")
+  if not ok then assert(why:find("target 'llvm -mcpu=sapphirerapids' needs ", 1, true), why) end
+
+  ffi.C.setenv("TUNELUA_HOST_CPU_FLAGS", "fpu sse sse2 sse4_2 avx fma avx2", 1)
+  local skx = "llvm -mcpu=skylake-avx512"
+  local ok2, why2 = target.parse(skx):check_host()
+  eq(ok2, nil, "skylake-avx512 on an AVX2 host")
+  assert(why2:find("^target 'llvm %-mcpu=skylake%-avx512' needs AVX%-512, which this CPU %(.+%) lacks: " ..
+                   "kernels built for it cannot run here$"), why2)
+  eq(target.parse("llvm -mcpu=core-avx2"):check_host(), true, "core-avx2 on an AVX2 host")
+  eq(target.parse("opencl -device=mali"):check_host(), true, "OpenCL kernels are not host code")
+
+  local A = te.placeholder({ 16 }, "float32", "A")
+  local B = te.compute({ 16 }, function(i) return A(i) * 2 end, "B")
+  local s = te.create_schedule(B.op)
+  expect_error("build: target 'llvm -mcpu=skylake-avx512' needs AVX-512, which this CPU (",
+               tl.build, s, { A, B }, skx)
+  tl.build(s, { A, B }, "llvm -mcpu=core-avx2")      -- a target the host runs builds
+
+  local relay = require "tunelua.relay"
+  local executor = require "tunelua.graph.executor"
+  local x = relay.var("x", { shape = { 1, 8 } })
+  local mod = relay.Module(relay.Function({ x }, relay.nn.relu(x)))
+  expect_error("executor.build: target 'llvm -mcpu=skylake-avx512' needs AVX-512", executor.build, mod,
+               { target = skx })
+
+  -- a task for it is made and built (an RPC runner would run it elsewhere); the local runner refuses
+  local args = { { "TENSOR", { 1, 64 }, "float32" }, { "TENSOR", { 32, 64 }, "float32" }, nil, "float32" }
+  local task = autotvm.task.create("dense_pack.x86", args, skx)
+  local measure = autotvm.measure
+  local inputs = { measure.MeasureInput(task, 0) }
+  local brs = measure.LocalBuilder({ n_parallel = 1 }):build(inputs)
+  eq(brs[1].error_no, 0, "built for a CPU the host lacks: " .. tostring(brs[1].error_msg))
+  expect_error("LocalRunner: target 'llvm -mcpu=skylake-avx512' needs AVX-512", function()
+    return measure.LocalRunner({ number = 1, ["repeat"] = 1 }):run(inputs, brs)
+  end)
+  ffi.C.unsetenv("TUNELUA_HOST_CPU_FLAGS")
+  eq(target.parse("llvm -mcpu=core-avx2"):check_host(), true, "the hook unset")
+end
+
 print("test_target: ok")
+

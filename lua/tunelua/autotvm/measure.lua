@@ -422,6 +422,16 @@ end
 --- runner:run(inputs, build_results) -> MeasureResults (serial, each in a forked child)
 function Runner:run(inputs, build_results)
   local out = {}
+  -- kernels of a target this CPU cannot run (an -mcpu of another machine): an error, once
+  local checked = {}
+  for _, inp in ipairs(inputs) do
+    local tgt = target_of(inp.task)
+    if not checked[tgt] and not hook_of(inp.task) and not tgt.on_device then
+      checked[tgt] = true
+      local ok, why = tgt:check_host()
+      if not ok then error("LocalRunner: " .. why, 0) end
+    end
+  end
   for i, inp in ipairs(inputs) do
     local br = build_results[i]
     local res

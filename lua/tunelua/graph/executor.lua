@@ -318,6 +318,10 @@ function executor.build(mod, opts)
       "this build compiles and runs for %s only (drop -mtriple, or build on that machine)",
       tgt.str, triple, host_arch), 2)
   end
+  if not tgt.on_device then
+    local ok, why = tgt:check_host()
+    if not ok then error("executor.build: " .. why, 2) end
+  end
   local params = opts.params or {}
   local t0 = C.tl_now()
   local m = mod
