@@ -12,7 +12,8 @@
 -- Targets (parsed by tunelua.target): the target's backend picks the code
 -- generator and the build (build.backends). "c" and "llvm" both go through the C backend (the
 -- system C compiler, with the target's toolchain: compiler, flags, cross prefix); their options (-mcpu=, -mtriple=, -mattr=, -device=, -keys=,
--- -model=, -num-cores=) are kept in f.target, not acted upon. "opencl" (also "opencl -device=mali",
+-- -model=, -num-cores=) are kept in f.target; an -mcpu=/-mattr= naming an extension this CPU
+-- lacks is an error (the kernels run here; target:check_host). "opencl" (also "opencl -device=mali",
 -- "opencl -device_id=1") goes through the OpenCL backend: the function
 -- runs on arrays of that OpenCL device (nd.array(x, "float32", "opencl:0"),
 -- a:copyto("opencl:0")), f:get_source() is the OpenCL C, f:kernels() the

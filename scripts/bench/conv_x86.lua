@@ -28,7 +28,7 @@ local DW = MODE == "depthwise"
 local NSAMPLE = tonumber(arg[1]) or 16
 local REPEATS = tonumber(arg[2]) or 5
 local ONLY = tonumber(arg[3])
-local TARGET = "llvm -mcpu=skylake-avx512"
+local TARGET = "llvm"   -- the host CPU's vectors and registers
 local THREADS = tonumber(os.getenv("TUNELUA_NUM_THREADS") or "") or tl.num_cores()
 local PYTHON = os.getenv("TUNELUA_PYTHON") or "/usr/bin/python3"
 

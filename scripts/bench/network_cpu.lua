@@ -3,6 +3,8 @@
 --   tunelua scripts/bench/network_cpu.lua                      -- resnet-18 and mobilenet
 --   tunelua scripts/bench/network_cpu.lua --log r18.log        -- tuned records from a log
 --   tunelua scripts/bench/network_cpu.lua --n-trial 32 --threads 2 --repeat 30
+--   tunelua scripts/bench/network_cpu.lua --target "llvm -mcpu=core-avx2" --log none
+--                                       -- (default target "llvm": the host CPU's vectors)
 --
 -- Batch 1, fp32, NCHW. "untuned" compiles with each template's fallback
 -- config and the default schedules (no history, no TopHub); "TopHub" with
@@ -18,7 +20,7 @@ local executor = require "tunelua.graph.executor"
 local networks = require "networks"
 
 local opts = { networks = "resnet-18,mobilenet", threads = 2, ["repeat"] = 30, n_trial = 16,
-               log = nil, target = "llvm -mcpu=skylake-avx512", python = "/usr/bin/python3" }
+               log = nil, target = "llvm", python = "/usr/bin/python3" }
 do
   local i = 1
   while i <= #arg do
