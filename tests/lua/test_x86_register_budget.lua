@@ -1,0 +1,83 @@
+-- The fallback configs of the x86 templates keep their accumulators in vector registers: the
+-- fallback kernels of resnet-18 and mobilenet layer shapes, planned for an AVX2 target (8-float
+-- rows on 16 ymm registers) and compiled for haswell, and planned for AVX-512 (16-float rows on
+-- 32 zmm) and compiled for skylake-avx512, reload no vector register from the stack in their
+-- FMA loops. Rows of 16 floats, or 28 accumulators, on 16 ymm spilled dozens per kernel.
+-- The scan is checked first on a kernel with more accumulators than registers.
+local autotvm = require "tunelua.autotvm"
+local measure = require "tunelua.autotvm.measure"
+
+local dir = assert(io.popen("mktemp -d"):read("*l"))
+assert(dir:match("^/[%w/._-]+$"), dir)
+
+local function sh(cmd)
+  local p = assert(io.popen(cmd .. " 2>&1"))
+  local out = p:read("*a")
+  local ok = p:close()
+  return out, ok == true or ok == 0
+end
+
+-- Vector registers reloaded from the stack in the blocks (between labels) of FMAs, in the
+-- assembly of C source src compiled for march: the reloads of spilled accumulators. (A stage's
+-- accumulators written to a local buffer after its loop are stores only, not counted.)
+local function spills(src, march, name)
+  local c = dir .. "/" .. name .. ".c"
+  local f = assert(io.open(c, "w"))
+  assert(f:write(src))
+  assert(f:close())
+  local asm, ok = sh(string.format("cc -std=gnu11 -O3 -fPIC -march=%s -Wno-psabi -S -o - '%s'", march, c))
+  assert(ok, "cc -march=" .. march .. " failed:\n" .. asm)
+  local n, reloads, fma = 0, 0, false
+  for line in (asm .. "\n.Lend:\n"):gmatch("[^\n]+") do
+    if line:match("^[%.%w_]+:") then
+      if fma then n = n + reloads end
+      reloads, fma = 0, false
+    else
+      if line:match("^%s*v%a+%s+%-?%d*%(%%r[sb]p[^)]*%),.*%%[yz]mm%d+$") then reloads = reloads + 1 end
+      if line:match("^%s*vfn?m[as][du][db]") then fma = true end
+    end
+  end
+  return n
+end
+
+-- the scan sees spills: 24 accumulators of 8 floats on 16 ymm registers
+local over = [[
+typedef float f8 __attribute__((vector_size(32)));
+typedef f8 u8 __attribute__((aligned(4)));
+void k(const float *restrict a, const float *restrict b, float *restrict c) {
+  f8 acc[24] = {{0}};
+#pragma GCC unroll 1
+  for (int k = 0; k < 256; k++) {
+#pragma GCC unroll 24
+    for (int i = 0; i < 24; i++) acc[i] += a[i * 256 + k] * *(const u8 *)(b + k * 8);
+  }
+#pragma GCC unroll 24
+  for (int i = 0; i < 24; i++) *(u8 *)(c + i * 8) = acc[i];
+}
+]]
+assert(spills(over, "haswell", "over") > 0, "the scan does not see the spills of 24 ymm accumulators")
+
+local function conv(C, H, O, K, S, P)
+  return { { "TENSOR", { 1, C, H, H }, "float32" }, { "TENSOR", { O, C, K, K }, "float32" }, { S, S },
+           { P, P, P, P }, { 1, 1 }, "NCHW", "NCHW", "float32" }
+end
+local cases = {
+  { "conv2d_NCHWc.x86", conv(64, 56, 64, 3, 1, 1), "3x3 56" },
+  { "conv2d_NCHWc.x86", conv(512, 7, 512, 3, 1, 1), "3x3 7" },
+  { "conv2d_NCHWc.x86", conv(128, 28, 256, 1, 1, 0), "1x1 28" },
+  { "conv2d_NCHWc.x86", conv(3, 224, 64, 7, 2, 3), "7x7 s2" },
+  { "depthwise_conv2d_NCHWc.x86", { { "TENSOR", { 1, 32, 112, 112 }, "float32" },
+    { "TENSOR", { 32, 1, 3, 3 }, "float32" }, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "float32" }, "dw 112" },
+}
+local machines = { { "llvm -mcpu=core-avx2", "haswell" }, { "llvm -mcpu=skylake-avx512", "skylake-avx512" } }
+for _, m in ipairs(machines) do
+  for i, c in ipairs(cases) do
+    local task = autotvm.task.create(c[1], c[2], m[1])
+    local n = spills(measure.source_of(task:lower(-1)), m[2], "k" .. i)
+    assert(n == 0, string.format("%s %s on '%s' (-march=%s): %d vector reloads from the stack among FMAs",
+                                 c[1], c[3], m[1], m[2], n))
+  end
+end
+
+os.execute("rm -rf '" .. dir .. "'")
+print("test_x86_register_budget: ok")
