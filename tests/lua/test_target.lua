@@ -129,8 +129,9 @@ do
   local executor = require "tunelua.graph.executor"
   local x = relay.var("x", { shape = { 1, 8 } })
   local mod = relay.Module(relay.Function({ x }, relay.nn.relu(x)))
-  expect_error("executor.build: target 'llvm -mcpu=skylake-avx512' needs AVX-512", executor.build, mod,
-               { target = skx })
+  -- the network builds (and could be exported to that machine); it does not run here
+  local lib = executor.build(mod, { target = skx, quiet = true })
+  expect_error("GraphModule: target 'llvm -mcpu=skylake-avx512' needs AVX-512", executor.GraphModule, lib)
 
   -- a task for it is made and built (an RPC runner would run it elsewhere); the local runner refuses
   local args = { { "TENSOR", { 1, 64 }, "float32" }, { "TENSOR", { 32, 64 }, "float32" }, nil, "float32" }

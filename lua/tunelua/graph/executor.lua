@@ -318,10 +318,6 @@ function executor.build(mod, opts)
       "this build compiles and runs for %s only (drop -mtriple, or build on that machine)",
       tgt.str, triple, host_arch), 2)
   end
-  if not tgt.on_device then
-    local ok, why = tgt:check_host()
-    if not ok then error("executor.build: " .. why, 2) end
-  end
   local params = opts.params or {}
   local t0 = C.tl_now()
   local m = mod
@@ -590,6 +586,13 @@ executor.GraphModule_mt = GraphModule
 
 function executor.GraphModule(lib)
   if getmetatable(lib) ~= Lib then error("GraphModule: expected a lib from executor.build", 2) end
+  -- host kernels of a CPU this one lacks (an -mcpu of another machine) do not run here; the
+  -- lib can still be exported to that machine (executor.export)
+  local tgt = targets.record(lib.target)
+  if not tgt.on_device then
+    local ok, why = tgt:check_host()
+    if not ok then error("GraphModule: " .. why, 2) end
+  end
   local m = setmetatable({ lib = lib }, GraphModule)
   -- m.module:time_evaluator("run", dev, {number, repeat, min_repeat_ms}) as in TVM
   m.module = {
