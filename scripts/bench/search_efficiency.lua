@@ -1,4 +1,4 @@
--- search_efficiency.lua: how fast each template tuner finds fast configs (issue 6).
+-- search_efficiency.lua: how fast each template tuner finds fast configs.
 --
 --   tunelua scripts/bench/search_efficiency.lua               -- phase 1 (if not cached) + phase 2
 --   tunelua scripts/bench/search_efficiency.lua --quick       -- a smoke run (see below)
@@ -9,6 +9,7 @@
 --            --limit N (phase 1 measures at most N new configs per task in this run)
 --            --plan_size N (xgb tuners; default: the tuner's, 32 or 16 on these spaces)
 --            --passes 3 (phase-1 measurements of each config, each pass in its own order)
+--            --target T (default: llvm -mcpu=skylake-avx512 on an AVX-512 host, else core-avx2)
 --
 -- The x86 conv2d spaces are small (360-784 configs), so 4 tuners x 3 seeds x 512 trials would
 -- measure the same configs over and over. The benchmark therefore runs in two phases:
@@ -47,7 +48,7 @@ local now = function() return core.C.tl_now() end
 local opts = { tuners = "xgb,xgb_rank,ga,random", seeds = 3, checkpoints = "64,128,256,512",
                tasks = "1,2,3", n_parallel = core.C.tl_num_cores(), number = 1, repeats = 5,
                batch = 8, cache = "/tmp/tunelua-search-efficiency", limit = 1e9, measure_only = 0,
-               plan_size = 0, passes = 3 }
+               plan_size = 0, passes = 3, target = false }
 local argv = arg or {}
 local i = 1
 while i <= #argv do
@@ -77,7 +78,10 @@ end
 local tuners, checkpoints, task_ids = list(opts.tuners), list(opts.checkpoints, true), list(opts.tasks, true)
 local seeds = tonumber(opts.seeds)
 local max_trial = checkpoints[#checkpoints]
-local TARGET = "llvm -mcpu=skylake-avx512"
+-- The measured machine's x86 target: AVX-512 where the host has it (the spaces and tables of
+-- the figures in docs/autotvm.md), else AVX2; --target names another.
+local TARGET = opts.target or (require("tunelua.target").parse("llvm").lanes >= 16
+  and "llvm -mcpu=skylake-avx512" or "llvm -mcpu=core-avx2")
 
 -- ---- the tasks: three resnet-18 convolutions of different character (NCHW, batch 1) --------
 local function conv(c, hw, k, kh, stride, pad)
