@@ -167,11 +167,7 @@ local core = require "tunelua.core"
 local rpc = require "tunelua.rpc"
 local C, ctx = core.C, core.ctx
 local port = tonumber(arg[1])
-local function exchange(bytes, timeout)
-  local out, n = ffi.new("char *[1]"), ffi.new("size_t[1]")
-  core.check(C.tl_rpc_raw_exchange(ctx, "127.0.0.1", port, bytes, #bytes, timeout or 1, out, n))
-  local s = ffi.string(out[0], n[0]); C.tl_rpc_free(out[0]); return s
-end
+local exchange = require("tests.lua.lib.util").rpc_exchange(port)
 local function frame(s)
   local n = #s
   return string.char(n % 256, math.floor(n / 256) % 256, math.floor(n / 65536) % 256, 0) .. s

@@ -13,12 +13,7 @@ os.remove(dir)
 dir = dir .. "-it's"              -- an apostrophe: no shell may see this path
 file.mkdirs(dir .. "/a/b")
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read = require("tests.lua.lib.util").read
 
 -- a full disk: the error names the file and the errno, and raises
 local ok, err = pcall(function()

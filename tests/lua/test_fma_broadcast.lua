@@ -9,16 +9,10 @@ local tl = require "tunelua"
 local te = tl.te
 local measure = require "tunelua.autotvm.measure"
 
-local dir = os.tmpname()
-os.remove(dir)
-assert(os.execute("mkdir -p '" .. dir .. "'") == 0)
+local util = require "tests.lua.lib.util"
+local dir = util.tmpdir("fma-broadcast")
 
-local function sh(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1"))
-  local out = p:read("*a")
-  local ok = p:close()
-  return out, ok == true or ok == 0
-end
+local sh = util.sh
 
 local function write(path, text)
   local f = assert(io.open(path, "w"))
@@ -109,5 +103,5 @@ for _, march in ipairs({"haswell", "skylake-avx512"}) do
   assert(sp == 0, string.format("-march=%s: %d stores of a broadcast register to the stack", march, sp))
 end
 
-os.execute("rm -rf '" .. dir .. "'")
+util.cleanup(dir)
 print("test_fma_broadcast: ok")

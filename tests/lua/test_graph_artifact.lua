@@ -16,12 +16,7 @@ local C, ctx = core.C, core.ctx
 
 local tmp = file.tmpdir(os.getenv("TMPDIR") or "/tmp", "tunelua-test-artifact")
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read = require("tests.lua.lib.util").read
 
 local function same(a, b, what)
   assert(a:nbytes() == b:nbytes(), what .. ": sizes differ")

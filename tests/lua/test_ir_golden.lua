@@ -14,12 +14,7 @@ local host = require "tunelua.host"
 
 local dir = "tests/ir"
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read = require("tests.lua.lib.util").read
 
 -- header, input, steps, lowered
 local function sections(text, path)

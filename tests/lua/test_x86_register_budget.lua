@@ -7,15 +7,10 @@
 local autotvm = require "tunelua.autotvm"
 local measure = require "tunelua.autotvm.measure"
 
-local dir = assert(io.popen("mktemp -d"):read("*l"))
-assert(dir:match("^/[%w/._-]+$"), dir)
+local util = require "tests.lua.lib.util"
+local dir = util.tmpdir("register-budget")
 
-local function sh(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1"))
-  local out = p:read("*a")
-  local ok = p:close()
-  return out, ok == true or ok == 0
-end
+local sh = util.sh
 
 -- Vector registers reloaded from the stack in the blocks (between labels) of FMAs, in the
 -- assembly of C source src compiled for march: the reloads of spilled accumulators. (A stage's
@@ -79,5 +74,5 @@ for _, m in ipairs(machines) do
   end
 end
 
-os.execute("rm -rf '" .. dir .. "'")
+util.cleanup(dir)
 print("test_x86_register_budget: ok")
