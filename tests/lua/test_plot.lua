@@ -6,7 +6,8 @@ local record = require "tunelua.autotvm.record"
 local log_cli = require "tunelua.log_cli"
 local plot = require "tunelua.plot"
 
-local tmpdir = assert(io.popen("mktemp -d"):read("*l"))
+local util = require "tests.lua.lib.util"
+local tmpdir = util.tmpdir("plot")
 assert(tmpdir:match("^/[%w/._-]+$"), tmpdir)
 
 local function write(path, text)
@@ -156,5 +157,5 @@ raises(function() log_cli.plot(log, tmpdir .. "/no/such/dir/run.png") end,
 raises(function() plot.chart({ series = {} }, tmpdir .. "/x.png") end, "nothing to draw")
 assert(not io.open(tmpdir .. "/run.jpg") and not io.open(tmpdir .. "/x.png"))
 
-os.execute("rm -rf '" .. tmpdir .. "'")
+util.cleanup(tmpdir)
 print("test_plot: ok")

@@ -7,7 +7,8 @@ local dispatch = require "tunelua.autotvm.dispatch"
 local tophub = require "tunelua.autotvm.tophub"
 
 -- every file under a fresh directory of this run, removed at the end
-local tmpdir = assert(io.popen("mktemp -d"):read("*l"))
+local util = require "tests.lua.lib.util"
+local tmpdir = util.tmpdir("records")
 assert(tmpdir:match("^/[%w/._-]+$"), tmpdir)
 local tmp = tmpdir .. "/records.log"
 
@@ -141,5 +142,5 @@ end
 os.remove(tmp)
 local left = io.popen("ls -A " .. tmpdir):read("*a")
 assert(left == "", "left behind in " .. tmpdir .. ": " .. left)
-os.execute("rm -rf " .. tmpdir)
+util.cleanup(tmpdir)
 print("test_records: ok")

@@ -12,9 +12,9 @@ local function raises(fn, want, what)
 end
 
 -- a private module tree: broken modules shadow tunelua's for the duration of the test
-local dir = os.tmpname()
-os.remove(dir)
-assert(os.execute("mkdir -p '" .. dir .. "/tunelua/autotvm'") == 0)
+local util = require "tests.lua.lib.util"
+local dir = util.tmpdir("require")
+require("tunelua.file").mkdirs(dir .. "/tunelua/autotvm")
 local function write(path, text)
   local f = assert(io.open(dir .. "/" .. path, "w"))
   f:write(text)
@@ -54,5 +54,5 @@ end, "tunelua/autotvm/task.lua", "executor.build with a history")
 
 package.loaded["tunelua.autotvm.task"] = saved_task
 package.path = saved_path
-os.execute("rm -rf '" .. dir .. "'")
+util.cleanup(dir)
 print("test_require: ok")

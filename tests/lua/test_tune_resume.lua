@@ -5,7 +5,8 @@ local autotvm = require "tunelua.autotvm"
 local record = require "tunelua.autotvm.record"
 
 -- every file under a fresh directory of this run, removed at the end
-local dir = assert(io.popen("mktemp -d"):read("*l"))
+local util = require "tests.lua.lib.util"
+local dir = util.tmpdir("tune-resume")
 assert(dir:match("^/[%w/._-]+$"), dir)
 local base = dir .. "/tune_resume"
 local log = base .. ".log"
@@ -83,5 +84,5 @@ os.remove(log)
 os.remove(script)
 local left = io.popen("ls -A " .. dir):read("*a")
 assert(left == "", "left behind in " .. dir .. ": " .. left)
-os.execute("rm -rf " .. dir)
+util.cleanup(dir)
 print("test_tune_resume: ok (" .. ndone .. " trials before the kill)")
