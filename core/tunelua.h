@@ -705,6 +705,7 @@ void tl_module_free(tl_module *m);
 #endif
 
 /* The parts of the public API, one per subsystem. */
+#include "tunelua_ansor.h"
 #include "tunelua_autotvm.h"
 #include "tunelua_graph.h"
 #include "tunelua_opencl.h"

@@ -15,7 +15,7 @@ declare -A rank=(
   [core/ir]=2 [core/runtime]=2
   [core/te]=3 [core/codegen]=3
   [core/topi]=4 [core/build]=4
-  [core/autotvm]=5 [core/tuner]=5 [core/measure]=5 [core/graph]=5
+  [core/autotvm]=5 [core/tuner]=5 [core/measure]=5 [core/graph]=5 [core/ansor]=5
   [targets]=6
   [rpc]=7
   [host]=8

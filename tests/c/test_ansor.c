@@ -1,0 +1,302 @@
+/* Unit tests for core/ansor: the static analysis of compute DAGs built
+** with the topi operators (matmul, bias and relu, conv2d with its pad
+** stage, depthwise conv, pooling, softmax, a transpose), the producer and
+** consumer maps, the element-wise match relation and the errors. */
+#include <string.h>
+
+#include "ansor/ansor.h"
+#include "topi/topi.h"
+#include "tl_test.h"
+
+static int ph(tl_ctx *ctx, tl_dag *dag, const char *name, int n, const int64_t *s) {
+  int t = -1;
+  CHECK_EQ_INT(tl_dag_placeholder(ctx, dag, name, n, s, TL_FLOAT32, &t), 0);
+  return t;
+}
+
+static int op1(tl_ctx *ctx, tl_dag *dag, const char *name, const int *in, int nin,
+               const char *attrs) {
+  int out[8], n = 0;
+  int rc = tl_topi_op(ctx, dag, name, in, nin, attrs, out, 8, &n);
+  CHECK_MSG(rc == 0, "%s: %s", name, tl_errmsg(ctx));
+  return out[n - 1];
+}
+
+/* The extracted dag of outputs (what a task holds) and its analysis. */
+typedef struct {
+  tl_dag *dag;
+  tl_ansor_analysis *a;
+  int map[64];                    /* source tensor -> extracted tensor */
+} analyzed;
+
+static analyzed analyze(tl_ctx *ctx, tl_dag *src, const int *outs, int nout) {
+  analyzed r = {NULL, NULL, {0}};
+  CHECK(tl_dag_num_tensors(src) <= 64);
+  CHECK_EQ_INT(tl_dag_extract(ctx, src, outs, nout, &r.dag, r.map), 0);
+  CHECK_MSG(tl_ansor_analyze(ctx, r.dag, &r.a) == 0, "%s", tl_errmsg(ctx));
+  CHECK_EQ_INT(tl_ansor_num_ops(r.a), tl_dag_num_ops(r.dag));
+  return r;
+}
+
+/* Name (in the extracted dag) of the op making source tensor t. */
+static const char *nm(const analyzed *r, int t) {
+  CHECK(r->map[t] >= 0);
+  return tl_dag_op_name(r->dag, tl_dag_tensor_op(r->dag, r->map[t]));
+}
+
+static void done(analyzed *r) {
+  tl_ansor_analysis_free(r->a);
+  tl_dag_free(r->dag);
+}
+
+static int op_named(const analyzed *r, const char *name) {
+  for (int o = 0; o < tl_dag_num_ops(r->dag); o++)
+    if (strcmp(tl_dag_op_name(r->dag, o), name) == 0) return o;
+  tl_test_fail(__FILE__, __LINE__, "no op named %s", name);
+}
+
+/* flags as "IiMRO" letters: Injective, strictly inlinable, Multi-level
+** tiling, data Reuse, Output; '-' where false. */
+static void check_flags(const analyzed *r, const char *name, const char *want) {
+  int o = op_named(r, name);
+  char got[6] = {
+    tl_ansor_is_injective(r->a, o) ? 'I' : '-',
+    tl_ansor_is_strictly_inlinable(r->a, o) ? 'i' : '-',
+    tl_ansor_needs_multi_level_tiling(r->a, o) ? 'M' : '-',
+    tl_ansor_has_reuse(r->a, o) ? 'R' : '-',
+    tl_ansor_is_output(r->a, o) ? 'O' : '-', 0};
+  CHECK_MSG(strcmp(got, want) == 0, "%s: flags %s, expected %s", name, got, want);
+}
+
+/* Names of op's consumers (or producers), space-separated. */
+static void check_list(const analyzed *r, const char *name, int producers, const char *want) {
+  int o = op_named(r, name);
+  char got[256] = "";
+  int n = producers ? tl_ansor_num_producers(r->a, o) : tl_ansor_num_consumers(r->a, o);
+  for (int i = 0; i < n; i++) {
+    int x = producers ? tl_ansor_producer(r->a, o, i) : tl_ansor_consumer(r->a, o, i);
+    if (i) strcat(got, " ");
+    strcat(got, tl_dag_op_name(r->dag, x));
+  }
+  CHECK_MSG(strcmp(got, want) == 0, "%s %s: '%s', expected '%s'", name,
+            producers ? "producers" : "consumers", got, want);
+}
+
+static int ematch(const analyzed *r, const char *op, const char *target) {
+  return tl_ansor_elementwise_match(r->a, op_named(r, op), op_named(r, target));
+}
+
+/* The consumer tiling fuses, by name ("" for none). */
+static const char *fused(const analyzed *r, const char *op, const uint8_t *inlined) {
+  int c = 7;
+  int yes = tl_ansor_elementwise_consumer(r->a, op_named(r, op), inlined, &c);
+  CHECK_EQ_INT(yes, c >= 0);
+  return yes ? tl_dag_op_name(r->dag, c) : "";
+}
+
+TL_TEST(ansor_matmul) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_dag *dag = tl_dag_new();
+  int64_t as[2] = {64, 32}, bs[2] = {32, 48};
+  int in[2] = {ph(ctx, dag, "A", 2, as), ph(ctx, dag, "B", 2, bs)};
+  int c = op1(ctx, dag, "matmul", in, 2, NULL);
+  analyzed r = analyze(ctx, dag, &c, 1);
+  const char *mm = nm(&r, c);
+  check_flags(&r, mm, "--MRO");
+  check_flags(&r, "A", "I----");
+  check_flags(&r, "B", "I----");
+  check_list(&r, mm, 1, "A B");
+  check_list(&r, mm, 0, "");
+  check_list(&r, "A", 0, mm);
+  CHECK_EQ_INT(tl_ansor_has_reduce(r.a, op_named(&r, mm)), 1);
+  CHECK_EQ_INT(ematch(&r, mm, mm), 1);
+  CHECK_EQ_INT(ematch(&r, "A", mm), 0);    /* a placeholder matches nothing */
+  CHECK_STREQ(fused(&r, mm, NULL), "");
+  done(&r);
+  tl_dag_free(dag);
+  tl_ctx_free(ctx);
+}
+
+TL_TEST(ansor_matmul_bias_relu) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_dag *dag = tl_dag_new();
+  int64_t as[2] = {64, 32}, bs[2] = {32, 48}, vs[1] = {48};
+  int in[2] = {ph(ctx, dag, "A", 2, as), ph(ctx, dag, "B", 2, bs)};
+  int c = op1(ctx, dag, "matmul", in, 2, NULL);
+  int bin[2] = {c, ph(ctx, dag, "bias", 1, vs)};
+  int b = op1(ctx, dag, "bias_add", bin, 2, "{\"axis\":1}");
+  int y = op1(ctx, dag, "relu", &b, 1, NULL);
+  analyzed r = analyze(ctx, dag, &y, 1);
+  const char *mm = nm(&r, c), *ba = nm(&r, b), *relu = nm(&r, y);
+  check_flags(&r, mm, "--MR-");
+  check_flags(&r, ba, "Ii-R-");            /* bias[j] is read for every i: reuse, no tiling */
+  check_flags(&r, relu, "Ii--O");
+  char want[128];
+  snprintf(want, sizeof want, "%s bias", mm);
+  check_list(&r, ba, 1, want);
+  check_list(&r, mm, 0, ba);
+  check_list(&r, "bias", 0, ba);
+  CHECK_EQ_INT(ematch(&r, mm, ba), 1);
+  CHECK_EQ_INT(ematch(&r, mm, relu), 1);
+  CHECK_EQ_INT(ematch(&r, ba, relu), 1);
+  CHECK_EQ_INT(ematch(&r, relu, mm), 0);   /* no chain of consumers leads back */
+  CHECK_EQ_INT(ematch(&r, "bias", relu), 0);
+  CHECK_STREQ(fused(&r, mm, NULL), ba);
+  /* with the bias stage inlined, the fused consumer is the relu */
+  uint8_t inl[64] = {0};
+  inl[op_named(&r, ba)] = 1;
+  CHECK_STREQ(fused(&r, mm, inl), relu);
+  int cons[64];
+  CHECK_EQ_INT(tl_ansor_consumers_through(r.a, op_named(&r, mm), inl, cons), 1);
+  CHECK_EQ_INT(cons[0], op_named(&r, relu));
+  CHECK_STREQ(fused(&r, relu, NULL), "");  /* an output without consumers */
+  done(&r);
+  tl_dag_free(dag);
+  tl_ctx_free(ctx);
+}
+
+TL_TEST(ansor_conv2d_pad) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_dag *dag = tl_dag_new();
+  int64_t xs[4] = {1, 16, 14, 14}, ws[4] = {32, 16, 3, 3};
+  int in[2] = {ph(ctx, dag, "data", 4, xs), ph(ctx, dag, "kernel", 4, ws)};
+  int y = op1(ctx, dag, "conv2d", in, 2, "{\"strides\":[1,1],\"padding\":[1,1,1,1],\"dilation\":[1,1]}");
+  analyzed r = analyze(ctx, dag, &y, 1);
+  const char *conv = nm(&r, y);
+  /* the pad stage: simple accesses (axis - 1), but an if_then_else guard,
+  ** so injective and not strictly inlinable */
+  check_flags(&r, "pad_temp", "I----");
+  check_flags(&r, conv, "--MRO");
+  check_list(&r, conv, 1, "pad_temp kernel");
+  CHECK_EQ_INT(ematch(&r, "pad_temp", conv), 0);   /* the conv reads pad_temp[.., yy + ry, ..] */
+  CHECK_STREQ(fused(&r, "pad_temp", NULL), "");
+  done(&r);
+  /* without padding there is no pad stage; a 1x1 conv still needs tiling */
+  int64_t w1[4] = {32, 16, 1, 1};
+  int in1[2] = {in[0], ph(ctx, dag, "k1", 4, w1)};
+  int y1 = op1(ctx, dag, "conv2d", in1, 2, "{\"strides\":[1,1],\"padding\":[0,0,0,0],\"dilation\":[1,1]}");
+  r = analyze(ctx, dag, &y1, 1);
+  CHECK_EQ_INT(tl_dag_num_ops(r.dag), 3);
+  check_flags(&r, nm(&r, y1), "--MRO");
+  /* the attribute of a const-tensor compute turns tiling off */
+  int o = op_named(&r, nm(&r, y1));
+  CHECK_EQ_INT(tl_dag_set_attrs(ctx, r.dag, o, "{\"simplify_const_tensor_indices\":[\"eps\"]}"), 0);
+  tl_ansor_analysis_free(r.a);
+  CHECK_EQ_INT(tl_ansor_analyze(ctx, r.dag, &r.a), 0);
+  check_flags(&r, nm(&r, y1), "---RO");
+  done(&r);
+  tl_dag_free(dag);
+  tl_ctx_free(ctx);
+}
+
+TL_TEST(ansor_depthwise_pool) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_dag *dag = tl_dag_new();
+  int64_t xs[4] = {1, 8, 12, 12}, ws[4] = {8, 1, 3, 3};
+  int x = ph(ctx, dag, "data", 4, xs);
+  int in[2] = {x, ph(ctx, dag, "kernel", 4, ws)};
+  int y = op1(ctx, dag, "depthwise_conv2d", in, 2, "{\"strides\":[1,1],\"padding\":[0,0,0,0],\"dilation\":[1,1]}");
+  analyzed r = analyze(ctx, dag, &y, 1);
+  /* the kernel misses the output's spatial axes and the op reduces */
+  check_flags(&r, nm(&r, y), "--MRO");
+  done(&r);
+  /* pooling reduces over windows but every input keeps every output axis:
+  ** no reuse in this sense, so no multi-level tiling */
+  int p = op1(ctx, dag, "max_pool2d", &x, 1, "{\"kernel\":[2,2],\"strides\":[2,2]}");
+  r = analyze(ctx, dag, &p, 1);
+  check_flags(&r, nm(&r, p), "----O");
+  CHECK_EQ_INT(tl_ansor_has_reduce(r.a, op_named(&r, nm(&r, p))), 1);
+  done(&r);
+  int g = op1(ctx, dag, "global_avg_pool2d", &x, 1, NULL);
+  r = analyze(ctx, dag, &g, 1);
+  for (int o = 0; o < tl_dag_num_ops(r.dag); o++) {
+    CHECK_EQ_INT(tl_ansor_needs_multi_level_tiling(r.a, o), 0);
+    CHECK_EQ_INT(tl_ansor_has_reuse(r.a, o), 0);
+  }
+  done(&r);
+  tl_dag_free(dag);
+  tl_ctx_free(ctx);
+}
+
+TL_TEST(ansor_softmax) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_dag *dag = tl_dag_new();
+  int64_t xs[2] = {4, 16};
+  int x = ph(ctx, dag, "x", 2, xs);
+  int y = op1(ctx, dag, "softmax", &x, 1, "{\"axis\":-1}");
+  analyzed r = analyze(ctx, dag, &y, 1);
+  check_flags(&r, "T_softmax_maxelem", "-----");
+  check_flags(&r, "T_softmax_exp", "I--R-");     /* exp: never strictly inlined */
+  check_flags(&r, "T_softmax_expsum", "-----");
+  check_flags(&r, "T_softmax_norm", "Ii-RO");
+  check_list(&r, "x", 0, "T_softmax_maxelem T_softmax_exp");
+  check_list(&r, "T_softmax_exp", 0, "T_softmax_expsum T_softmax_norm");
+  check_list(&r, "T_softmax_norm", 1, "T_softmax_exp T_softmax_expsum");
+  /* two consumers: no element-wise chain from exp */
+  CHECK_EQ_INT(ematch(&r, "T_softmax_exp", "T_softmax_norm"), 0);
+  /* a reduction's consumer of another shape does not match */
+  CHECK_EQ_INT(ematch(&r, "T_softmax_expsum", "T_softmax_norm"), 0);
+  CHECK_STREQ(fused(&r, "T_softmax_maxelem", NULL), "");
+  done(&r);
+  tl_dag_free(dag);
+  tl_ctx_free(ctx);
+}
+
+TL_TEST(ansor_output_consumed_and_transpose) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_dag *dag = tl_dag_new();
+  int64_t as[2] = {32, 32};
+  int in[2] = {ph(ctx, dag, "A", 2, as), ph(ctx, dag, "B", 2, as)};
+  int c = op1(ctx, dag, "matmul", in, 2, NULL);
+  int y = op1(ctx, dag, "relu", &c, 1, NULL);
+  int outs[2] = {c, y};
+  analyzed r = analyze(ctx, dag, outs, 2);
+  check_flags(&r, nm(&r, c), "--MRO");           /* an output that relu also reads */
+  check_flags(&r, nm(&r, y), "Ii--O");
+  check_list(&r, nm(&r, c), 0, nm(&r, y));
+  CHECK_STREQ(fused(&r, nm(&r, c), NULL), nm(&r, y));
+  done(&r);
+  /* a transpose consumer: injective, reordered, so neither strictly
+  ** inlinable nor an element-wise match, though the shapes agree */
+  int t = op1(ctx, dag, "transpose", &c, 1, "{\"axes\":[1,0]}");
+  r = analyze(ctx, dag, &t, 1);
+  check_flags(&r, nm(&r, t), "I---O");
+  CHECK_EQ_INT(ematch(&r, nm(&r, c), nm(&r, t)), 0);
+  CHECK_STREQ(fused(&r, nm(&r, c), NULL), "");
+  done(&r);
+  tl_dag_free(dag);
+  tl_ctx_free(ctx);
+}
+
+TL_TEST(ansor_const_and_errors) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_dag *dag = tl_dag_new();
+  /* a compute that reads nothing is strictly inlinable */
+  int64_t s[2] = {4, 4};
+  tl_ref ax[2];
+  tl_te_axis_vars(dag, 2, NULL, ax);
+  tl_ref body = tl_imm_float(dag->ir, TL_T_F32, 1.5);
+  int k = -1;
+  CHECK_EQ_INT(tl_te_compute(ctx, dag, "ones", "", 2, s, ax, 1, &body, TL_RED_NONE, NULL, 0, 0, &k), 0);
+  analyzed r = analyze(ctx, dag, &k, 1);
+  check_flags(&r, "ones", "Ii--O");
+  CHECK_EQ_INT(tl_ansor_num_producers(r.a, 0), 0);
+  /* bad ids answer -1 */
+  CHECK_EQ_INT(tl_ansor_is_injective(r.a, 1), -1);
+  CHECK_EQ_INT(tl_ansor_is_output(r.a, -1), -1);
+  CHECK_EQ_INT(tl_ansor_consumer(r.a, 0, 0), -1);
+  CHECK_EQ_INT(tl_ansor_producer(r.a, 3, 0), -1);
+  CHECK_EQ_INT(tl_ansor_elementwise_match(r.a, 0, 5), -1);
+  int cons = 3;
+  CHECK_EQ_INT(tl_ansor_elementwise_consumer(r.a, 9, NULL, &cons), -1);
+  CHECK_EQ_INT(cons, -1);
+  CHECK_EQ_INT(tl_ansor_num_ops(NULL), -1);
+  done(&r);
+  tl_ansor_analysis *a = (tl_ansor_analysis *)&r;
+  CHECK_EQ_INT(tl_ansor_analyze(ctx, NULL, &a), TL_E_ARG);
+  CHECK(a == NULL);
+  CHECK_STREQ(tl_errmsg(ctx), "ansor analysis: expected a compute DAG, got none");
+  tl_ansor_analysis_free(NULL);
+  tl_dag_free(dag);
+  tl_ctx_free(ctx);
+}
