@@ -59,7 +59,7 @@ static int simple_index(const tl_ir *ir, const tl_te_op *op, tl_ref e) {
 /* How one load uses the axes of its reader. */
 typedef struct {
   int simple;                     /* every index is a simple access */
-  int missing;                    /* some axis of the reader is not named */
+  int missing;                    /* some axis of extent > 1 is not named */
   int repeated;                   /* some axis is named twice */
   int ordered;                    /* named axes appear in axis order */
 } access;
@@ -83,8 +83,8 @@ static access classify(const tl_ir *ir, const tl_te_op *op, tl_ref load) {
   }
   if (!a.simple) return a;
   if (!track) { a.simple = 0; return a; }   /* beyond any dag we make */
-  for (int i = 0; i < op->ndim; i++)
-    if (!seen[i]) a.missing = 1;
+  for (int i = 0; i < op->ndim; i++)   /* an axis of extent 1 needs no name */
+    if (!seen[i] && op->axis[i].extent > 1) a.missing = 1;
   return a;
 }
 

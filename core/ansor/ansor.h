@@ -26,7 +26,9 @@
 **   elementwise     op E-matches target when following single consumers
 **   match           from op reaches target, each step between ops of equal
 **                   shape whose loads are simple, complete (every axis of
-**                   the reader), ordered and not repeated
+**                   the reader of extent > 1: a broadcast may read a
+**                   dimension of extent 1 at the constant 0), ordered and
+**                   not repeated
 **
 ** Producers and consumers are op ids (dag order), ascending. The analysis
 ** points into its dag, which must outlive it.

@@ -189,6 +189,29 @@ TL_TEST(ansor_conv2d_pad) {
   tl_ctx_free(ctx);
 }
 
+/* NHWC conv2d + a [1, 1, 1, C] bias: the add reads conv2d_nhwc[0, i1, i2, i3]
+** (a constant for the batch axis of extent 1) and still matches element-wise. */
+TL_TEST(ansor_conv2d_nhwc_bias) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_dag *dag = tl_dag_new();
+  int64_t xs[4] = {1, 14, 14, 16}, ws[4] = {3, 3, 16, 32}, bs[4] = {1, 1, 1, 32};
+  int in[2] = {ph(ctx, dag, "data", 4, xs), ph(ctx, dag, "kernel", 4, ws)};
+  int y = op1(ctx, dag, "conv2d", in, 2, "{\"strides\":[1,1],\"padding\":[1,1,1,1],"
+              "\"dilation\":[1,1],\"data_layout\":\"NHWC\",\"kernel_layout\":\"HWIO\"}");
+  int ain[2] = {y, ph(ctx, dag, "bias", 4, bs)};
+  int z = op1(ctx, dag, "add", ain, 2, NULL);
+  int r1 = op1(ctx, dag, "relu", &z, 1, NULL);
+  analyzed r = analyze(ctx, dag, &r1, 1);
+  CHECK_STREQ(nm(&r, y), "conv2d_nhwc");
+  check_flags(&r, nm(&r, y), "--MR-");
+  check_flags(&r, nm(&r, z), "Ii-R-");
+  CHECK_EQ_INT(ematch(&r, nm(&r, y), nm(&r, r1)), 1);
+  CHECK_STREQ(fused(&r, nm(&r, y), NULL), nm(&r, z));
+  done(&r);
+  tl_dag_free(dag);
+  tl_ctx_free(ctx);
+}
+
 TL_TEST(ansor_depthwise_pool) {
   tl_ctx *ctx = tl_ctx_new();
   tl_dag *dag = tl_dag_new();

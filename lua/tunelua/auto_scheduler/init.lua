@@ -16,12 +16,16 @@
 -- share task i's key. A task has .workload_key, .compute_dag (tostring: the DAG, one line
 -- per op as seed 003 prints it), .desc (the fused function names), .target, .flop, .dag
 -- (the tl_dag cdata), and tostring(task) prints its DAG.
+--
+-- auto_scheduler.analyze(task | compute_dag | tensors) is the static analysis of a DAG,
+-- one table per stage (tunelua.auto_scheduler.analysis).
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local walk = require "tunelua.graph.walk"
 local group = require "tunelua.graph.group"
 local extract = require "tunelua.graph.extract"
 local strategy = require "tunelua.graph.strategy"
+local analysis = require "tunelua.auto_scheduler.analysis"
 
 local C = core.C
 
@@ -38,6 +42,8 @@ local SearchTask = {}
 SearchTask.__index = SearchTask
 SearchTask.__tostring = function(t) return tostring(t.compute_dag) end
 auto_scheduler.SearchTask_mt = SearchTask
+
+auto_scheduler.analyze = analysis.analyze
 
 --- extract_tasks(mod, params, target[, opts]) -> tasks, weights
 function auto_scheduler.extract_tasks(mod, params, target, opts)
