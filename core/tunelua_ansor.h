@@ -45,6 +45,31 @@ int tl_ansor_elementwise_match(const tl_ansor_analysis *a, int op, int target);
 int tl_ansor_elementwise_consumer(const tl_ansor_analysis *a, int op, const uint8_t *inlined,
                                   int *consumer);
 
+/* ---- ansor: hardware params (core/ansor/hwparams.c) ----------------------
+** Eight int64 fields, by name: num_cores, vector_unit_bytes,
+** cache_line_bytes, max_shared_memory_per_block, max_local_memory_per_block,
+** max_threads_per_block, max_vthread_extent, warp_size. tl_ansor_hw_new
+** gives a target's defaults: a CPU target's from this process's affinity
+** mask and the target's float32 lanes (the host's, or -mcpu's); an OpenCL
+** target's from device_info (tl_opencl_device_info's JSON, of a local
+** device or an RPC server's; NULL: none), else mali's and adreno's fixed
+** tables; a generic OpenCL target without device info is an error.
+** tl_ansor_hw_new_values takes all eight values in that order. Set and get
+** name the field; an unknown field or a value out of range (num_cores: -1
+** or >= 1; vector and cache-line bytes >= 1; the others >= 0; all at most
+** INT32_MAX) is TL_E_ARG naming it. */
+
+typedef struct tl_ansor_hw tl_ansor_hw;
+struct tl_target;                   /* tunelua_target.h's tl_target */
+
+int tl_ansor_hw_new(tl_ctx *ctx, const struct tl_target *t, const char *device_info, tl_ansor_hw **out);
+int tl_ansor_hw_new_values(tl_ctx *ctx, const int64_t *values, tl_ansor_hw **out);
+void tl_ansor_hw_free(tl_ansor_hw *hw);
+int tl_ansor_hw_num_fields(void);
+const char *tl_ansor_hw_field_name(int i);     /* NULL past the end */
+int tl_ansor_hw_get(tl_ctx *ctx, const tl_ansor_hw *hw, const char *field, int64_t *value);
+int tl_ansor_hw_set(tl_ctx *ctx, tl_ansor_hw *hw, const char *field, int64_t value);
+
 /* cdef:end */
 
 #ifdef __cplusplus

@@ -61,4 +61,13 @@ struct tl_ansor_analysis {
 int tl_ansor_consumers_through(const struct tl_ansor_analysis *a, int op,
                                const uint8_t *inlined, int *out);
 
+/* Hardware params (hwparams.c), TVM's field order: num_cores,
+** vector_unit_bytes, cache_line_bytes, max_shared_memory_per_block,
+** max_local_memory_per_block, max_threads_per_block, max_vthread_extent,
+** warp_size. */
+#define TL_ANSOR_HW_NFIELDS 8
+struct tl_ansor_hw {
+  int64_t v[TL_ANSOR_HW_NFIELDS];
+};
+
 #endif

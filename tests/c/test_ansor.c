@@ -1,7 +1,11 @@
 /* Unit tests for core/ansor: the static analysis of compute DAGs built
 ** with the topi operators (matmul, bias and relu, conv2d with its pad
 ** stage, depthwise conv, pooling, softmax, a transpose), the producer and
-** consumer maps, the element-wise match relation and the errors. */
+** consumer maps, the element-wise match relation and the errors; the
+** hardware params (defaults per target, device info, set and get). */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "ansor/ansor.h"
@@ -321,5 +325,108 @@ TL_TEST(ansor_const_and_errors) {
   CHECK_STREQ(tl_errmsg(ctx), "ansor analysis: expected a compute DAG, got none");
   tl_ansor_analysis_free(NULL);
   tl_dag_free(dag);
+  tl_ctx_free(ctx);
+}
+
+/* ---- hardware params ------------------------------------------------------------------ */
+
+static int64_t hw_field(tl_ctx *ctx, const tl_ansor_hw *hw, const char *f) {
+  int64_t v = -99;
+  CHECK_MSG(tl_ansor_hw_get(ctx, hw, f, &v) == 0, "%s: %s", f, tl_errmsg(ctx));
+  return v;
+}
+
+static tl_ansor_hw *hw_of(tl_ctx *ctx, const char *target, const char *info) {
+  tl_target *t = NULL;
+  CHECK_MSG(tl_target_parse(ctx, target, &t) == 0, "%s: %s", target, tl_errmsg(ctx));
+  tl_ansor_hw *hw = NULL;
+  int rc = tl_ansor_hw_new(ctx, t, info, &hw);
+  tl_target_free(t);
+  return rc ? NULL : hw;
+}
+
+TL_TEST(ansor_hw_cpu_defaults) {
+  tl_ctx *ctx = tl_ctx_new();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CHECK_EQ_INT(sched_getaffinity(0, sizeof set, &set), 0);
+  static const struct { const char *target; int64_t vec; } cases[] = {
+      {"llvm -mcpu=skylake-avx512", 64}, {"llvm -mcpu=core-avx2", 32}, {"c -mcpu=core-avx2", 32}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tl_ansor_hw *hw = hw_of(ctx, cases[i].target, NULL);
+    CHECK_MSG(hw != NULL, "%s: %s", cases[i].target, tl_errmsg(ctx));
+    CHECK_EQ_INT(hw_field(ctx, hw, "num_cores"), CPU_COUNT(&set));
+    CHECK_EQ_INT(hw_field(ctx, hw, "vector_unit_bytes"), cases[i].vec);
+    CHECK_EQ_INT(hw_field(ctx, hw, "cache_line_bytes"), 64);
+    CHECK_EQ_INT(hw_field(ctx, hw, "max_threads_per_block"), 0);
+    CHECK_EQ_INT(hw_field(ctx, hw, "warp_size"), 0);
+    tl_ansor_hw_free(hw);
+  }
+  tl_ctx_free(ctx);
+}
+
+TL_TEST(ansor_hw_opencl_defaults) {
+  tl_ctx *ctx = tl_ctx_new();
+  const int64_t mali[8] = {-1, 16, 64, 32768, INT32_MAX, 256, 1, 1};
+  tl_ansor_hw *hw = hw_of(ctx, "opencl -device=mali", NULL);
+  CHECK_MSG(hw != NULL, "%s", tl_errmsg(ctx));
+  CHECK_EQ_INT(tl_ansor_hw_num_fields(), 8);
+  for (int i = 0; i < 8; i++) CHECK_EQ_INT(hw_field(ctx, hw, tl_ansor_hw_field_name(i)), mali[i]);
+  CHECK(tl_ansor_hw_field_name(8) == NULL);
+  tl_ansor_hw_free(hw);
+  /* device info: queried limits; vthread = max(1, warp / 4) */
+  hw = hw_of(ctx, "opencl", "{\"max_work_group_size\": 1024, \"local_mem_bytes\": 49152, "
+                            "\"subgroup_size\": 32}");
+  CHECK_MSG(hw != NULL, "%s", tl_errmsg(ctx));
+  CHECK_EQ_INT(hw_field(ctx, hw, "max_shared_memory_per_block"), 49152);
+  CHECK_EQ_INT(hw_field(ctx, hw, "max_local_memory_per_block"), INT32_MAX);
+  CHECK_EQ_INT(hw_field(ctx, hw, "max_threads_per_block"), 1024);
+  CHECK_EQ_INT(hw_field(ctx, hw, "warp_size"), 32);
+  CHECK_EQ_INT(hw_field(ctx, hw, "max_vthread_extent"), 8);
+  CHECK_EQ_INT(hw_field(ctx, hw, "num_cores"), -1);
+  tl_ansor_hw_free(hw);
+  hw = hw_of(ctx, "opencl -device=mali", "{\"max_work_group_size\": 384, \"local_mem_bytes\": "
+                                         "32768, \"subgroup_size\": 4}");
+  CHECK_MSG(hw != NULL, "%s", tl_errmsg(ctx));
+  CHECK_EQ_INT(hw_field(ctx, hw, "max_threads_per_block"), 384);
+  CHECK_EQ_INT(hw_field(ctx, hw, "max_vthread_extent"), 1);
+  tl_ansor_hw_free(hw);
+  /* no defaults without a device; bad device info */
+  CHECK(hw_of(ctx, "opencl", NULL) == NULL);
+  CHECK(strstr(tl_errmsg(ctx), "target 'opencl' has no defaults without a device") != NULL);
+  CHECK(hw_of(ctx, "opencl", "[1]") == NULL);
+  CHECK(strstr(tl_errmsg(ctx), "not a JSON object") != NULL);
+  CHECK(hw_of(ctx, "opencl", "{\"max_work_group_size\": 64, \"local_mem_bytes\": 1}") == NULL);
+  CHECK_STREQ(tl_errmsg(ctx), "hardware params: the device info has no non-negative integer "
+                              "'subgroup_size'");
+  tl_ctx_free(ctx);
+}
+
+TL_TEST(ansor_hw_set_values) {
+  tl_ctx *ctx = tl_ctx_new();
+  int64_t v[8] = {4, 32, 64, 0, 0, 0, 0, 0};
+  tl_ansor_hw *hw = NULL;
+  CHECK_MSG(tl_ansor_hw_new_values(ctx, v, &hw) == 0, "%s", tl_errmsg(ctx));
+  CHECK_EQ_INT(hw_field(ctx, hw, "num_cores"), 4);
+  CHECK_EQ_INT(tl_ansor_hw_set(ctx, hw, "warp_size", 16), 0);
+  CHECK_EQ_INT(hw_field(ctx, hw, "warp_size"), 16);
+  CHECK_EQ_INT(tl_ansor_hw_set(ctx, hw, "num_cores", 0), TL_E_ARG);
+  CHECK_STREQ(tl_errmsg(ctx), "hardware params: num_cores = 0 is out of range (expected -1 "
+                              "(unknown) or a positive count)");
+  CHECK_EQ_INT(tl_ansor_hw_set(ctx, hw, "cache_line_bytes", 0), TL_E_ARG);
+  CHECK(strstr(tl_errmsg(ctx), "cache_line_bytes = 0") != NULL);
+  CHECK_EQ_INT(tl_ansor_hw_set(ctx, hw, "max_threads_per_block", (int64_t)INT32_MAX + 1), TL_E_ARG);
+  CHECK_EQ_INT(tl_ansor_hw_set(ctx, hw, "warp", 1), TL_E_ARG);
+  CHECK_STREQ(tl_errmsg(ctx), "hardware params: unknown field 'warp'");
+  int64_t x;
+  CHECK_EQ_INT(tl_ansor_hw_get(ctx, hw, NULL, &x), TL_E_ARG);
+  CHECK_EQ_INT(hw_field(ctx, hw, "num_cores"), 4);   /* failed sets left it alone */
+  tl_ansor_hw_free(hw);
+  v[1] = 0;
+  hw = (tl_ansor_hw *)v;
+  CHECK_EQ_INT(tl_ansor_hw_new_values(ctx, v, &hw), TL_E_ARG);
+  CHECK(hw == NULL);
+  CHECK(strstr(tl_errmsg(ctx), "vector_unit_bytes = 0") != NULL);
+  tl_ansor_hw_free(NULL);
   tl_ctx_free(ctx);
 }

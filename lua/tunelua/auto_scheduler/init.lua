@@ -19,6 +19,9 @@
 --
 -- auto_scheduler.analyze(task | compute_dag | tensors) is the static analysis of a DAG,
 -- one table per stage (tunelua.auto_scheduler.analysis).
+--
+-- auto_scheduler.HardwareParams{...} and auto_scheduler.hardware_params_of(target[, opts])
+-- are the hardware params (tunelua.auto_scheduler.hardware_params).
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local walk = require "tunelua.graph.walk"
@@ -26,6 +29,7 @@ local group = require "tunelua.graph.group"
 local extract = require "tunelua.graph.extract"
 local strategy = require "tunelua.graph.strategy"
 local analysis = require "tunelua.auto_scheduler.analysis"
+local hardware_params = require "tunelua.auto_scheduler.hardware_params"
 
 local C = core.C
 
@@ -44,6 +48,8 @@ SearchTask.__tostring = function(t) return tostring(t.compute_dag) end
 auto_scheduler.SearchTask_mt = SearchTask
 
 auto_scheduler.analyze = analysis.analyze
+auto_scheduler.HardwareParams = hardware_params.HardwareParams
+auto_scheduler.hardware_params_of = hardware_params.hardware_params_of
 
 --- extract_tasks(mod, params, target[, opts]) -> tasks, weights
 function auto_scheduler.extract_tasks(mod, params, target, opts)
