@@ -33,9 +33,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MEASURE_MAX_ARGS TL_MEASURE_MAX_ARGS
-#define MEASURE_MAX_REPEAT TL_MEASURE_MAX_REPEAT
-
 /* A crashing kernel must end the child with its signal: no inherited (or
 ** sanitizer) handler runs, and the child dies with the process that measures. */
 void tl_measure_child_signals(void) {
@@ -46,6 +43,17 @@ void tl_measure_child_signals(void) {
   sigemptyset(&sa.sa_mask);
   for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+void tl_measure_put(int fd, const void *p, size_t n) {
+  const char *s = p;
+  while (n) {
+    ssize_t w = write(fd, s, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    s += w;
+    n -= (size_t)w;
+  }
 }
 
 TL_EXPORT void tl_measure_str_free(char *s) { free(s); }
@@ -226,13 +234,7 @@ static int lower_child(void *argp, int out_fd) {
     tl_buf_putn(&b, "", 1);
     tl_buf_puts(&b, src);
   }
-  size_t off = 0;
-  while (off < b.n) {
-    ssize_t w = write(out_fd, b.s + off, b.n - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    off += (size_t)w;
-  }
+  tl_measure_put(out_fd, b.s, b.n);
   return rc ? 3 : 0;
 }
 
@@ -313,7 +315,7 @@ typedef const char *(*kernel_err_fn)(void);
 
 typedef struct {
   int nargs;
-  tl_array *arrs[MEASURE_MAX_ARGS];
+  tl_array *arrs[TL_MEASURE_MAX_ARGS];
 } argset;
 
 static void argset_free(argset *s) {
@@ -322,7 +324,7 @@ static void argset_free(argset *s) {
 }
 
 /* Arrays of the signature, random-filled (same seed -> same values). */
-static int argset_make(tl_ctx *ctx, const char *sig_json, argset *s, char *name, size_t name_cap) {
+static int argset_make(tl_ctx *ctx, const char *sig_json, argset *s) {
   s->nargs = 0;
   json_error_t je;
   json_t *root = json_loads(sig_json, 0, &je);
@@ -331,11 +333,9 @@ static int argset_make(tl_ctx *ctx, const char *sig_json, argset *s, char *name,
     return tl_err(ctx, TL_E_PARSE, "measure: bad signature JSON: %s", je.text);
   }
   int rc = TL_OK;
-  const char *nm = json_string_value(json_object_get(root, "name"));
-  if (name) snprintf(name, name_cap, "%s", nm ? nm : "default_function");
   json_t *args = json_object_get(root, "args");
-  if (!json_is_array(args) || json_array_size(args) > MEASURE_MAX_ARGS) {
-    rc = tl_err(ctx, TL_E_PARSE, "measure: signature needs an 'args' list (at most %d)", MEASURE_MAX_ARGS);
+  if (!json_is_array(args) || json_array_size(args) > TL_MEASURE_MAX_ARGS) {
+    rc = tl_err(ctx, TL_E_PARSE, "measure: signature needs an 'args' list (at most %d)", TL_MEASURE_MAX_ARGS);
     goto done;
   }
   for (size_t i = 0; i < json_array_size(args); i++) {
@@ -419,13 +419,7 @@ void tl_measure_child_reply(int fd, int error_no, int ncosts, const double *cost
   tl_buf_putn(&b, (const char *)h, sizeof h);
   if (ncosts) tl_buf_putn(&b, (const char *)costs, sizeof(double) * (size_t)ncosts);
   if (msg) tl_buf_puts(&b, msg);
-  size_t off = 0;
-  while (off < b.n) {
-    ssize_t w = write(fd, b.s + off, b.n - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    off += (size_t)w;
-  }
+  tl_measure_put(fd, b.s, b.n);
   tl_buf_free(&b);
 }
 
@@ -438,8 +432,8 @@ static int run_child(void *arg, int out_fd) {
   void *h = NULL, *rh = NULL;
   kernel_fn fn, rfn;
   int32_t kcode = 0;
-  double costs[MEASURE_MAX_REPEAT];
-  if (argset_make(ctx, ra->sig, &s, NULL, 0)) {
+  double costs[TL_MEASURE_MAX_REPEAT];
+  if (argset_make(ctx, ra->sig, &s)) {
     tl_measure_child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
     return 0;
   }
@@ -447,16 +441,16 @@ static int run_child(void *arg, int out_fd) {
     tl_measure_child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, msg);
     return 0;
   }
-  void *dl[MEASURE_MAX_ARGS];
+  void *dl[TL_MEASURE_MAX_ARGS];
   pack(&s, dl);
   if (ra->ref_so) {
-    if (argset_make(ctx, ra->sig, &r, NULL, 0) ||
+    if (argset_make(ctx, ra->sig, &r) ||
         open_kernel(ra->ref_so, ra->ref_fname, &rh, &rfn, &msg)) {
       tl_measure_child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL,
                   msg ? msg : tl_errmsg(ctx));
       return 0;
     }
-    void *rdl[MEASURE_MAX_ARGS];
+    void *rdl[TL_MEASURE_MAX_ARGS];
     pack(&r, rdl);
     int32_t kr = fn(dl, s.nargs);
     if (kr) {
@@ -516,9 +510,9 @@ TL_EXPORT int tl_measure_run(tl_ctx *ctx, const char *so_path, const char *fname
                              int *error_no, char **msg) {
   if (!so_path || !sig_json || !costs || !ncosts || !error_no || !msg)
     return tl_err(ctx, TL_E_ARG, "tl_measure_run: NULL argument");
-  if (repeat < 1 || repeat > MEASURE_MAX_REPEAT)
+  if (repeat < 1 || repeat > TL_MEASURE_MAX_REPEAT)
     return tl_err(ctx, TL_E_ARG, "tl_measure_run: repeat must be in [1, %d], got %d",
-                  MEASURE_MAX_REPEAT, repeat);
+                  TL_MEASURE_MAX_REPEAT, repeat);
   *ncosts = 0;
   *msg = NULL;
   *error_no = TL_MEASURE_UNKNOWN_ERROR;

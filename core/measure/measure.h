@@ -22,6 +22,8 @@ enum {                           /* MeasureErrorNo (formats §1.5) */
 /* In a measurement child: crash signals back to their defaults (no inherited or sanitizer
 ** handler), and death with the process that measures. */
 void tl_measure_child_signals(void);
+/* All n bytes of p to fd (retried on EINTR; given up on a closed or failing pipe). */
+void tl_measure_put(int fd, const void *p, size_t n);
 /* A measurement child's answer on fd: int32 error_no, int32 ncosts, double costs[ncosts],
 ** then the message text (msg may be NULL). */
 void tl_measure_child_reply(int fd, int error_no, int ncosts, const double *costs, const char *msg);

@@ -62,18 +62,7 @@ static void alarm_in(double s) {
   setitimer(ITIMER_REAL, &v, NULL);
 }
 
-static void put(int fd, const void *p, size_t n) {
-  const char *s = p;
-  while (n) {
-    ssize_t w = write(fd, s, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    s += w;
-    n -= (size_t)w;
-  }
-}
-
-static void phase(int fd, char c) { put(fd, &c, 1); }
+static void phase(int fd, char c) { tl_measure_put(fd, &c, 1); }
 
 static int build_error_no(int rc) {
   return rc == TL_E_RUNTIME ? TL_MEASURE_INSTANTIATION_ERROR : TL_MEASURE_COMPILE_DEVICE;
@@ -208,7 +197,7 @@ static int ocl_child(void *arg, int fd) {
   }
   double cs = tl_ocl_module_compile_seconds(m);
   phase(fd, 'c');
-  put(fd, &cs, sizeof cs);
+  tl_measure_put(fd, &cs, sizeof cs);
   /* run: the first launch with the build limit on top */
   alarm_in(0);
   phase(fd, 'r');
@@ -520,7 +509,7 @@ static int info_child(void *arg, int fd) {
   else if (tl_opencl_device_info(ctx, dev, &js))
     why = tl_strdup(tl_errmsg(ctx));
   const char *out = why ? why : js;
-  put(fd, out, strlen(out));
+  tl_measure_put(fd, out, strlen(out));
   return why ? 3 : 0;
 }
 
