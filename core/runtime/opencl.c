@@ -219,12 +219,20 @@ static void json_str(tl_buf *b, const char *key, const char *v) {
   tl_buf_puts(b, "\", ");
 }
 
-TL_EXPORT int tl_opencl_device_info(tl_ctx *ctx, int dev, const char **json) {
+/* The properties of device dev as enumerated (no context made). */
+static int dev_props(tl_ctx *ctx, int dev, const ocl_dev **out) {
   ensure_enumerated();
   if (dev < 0 || dev >= G.n)
     return tl_err(ctx, TL_E_ARG, "opencl: no device %d (%d device%s found)", dev, G.n,
                   G.n == 1 ? "" : "s");
-  const ocl_dev *d = &G.d[dev];
+  *out = &G.d[dev];
+  return TL_OK;
+}
+
+TL_EXPORT int tl_opencl_device_info(tl_ctx *ctx, int dev, const char **json) {
+  const ocl_dev *d;
+  int rc = dev_props(ctx, dev, &d);
+  if (rc) return rc;
   tl_buf *b = &info_buf;
   tl_buf_free(b);
   tl_buf_printf(b, "{\"id\": %d, ", dev);
@@ -251,11 +259,9 @@ TL_EXPORT int tl_opencl_device_info(tl_ctx *ctx, int dev, const char **json) {
 
 TL_EXPORT int tl_opencl_hw_params(tl_ctx *ctx, int dev, int64_t *max_wg, int64_t *local_mem,
                                   int64_t *compute_units, int64_t *warp) {
-  ensure_enumerated();
-  if (dev < 0 || dev >= G.n)
-    return tl_err(ctx, TL_E_ARG, "opencl: no device %d (%d device%s found)", dev, G.n,
-                  G.n == 1 ? "" : "s");
-  const ocl_dev *d = &G.d[dev];
+  const ocl_dev *d;
+  int rc = dev_props(ctx, dev, &d);
+  if (rc) return rc;
   if (max_wg) *max_wg = (int64_t)d->max_wg;
   if (local_mem) *local_mem = (int64_t)d->local_mem;
   if (compute_units) *compute_units = d->cus;
