@@ -20,8 +20,6 @@ extern "C" {
 
 /* Free a string returned by the functions below. */
 void tl_measure_str_free(char *s);
-/* Remove a build directory: its files (one level), then the directory; 0 on success. */
-int tl_measure_remove_dir(const char *path);
 /* C source of f (the C backend) and its argument signature as JSON
 ** {"name": "f", "args": [{"name": "A", "dtype": "float32", "shape": [4, 8]}, ...]};
 ** both malloc'd (tl_measure_str_free). Symbolic extents are TL_E_UNSUPPORTED. */

@@ -21,7 +21,6 @@
 #include "measure.h"
 #include "../tunelua.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
@@ -57,22 +56,6 @@ void tl_measure_put(int fd, const void *p, size_t n) {
 }
 
 TL_EXPORT void tl_measure_str_free(char *s) { free(s); }
-
-TL_EXPORT int tl_measure_remove_dir(const char *path) {
-  if (!path || !*path) return -1;
-  DIR *d = opendir(path);
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char *p = tl_sprintf("%s/%s", path, e->d_name);
-      unlink(p);
-      free(p);
-    }
-    closedir(d);
-  }
-  return rmdir(path);
-}
 
 static const char *type_name(tl_type t) {
   if (t.code == TL_TC_FLOAT) return t.bits == 16 ? "float16" : t.bits == 64 ? "float64" : "float32";
