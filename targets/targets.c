@@ -40,11 +40,18 @@ static const char *const common_options[] = {"device", "model", "mcpu", "mtriple
 
 /* Default keys and device types (DLPack's) of kinds no family takes (TVM's),
 ** for targets read from logs. */
-static const struct { const char *kind, *keys[2]; int device_type; } foreign_kinds[] = {
+typedef struct foreign_kind { const char *kind, *keys[2]; int device_type; } foreign_kind;
+static const foreign_kind foreign_kinds[] = {
     {"cuda", {"cuda", "gpu"}, kDLCUDA},       {"nvptx", {"cuda", "gpu"}, kDLCUDA},
     {"rocm", {"rocm", "gpu"}, kDLROCM},       {"vulkan", {"vulkan", "gpu"}, kDLVulkan},
     {"metal", {"metal", "gpu"}, kDLMetal},
 };
+
+static const foreign_kind *foreign_kind_of(const char *kind) {
+  for (size_t i = 0; i < TL_ARRAY_SIZE(foreign_kinds); i++)
+    if (strcmp(foreign_kinds[i].kind, kind) == 0) return &foreign_kinds[i];
+  return NULL;
+}
 
 /* ---- parsing ------------------------------------------------------------------------- */
 
@@ -191,9 +198,8 @@ static int parse(tl_ctx *ctx, const char *str, int strict, tl_target **out) {
   }
   if (device) add_key(t, device, strlen(device));
   if (!has_option(t, "keys")) {
-    const char *const *dk = t->family ? t->family->keys : NULL;
-    for (size_t i = 0; !t->family && i < TL_ARRAY_SIZE(foreign_kinds); i++)
-      if (strcmp(foreign_kinds[i].kind, t->kind) == 0) dk = foreign_kinds[i].keys;
+    const foreign_kind *fk = t->family ? NULL : foreign_kind_of(t->kind);
+    const char *const *dk = t->family ? t->family->keys : fk ? fk->keys : NULL;
     for (int i = 0; dk && i < 2 && dk[i]; i++) add_key(t, dk[i], strlen(dk[i]));
   }
   if (t->family && t->family->hw) t->family->hw(t, &t->hw);
@@ -254,9 +260,8 @@ TL_EXPORT const char *tl_target_backend(const tl_target *t) {
 }
 TL_EXPORT int tl_target_device_type(const tl_target *t) {
   if (t->family) return t->family->backend->device_type;
-  for (size_t i = 0; i < TL_ARRAY_SIZE(foreign_kinds); i++)
-    if (strcmp(foreign_kinds[i].kind, t->kind) == 0) return foreign_kinds[i].device_type;
-  return 0;
+  const foreign_kind *fk = foreign_kind_of(t->kind);
+  return fk ? fk->device_type : 0;
 }
 TL_EXPORT const tl_toolchain *tl_target_toolchain(const tl_target *t) {
   return t->family && t->family->backend->uses_toolchain ? &t->family->toolchain : NULL;
@@ -393,7 +398,7 @@ TL_EXPORT int tl_atvm_task_create(tl_ctx *ctx, const char *template_name, const 
   tl_target *t;
   int rc = tl_target_parse_record(ctx, target && *target ? target : default_target, &t);
   if (rc) return tl_err_prefix(ctx, "autotvm.task.create(%s): ", template_name);
-  rc = tl_atvm_task_new(ctx, tm, args_json, t->str, &t->hw, out);
+  rc = tl_atvm_task_new(ctx, tm, args_json, &t->hw, out);
   tl_target_free(t);
   return rc;
 }

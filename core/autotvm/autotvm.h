@@ -71,7 +71,6 @@ typedef struct tl_atvm_cfg {
   tl_atvm_space *space;
   const int64_t *digits;       /* apply mode: one digit per knob */
   double flop;                 /* cfg.add_flop; 0 = count the dag */
-  const char *target;          /* target string */
   const tl_target_hw *hw;      /* the target's hardware facts */
 } tl_atvm_cfg;
 
@@ -122,10 +121,10 @@ typedef struct tl_atvm_template {
 
 int tl_atvm_parse_args(tl_ctx *ctx, const char *args_json, tl_atvm_args *a);
 void tl_atvm_args_free(tl_atvm_args *a);
-/* A task of template tm (named name) for args on a target (its string and
-** hardware facts); the registry's tl_atvm_task_create finds tm by name. */
+/* A task of template tm for args on a target (its hardware facts); the
+** registry's tl_atvm_task_create finds tm by name. */
 int tl_atvm_task_new(tl_ctx *ctx, const tl_atvm_template *tm, const char *args_json,
-                     const char *target, const tl_target_hw *hw, tl_atvm_task **out);
+                     const tl_target_hw *hw, tl_atvm_task **out);
 /* tm's compute on dag for args (see tl_atvm_template_compute). */
 int tl_atvm_template_compute_with(tl_ctx *ctx, const tl_atvm_template *tm, const char *args_json,
                                   tl_dag *dag, const int *in, int nin, int *out, int max_out,

@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 struct tl_atvm_task {
-  char *name, *args_json, *target;
+  char *name, *args_json;
   const tl_atvm_template *tmpl;
   tl_atvm_args args;
   tl_atvm_space *space;
@@ -22,7 +22,6 @@ struct tl_atvm_task {
   char *out_names[8];
   double flop;
   tl_buf text;
-  int64_t *valid_cache;        /* unused: no multi_filter in C templates */
   tl_target_hw hw;             /* the target's hardware facts */
 };
 
@@ -98,7 +97,7 @@ void tl_atvm_args_free(tl_atvm_args *a) {
 
 TL_EXPORT void tl_atvm_task_free(tl_atvm_task *t) {
   if (!t) return;
-  free(t->name), free(t->args_json), free(t->target);
+  free(t->name), free(t->args_json);
   tl_atvm_args_free(&t->args);
   tl_atvm_space_free(t->space);
   tl_dag_free(t->dag);
@@ -108,19 +107,18 @@ TL_EXPORT void tl_atvm_task_free(tl_atvm_task *t) {
 }
 
 int tl_atvm_task_new(tl_ctx *ctx, const tl_atvm_template *tm, const char *args_json,
-                     const char *target, const tl_target_hw *hw, tl_atvm_task **out) {
+                     const tl_target_hw *hw, tl_atvm_task **out) {
   *out = NULL;
   const char *template_name = tm->name;
   tl_atvm_task *t = tl_calloc(1, sizeof *t);
   t->tmpl = tm;
   t->name = tl_strdup(template_name);
-  t->target = tl_strdup(target);
   t->hw = *hw;
   int rc;
   if ((rc = tl_atvm_parse_args(ctx, args_json, &t->args))) goto fail;
   t->args_json = json_dumps(t->args.json, JSON_COMPACT);
   t->space = tl_atvm_space_new();
-  tl_atvm_cfg cfg = {ctx, t->space, NULL, 0, t->target, &t->hw};
+  tl_atvm_cfg cfg = {ctx, t->space, NULL, 0, &t->hw};
   if ((rc = tm->define(&cfg, &t->args))) goto fail;
   t->dag = tl_dag_new();
   static const char *const names[] = {"data", "kernel", "bias", "in3", "in4", "in5", "in6", "in7"};
@@ -356,7 +354,7 @@ TL_EXPORT int tl_atvm_template_schedule(tl_ctx *ctx, tl_atvm_task *t, int64_t in
   if ((rc = check_index(ctx, t, index))) return rc;
   int64_t digits[64];
   digits_of(t, index, digits);
-  tl_atvm_cfg cfg = {ctx, t->space, digits, 0, t->target, &t->hw};
+  tl_atvm_cfg cfg = {ctx, t->space, digits, 0, &t->hw};
   if ((rc = t->tmpl->schedule(&cfg, &t->args, s)))
     return tl_err_prefix(ctx, "%s config %lld: ", t->name, (long long)index);
   return TL_OK;
