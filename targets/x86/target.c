@@ -84,17 +84,10 @@ static unsigned host_features(void) {
   static unsigned m;
   if (!probed) {
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    m |= __builtin_cpu_supports("sse4.2") ? F(SSE42) : 0;
-    m |= __builtin_cpu_supports("avx") ? F(AVX) : 0;
-    m |= __builtin_cpu_supports("avx2") ? F(AVX2) : 0;
-    m |= __builtin_cpu_supports("fma") ? F(FMA) : 0;
-    m |= __builtin_cpu_supports("avx512f") ? F(AVX512F) : 0;
-    m |= __builtin_cpu_supports("avx512bw") ? F(AVX512BW) : 0;
-    m |= __builtin_cpu_supports("avx512vnni") ? F(AVX512VNNI) : 0;
-    m |= __builtin_cpu_supports("avx512bf16") ? F(AVX512BF16) : 0;
-    m |= __builtin_cpu_supports("avx512fp16") ? F(AVX512FP16) : 0;
-    m |= __builtin_cpu_supports("amx-tile") ? F(AMXTILE) : 0;
+    __builtin_cpu_init();   /* the -mattr names are the builtin's feature names */
+#define X(id, attr, flag, name) m |= __builtin_cpu_supports(attr) ? F(id) : 0;
+    X86_FEATURES(X)
+#undef X
 #endif
     probed = 1;
   }
