@@ -8,6 +8,8 @@
 #                                           sets LPID and LPORT once it is bound
 #   start_server N                         a server of $KEY on tracker $PORT logging to
 #                                           $W/serverN.out; sets SPID once it is bound
+#   query_until "KEY TOTAL FREE PENDING" S  polls tracker $PORT (answer in $W/query.txt) until
+#                                           KEY's row reads so; fails (status 1) after S seconds
 set -u
 
 rpc_init() {
@@ -61,4 +63,13 @@ start_server() {  # start_server N
   disown $SPID
   PIDS+=($SPID)
   wait_for "$W/server$1.out" "bind to" 5 || fail "server $1 did not start"
+}
+
+query_until() {  # query_until "KEY TOTAL FREE PENDING" SECONDS
+  local i=0
+  while true; do
+    "$T" rpc query --host 127.0.0.1 --port $PORT > "$W/query.txt" 2>&1
+    if awk -v k=$KEY '$1 == k {print $1, $2, $3, $4}' "$W/query.txt" | grep -qx "$1"; then return 0; fi
+    sleep 0.2; i=$((i + 1)); [ $i -gt $(($2 * 5)) ] && return 1
+  done
 }

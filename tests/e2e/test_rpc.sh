@@ -19,14 +19,6 @@ start_server 1; S1=$SPID
 start_server 2; S2=$SPID
 start_server 3; S3=$SPID
 
-query_until() {  # query_until "KEY TOTAL FREE PENDING" SECONDS
-  local i=0
-  while true; do
-    "$T" rpc query --host 127.0.0.1 --port $PORT > "$W/query.txt" 2>&1
-    if awk -v k=$KEY '$1 == k {print $1, $2, $3, $4}' "$W/query.txt" | grep -qx "$1"; then return 0; fi
-    sleep 0.2; i=$((i + 1)); [ $i -gt $(($2 * 5)) ] && return 1
-  done
-}
 query_until "$KEY 3 3 0" 5 || { cat "$W/query.txt"; fail "query before: expected total 3, free 3"; }
 grep -q "^Queue Status" "$W/query.txt" || fail "no Queue Status table"
 [ "$(grep -c "127.0.0.1:[0-9]*    server:$KEY" "$W/query.txt")" = 3 ] || { cat "$W/query.txt"; fail "server list"; }

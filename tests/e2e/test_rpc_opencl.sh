@@ -24,14 +24,7 @@ KEY=oclkey
 start_tracker tracker --port 0; TPID=$LPID; PORT=$LPORT
 start_server 1; S1=$SPID
 start_server 2; S2=$SPID
-free_is() {  # free_is N SECONDS: the tracker has N free servers of KEY
-  local i=0
-  while :; do
-    "$T" rpc query --host 127.0.0.1 --port $PORT > "$W/query.txt" 2>&1
-    grep -qE "^$KEY +2 +$1 +0" "$W/query.txt" && return 0
-    sleep 0.2; i=$((i + 1)); [ $i -gt $(($2 * 5)) ] && return 1
-  done
-}
+free_is() { query_until "$KEY 2 $1 0" "$2"; }  # free_is N SECONDS: the tracker has N free servers of KEY
 free_is 2 10 || fail "servers not registered: $(cat "$W/query.txt")"
 
 cat > "$W/job.lua" <<EOF

@@ -12,6 +12,7 @@ local executor = require "tunelua.graph.executor"
 local extract = require "tunelua.graph.extract"
 local reference = require "networks.reference"
 local file = require "tunelua.file"
+local util = require "tests.lua.lib.util"
 
 local function eq(a, b, what)
   if a ~= b then error(string.format("%s: expected %s, got %s", what, tostring(b), tostring(a)), 2) end
@@ -123,7 +124,7 @@ end
 
 -- ---- a small network: branch and residual ------------------------------------------------
 
-local dir = file.tmpdir(os.getenv("TMPDIR") or "/tmp", "tunelua-graph-tuner")
+local dir = util.tmpdir("graph-tuner")
 
 local function rnd(shape, seed, lo, hi)
   return nd.random_uniform(shape, { seed = seed, low = lo or -1, high = hi or 1 })
@@ -289,5 +290,5 @@ do
   eq(flow.parse_args({}, { target = "llvm" }).graph_tuner, false, "no graph tuner by default")
 end
 
-file.remove(dir)
+util.cleanup(dir)
 print("test_graph_tuner: ok")

@@ -13,9 +13,6 @@ assert(tmpdir:match("^/[%w/._-]+$"), tmpdir)
 local function write(path, text)
   local f = assert(io.open(path, "w")); f:write(text); f:close()
 end
-local function read(path)
-  local f = assert(io.open(path, "rb")); local s = f:read("*a"); f:close(); return s
-end
 local function raises(fn, want)
   local ok, err = pcall(fn)
   assert(not ok, "expected an error containing: " .. want)
@@ -69,7 +66,7 @@ assert(#s1.dots == 4 and math.abs(s1.dots[3][2] - 0.2048) < 1e-9)
 assert(math.abs(s2.line[#s2.line][2] - 231.211008) < 1e-6, s2.line[#s2.line][2])
 
 -- ---- the PNG: signature, size in the header, and the two series' colours in its pixels ------
-local bytes = read(png)
+local bytes = util.read(png)
 assert(bytes:sub(1, 8) == "\137PNG\r\n\26\n", "no PNG signature")
 assert(bytes:sub(13, 16) == "IHDR")
 local function be32(s, i) local a, b, c, d = s:byte(i, i + 3); return ((a * 256 + b) * 256 + c) * 256 + d end
@@ -99,7 +96,7 @@ C.cairo_surface_destroy(img)
 -- ---- the SVG: well-formed tags, the labels as text -------------------------------------------
 local svg = tmpdir .. "/run.svg"
 log_cli.plot(log, svg)
-local text = read(svg)
+local text = util.read(svg)
 assert(text:match("^<%?xml "), "no XML declaration")
 local stack, ntags = {}, 0
 for close, name, selfclose in text:gmatch("<(/?)([%a_][%w:_.-]*)[^>]-(/?)>") do

@@ -7,6 +7,7 @@
 -- the session's frame parsers have libFuzzer targets in tests/fuzz).
 local record = require "tunelua.autotvm.record"
 local file = require "tunelua.file"
+local util = require "tests.lua.lib.util"
 
 local seeds = {
   '{"input": ["llvm -mcpu=core-avx2", "conv2d_NCHWc.x86", [["TENSOR", [1, 64, 56, 56], "float32"], ' ..
@@ -87,7 +88,7 @@ assert(decoded > 0 and refused > 0, string.format("mutation too weak or too stro
 
 -- the same mutants as a log file, between two valid records: everything valid loads, every
 -- other line warns once, nothing raises
-local dir = file.tmpdir(os.getenv("TMPDIR") or "/tmp", "tunelua-record-fuzz")
+local dir = util.tmpdir("record-fuzz")
 local path = dir .. "/mutants.log"
 local lines = { seeds[1] }
 for _, m in ipairs(mutants) do lines[#lines + 1] = m end
@@ -111,6 +112,6 @@ for ln, l in ipairs(lines) do
   local inp = record.decode(l)
   assert(seen[ln] or (inp and inp.legacy), string.format("line %d was neither kept nor warned about", ln))
 end
-file.remove(dir)
+util.cleanup(dir)
 print(string.format("test_record_fuzz: ok (%d mutants decoded, %d refused with a reason; file: %d records, %d warnings)",
                     decoded, refused, #recs, warnings))

@@ -11,7 +11,8 @@ local space_len = #task.config_space
 assert(space_len > 8, space_len)
 
 -- every log under a fresh directory of this run, removed at the end
-local dir = assert(io.popen("mktemp -d"):read("*l"))
+local util = require "tests.lua.lib.util"
+local dir = util.tmpdir("tune-recipe")
 assert(dir:match("^/[%w/._-]+$"), dir)
 local base = dir .. "/tune_recipe"
 
@@ -301,6 +302,6 @@ end
 -- nothing left behind
 local left = io.popen("ls -A " .. dir):read("*a")
 assert(left == "", "left behind in " .. dir .. ": " .. left)
-os.execute("rm -rf " .. dir)
+util.cleanup(dir)
 
 print("test_tune_recipe: ok")
