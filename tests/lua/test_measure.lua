@@ -139,7 +139,7 @@ if ok_t then
   assert(tb[1].error_no == E.BUILD_TIMEOUT, measure.error_name(tb[1].error_no))
   measure.cleanup(tb)
 else
-  print("skipped the C task case: " .. tostring(dtask))
+  error("the C task could not be created: " .. tostring(dtask))
 end
 print("test_measure: C task ok")
 
