@@ -52,8 +52,8 @@ int tl_ansor_elementwise_consumer(const tl_ansor_analysis *a, int op, const uint
 ** gives a target's defaults: a CPU target's from this process's affinity
 ** mask and the target's float32 lanes (the host's, or -mcpu's); an OpenCL
 ** target's from device_info (tl_opencl_device_info's JSON, of a local
-** device or an RPC server's; NULL: none), else mali's and adreno's fixed
-** tables; a generic OpenCL target without device info is an error.
+** device or an RPC server's; NULL: none), else its family's fixed table
+** (tl_target_fixed_hw_params); an OpenCL target with neither is an error.
 ** tl_ansor_hw_new_values takes all eight values in that order. Set and get
 ** name the field; an unknown field or a value out of range (num_cores: -1
 ** or >= 1; vector and cache-line bytes >= 1; the others >= 0; all at most

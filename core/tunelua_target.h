@@ -48,6 +48,12 @@ int tl_target_num_options(const tl_target *t);
 const char *tl_target_option_name(const tl_target *t, int i);
 const char *tl_target_option_value(const tl_target *t, int i);
 int tl_target_lanes(const tl_target *t);                 /* float32 vector lanes (0: unknown) */
+/* The auto-scheduler's hardware params of a GPU the family knows without
+** asking the device (num_cores, vector_unit_bytes, cache_line_bytes,
+** max_shared_memory_per_block, max_local_memory_per_block,
+** max_threads_per_block, max_vthread_extent, warp_size): 1 and v[0..8)
+** filled, or 0 (none: the device's info decides). */
+int tl_target_fixed_hw_params(const tl_target *t, int64_t *v);
 int tl_target_registers(const tl_target *t);             /* vector registers (0: unknown) */
 /* TL_OK when kernels built for t can run on this host: a CPU target naming
 ** (-mcpu, -mattr) an extension this CPU lacks is TL_E_UNSUPPORTED naming the

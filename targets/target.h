@@ -49,6 +49,10 @@ typedef struct tl_family {
   /* TL_OK when kernels built for t run on this host, else an error naming
   ** what the host lacks (NULL: no check; see tl_target_check_host). */
   int (*host_check)(tl_ctx *ctx, const tl_target *t);
+  /* The auto-scheduler's hardware params of a GPU known without asking a
+  ** device (TVM's tables), in tl_target_fixed_hw_params' order: 1 and v
+  ** filled, or 0 (NULL: none). */
+  int (*fixed_hw_params)(const tl_target *t, int64_t *v);
 } tl_family;
 
 /* A parsed target. opt_values[i] is NULL for a flag. */

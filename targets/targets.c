@@ -248,6 +248,9 @@ TL_EXPORT const char *tl_target_option_value(const tl_target *t, int i) {
   return i >= 0 && i < t->nopts ? t->opt_values[i] : NULL;
 }
 TL_EXPORT int tl_target_lanes(const tl_target *t) { return t->hw.lanes; }
+TL_EXPORT int tl_target_fixed_hw_params(const tl_target *t, int64_t *v) {
+  return t && t->family && t->family->fixed_hw_params ? t->family->fixed_hw_params(t, v) : 0;
+}
 TL_EXPORT int tl_target_check_host(tl_ctx *ctx, const tl_target *t) {
   return t->family && t->family->host_check ? t->family->host_check(ctx, t) : TL_OK;
 }

@@ -9,9 +9,8 @@
 **                      bytes = float32 lanes x 4 (the host's, or -mcpu's;
 **                      64 when the target knows no lanes), cache line 64,
 **                      the GPU fields 0
-**   OpenCL, -device=mali or adreno, no device info
-**                      (-1, 16, 64, 32768, INT32_MAX, 256, 1, 1); adreno's
-**                      local memory is 32768
+**   OpenCL, no device info: the family's fixed table, if it has one
+**                      (tl_target_fixed_hw_params: Mali's and Adreno's)
 **   OpenCL with device info (tl_opencl_device_info's JSON, from a local
 **                      device or an RPC server's)
 **                      shared memory = local_mem_bytes, local memory
@@ -51,12 +50,6 @@ static int64_t affinity_cores(void) {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
   return 1;
-}
-
-static int has_key(const tl_target *t, const char *key) {
-  for (int i = 0; i < tl_target_num_keys(t); i++)
-    if (!strcmp(tl_target_key(t, i), key)) return 1;
-  return 0;
 }
 
 static void set_all(tl_ansor_hw *hw, int64_t cores, int64_t vec, int64_t line, int64_t smem,
@@ -107,9 +100,7 @@ TL_EXPORT int tl_ansor_hw_new(tl_ctx *ctx, const struct tl_target *t, const char
     set_all(&hw, affinity_cores(), lanes > 0 ? 4 * (int64_t)lanes : 64, 64, 0, 0, 0, 0, 0);
   } else if (!strcmp(backend, "opencl")) {
     if (device_info) rc = from_device(ctx, &hw, device_info);
-    else if (has_key(t, "mali") || has_key(t, "adreno"))
-      set_all(&hw, -1, 16, 64, 32768, has_key(t, "adreno") ? 32768 : INT32_MAX, 256, 1, 1);
-    else
+    else if (tl_target_fixed_hw_params(t, hw.v) != 1)
       rc = tl_err(ctx, TL_E_ARG, "hardware params: target '%s' has no defaults without a "
                   "device: query an OpenCL device (local or remote) or give every field",
                   tl_target_str(t));
