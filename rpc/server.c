@@ -41,7 +41,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -58,7 +57,6 @@ typedef struct {
   int fd;
   const char *key;           /* "server:<key>" */
   const char *workdir;
-  double timeout_s;          /* idle limit per request */
   tl_ctx *ctx;
   tl_array *arrs[SESS_MAX_ARRAYS];
   struct { char *name; void *h; tl_ocl_module *ocl; } mods[SESS_MAX_MODULES];
@@ -701,14 +699,11 @@ typedef struct {
   const char *key;
   const char *workdir;
   double idle_s;
-  pid_t parent;
   int log_fd;
 } session_arg;
 
 static int session_main(void *argp, int out_fd) {
-  session_arg *a = argp;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);     /* the device dies with its server */
-  if (getppid() != a->parent) _exit(1);
+  session_arg *a = argp;     /* tl_proc_call's child: it dies with the server */
   session s = {0};
   s.fd = a->fd;
   s.key = a->key;
@@ -965,7 +960,7 @@ TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int track
     if (cfd < 0) continue;
     /* 4. the session, in a child. The server's --timeout bounds it: a client's -timeout may
     ** only shorten it. */
-    session_arg a = {cfd, skey, workdir, 600, getpid(), verbose ? dup(2) : -1};
+    session_arg a = {cfd, skey, workdir, 600, verbose ? dup(2) : -1};
     double limit = session_timeout > 0 ? session_timeout : 0;
     if (topt > 0 && (limit <= 0 || topt < limit)) limit = topt;
     tl_proc_result *res = NULL;
