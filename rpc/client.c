@@ -50,10 +50,8 @@ TL_EXPORT int tl_rpc_connect(tl_ctx *ctx, const char *host, int port, const char
   int32_t code = 0, len = 0;
   const char *auth = rpc_client_auth_key();
   rc = rpc_send_i32(ctx, fd, auth ? RPC_MAGIC_AUTH : RPC_MAGIC, dl);
-  if (!rc && auth) rc = rpc_send_i32(ctx, fd, (int32_t)strlen(auth), dl);
-  if (!rc && auth) rc = rpc_send_all(ctx, fd, auth, strlen(auth), dl);
-  if (!rc) rc = rpc_send_i32(ctx, fd, (int32_t)strlen(k), dl);
-  if (!rc) rc = rpc_send_all(ctx, fd, k, strlen(k), dl);
+  if (!rc && auth) rc = rpc_send_str(ctx, fd, auth, dl);
+  if (!rc) rc = rpc_send_str(ctx, fd, k, dl);
   if (!rc) rc = rpc_recv_i32(ctx, fd, &code, dl);
   if (rc && auth && rc != TL_E_TIMEOUT)
     rc = tl_err(ctx, TL_E_IO, "RPC server %s:%d closed the connection at the keyed handshake (a "

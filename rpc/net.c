@@ -171,18 +171,18 @@ int rpc_recv_i32(tl_ctx *ctx, int fd, int32_t *v, double deadline) {
   unsigned char b[4];
   int rc = rpc_recv_all(ctx, fd, b, 4, deadline);
   if (rc) return rc;
-  *v = (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
+  *v = (int32_t)rpc_le32(b);
   return TL_OK;
 }
 
-int rpc_send_json(tl_ctx *ctx, int fd, const char *text, double deadline) {
+int rpc_send_str(tl_ctx *ctx, int fd, const char *text, double deadline) {
   size_t n = strlen(text);
   int rc = rpc_send_i32(ctx, fd, (int32_t)n, deadline);
   if (!rc) rc = rpc_send_all(ctx, fd, text, n, deadline);
   return rc;
 }
 
-int rpc_recv_json(tl_ctx *ctx, int fd, size_t max, char **out, double deadline) {
+int rpc_recv_str(tl_ctx *ctx, int fd, size_t max, char **out, double deadline) {
   int32_t n;
   *out = NULL;
   int rc = rpc_recv_i32(ctx, fd, &n, deadline);
@@ -203,9 +203,9 @@ int rpc_recv_json(tl_ctx *ctx, int fd, size_t max, char **out, double deadline) 
 /* One tracker exchange on a connected, handshaken socket: send req, parse the reply. */
 int rpc_tracker_call(tl_ctx *ctx, int fd, const char *req, double timeout_s, json_t **reply) {
   double dl = timeout_s > 0 ? tl_now() + timeout_s : 0;
-  int rc = rpc_send_json(ctx, fd, req, dl);
+  int rc = rpc_send_str(ctx, fd, req, dl);
   char *text = NULL;
-  if (!rc) rc = rpc_recv_json(ctx, fd, RPC_TRACKER_MAX_FRAME, &text, dl);
+  if (!rc) rc = rpc_recv_str(ctx, fd, RPC_TRACKER_MAX_FRAME, &text, dl);
   if (rc) return rc;
   json_error_t je;
   *reply = json_loads(text, JSON_DECODE_ANY, &je);
@@ -253,8 +253,7 @@ int rpc_tracker_open(tl_ctx *ctx, const char *host, int port, double timeout_s, 
   int32_t m = 0;
   int keyed = auth && *auth;
   rc = rpc_send_i32(ctx, fd, keyed ? RPC_TRACKER_MAGIC_AUTH : RPC_TRACKER_MAGIC, dl);
-  if (!rc && keyed) rc = rpc_send_i32(ctx, fd, (int32_t)strlen(auth), dl);
-  if (!rc && keyed) rc = rpc_send_all(ctx, fd, auth, strlen(auth), dl);
+  if (!rc && keyed) rc = rpc_send_str(ctx, fd, auth, dl);
   if (!rc) rc = rpc_recv_i32(ctx, fd, &m, dl);
   if (rc && keyed && rc != TL_E_TIMEOUT)
     rc = tl_err(ctx, TL_E_IO, "closed the connection at the keyed handshake (a tracker without "
@@ -273,38 +272,35 @@ int rpc_tracker_open(tl_ctx *ctx, const char *host, int port, double timeout_s, 
 
 /* ---- the session handshake, server side ------------------------------------------------- */
 
-static uint32_t le32(const unsigned char *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+#define NEED(k) do { if (n < (k)) { if (need) *need = (k); return 0; } } while (0)
+/* The string at buf + off (int32 length, at most max bytes) into dst, NUL-terminated, its
+** length in *len: the offset past it, 0 when more bytes are needed, -1 when over max. */
+static long lstr_parse(const unsigned char *buf, size_t n, size_t off, uint32_t max, char *dst,
+                       size_t *len, size_t *need) {
+  NEED(off + 4);
+  uint32_t sn = rpc_le32(buf + off);
+  if (sn > max) return -1;
+  off += 4;
+  NEED(off + sn);
+  memcpy(dst, buf + off, sn);
+  dst[sn] = 0;
+  if (len) *len = sn;
+  return (long)(off + sn);
 }
 
-#define NEED(k) do { if (n < (k)) { if (need) *need = (k); return 0; } } while (0)
 long rpc_hello_parse(const unsigned char *buf, size_t n, rpc_hello *h, size_t *need) {
   memset(h, 0, sizeof *h);
-  size_t off = 0;
   NEED(4);
-  uint32_t m = le32(buf);
+  uint32_t m = rpc_le32(buf);
   if (m != RPC_MAGIC && m != RPC_MAGIC_AUTH) return -1;
-  off = 4;
+  long off = 4;
   if (m == RPC_MAGIC_AUTH) {
     h->keyed = 1;
-    NEED(off + 4);
-    uint32_t an = le32(buf + off);
-    if (an > RPC_MAX_AUTH) return -1;
-    off += 4;
-    NEED(off + an);
-    memcpy(h->auth, buf + off, an);
-    h->auth[an] = 0;
-    h->auth_n = an;
-    off += an;
+    off = lstr_parse(buf, n, (size_t)off, RPC_MAX_AUTH, h->auth, &h->auth_n, need);
+    if (off <= 0) return off;
   }
-  NEED(off + 4);
-  uint32_t kn = le32(buf + off);
-  if (kn > RPC_MAX_KEY) return -1;
-  off += 4;
-  NEED(off + kn);
-  memcpy(h->key, buf + off, kn);
-  h->key[kn] = 0;
-  off += kn;
+  off = lstr_parse(buf, n, (size_t)off, RPC_MAX_KEY, h->key, NULL, need);
+  if (off <= 0) return off;
   char *sp = strchr(h->key, ' ');
   if (sp) {
     *sp = 0;
@@ -318,7 +314,7 @@ long rpc_hello_parse(const unsigned char *buf, size_t n, rpc_hello *h, size_t *n
       t = strchr(t, ' ');
     }
   }
-  return (long)off;
+  return off;
 }
 #undef NEED
 

@@ -60,8 +60,15 @@ int rpc_send_all(tl_ctx *ctx, int fd, const void *p, size_t n, double deadline);
 int rpc_recv_all(tl_ctx *ctx, int fd, void *p, size_t n, double deadline);
 int rpc_send_i32(tl_ctx *ctx, int fd, int32_t v, double deadline);
 int rpc_recv_i32(tl_ctx *ctx, int fd, int32_t *v, double deadline);
-int rpc_send_json(tl_ctx *ctx, int fd, const char *text, double deadline);
-int rpc_recv_json(tl_ctx *ctx, int fd, size_t max, char **out, double deadline);
+/* A string as int32 length and bytes (tracker frames, keys); received: at most max bytes,
+** malloc'd and NUL-terminated. */
+int rpc_send_str(tl_ctx *ctx, int fd, const char *text, double deadline);
+int rpc_recv_str(tl_ctx *ctx, int fd, size_t max, char **out, double deadline);
+/* A little-endian uint32 at p. */
+static inline uint32_t rpc_le32(const void *p) {
+  const unsigned char *u = p;
+  return (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+}
 /* Connect and exchange the magic (auth: the key to present, NULL or "": none). */
 int rpc_tracker_open(tl_ctx *ctx, const char *host, int port, double timeout_s, const char *auth,
                      int *fd_out);

@@ -772,8 +772,7 @@ static int hello_answer(tl_ctx *ctx, int fd, const rpc_hello *h, const char *mat
     rpc_send_i32(ctx, fd, code, dl);
     return 1;
   }
-  if (rpc_send_i32(ctx, fd, RPC_CODE_SUCCESS, dl) || rpc_send_i32(ctx, fd, (int32_t)strlen(skey), dl) ||
-      rpc_send_all(ctx, fd, skey, strlen(skey), dl))
+  if (rpc_send_i32(ctx, fd, RPC_CODE_SUCCESS, dl) || rpc_send_str(ctx, fd, skey, dl))
     return 1;
   return 0;
 }

@@ -558,15 +558,10 @@ static int handle(rpc_tracker *t, tconn *c, const char *text, size_t n) {
   return rc ? -1 : 0;
 }
 
-static uint32_t le32(const char *p) {
-  const unsigned char *u = (const unsigned char *)p;
-  return (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
-}
-
 /* The handshake at the start of in[0..left): bytes used, 0 for more, -1 to close. */
 static long handshake(rpc_tracker *t, tconn *c, const char *in, size_t left) {
   if (left < 4) return 0;
-  uint32_t m = le32(in);
+  uint32_t m = rpc_le32(in);
   int keyed = t->auth[0] != 0;
   if (m == RPC_TRACKER_MAGIC) {
     if (keyed) {
@@ -580,7 +575,7 @@ static long handshake(rpc_tracker *t, tconn *c, const char *in, size_t left) {
   }
   if (m != RPC_TRACKER_MAGIC_AUTH) return -1;
   if (left < 8) return 0;
-  uint32_t an = le32(in + 4);
+  uint32_t an = rpc_le32(in + 4);
   if (an > RPC_MAX_AUTH) return -1;
   if (left < 8 + (size_t)an) return 0;
   if (!keyed) {
@@ -620,7 +615,7 @@ int rpc_tracker_conn_input(rpc_tracker *t, int id, const void *p, size_t n, doub
       continue;
     }
     if (left < 4) break;
-    int32_t len = (int32_t)le32(c->in + off);
+    int32_t len = (int32_t)rpc_le32(c->in + off);
     if (len < 0 || (size_t)len > RPC_TRACKER_MAX_FRAME) {   /* exactly 1 MiB is allowed */
       if (t->o.verbose) fprintf(stderr, "tracker: frame of %d bytes from %s, closing\n", (int)len, c->peer);
       rc = -1;
