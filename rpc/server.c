@@ -983,8 +983,7 @@ TL_EXPORT int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int track
   free(hs);
   if (tfd >= 0) close(tfd);
   close(lfd);
-  remove_all(workdir);
-  rmdir(workdir);
+  tl_path_remove(NULL, workdir);
   free(workdir);
   return TL_OK;
 }
