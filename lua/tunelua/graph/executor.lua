@@ -29,6 +29,7 @@ local strategy = require "tunelua.graph.strategy"
 local extract = require "tunelua.graph.extract"
 local ocl = require "tunelua.graph.opencl"
 local targets = require "tunelua.target"
+local stats = require "tunelua.stats"
 
 local C, ctx, check = core.C, core.ctx, core.check
 
@@ -608,14 +609,21 @@ function executor.GraphModule(lib)
   return m
 end
 
-local function input_buf(self, name, level)
-  local lib = self.lib
-  if type(name) == "number" then name = lib.input_order[name + 1] or name end
-  local b = lib.inputs[name]
+--- executor.find_input(inputs, order, name, level) -> name, input: a network input by name or
+--- 0-based index (order: the names in input order), for GraphModule and the remote graph
+--- module (tunelua.rpc.graph); an error naming the inputs at level when there is none.
+function executor.find_input(inputs, order, name, level)
+  if type(name) == "number" then name = order[name + 1] or name end
+  local b = inputs[name]
   if not b then
     error(string.format("set_input: no input named '%s' (inputs: %s)", tostring(name),
-                        table.concat(lib.input_order, ", ")), level + 1)
+                        table.concat(order, ", ")), level + 1)
   end
+  return name, b
+end
+
+local function input_buf(self, name, level)
+  local _, b = executor.find_input(self.lib.inputs, self.lib.input_order, name, level + 1)
   return b
 end
 
@@ -692,12 +700,7 @@ function executor.bench_result(r)
   local var = 0
   for _, x in ipairs(r) do var = var + (x - mean) ^ 2 end
   local std = math.sqrt(var / repeats)
-  local sorted = {}
-  for i, x in ipairs(r) do sorted[i] = x end
-  table.sort(sorted)
-  local median = repeats % 2 == 1 and sorted[(repeats + 1) / 2]
-                 or (sorted[repeats / 2] + sorted[repeats / 2 + 1]) / 2
-  return setmetatable({ mean = mean, median = median, std = std, results = r }, BenchResult)
+  return setmetatable({ mean = mean, median = stats.median(r), std = std, results = r }, BenchResult)
 end
 
 --- Per-step mean seconds: list of {name, seconds}.

@@ -48,23 +48,13 @@ function M.load(sess, lib, o)
   return m
 end
 
-local function input_of(self, name, level)
-  if type(name) == "number" then name = self.input_order[name + 1] or name end
-  local b = self.inputs[name]
-  if not b then
-    error(string.format("set_input: no input named '%s' (inputs: %s)", tostring(name),
-                        table.concat(self.input_order, ", ")), level + 1)
-  end
-  return name, b
-end
-
 --- m:set_input(name, array) or m:set_input({name = array}): sent with the next run or benchmark.
 function RemoteGraph:set_input(name, value)
   if type(name) == "table" and value == nil then
     for k, v in pairs(name) do self:set_input(k, v) end
     return
   end
-  local n, b = input_of(self, name, 2)
+  local n, b = executor.find_input(self.inputs, self.input_order, name, 2)
   if not nd.is_array(value) then value = nd.array(value, b.dtype) end
   local sh = value:shape()
   local ok = #sh == #b.shape and value:dtype() == b.dtype
