@@ -384,19 +384,8 @@ function flow.compare(a, b, number, repeats)
     ra[i] = a:benchmark({ number = number, repeats = 1, quiet = true }).mean
     rb[i] = b:benchmark({ number = number, repeats = 1, quiet = true }).mean
   end
-  local stats = require "tunelua.stats"
-  local function result(r)
-    local mean = 0
-    for _, x in ipairs(r) do mean = mean + x end
-    mean = mean / #r
-    local var = 0
-    for _, x in ipairs(r) do var = var + (x - mean) ^ 2 end
-    return setmetatable({ mean = mean, median = stats.median(r), std = math.sqrt(var / #r), results = r },
-      { __tostring = function(x)
-          return string.format("Mean inference time (std dev): %.2f ms (%.2f ms)", x.mean * 1e3, x.std * 1e3)
-        end })
-  end
-  return result(ra), result(rb)
+  local bench_result = require("tunelua.graph.executor").bench_result
+  return bench_result(ra), bench_result(rb)
 end
 
 --- print_task_table(summary): per task of tune_tasks' summary, the untuned and tuned latency
