@@ -129,4 +129,19 @@ int tl_write_file_atomic(tl_ctx *ctx, const char *path, const void *data, size_t
 int tl_proc_call(tl_ctx *ctx, int (*fn)(void *arg, int out_fd), void *arg,
                  double timeout_s, size_t max_output, tl_proc_result **out);
 
+/* tl_proc_call in two halves, to keep several children running from one
+** thread: tl_proc_start forks (fn runs as above), tl_proc_wait supervises the
+** child to its end under the timeout, counted from the wait, and frees c.
+** Every started child must be waited for.
+**
+** Why one thread: a child forked while another thread of ours is inside
+** malloc inherits that allocator's lock held; glibc's malloc resets its locks
+** at fork, but sanitizer allocators do not, and such a child hangs on its
+** first allocation. Children that run code (not exec) are therefore forked by
+** the one thread that drives the batch, while no worker thread of ours runs. */
+typedef struct tl_proc_child tl_proc_child;
+int tl_proc_start(tl_ctx *ctx, int (*fn)(void *arg, int out_fd), void *arg, tl_proc_child **out);
+int tl_proc_wait(tl_ctx *ctx, tl_proc_child *c, double timeout_s, size_t max_output,
+                 tl_proc_result **out);
+
 #endif

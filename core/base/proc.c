@@ -464,23 +464,31 @@ __attribute__((noreturn)) static void call_child(int (*fn)(void *, int), void *a
   _exit(rc & 0xff);
 }
 
-int tl_proc_call(tl_ctx *ctx, int (*fn)(void *arg, int out_fd), void *arg,
-                 double timeout_s, size_t max_output, tl_proc_result **out) {
-  if (!out) return tl_err(ctx, TL_E_ARG, "tl_proc_call: out is NULL");
+struct tl_proc_child {
+  pid_t pid;
+  int fd_out, fd_err;          /* read ends */
+  double t0;                   /* when it was forked */
+};
+
+int tl_proc_start(tl_ctx *ctx, int (*fn)(void *arg, int out_fd), void *arg, tl_proc_child **out) {
+  if (!out) return tl_err(ctx, TL_E_ARG, "tl_proc_start: out is NULL");
   *out = NULL;
-  if (!fn) return tl_err(ctx, TL_E_ARG, "tl_proc_call: fn is NULL");
-  size_t limit = max_output ? max_output : PROC_DEFAULT_MAX;
+  if (!fn) return tl_err(ctx, TL_E_ARG, "tl_proc_start: fn is NULL");
   pthread_once(&fork_once, proc_once);
 
+  /* Allocated before the fork: nothing between the fork and the return
+  ** allocates, so this thread's allocations are never split around it. */
+  tl_proc_child *c = tl_calloc(1, sizeof *c);
   int po[2] = {-1, -1}, pe[2] = {-1, -1};
   pthread_mutex_lock(&fork_mu);
   if (make_pipe(po) != 0 || make_pipe(pe) != 0) {
     int e = errno;
     close_fd(&po[0]), close_fd(&po[1]), close_fd(&pe[0]), close_fd(&pe[1]);
     pthread_mutex_unlock(&fork_mu);
-    return tl_err(ctx, TL_E_IO, "tl_proc_call: cannot create pipes: %s", strerror(e));
+    free(c);
+    return tl_err(ctx, TL_E_IO, "tl_proc_start: cannot create pipes: %s", strerror(e));
   }
-  double t0 = tl_now();
+  c->t0 = tl_now();
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid == 0) call_child(fn, arg, po, pe, parent);
@@ -491,20 +499,47 @@ int tl_proc_call(tl_ctx *ctx, int (*fn)(void *arg, int out_fd), void *arg,
   if (pid < 0) {
     close_fd(&po[0]);
     close_fd(&pe[0]);
-    return tl_err(ctx, TL_E_IO, "tl_proc_call: fork: %s", strerror(e));
+    free(c);
+    return tl_err(ctx, TL_E_IO, "tl_proc_start: fork: %s", strerror(e));
   }
   /* Also in the parent, so the group exists before any kill(-pid) below;
   ** EACCES (the child already exec'd, so it set it itself) is fine. */
   setpgid(pid, pid);
+  c->pid = pid;
+  c->fd_out = po[0];
+  c->fd_err = pe[0];
+  *out = c;
+  return TL_OK;
+}
 
+int tl_proc_wait(tl_ctx *ctx, tl_proc_child *c, double timeout_s, size_t max_output,
+                 tl_proc_result **out) {
+  if (!c) return tl_err(ctx, TL_E_ARG, "tl_proc_wait: no child");
+  if (out) *out = NULL;
+  size_t limit = max_output ? max_output : PROC_DEFAULT_MAX;
   tl_proc_result *r = tl_calloc(1, sizeof *r);
-  int rc = supervise(ctx, "tl_proc_call", pid, po[0], pe[0], t0, timeout_s, limit, r);
-  if (rc != TL_OK) {
+  /* The limit counts from now: a child that waited for its pipes to be read
+  ** is not charged for the wait. Its seconds count from the fork. */
+  double now = tl_now();
+  int rc = supervise(ctx, "tl_proc_call", c->pid, c->fd_out, c->fd_err, now, timeout_s, limit, r);
+  r->seconds += now - c->t0;
+  free(c);
+  if (rc != TL_OK || !out) {
     tl_proc_result_free(r);
-    return rc;
+    return rc != TL_OK ? rc : tl_err(ctx, TL_E_ARG, "tl_proc_wait: out is NULL");
   }
   *out = r;
   return TL_OK;
+}
+
+int tl_proc_call(tl_ctx *ctx, int (*fn)(void *arg, int out_fd), void *arg,
+                 double timeout_s, size_t max_output, tl_proc_result **out) {
+  if (!out) return tl_err(ctx, TL_E_ARG, "tl_proc_call: out is NULL");
+  *out = NULL;
+  tl_proc_child *c = NULL;
+  int rc = tl_proc_start(ctx, fn, arg, &c);
+  if (rc != TL_OK) return rc;
+  return tl_proc_wait(ctx, c, timeout_s, max_output, out);
 }
 
 /* ---- results ------------------------------------------------------------------- */

@@ -230,32 +230,19 @@ typedef struct {
   int *error_no;
   double *secs;
   char **msgs, **sigs;
+  char **srcs;                     /* lowered sources waiting for the compiler */
 } task_batch;
 
-static void task_job(tl_ctx *ctx, int i, void *arg) {
-  task_batch *tb = arg;
-  double t0 = tl_now();
-  tb->msgs[i] = tb->sigs[i] = NULL;
-  lower_arg la = {tb->task, tb->indices[i]};
-  tl_proc_result *res = NULL;
-  tl_clearerr(ctx);
-  if (tl_proc_call(ctx, lower_child, &la, tb->timeout_s, (size_t)64 << 20, &res)) {
-    tb->error_no[i] = TL_MEASURE_UNKNOWN_ERROR;
-    tb->msgs[i] = tl_strdup(tl_errmsg(ctx));
-    tb->secs[i] = tl_now() - t0;
-    return;
-  }
+/* Read lowering child i's outcome: its source into tb->srcs[i] and its
+** signature into tb->sigs[i], or a classified error. */
+static void lower_done(task_batch *tb, int i, tl_proc_result *res) {
   size_t olen = 0;
   const char *o = tl_proc_stdout(res, &olen);
   int st = tl_proc_status(res);
   if (st == TL_PROC_OK && o && strlen(o) < olen) {
     size_t sl = strlen(o);
     tb->sigs[i] = tl_strndup(o, sl);
-    double left = tb->timeout_s > 0 ? tb->timeout_s - (tl_now() - t0) : 0;
-    if (tb->timeout_s > 0 && left < 0.001) left = 0.001;
-    int rc = compile_one(ctx, o + sl + 1, &tb->tc, tb->so_paths[i], left, &tb->msgs[i]);
-    tb->error_no[i] = rc == TL_OK ? TL_MEASURE_NO_ERROR
-                      : rc == TL_E_TIMEOUT ? TL_MEASURE_BUILD_TIMEOUT : TL_MEASURE_COMPILE_HOST;
+    tb->srcs[i] = tl_strndup(o + sl + 1, olen - sl - 1);
   } else if (st == TL_PROC_EXIT && tl_proc_code(res) == 3) {
     tb->error_no[i] = TL_MEASURE_INSTANTIATION_ERROR;
     tb->msgs[i] = tl_strndup(o ? o : "", o ? olen : 0);
@@ -273,7 +260,56 @@ static void task_job(tl_ctx *ctx, int i, void *arg) {
       : tl_sprintf("instantiating config %lld failed (status %d): %.*s", (long long)tb->indices[i],
                    tl_proc_code(res), (int)(el > 2000 ? 2000 : el), e ? e : "");
   }
-  tl_proc_result_free(res);
+}
+
+/* Phase 1, on the calling thread only (see tl_proc_start): every config is
+** lowered in its own child, up to n_parallel of them at a time; the oldest is
+** waited for, then the next one starts. */
+static void lower_all(tl_ctx *ctx, task_batch *tb, int n, int n_parallel) {
+  tl_proc_child **kids = tl_calloc((size_t)n, sizeof *kids);
+  lower_arg *args = tl_calloc((size_t)n, sizeof *args);
+  int next = 0;
+  for (int i = 0; i < n; i++) {
+    for (; next < n && next < i + n_parallel; next++) {
+      args[next] = (lower_arg){tb->task, tb->indices[next]};
+      tb->secs[next] = tl_now();   /* the start, until the end replaces it */
+      tl_clearerr(ctx);
+      if (tl_proc_start(ctx, lower_child, &args[next], &kids[next]) != TL_OK) {
+        tb->error_no[next] = TL_MEASURE_UNKNOWN_ERROR;
+        tb->msgs[next] = tl_strdup(tl_errmsg(ctx));
+      }
+    }
+    if (!kids[i]) continue;
+    tl_proc_result *res = NULL;
+    tl_clearerr(ctx);
+    if (tl_proc_wait(ctx, kids[i], tb->timeout_s, (size_t)64 << 20, &res) != TL_OK) {
+      tb->error_no[i] = TL_MEASURE_UNKNOWN_ERROR;
+      tb->msgs[i] = tl_strdup(tl_errmsg(ctx));
+    } else {
+      lower_done(tb, i, res);
+    }
+    tl_proc_result_free(res);
+    kids[i] = NULL;
+  }
+  free(kids);
+  free(args);
+}
+
+/* Phase 2, on worker threads: compile what lowered, within what is left of
+** the config's time limit. */
+static void compile_job(tl_ctx *ctx, int i, void *arg) {
+  task_batch *tb = arg;
+  double t0 = tb->secs[i];
+  if (tb->srcs[i]) {
+    double left = tb->timeout_s > 0 ? tb->timeout_s - (tl_now() - t0) : 0;
+    if (tb->timeout_s > 0 && left < 0.001) left = 0.001;
+    tl_clearerr(ctx);
+    int rc = compile_one(ctx, tb->srcs[i], &tb->tc, tb->so_paths[i], left, &tb->msgs[i]);
+    tb->error_no[i] = rc == TL_OK ? TL_MEASURE_NO_ERROR
+                      : rc == TL_E_TIMEOUT ? TL_MEASURE_BUILD_TIMEOUT : TL_MEASURE_COMPILE_HOST;
+    free(tb->srcs[i]);
+    tb->srcs[i] = NULL;
+  }
   tb->secs[i] = tl_now() - t0;
 }
 
@@ -285,9 +321,19 @@ TL_EXPORT int tl_measure_build_task_batch(tl_ctx *ctx, tl_atvm_task *task, int n
   if (!task || n < 0 || (n > 0 && (!indices || !so_paths || !error_no || !secs || !msgs || !sigs)))
     return tl_err(ctx, TL_E_ARG, "tl_measure_build_task_batch: bad arguments");
   if (n == 0) return TL_OK;
+  if (n_parallel < 1) n_parallel = 1;
   tl_toolchain t = tl_toolchain_with_flags(tc, cflags && *cflags ? cflags : NULL);
-  task_batch tb = {task, indices, so_paths, t, timeout_s, error_no, secs, msgs, sigs};
-  run_jobs(n, n_parallel, task_job, &tb);
+  char **srcs = tl_calloc((size_t)n, sizeof *srcs);
+  for (int i = 0; i < n; i++) {
+    error_no[i] = TL_MEASURE_UNKNOWN_ERROR;
+    msgs[i] = sigs[i] = NULL;
+  }
+  task_batch tb = {task, indices, so_paths, t, timeout_s, error_no, secs, msgs, sigs, srcs};
+  tl_ctx *lctx = tl_ctx_new();
+  lower_all(lctx, &tb, n, n_parallel);
+  tl_ctx_free(lctx);
+  run_jobs(n, n_parallel, compile_job, &tb);
+  free(srcs);
   return TL_OK;
 }
 

@@ -336,6 +336,39 @@ TL_TEST(proc_call_large_output) {
   tl_proc_result_free(r);
 }
 
+/* Several children started from one thread, then waited for in order: each
+** floods its pipes (so the later ones block until their wait drains them),
+** one loops and is timed out by its own wait, and every result is its own. */
+TL_TEST(proc_start_wait) {
+  enum { N = 4 };
+  tl_ctx *ctx = tl_ctx_new();
+  tl_proc_child *c[N] = {0};
+  for (int i = 0; i < N; i++)
+    CHECK_MSG(tl_proc_start(ctx, i == 2 ? fn_loop : fn_flood, NULL, &c[i]) == TL_OK,
+              "tl_proc_start: %s", tl_errmsg(ctx));
+  for (int i = 0; i < N; i++) {
+    tl_proc_result *r = NULL;
+    CHECK_MSG(tl_proc_wait(ctx, c[i], i == 2 ? 0.3 : 10, 0, &r) == TL_OK, "tl_proc_wait: %s",
+              tl_errmsg(ctx));
+    size_t no, ne;
+    const char *o = tl_proc_stdout(r, &no), *e = tl_proc_stderr(r, &ne);
+    if (i == 2) {
+      CHECK_EQ_INT(tl_proc_status(r), TL_PROC_TIMEOUT);
+      CHECK(tl_proc_seconds(r) >= 0.29);
+    } else {
+      CHECK_EQ_INT(tl_proc_status(r), TL_PROC_OK);
+      CHECK_EQ_INT(no, 1 << 20);
+      CHECK_EQ_INT(ne, 1 << 20);
+      CHECK(all_bytes(o, no, 'a') && all_bytes(e, ne, 'b'));
+    }
+    tl_proc_result_free(r);
+  }
+  tl_proc_result *r = NULL;
+  CHECK(tl_proc_wait(ctx, NULL, 1, 0, &r) == TL_E_ARG && r == NULL);
+  CHECK(tl_proc_start(ctx, NULL, NULL, &c[0]) == TL_E_ARG && c[0] == NULL);
+  tl_ctx_free(ctx);
+}
+
 /* ---- concurrency, descriptors, zombies ----------------------------------------------- */
 
 typedef struct {
