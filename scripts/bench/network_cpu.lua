@@ -1,4 +1,5 @@
---- End-to-end networks on the host CPU: tunelua untuned, tunelua tuned, PyTorch, same run.
+--- End-to-end networks on the host CPU: tunelua untuned, TopHub and tuned against PyTorch and
+--- ONNX Runtime, same run.
 --
 --   tunelua scripts/bench/network_cpu.lua                      -- resnet-18 and mobilenet
 --   tunelua scripts/bench/network_cpu.lua --log r18.log        -- tuned records from a log
@@ -10,9 +11,12 @@
 -- config and the default schedules (no history, no TopHub); "TopHub" with
 -- TVM's pre-tuned x86 records; "tuned" with the best records of --log, or of
 -- a short tuning run this script does itself (--n-trial per task, xgb) when no
--- log is given (--log none: no tuned column). The peer is PyTorch on the same networks
--- (scripts/bench/torch_peer.py, /usr/bin/python3 with Debian's python3-torch)
--- with the same thread count. Every figure is the median of --repeat runs.
+-- log is given (--log none: no tuned column). The peers are PyTorch on the same networks
+-- and ONNX Runtime on the same networks exported to ONNX (scripts/bench/torch_peer.py,
+-- --python: /usr/bin/python3 with Debian's python3-torch by default; ONNX Runtime
+-- where that Python has it, else "n/a"), with the same thread count. Every figure is
+-- the median of --repeat runs. Networks: --networks resnet-18,resnet-50,mobilenet,
+-- vgg-16,inception_v3 for the whole table.
 local tl = require "tunelua"
 local autotvm = require "tunelua.autotvm"
 local relay = require "tunelua.relay"
@@ -44,14 +48,17 @@ local function script_dir()
   return src:match("^(.*)/[^/]*$") or "."
 end
 
-local function torch_ms(name)
-  local cmd = string.format("%s %s/torch_peer.py --network %s --threads %d --repeat %d 2>&1",
-                            opts.python, script_dir(), name, opts.threads, opts["repeat"])
+-- The median of a peer (runtime "torch" or "onnxruntime"), and its version; nil and the
+-- peer's output when it could not run.
+local function peer_ms(name, runtime)
+  local cmd = string.format("%s %s/torch_peer.py --network %s --threads %d --repeat %d " ..
+                            "--runtime %s 2>&1", opts.python, script_dir(), name, opts.threads,
+                            opts["repeat"], runtime)
   local p = io.popen(cmd)
   local out = p:read("*a")
   p:close()
   local med = out:match('"median_ms": ([%d%.e%-]+)')
-  local ver = out:match('"torch": "([^"]+)"')
+  local ver = out:match('"version": "([^"]+)"')
   if not med then return nil, out:gsub("\n", " ") end
   return tonumber(med), ver
 end
@@ -83,22 +90,31 @@ for name in opts.networks:gmatch("[^,]+") do
   local untuned = bench(mod, params, nil, false)
   local tophub = bench(mod, params, nil, true)
   local tuned = log and bench(mod, params, autotvm.apply_history_best(log), true) or nil
-  local torch, ver = torch_ms(name)
+  local torch, tver = peer_ms(name, "torch")
+  local ort, over = peer_ms(name, "onnxruntime")
+  if not torch then io.stderr:write("network_cpu: PyTorch peer: ", tostring(tver), "\n") end
+  if not ort then io.stderr:write("network_cpu: ONNX Runtime peer: ", tostring(over), "\n") end
   rows[#rows + 1] = { name = name, untuned = untuned, tophub = tophub, tuned = tuned,
-                      torch = torch, torch_ver = ver, log = log }
+                      torch = torch, torch_ver = torch and tver, ort = ort,
+                      ort_ver = ort and over, log = log }
 end
 
-print(string.format("\nbatch 1, fp32, %d threads, %s; median of %d runs (ms); ratio = PyTorch / tunelua",
+local function f2(x) return x and string.format("%.2f", x) or "n/a" end
+print(string.format("\nbatch 1, fp32, %d threads, %s; median of %d runs (ms); " ..
+                    "x PyTorch = PyTorch / best tunelua, x ORT = ONNX Runtime / best tunelua",
                     opts.threads, opts.target, opts["repeat"]))
-print(string.format("%-12s %10s %10s %10s %10s %8s", "network", "untuned", "TopHub", "tuned",
-                    "PyTorch", "ratio"))
+print(string.format("%-12s %9s %9s %9s %9s %9s %9s %7s", "network", "untuned", "TopHub", "tuned",
+                    "PyTorch", "ORT", "xPyTorch", "xORT"))
 for _, r in ipairs(rows) do
   local best = math.min(r.untuned, r.tophub, r.tuned or math.huge)
-  print(string.format("%-12s %10.2f %10.2f %10s %10s %8s", r.name, r.untuned, r.tophub,
-                      r.tuned and string.format("%.2f", r.tuned) or "n/a",
-                      r.torch and string.format("%.2f", r.torch) or "n/a",
-                      r.torch and string.format("%.2f", r.torch / best) or "n/a"))
+  print(string.format("%-12s %9.2f %9.2f %9s %9s %9s %9s %7s", r.name, r.untuned, r.tophub,
+                      f2(r.tuned), f2(r.torch), f2(r.ort), f2(r.torch and r.torch / best),
+                      f2(r.ort and r.ort / best)))
 end
 for _, r in ipairs(rows) do
-  if r.torch then print(string.format("PyTorch %s; tuned records: %s", r.torch_ver, r.log or "none")) break end
+  if r.torch or r.ort then
+    print(string.format("PyTorch %s; ONNX Runtime %s; tuned records: %s", r.torch_ver or "n/a",
+                        r.ort_ver or "n/a", r.log or "none"))
+    break
+  end
 end

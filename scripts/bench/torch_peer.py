@@ -1,15 +1,23 @@
 #!/usr/bin/python3
-"""The PyTorch CPU peer of scripts/bench/network_cpu.lua.
+"""The PyTorch and ONNX Runtime CPU peers of scripts/bench/network_cpu.lua.
 
-Builds the benchmark networks exactly as tunelua's networks/ define them
+Builds the benchmark networks as tunelua's networks/ define them
 (resnet-18/34/50: pre-activation ResNet v2; mobilenet: MobileNet v1 with
-batch norm and relu after the depthwise convolutions), in eval mode, and
-times batch-1 fp32 inference on the CPU with the given thread count.
+batch norm and relu after the depthwise convolutions; vgg-16: VGG without
+batch norm, torchvision's vgg16; inception_v3: torchvision's inception_v3
+without the auxiliary head, whose last block pools by average where ours
+pools by max, a negligible difference in work), in eval mode, and times
+batch-1 fp32 inference on the CPU with the given thread count.
 
     python3 scripts/bench/torch_peer.py --network resnet-18 --threads 2 --repeat 30
+    python3 scripts/bench/torch_peer.py --network resnet-18 --runtime onnxruntime
 
-Prints one JSON object: {"network", "threads", "median_ms", "mean_ms", "std_ms", "runs",
-"torch"}.
+--runtime onnxruntime exports the same model to ONNX (opset 17, into a
+temporary directory) and times it with ONNX Runtime's CPU provider, all graph
+optimizations on, intra-op threads = --threads, one inter-op thread.
+
+Prints one JSON object: {"network", "runtime", "threads", "median_ms", "mean_ms", "std_ms",
+"runs", "torch", "version"}.
 """
 import argparse
 import json
@@ -119,7 +127,56 @@ def build(name):
         return ResNetV2(int(name.split("-")[1]))
     if name == "mobilenet":
         return MobileNetV1()
+    if name in ("vgg-16", "inception_v3"):
+        try:
+            import torchvision
+        except ImportError:
+            raise SystemExit("torch_peer: %s needs torchvision (apt-get install "
+                             "python3-torchvision)" % name)
+        if name == "vgg-16":
+            return torchvision.models.vgg16(weights=None)
+        return torchvision.models.inception_v3(weights=None, aux_logits=False,
+                                               init_weights=False)
     raise SystemExit("torch_peer: unknown network %r" % name)
+
+
+def time_runs(fn, repeat):
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
+def onnxruntime_runner(model, x, threads):
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise SystemExit("torch_peer: onnxruntime is not installed")
+    import os
+    import tempfile
+    d = tempfile.mkdtemp(prefix="torch_peer.")
+    path = os.path.join(d, "model.onnx")
+    try:
+        try:
+            torch.onnx.export(model, (x,), path, opset_version=17, input_names=["data"],
+                              dynamo=False)
+        except TypeError:   # a torch without the dynamo switch
+            torch.onnx.export(model, (x,), path, opset_version=17, input_names=["data"])
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    finally:
+        for f in os.listdir(d):
+            os.remove(os.path.join(d, f))
+        os.rmdir(d)
+    feed = {sess.get_inputs()[0].name: x.numpy()}
+    return (lambda: sess.run(None, feed)), ort.__version__
 
 
 def main():
@@ -127,23 +184,23 @@ def main():
     ap.add_argument("--network", default="resnet-18")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=30)
-    ap.add_argument("--image-size", type=int, default=224)
+    ap.add_argument("--image-size", type=int, default=0)
+    ap.add_argument("--runtime", choices=["torch", "onnxruntime"], default="torch")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     model = build(a.network).eval()
-    x = torch.rand(1, 3, a.image_size, a.image_size)
-    times = []
+    size = a.image_size or (299 if a.network == "inception_v3" else 224)
+    x = torch.rand(1, 3, size, size)
     with torch.no_grad():
-        for _ in range(3):
-            model(x)
-        for _ in range(a.repeat):
-            t0 = time.perf_counter()
-            model(x)
-            times.append((time.perf_counter() - t0) * 1e3)
+        if a.runtime == "onnxruntime":
+            fn, version = onnxruntime_runner(model, x, a.threads)
+        else:
+            fn, version = (lambda: model(x)), torch.__version__
+        times = time_runs(fn, a.repeat)
     print(json.dumps({
-        "network": a.network, "threads": a.threads, "runs": a.repeat,
+        "network": a.network, "runtime": a.runtime, "threads": a.threads, "runs": a.repeat,
         "median_ms": statistics.median(times), "mean_ms": statistics.mean(times),
-        "std_ms": statistics.pstdev(times), "torch": torch.__version__,
+        "std_ms": statistics.pstdev(times), "torch": torch.__version__, "version": version,
     }))
 
 
