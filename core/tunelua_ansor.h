@@ -7,6 +7,9 @@
 #ifndef TUNELUA_ANSOR_H
 #define TUNELUA_ANSOR_H
 
+/* Floats per feature row of tl_ansor_features (tl_ansor_num_features()). */
+#define TL_ANSOR_NFEAT 164
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -69,6 +72,52 @@ int tl_ansor_hw_num_fields(void);
 const char *tl_ansor_hw_field_name(int i);     /* NULL past the end */
 int tl_ansor_hw_get(tl_ctx *ctx, const tl_ansor_hw *hw, const char *field, int64_t *value);
 int tl_ansor_hw_set(tl_ctx *ctx, tl_ansor_hw *hw, const char *field, int64_t value);
+
+/* ---- ansor: per-store features (core/ansor/feature.c) -------------------
+** One row of tl_ansor_num_features() (164) floats per STORE statement of a
+** lowered function, in program order: op counts, vectorize/unroll/parallel
+** loops, GPU binding, the top 5 buffers' access features, the arithmetic
+** intensity curve, allocation and outer-loop features (the layout is in
+** feature.c; tl_ansor_feature_name names each slot). rows: malloc'd (free()),
+** NULL when the function stores nothing; returns the row count or -1 with
+** the error in ctx. hw may be NULL (cache line 64 bytes). Thread-safe with
+** distinct ctx. The batch form extracts n functions on nthreads threads (<=
+** 0: one per core) into one malloc'd matrix with row_off (n + 1 ints,
+** caller's) offsets; a NULL function or a failed extraction gets no rows. */
+
+int tl_ansor_num_features(void);
+const char *tl_ansor_feature_name(int i);
+int tl_ansor_features(tl_ctx *ctx, const tl_lowered *f, const tl_ansor_hw *hw, float **rows);
+int tl_ansor_features_batch(tl_ctx *ctx, tl_lowered *const *fs, int n, const tl_ansor_hw *hw,
+                            int nthreads, float **rows, int *row_off);
+
+/* ---- ansor: the cost model (core/tuner/ansor_model.c) -------------------
+** kind 0: random scores in [0, 1); kind 1: XGBoost over feature rows, a
+** state scoring the sum of its rows' predictions (pack-sum), trained with
+** each state's throughput / the largest seen as the target and weight of its
+** rows. States are given as rows (row_off[nstates] rows of 164 floats) and
+** row_off (nstates + 1 offsets, row_off[0] = 0, not decreasing); a state
+** without rows or with all-zero rows predicts -inf. Throughput in flop/s, 0
+** for a failed measurement. Until trained on more than num_warmup_sample
+** states (default 100) an xgb model predicts random scores too. Parameters
+** (tl_ansor_model_set): num_warmup_sample, nthread (1), max_rounds (10000),
+** early_stopping (50), adaptive_training (1: skip a refit when fewer than a
+** fifth of the states are new). save/load write and read the trees
+** (XGBoost UBJSON); a loaded model predicts with them at once. */
+
+typedef struct tl_ansor_model tl_ansor_model;
+tl_ansor_model *tl_ansor_model_new(tl_ctx *ctx, int kind, uint64_t seed);
+void tl_ansor_model_free(tl_ansor_model *m);
+int tl_ansor_model_update(tl_ctx *ctx, tl_ansor_model *m, int nstates, const float *rows,
+                          const int *row_off, const double *throughput);
+int tl_ansor_model_predict(tl_ctx *ctx, tl_ansor_model *m, int nstates, const float *rows,
+                           const int *row_off, double *scores);
+int tl_ansor_model_set(tl_ctx *ctx, tl_ansor_model *m, const char *key, double value);
+int tl_ansor_model_num_samples(const tl_ansor_model *m);
+int tl_ansor_model_rounds(const tl_ansor_model *m);
+int tl_ansor_model_trained(const tl_ansor_model *m);
+int tl_ansor_model_save(tl_ctx *ctx, tl_ansor_model *m, const char *path);
+int tl_ansor_model_load(tl_ctx *ctx, tl_ansor_model *m, const char *path);
 
 /* cdef:end */
 

@@ -232,6 +232,13 @@ static int booster_predict(tl_ctx *ctx, BoosterHandle b, int bcol, const float *
   return rc ? xgb_err(ctx, "predict") : TL_OK;
 }
 
+/* The two helpers above, for the auto-scheduler's model (ansor_model.c). */
+int tl_xgb_error(tl_ctx *ctx, const char *what) { return xgb_err(ctx, what); }
+int tl_xgb_predict(tl_ctx *ctx, void *booster, int bcol, const float *x, int nrow, int ncol,
+                   int margin, double *out) {
+  return booster_predict(ctx, (BoosterHandle)booster, bcol, x, nrow, ncol, margin, out);
+}
+
 /* a-recall@N: the mean over i < N of the fraction of the i+1 best-predicted
 ** rows that are among the i+1 best by label. */
 typedef struct kv { double k; int i; } kv;

@@ -57,4 +57,12 @@ int tl_sa_new_space(const tl_tspace *space, int n_iter, double temp0, double tem
 int tl_sa_search(tl_ctx *ctx, tl_tune_sa *sa, tl_score_fn score, void *ud, int num,
                  const int64_t *exclusive, int nexcl, int64_t *out, int *nout);
 
+/* ---- XGBoost plumbing shared by the cost models (model.c) ----------------
+** tl_xgb_error records libxgboost's last error as TL_E_INTERNAL naming what
+** failed; tl_xgb_predict predicts with a BoosterHandle on x (nrow x ncol
+** floats, padded or cut to the booster's bcol columns), margins if margin. */
+int tl_xgb_error(tl_ctx *ctx, const char *what);
+int tl_xgb_predict(tl_ctx *ctx, void *booster, int bcol, const float *x, int nrow, int ncol,
+                   int margin, double *out);
+
 #endif
