@@ -22,6 +22,9 @@
 --
 -- auto_scheduler.HardwareParams{...} and auto_scheduler.hardware_params_of(target[, opts])
 -- are the hardware params (tunelua.auto_scheduler.hardware_params).
+--
+-- auto_scheduler.XGBModel{...} and auto_scheduler.RandomModel() are the cost models, over the
+-- per-store features auto_scheduler.features(lowered, hw) (tunelua.auto_scheduler.cost_model).
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local walk = require "tunelua.graph.walk"
@@ -30,6 +33,7 @@ local extract = require "tunelua.graph.extract"
 local strategy = require "tunelua.graph.strategy"
 local analysis = require "tunelua.auto_scheduler.analysis"
 local hardware_params = require "tunelua.auto_scheduler.hardware_params"
+local cost_model = require "tunelua.auto_scheduler.cost_model"
 
 local C = core.C
 
@@ -50,6 +54,9 @@ auto_scheduler.SearchTask_mt = SearchTask
 auto_scheduler.analyze = analysis.analyze
 auto_scheduler.HardwareParams = hardware_params.HardwareParams
 auto_scheduler.hardware_params_of = hardware_params.hardware_params_of
+auto_scheduler.XGBModel = cost_model.XGBModel
+auto_scheduler.RandomModel = cost_model.RandomModel
+auto_scheduler.features = cost_model.features
 
 --- extract_tasks(mod, params, target[, opts]) -> tasks, weights
 function auto_scheduler.extract_tasks(mod, params, target, opts)
