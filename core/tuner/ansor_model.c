@@ -283,18 +283,23 @@ TL_EXPORT int tl_ansor_model_predict(tl_ctx *ctx, tl_ansor_model *m, int nstates
   if (!tl_ansor_model_trained(m) || nr == 0) {
     for (int s = 0; s < nstates; s++) scores[s] = tl_rng_uniform(&m->rng);
   } else {
-    double *p = tl_malloc(sizeof(double) * (size_t)nr);
-    rc = tl_xgb_predict(ctx, m->bst, NFEAT, rows, nr, NFEAT, 1, p);
-    if (rc) {
-      free(p);
-      return rc;
-    }
+    /* in-place prediction over the caller's rows: no DMatrix copy */
+    char arr[160];
+    snprintf(arr, sizeof arr, "{\"data\": [%llu, true], \"shape\": [%d, %d], \"typestr\": "
+             "\"<f4\", \"version\": 3}", (unsigned long long)(uintptr_t)rows, nr, NFEAT);
+    static const char cfg[] = "{\"type\": 1, \"training\": false, \"iteration_begin\": 0, "
+                              "\"iteration_end\": 0, \"strict_shape\": false, "
+                              "\"missing\": NaN, \"cache_id\": 0}";
+    const bst_ulong *shape = NULL;
+    bst_ulong dim = 0;
+    const float *p = NULL;
+    if (XGBoosterPredictFromDense(m->bst, arr, cfg, NULL, &shape, &dim, &p))
+      return tl_xgb_error(ctx, "predict");
     for (int s = 0; s < nstates; s++) {
       double v = 0;
       for (int k = row_off[s]; k < row_off[s + 1]; k++) v += p[k];
       scores[s] = v;
     }
-    free(p);
   }
   for (int s = 0; s < nstates; s++) {
     int n = row_off[s + 1] - row_off[s];
