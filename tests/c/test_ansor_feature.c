@@ -595,3 +595,51 @@ TL_TEST(ansor_model_errors) {
   tl_ansor_model_free(m);
   tl_ctx_free(ctx);
 }
+
+/* ---- property: configs of AutoTVM templates, GPU and CPU ---------------------------------- */
+
+static void template_rows(const char *name, const char *args, const char *target, int gpu) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_atvm_task *t;
+  CHECK_MSG(tl_atvm_task_create(ctx, name, args, target, &t) == 0, "%s", tl_errmsg(ctx));
+  int64_t len = tl_atvm_space_len(t);
+  uint64_t rng = 99;
+  int lowered = 0;
+  for (int k = 0; k < 40; k++) {
+    int64_t idx = (int64_t)(tl_rng_next(&rng) % (uint64_t)len);
+    tl_lowered *lf = NULL;
+    if (tl_atvm_lower(ctx, t, idx, "f", &lf) != 0) {   /* an invalid config: not our concern */
+      tl_clearerr(ctx);
+      continue;
+    }
+    lowered++;
+    float *r = NULL;
+    int n = tl_ansor_features(ctx, lf, NULL, &r);
+    CHECK_MSG(n == count_stores(lf->ir, lf->body), "%s config %lld: %d rows: %s", name,
+              (long long)idx, n, tl_errmsg(ctx));
+    for (int i = 0; i < n; i++) {
+      const float *row = r + (size_t)i * TL_ANSOR_NFEAT;
+      for (int j = 0; j < TL_ANSOR_NFEAT; j++)
+        CHECK_MSG(isfinite(row[j]) && row[j] >= 0, "%s config %lld row %d %s = %g", name,
+                  (long long)idx, i, tl_ansor_feature_name(j), row[j]);
+      CHECK_EQ_INT((int)row[slot("is_gpu")], gpu);
+      CHECK(row[slot("B0.bytes")] > 0);   /* every store touches its buffer */
+    }
+    free(r);
+    tl_lowered_free(lf);
+  }
+  CHECK(lowered >= 10);
+  tl_atvm_task_free(t);
+  tl_ctx_free(ctx);
+}
+
+TL_TEST(ansor_feature_templates) {
+  const char *conv =
+      "[[\"TENSOR\", [1, 64, 28, 28], \"float32\"], [\"TENSOR\", [64, 64, 3, 3], \"float32\"], "
+      "[1, 1], [1, 1, 1, 1], [1, 1], \"float32\"]";
+  template_rows("conv2d_nchw_spatial_pack.mali", conv, "opencl -device=mali", 1);
+  template_rows("conv2d_nchw_winograd.mali", conv, "opencl -device=mali", 1);
+  template_rows("conv2d_NCHWc.x86",
+                "[[\"TENSOR\", [1, 64, 28, 28], \"float32\"], [\"TENSOR\", [64, 64, 3, 3], \"float32\"], "
+                "[1, 1], [1, 1, 1, 1], [1, 1], \"NCHW\", \"NCHW\", \"float32\"]", "llvm", 0);
+}
