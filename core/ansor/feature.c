@@ -177,6 +177,9 @@ typedef struct term {
   tl_ref e;
   int dim;                        /* buffer dimension it indexes */
   double scale;                   /* 1 / that dimension's stride */
+  int pos;                        /* e is the var of loop pos; -1: another expression */
+  uint64_t mask;                  /* loops (positions < 64) whose vars e uses */
+  int deep;                       /* e uses a loop at position >= 64 */
 } term;
 
 typedef struct acc {
@@ -185,6 +188,8 @@ typedef struct acc {
   int read, write;
   int t0, nt;                     /* terms in walker.terms */
   int c0;                         /* per-dimension constants in walker.consts */
+  uint64_t mask;                  /* the union of its terms' */
+  int deep;
 } acc;
 
 typedef struct bufinfo {
@@ -391,7 +396,7 @@ static void split_terms(walker *w, tl_ref e, double c, double *cst, int depth) {
     }
   }
   if (c == 0) return;
-  term t = {c, e, 0, 1};
+  term t = {c, e, 0, 1, -1, 0, 0};
   TL_VEC_PUSH(w->terms, t);
 }
 
@@ -412,18 +417,49 @@ static int uses_loop(walker *w, tl_ref e, tl_ref var, int depth) {
   return 0;
 }
 
+/* The loops whose vars e uses, as a mask of positions < 64 (*deep: some
+** position beyond). */
+static uint64_t loop_mask(walker *w, tl_ref e, int *deep, int depth) {
+  const tl_ir *ir = w->ir;
+  if (!e || depth > 64 || !budget(w)) return 0;
+  int op = tl_ir_op(ir, e);
+  if (op == TL_IR_INT || op == TL_IR_FLOAT) return 0;
+  if (op == TL_IR_VAR) {
+    int p = loop_pos(w, e);
+    if (p >= 64) *deep = 1;
+    if (p >= 0) return p < 64 ? (uint64_t)1 << p : 0;
+    tl_ref v = let_value(w, e);
+    return v ? loop_mask(w, v, deep, depth + 1) : 0;
+  }
+  uint64_t m = 0;
+  int n = tl_ir_nkids(ir, e);
+  for (int i = 0; i < n; i++) m |= loop_mask(w, tl_ir_kid(ir, e, i), deep, depth + 1);
+  return m;
+}
+
+static int term_uses(walker *w, const term *t, int pos) {
+  if (pos < 64 && !t->deep) return (int)((t->mask >> pos) & 1);
+  return uses_loop(w, t->e, w->st.v[pos].var, 0);
+}
+
+static int acc_uses(walker *w, const acc *a, int pos) {
+  if (pos < 64 && !a->deep) return (int)((a->mask >> pos) & 1);
+  return uses_loop(w, a->index, w->st.v[pos].var, 0);
+}
+
 /* |coefficient| of loop var in access a: summed over terms that are the
 ** var itself; failing those, the least |c| of a term whose part uses it;
 ** 0 if it does not occur. */
-static double coef_of(walker *w, const acc *a, tl_ref var) {
+static double coef_of(walker *w, const acc *a, int pos) {
   double direct = 0, indirect = INFINITY;
   int has_direct = 0;
+  if (!acc_uses(w, a, pos)) return 0;
   for (int i = 0; i < a->nt; i++) {
     const term *t = &w->terms.v[a->t0 + i];
-    if (t->e == var) {
+    if (t->pos == pos) {
       direct += t->c;
       has_direct = 1;
-    } else if (uses_loop(w, t->e, var, 0)) {
+    } else if (term_uses(w, t, pos)) {
       indirect = TL_MIN(indirect, fabs(t->c));
     }
   }
@@ -469,7 +505,17 @@ static void add_access(walker *w, int buf, tl_ref index, int write) {
       else w->accs.v[i].read = 1;
       return;
     }
-  acc a = {buf, index, !write, write, w->terms.n, 0, w->consts.n};
+  if (buf < 0 || buf >= w->ir->bufs.n || !index) {
+    if (!w->failed) {
+      char *t = tl_ir_print_short(w->ir, index, 80);
+      tl_err(w->ctx, TL_E_ARG, "features: an access to buffer %d (of %d) at index %s", buf,
+             w->ir->bufs.n, t);
+      free(t);
+    }
+    w->failed = 1;
+    return;
+  }
+  acc a = {buf, index, !write, write, w->terms.n, 0, w->consts.n, 0, 0};
   double cst = 0;
   split_terms(w, index, 1, &cst, 0);
   a.nt = w->terms.n - a.t0;
@@ -492,6 +538,10 @@ static void add_access(walker *w, int buf, tl_ref index, int write) {
         break;
       }
     t->scale = 1.0 / stride[t->dim];
+    t->pos = tl_ir_op(w->ir, t->e) == TL_IR_VAR ? loop_pos(w, t->e) : -1;
+    t->mask = loop_mask(w, t->e, &t->deep, 0);
+    a.mask |= t->mask;
+    a.deep |= t->deep;
   }
   /* the constant, digit by digit (truncating toward zero) */
   for (int d = 0; d < ndim; d++) {
@@ -506,7 +556,8 @@ static void collect_loads(walker *w, tl_ref e) {
   const tl_ir *ir = w->ir;
   if (!e || !budget(w)) return;
   int op = tl_ir_op(ir, e);
-  if (op == TL_IR_LOAD) add_access(w, (int)tl_ir_node(ir, e)->imm.u, tl_ir_kid(ir, e, 0), 0);
+  if (op == TL_IR_LOAD)
+    add_access(w, (int)tl_ir_node(ir, e)->imm.u, tl_ir_nkids(ir, e) ? tl_ir_kid(ir, e, 0) : 0, 0);
   int n = tl_ir_nkids(ir, e);
   for (int i = 0; i < n; i++) collect_loads(w, tl_ir_kid(ir, e, i));
 }
@@ -524,7 +575,14 @@ static double touched_at(walker *w, const bufinfo *bi, int level, double *ext) {
     for (int d = 0; d < ndim; d++) l[d] = h[d] = w->consts.v[a->c0 + d];
     for (int i = 0; i < a->nt; i++) {
       const term *t = &w->terms.v[a->t0 + i];
-      ival v = iv_eval(w, t->e, level, 0);
+      ival v;
+      if (t->pos >= 0) {
+        const loop *l = &w->st.v[t->pos];
+        v.lo = l->min;
+        v.hi = t->pos >= level ? l->min + l->ext - 1 : l->min;
+      } else {
+        v = iv_eval(w, t->e, level, 0);
+      }
       double c = t->c * t->scale;
       if (c >= 0) { l[t->dim] += c * v.lo; h[t->dim] += c * v.hi; }
       else { l[t->dim] += c * v.hi; h[t->dim] += c * v.lo; }
@@ -584,7 +642,7 @@ static void count_ops(walker *w, tl_ref e) {
 /* ---- one row ---------------------------------------------------------------------------------- */
 
 /* vec/unroll/parallel features of loops of kind k at out[0..10] */
-static void ann_feats(walker *w, int kind, tl_ref store_index, float *out) {
+static void ann_feats(walker *w, int kind, float *out) {
   int d = w->st.n, num = 0, inner = -1, nsp = 0, nre = 0;
   double prod = 1;
   for (int i = 0; i < d; i++) {
@@ -592,7 +650,7 @@ static void ann_feats(walker *w, int kind, tl_ref store_index, float *out) {
     num++;
     prod *= w->st.v[i].ext;
     inner = i;
-    if (uses_loop(w, store_index, w->st.v[i].var, 0)) nsp++;
+    if (acc_uses(w, &w->accs.v[0], i)) nsp++;
     else nre++;
   }
   out[0] = (float)log2p(num);
@@ -629,7 +687,7 @@ static void buffer_feats(walker *w, bufinfo *bi) {
     for (int ai = 0; ai < w->accs.n; ai++) {
       const acc *a = &w->accs.v[ai];
       if (a->buf != bi->buf) continue;
-      double c = coef_of(w, a, w->st.v[i].var);
+      double c = coef_of(w, a, i);
       if (c > 0) best = TL_MIN(best, c);
     }
     if (!isinf(best)) {
@@ -654,7 +712,7 @@ static void buffer_feats(walker *w, bufinfo *bi) {
     const loop *l = &w->st.v[i];
     int used = 0;
     for (int ai = 0; ai < w->accs.n && !used; ai++)
-      if (w->accs.v[ai].buf == bi->buf) used = uses_loop(w, w->accs.v[ai].index, l->var, 0);
+      if (w->accs.v[ai].buf == bi->buf) used = acc_uses(w, &w->accs.v[ai], i);
     if (!used) {
       rtype = 0;
       ct = l->ext;
@@ -706,8 +764,14 @@ static void buffer_feats(walker *w, bufinfo *bi) {
 static void store_row(walker *w, tl_ref s) {
   const tl_ir *ir = w->ir;
   int sbuf = (int)tl_ir_node(ir, s)->imm.u;
-  tl_ref value = tl_ir_kid(ir, s, 0);
-  tl_ref index = tl_ir_nkids(ir, s) > 1 ? tl_ir_kid(ir, s, 1) : TL_NOREF;
+  if (tl_ir_nkids(ir, s) != 2) {
+    char *t = tl_ir_print_short(ir, s, 80);
+    tl_err(w->ctx, TL_E_ARG, "features: a store without one flattened index: %s", t);
+    free(t);
+    w->failed = 1;
+    return;
+  }
+  tl_ref value = tl_ir_kid(ir, s, 0), index = tl_ir_kid(ir, s, 1);
   int d = w->st.n;
   w->accs.n = w->terms.n = w->consts.n = 0;
   memset(w->ops, 0, sizeof w->ops);
@@ -752,9 +816,9 @@ static void store_row(walker *w, tl_ref s) {
   memset(row, 0, sizeof(float) * TL_ANSOR_NFEAT);
   double op = w->outer_prod;
   for (int k = 0; k < 16; k++) row[F_OPS + k] = (float)log2p(w->ops[k] * op);
-  ann_feats(w, TL_FOR_VECTORIZED, index, row + F_VEC);
-  ann_feats(w, TL_FOR_UNROLLED, index, row + F_UNROLL);
-  ann_feats(w, TL_FOR_PARALLEL, index, row + F_PAR);
+  ann_feats(w, TL_FOR_VECTORIZED, row + F_VEC);
+  ann_feats(w, TL_FOR_UNROLLED, row + F_UNROLL);
+  ann_feats(w, TL_FOR_PARALLEL, row + F_PAR);
   row[F_GPU] = (float)w->is_gpu;
   for (int k = 0; k < 7; k++) row[F_GPU + 1 + k] = (float)log2p(w->bind[k]);
   /* top buffers */
@@ -896,27 +960,16 @@ static void walk_stmt(walker *w, tl_ref s, int depth) {
   }
 }
 
-static int find_gpu(const tl_ir *ir, tl_ref n, void *ud) {
-  if (tl_ir_op(ir, n) == TL_IR_FOR &&
-      (tl_for_kind(ir, n) == TL_FOR_THREAD || tl_for_kind(ir, n) == TL_FOR_VTHREAD))
-    *(int *)ud = 1;
-  return tl_ir_is_stmt(ir, n) && !*(int *)ud;
-}
-
-/* Check the statement tree's shape before walking it: kids in range,
-** stores and loads naming buffers that exist. */
-typedef struct chk { int bad; tl_ref node; int nbufs; } chk;
-static int check_node(const tl_ir *ir, tl_ref n, void *ud) {
-  chk *c = ud;
-  int op = tl_ir_op(ir, n);
-  if ((op == TL_IR_STORE || op == TL_IR_LOAD || op == TL_IR_ALLOC) &&
-      tl_ir_node(ir, n)->imm.u >= (uint64_t)c->nbufs) {
-    c->bad = 1;
-    c->node = n;
-  }
-  if (op == TL_IR_STORE && tl_ir_nkids(ir, n) < 1) c->bad = 1, c->node = n;
-  if (op == TL_IR_LOAD && tl_ir_nkids(ir, n) < 1) c->bad = 1, c->node = n;
-  return !c->bad;
+/* Whether a thread-bound loop occurs among the statements of s. */
+static int has_threads(const tl_ir *ir, tl_ref s, int depth) {
+  if (!s || depth > 1000 || !tl_ir_is_stmt(ir, s)) return 0;
+  if (tl_ir_op(ir, s) == TL_IR_FOR &&
+      (tl_for_kind(ir, s) == TL_FOR_THREAD || tl_for_kind(ir, s) == TL_FOR_VTHREAD))
+    return 1;
+  int n = tl_ir_nkids(ir, s);
+  for (int i = 0; i < n; i++)
+    if (has_threads(ir, tl_ir_kid(ir, s, i), depth + 1)) return 1;
+  return 0;
 }
 
 TL_EXPORT int tl_ansor_features(tl_ctx *ctx, const tl_lowered *f, const struct tl_ansor_hw *hw,
@@ -937,15 +990,6 @@ TL_EXPORT int tl_ansor_features(tl_ctx *ctx, const tl_lowered *f, const struct t
     return -1;
   }
   if (!f->body) return 0;
-  chk c = {0, 0, ir->bufs.n};
-  tl_ir_visit(ir, f->body, check_node, &c);
-  if (c.bad) {
-    char *t = tl_ir_print_short(ir, c.node, 120);
-    tl_err(ctx, TL_E_ARG, "tl_ansor_features: '%s' has a malformed access: %s",
-           f->name ? f->name : "?", t);
-    free(t);
-    return -1;
-  }
   walker w;
   memset(&w, 0, sizeof w);
   w.ctx = ctx;
@@ -956,7 +1000,7 @@ TL_EXPORT int tl_ansor_features(tl_ctx *ctx, const tl_lowered *f, const struct t
   w.alloc = tl_calloc((size_t)ir->bufs.n + 1, sizeof(allocinfo));
   w.shapes = tl_calloc((size_t)ir->bufs.n + 1, sizeof(double *));
   w.ndims = tl_calloc((size_t)ir->bufs.n + 1, sizeof(int));
-  tl_ir_visit(ir, f->body, find_gpu, &w.is_gpu);
+  w.is_gpu = has_threads(ir, f->body, 0);
   walk_stmt(&w, f->body, 0);
   for (int i = 0; i < w.st.n; i++) TL_VEC_FREE(w.st.v[i].recs);
   TL_VEC_FREE(w.st);
@@ -970,6 +1014,7 @@ TL_EXPORT int tl_ansor_features(tl_ctx *ctx, const tl_lowered *f, const struct t
   free(w.alloc);
   if (w.failed) {
     TL_VEC_FREE(w.out);
+    tl_err_prefix(ctx, "tl_ansor_features: '%s': ", f->name ? f->name : "?");
     return -1;
   }
   if (w.nrows == 0) TL_VEC_FREE(w.out);

@@ -375,7 +375,19 @@ TL_TEST(ansor_feature_errors) {
   tl_ref i0 = tl_int(ir, 0);
   f.body = tl_store(ir, 7, tl_imm_float(ir, TL_T_F32, 1), &i0, 1);
   CHECK_EQ_INT(tl_ansor_features(ctx, &f, NULL, &r), -1);
-  CHECK(strstr(tl_errmsg(ctx), "malformed access") != NULL);
+  CHECK_MSG(strstr(tl_errmsg(ctx), "'empty': features: an access to buffer 7 (of 0)") != NULL, "%s",
+            tl_errmsg(ctx));
+  tl_clearerr(ctx);
+  /* a store without its flattened index; a load of an unknown buffer */
+  int b = buf1(ir, "B", 4, TL_SCOPE_GLOBAL, 0);
+  f.body = tl_store(ir, b, tl_imm_float(ir, TL_T_F32, 1), NULL, 0);
+  CHECK_EQ_INT(tl_ansor_features(ctx, &f, NULL, &r), -1);
+  CHECK_MSG(strstr(tl_errmsg(ctx), "a store without one flattened index") != NULL, "%s",
+            tl_errmsg(ctx));
+  tl_clearerr(ctx);
+  f.body = tl_store(ir, b, tl_load_typed(ir, TL_T_F32, 5, &i0, 1), &i0, 1);
+  CHECK_EQ_INT(tl_ansor_features(ctx, &f, NULL, &r), -1);
+  CHECK_MSG(strstr(tl_errmsg(ctx), "an access to buffer 5 (of 1)") != NULL, "%s", tl_errmsg(ctx));
   tl_clearerr(ctx);
   int off[2];
   CHECK_EQ_INT(tl_ansor_features_batch(ctx, NULL, 2, NULL, 1, &r, off), -1);
