@@ -4,7 +4,7 @@
 -- (an Ansor-like CPU sketch: cache write, multi-level tiles, pad per tile, parallel outer
 -- loop, vectorized inner loop, auto-unroll), lowered once.
 --
---   tunelua scripts/bench/ansor_cost_model.lua [N=2048] [repeats=5]
+--   tunelua scripts/bench/ansor_cost_model.lua [N=2048] [repeats=9]
 --
 -- Tables (medians of the repeats):
 --   features   ms per state, single calls (one thread): per-store rows vs itervar and curve;
@@ -24,7 +24,7 @@ local auto_scheduler = require "tunelua.auto_scheduler"
 
 local C, ctx = core.C, core.ctx
 local N = tonumber(arg and arg[1]) or 2048
-local REPEATS = tonumber(arg and arg[2]) or 5
+local REPEATS = tonumber(arg and arg[2]) or 9
 local NF = cm.num_features
 
 local x = te.placeholder({1, 64, 56, 56}, "float32", "X")
@@ -85,33 +85,53 @@ local function median_time(fn)
   end
   return stats.median(ts)
 end
+-- medians of several functions timed in turn within each repeat (on a shared machine the
+-- peers see the same load)
+local function median_times(fns)
+  local ts = {}
+  for k = 1, #fns do ts[k] = {} end
+  for r = 1, REPEATS do
+    for k, fn in ipairs(fns) do
+      local a = C.tl_now()
+      fn()
+      ts[k][r] = C.tl_now() - a
+    end
+  end
+  local out = {}
+  for k = 1, #fns do out[k] = stats.median(ts[k]) end
+  return out
+end
 
 -- ---- features --------------------------------------------------------------------------------------------
 local M = math.min(N, 256)
 local rows = ffi.new("float *[1]")
-local t_ansor = median_time(function()
-  for i = 1, M do
-    local n = C.tl_ansor_features(ctx, ls[i].handle, nil, rows)
-    assert(n >= 0, core.errmsg())
-    ffi.C.free(rows[0])
-  end
-end) / M
 local buf = ffi.new("float[?]", 65536)
 local nout = ffi.new("int[1]")
 local function atvm(kind)
-  return median_time(function()
+  return function()
     for i = 1, M do
       assert(C.tl_tune_lowered_features(ctx, ls[i].handle, kind, buf, 65536, nout) == 0, core.errmsg())
     end
-  end) / M
+  end
 end
-local t_iter, t_curve = atvm(0), atvm(2)
-local t_b1 = median_time(function() cm.features(ls, nil, 1) end)
-local t_b2 = median_time(function() cm.features(ls, nil, 2) end)
+local tf = median_times {
+  function()
+    for i = 1, M do
+      local n = C.tl_ansor_features(ctx, ls[i].handle, nil, rows)
+      assert(n >= 0, core.errmsg())
+      ffi.C.free(rows[0])
+    end
+  end,
+  atvm(0), atvm(2),
+  function() cm.features(ls, nil, 1) end,
+  function() cm.features(ls, nil, 2) end,
+}
+local t_ansor, t_iter, t_curve, t_b1, t_b2 = tf[1] / M, tf[2] / M, tf[3] / M, tf[4], tf[5]
 local feats = cm.features(ls, nil, 2)
 print(string.format("features of one state (median of %d, %d states, 1 thread)", REPEATS, M))
 print(string.format("  %-34s %10s %10s", "", "ms/state", "vs ansor"))
-print(string.format("  %-34s %10.4f %10s", "ansor per-store (" .. math.floor(feats.nrows / N) .. "+ rows of 164)", t_ansor * 1e3, "1.00"))
+print(string.format("  %-34s %10.4f %10s", "ansor per-store (" .. string.format("%.1f", feats.nrows / N)
+                    .. " rows of 164)", t_ansor * 1e3, "1.00"))
 print(string.format("  %-34s %10.4f %10.2f", "autotvm itervar", t_iter * 1e3, t_iter / t_ansor))
 print(string.format("  %-34s %10.4f %10.2f", "autotvm curve", t_curve * 1e3, t_curve / t_ansor))
 print(string.format("batch of %d states: 1 thread %.1f ms, 2 threads %.1f ms (x%.2f)\n", N, t_b1 * 1e3,
@@ -162,18 +182,15 @@ do
   end
 end
 local preds = {}
+local models = {}
 for _, nt in ipairs { 1, 2 } do
-  local m = auto_scheduler.XGBModel { seed = 1, num_warmup_sample = 0, nthread = nt }
-  m:update(subset(feats, 1, ntrain), tp)
-  local t = median_time(function() preds[nt] = m:predict(feats) end)
-  print(string.format("  %-46s %10.2f", "xgb pack-sum predict " .. N .. " states, nthread " .. nt, t * 1e3))
+  models[nt] = auto_scheduler.XGBModel { seed = 1, num_warmup_sample = 0, nthread = nt }
+  models[nt]:update(subset(feats, 1, ntrain), tp)
 end
 -- peer: the template tuner's model on itervar rows (padded to the longest)
 local width = 0
-local irows = {}
 for i = 1, N do
   assert(C.tl_tune_lowered_features(ctx, ls[i].handle, 0, buf, 65536, nout) == 0)
-  irows[i] = { n = nout[0] }
   width = math.max(width, nout[0])
 end
 local X = ffi.new("float[?]", N * width)
@@ -187,11 +204,16 @@ local ys = ffi.new("double[?]", ntrain)
 for i = 1, ntrain do ys[i - 1] = tps[i] end
 assert(C.tl_tune_model_fit_matrix(ctx, tm, X, ntrain, width, ys, 64) == 0, core.errmsg())
 local out = ffi.new("double[?]", N)
-local t_peer = median_time(function()
-  assert(C.tl_tune_model_predict_matrix(ctx, tm, X, N, width, out) == 0, core.errmsg())
-end)
+local tp3 = median_times {
+  function() preds[1] = models[1]:predict(feats) end,
+  function() preds[2] = models[2]:predict(feats) end,
+  function() assert(C.tl_tune_model_predict_matrix(ctx, tm, X, N, width, out) == 0, core.errmsg()) end,
+}
+for nt = 1, 2 do
+  print(string.format("  %-46s %10.2f", "xgb pack-sum predict " .. N .. " states, nthread " .. nt, tp3[nt] * 1e3))
+end
 print(string.format("  %-46s %10.2f", "peer: autotvm xgb predict " .. N .. " rows (" .. width .. " itervar)",
-                    t_peer * 1e3))
+                    tp3[3] * 1e3))
 -- how well each ranks the states it was not trained on
 if N > ntrain then
   local a, b, c = {}, {}, {}
