@@ -385,7 +385,7 @@ TL_TEST(ansor_feature_errors) {
   CHECK_MSG(strstr(tl_errmsg(ctx), "a store without one flattened index") != NULL, "%s",
             tl_errmsg(ctx));
   tl_clearerr(ctx);
-  f.body = tl_store(ir, b, tl_load_typed(ir, TL_T_F32, 5, &i0, 1), &i0, 1);
+  f.body = tl_store(ir, b, tl_ir_make(ir, TL_IR_LOAD, TL_T_F32, 5, &i0, 1), &i0, 1);
   CHECK_EQ_INT(tl_ansor_features(ctx, &f, NULL, &r), -1);
   CHECK_MSG(strstr(tl_errmsg(ctx), "an access to buffer 5 (of 1)") != NULL, "%s", tl_errmsg(ctx));
   tl_clearerr(ctx);
