@@ -377,11 +377,11 @@ static void split_terms(walker *w, tl_ref e, double c, double *cst, int depth) {
       split_terms(w, tl_ir_kid(ir, e, 1), -c, cst, depth + 1);
       return;
     case TL_IR_MUL:
-      if (tl_ir_is_int((tl_ir *)ir, tl_ir_kid(ir, e, 1), &k)) {
+      if (tl_ir_is_int(ir, tl_ir_kid(ir, e, 1), &k)) {
         split_terms(w, tl_ir_kid(ir, e, 0), c * (double)k, cst, depth + 1);
         return;
       }
-      if (tl_ir_is_int((tl_ir *)ir, tl_ir_kid(ir, e, 0), &k)) {
+      if (tl_ir_is_int(ir, tl_ir_kid(ir, e, 0), &k)) {
         split_terms(w, tl_ir_kid(ir, e, 1), c * (double)k, cst, depth + 1);
         return;
       }
@@ -477,7 +477,7 @@ static const double *buf_shape(walker *w, int b, int *ndim) {
     int known = bf->ndim > 0;
     for (int i = 0; i < bf->ndim; i++) {
       int64_t v;
-      if (bf->shape && tl_ir_is_int((tl_ir *)w->ir, bf->shape[i], &v) && v > 0) s[i] = (double)v;
+      if (bf->shape && tl_ir_is_int(w->ir, bf->shape[i], &v) && v > 0) s[i] = (double)v;
       else known = 0;
     }
     if (!known) {
@@ -950,7 +950,7 @@ static void walk_stmt(walker *w, tl_ref s, int depth) {
     double saved = w->unroll_max;
     int64_t v;
     if (key && strcmp(key, "pragma_auto_unroll_max_step") == 0 &&
-        tl_ir_is_int((tl_ir *)ir, tl_ir_kid(ir, s, 0), &v))
+        tl_ir_is_int(ir, tl_ir_kid(ir, s, 0), &v))
       w->unroll_max = (double)v;
     walk_stmt(w, tl_ir_kid(ir, s, 1), depth + 1);
     w->unroll_max = saved;
