@@ -801,6 +801,27 @@ local function concat_list(list, axis, what)
   return out
 end
 
+-- The channel-blocked convolutions (x86's AlterOpLayout): data NCHW[b]c, kernel OIHW[o]o,
+-- output NCHW[o]c -- the NCHW conv of the unblocked operands, blocked again.
+local function blocked_conv(depthwise)
+  return function(a, attrs)
+    local xs, ws = a[1]:shape(), a[2]:shape()
+    if (#xs ~= 5 and not (#xs == 4 and not depthwise)) or #ws ~= 5 then
+      fail("contrib conv2d_NCHWc: expected 5-D (or NCHW) data and a 5-D kernel, got %s and %s",
+           shape_str(xs), shape_str(ws))
+    end
+    local x = #xs == 4 and a[1] or
+              K["layout_transform"]({ a[1] }, { src_layout = "NCHW" .. xs[5] .. "c", dst_layout = "NCHW" })
+    local w = K["layout_transform"]({ a[2] }, { src_layout = "OIHW" .. ws[5] .. "o", dst_layout = "OIHW" })
+    local ca = { strides = attrs.strides, padding = attrs.padding, dilation = attrs.dilation,
+                 groups = depthwise and xs[2] * xs[5] or 1, data_layout = "NCHW", kernel_layout = "OIHW" }
+    local y = conv(x, w, ca, 2, "contrib conv2d_NCHWc")
+    return K["layout_transform"]({ y }, { src_layout = "NCHW", dst_layout = "NCHW" .. ws[5] .. "c" })
+  end
+end
+K["nn.contrib_conv2d_NCHWc"] = blocked_conv(false)
+K["nn.contrib_depthwise_conv2d_NCHWc"] = blocked_conv(true)
+
 K["concatenate"] = function(a, attrs)
   local list = a[1]
   if type(list) == "table" and list.tuple then

@@ -4,7 +4,7 @@
 **   pool2d / max_pool2d / avg_pool2d  attrs: kernel (pool_size), strides,
 **       padding (1, 2 or 4 values [top, left, bottom, right]), dilation,
 **       ceil_mode, count_include_pad, pool_type ("max" | "avg"), layout
-**       (NCHW | NHWC). A "pad" stage (the dtype's lowest value for max, 0
+**       (NCHW | NHWC | NCHW[b]c, 5-D). A "pad" stage (the dtype's lowest value for max, 0
 **       for avg) feeds a max- or sum-reduction; avg divides in a second
 **       stage by the window's element count: every position inside the
 **       explicit padding (count_include_pad) or inside the input only --
@@ -19,17 +19,29 @@
 
 #include <stdio.h>
 
-static int layout_hw(tl_topi_call *c, int data, int *hd, int *wd, const char **layout) {
+/* The H and W dimensions of layout and the data's rank: NCHW, NHWC (4-D) or
+** NCHW[b]c (5-D, a block of b channels innermost: the x86 graph's blocked
+** layout; the pools work on any dims but H and W, so the block passes through). */
+static int layout_hw(tl_topi_call *c, int data, int *hd, int *wd, const char **layout, int *nd) {
   int rc = tl_topi_get_str(c, "layout", "NCHW", layout);
   if (rc) return rc;
-  if (tl_topi_ndim(c->dag, data) != 4) {
-    char b[160];
-    return tl_err(c->ctx, TL_E_SHAPE, "%s: data must be 4-D, got shape %s", c->op,
-                  tl_topi_shape_str(c->dag, data, b));
-  }
+  int n = tl_topi_ndim(c->dag, data), want = 4;
+  long long blk = 0;
+  char tail[4] = {0};
   if (strcmp(*layout, "NCHW") == 0) *hd = 2, *wd = 3;
   else if (strcmp(*layout, "NHWC") == 0) *hd = 1, *wd = 2;
-  else return tl_err(c->ctx, TL_E_UNSUPPORTED, "%s: layout '%s' is not supported (NCHW or NHWC)", c->op, *layout);
+  else if (sscanf(*layout, "NCHW%lld%1s", &blk, tail) == 2 && tail[0] == 'c' && blk > 0 &&
+           strchr(*layout, 'c')[1] == 0)
+    *hd = 2, *wd = 3, want = 5;
+  else return tl_err(c->ctx, TL_E_UNSUPPORTED, "%s: layout '%s' is not supported (NCHW, NHWC or NCHW[x]c)", c->op, *layout);
+  char b[160];
+  if (n != want)
+    return tl_err(c->ctx, TL_E_SHAPE, "%s: data must be %d-D for layout '%s', got shape %s", c->op, want,
+                  *layout, tl_topi_shape_str(c->dag, data, b));
+  if (want == 5 && tl_topi_shape(c->dag, data)[4] != blk)
+    return tl_err(c->ctx, TL_E_SHAPE, "%s: data %s: the channel block is %lld, layout '%s' says %lld", c->op,
+                  tl_topi_shape_str(c->dag, data, b), (long long)tl_topi_shape(c->dag, data)[4], *layout, blk);
+  *nd = n;
   return TL_OK;
 }
 
@@ -66,11 +78,11 @@ double tl_topi_pool_pad_value(tl_dag *dag, tl_type dt, int is_max) {
 }
 
 int tl_topi_pool2d(tl_topi_call *c) {
-  int rc, hd = 2, wd = 3, is_max = 0, np;
+  int rc, hd = 2, wd = 3, is_max = 0, np, nd = 4;
   if ((rc = tl_topi_nin(c, 1, 1))) return rc;
   int data = c->in[0];
   const char *layout;
-  if ((rc = layout_hw(c, data, &hd, &wd, &layout)) || (rc = tl_topi_pool_kind(c, &is_max))) return rc;
+  if ((rc = layout_hw(c, data, &hd, &wd, &layout, &nd)) || (rc = tl_topi_pool_kind(c, &is_max))) return rc;
   static const int64_t one2[2] = {1, 1};
   int64_t k[2], s[2], d[2], p[4], pin[8], ceil_mode, cip;
   json_t *kv = json_object_get(c->attrs, "kernel") ? NULL : json_object_get(c->attrs, "pool_size");
@@ -120,8 +132,8 @@ int tl_topi_pool2d(tl_topi_call *c) {
     o[i] = (ceil_mode ? (span + s[i] - 1) / s[i] : span / s[i]) + 1;
     if (ceil_mode && (o[i] - 1) * s[i] >= in[i] + p[i]) o[i]--;
   }
-  int64_t before[4] = {0, 0, 0, 0}, pshape[4];
-  memcpy(pshape, ds, sizeof pshape);
+  int64_t before[5] = {0, 0, 0, 0, 0}, pshape[5];
+  memcpy(pshape, ds, sizeof(int64_t) * nd);
   for (int i = 0; i < 2; i++) {
     int dim = i ? wd : hd;
     before[dim] = p[i];
@@ -131,17 +143,18 @@ int tl_topi_pool2d(tl_topi_call *c) {
   double padv = tl_topi_pool_pad_value(dag, dt, is_max);
   int pad;
   if ((rc = tl_topi_pad_stage(c, data, before, pshape, padv, "pad_temp", &pad))) return rc;
-  int64_t oshape[4];
-  memcpy(oshape, ds, sizeof oshape);
+  int64_t oshape[5];
+  memcpy(oshape, ds, sizeof(int64_t) * nd);
   oshape[hd] = o[0], oshape[wd] = o[1];
-  static const char *const nchw_names[4] = {"ax0", "ax1", "ax2", "ax3"};
-  tl_ref ax[4];
-  tl_te_axis_vars(dag, 4, nchw_names, ax);
+  static const char *const nchw_names[5] = {"ax0", "ax1", "ax2", "ax3", "ax4"};
+  tl_ref ax[5];
+  tl_te_axis_vars(dag, nd, nchw_names, ax);
   tl_ref rv[2] = {tl_te_reduce_axis(dag, "rv0", k[0]), tl_te_reduce_axis(dag, "rv1", k[1])};
-  tl_ref idx[4] = {ax[0], ax[1], ax[2], ax[3]};
+  tl_ref idx[5];
+  for (int i = 0; i < nd; i++) idx[i] = ax[i];
   idx[hd] = tl_add(ir, tl_mul(ir, ax[hd], tl_int(ir, s[0])), tl_mul(ir, rv[0], tl_int(ir, d[0])));
   idx[wd] = tl_add(ir, tl_mul(ir, ax[wd], tl_int(ir, s[1])), tl_mul(ir, rv[1], tl_int(ir, d[1])));
-  tl_ref body = tl_te_load(dag, pad, idx, 4);
+  tl_ref body = tl_te_load(dag, pad, idx, nd);
   json_t *aj = json_object();
   json_t *ja = json_array();
   for (int i = 0; i < 2; i++) json_array_append_new(ja, json_integer(k[i]));
@@ -161,18 +174,18 @@ int tl_topi_pool2d(tl_topi_call *c) {
   json_object_set_new(aj, "pool_type", json_string(is_max ? "max" : "avg"));
   int out;
   if (is_max) {
-    rc = tl_topi_emit(c, "pool_max", "pool_max", "out_elemwise_fusable", 4, oshape, ax, body,
+    rc = tl_topi_emit(c, "pool_max", "pool_max", "out_elemwise_fusable", nd, oshape, ax, body,
                       TL_RED_MAX, rv, 2, 0, aj, &out);
     json_decref(aj);
     if (rc) return rc;
     return tl_topi_push_out(c, out);
   }
   int sum;
-  rc = tl_topi_emit(c, "pool_sum", "pool_sum", "out_elemwise_fusable", 4, oshape, ax, body,
+  rc = tl_topi_emit(c, "pool_sum", "pool_sum", "out_elemwise_fusable", nd, oshape, ax, body,
                     TL_RED_SUM, rv, 2, 0, aj, &sum);
   if (rc) { json_decref(aj); return rc; }
-  tl_ref bx[4];
-  tl_te_axis_vars(dag, 4, nchw_names, bx);
+  tl_ref bx[5];
+  tl_te_axis_vars(dag, nd, nchw_names, bx);
   tl_ref cnt[2];
   for (int i = 0; i < 2; i++) {
     int dim = i ? wd : hd;
@@ -181,10 +194,10 @@ int tl_topi_pool2d(tl_topi_call *c) {
     cnt[i] = tl_topi_window_count(ir, start, k[i], d[i], lo, hi);
   }
   tl_ref count = tl_max(ir, tl_mul(ir, cnt[0], cnt[1]), tl_int(ir, 1));
-  tl_ref sv = tl_te_load(dag, sum, bx, 4);
+  tl_ref sv = tl_te_load(dag, sum, bx, nd);
   tl_ref avg = tl_type_is_float(dt) ? tl_binary(ir, TL_IR_DIV, sv, tl_cast(ir, dt, count))
                                     : tl_binary(ir, TL_IR_TRUNCDIV, sv, tl_cast(ir, dt, count));
-  rc = tl_topi_emit(c, "pool_avg", "elemwise", "elemwise", 4, oshape, bx, avg, TL_RED_NONE, NULL,
+  rc = tl_topi_emit(c, "pool_avg", "elemwise", "elemwise", nd, oshape, bx, avg, TL_RED_NONE, NULL,
                     0, 0, aj, &out);
   json_decref(aj);
   if (rc) return rc;
@@ -192,21 +205,22 @@ int tl_topi_pool2d(tl_topi_call *c) {
 }
 
 int tl_topi_global_pool(tl_topi_call *c) {
-  int rc, hd = 2, wd = 3, is_max = 0;
+  int rc, hd = 2, wd = 3, is_max = 0, nd = 4;
   if ((rc = tl_topi_nin(c, 1, 1))) return rc;
   int data = c->in[0];
   const char *layout;
-  if ((rc = layout_hw(c, data, &hd, &wd, &layout)) || (rc = tl_topi_pool_kind(c, &is_max))) return rc;
+  if ((rc = layout_hw(c, data, &hd, &wd, &layout, &nd)) || (rc = tl_topi_pool_kind(c, &is_max))) return rc;
   tl_dag *dag = c->dag;
   tl_ir *ir = dag->ir;
   const int64_t *ds = tl_topi_shape(dag, data);
-  int64_t oshape[4];
-  memcpy(oshape, ds, sizeof oshape);
+  int64_t oshape[5];
+  memcpy(oshape, ds, sizeof(int64_t) * nd);
   oshape[hd] = oshape[wd] = 1;
-  tl_ref ax[4];
-  tl_te_axis_vars(dag, 4, NULL, ax);
+  tl_ref ax[5];
+  tl_te_axis_vars(dag, nd, NULL, ax);
   tl_ref rv[2] = {tl_te_reduce_axis(dag, "rv0", ds[hd]), tl_te_reduce_axis(dag, "rv1", ds[wd])};
-  tl_ref idx[4] = {ax[0], ax[1], ax[2], ax[3]};
+  tl_ref idx[5];
+  for (int i = 0; i < nd; i++) idx[i] = ax[i];
   idx[hd] = rv[0], idx[wd] = rv[1];
   json_t *aj = json_object();
   json_object_set_new(aj, "layout", json_string(layout));
@@ -214,17 +228,17 @@ int tl_topi_global_pool(tl_topi_call *c) {
   int out;
   tl_type dt = tl_topi_dtype(dag, data);
   rc = tl_topi_emit(c, is_max ? "adaptive_pool_max" : "adaptive_pool_sum",
-                    is_max ? "adaptive_pool_max" : "adaptive_pool_sum", "out_elemwise_fusable", 4,
-                    oshape, ax, tl_te_load(dag, data, idx, 4), is_max ? TL_RED_MAX : TL_RED_SUM,
+                    is_max ? "adaptive_pool_max" : "adaptive_pool_sum", "out_elemwise_fusable", nd,
+                    oshape, ax, tl_te_load(dag, data, idx, nd), is_max ? TL_RED_MAX : TL_RED_SUM,
                     rv, 2, 0, aj, &out);
   if (rc == TL_OK && !is_max) {
-    tl_ref bx[4];
-    tl_te_axis_vars(dag, 4, NULL, bx);
-    tl_ref sv = tl_te_load(dag, out, bx, 4);
+    tl_ref bx[5];
+    tl_te_axis_vars(dag, nd, NULL, bx);
+    tl_ref sv = tl_te_load(dag, out, bx, nd);
     double n = (double)(ds[hd] * ds[wd]);
     tl_ref v = tl_type_is_float(dt) ? tl_binary(ir, TL_IR_DIV, sv, tl_topi_const(dag, dt, n))
                                     : tl_binary(ir, TL_IR_TRUNCDIV, sv, tl_topi_const(dag, dt, n));
-    rc = tl_topi_emit(c, "adaptive_pool_avg", "elemwise", "elemwise", 4, oshape, bx, v,
+    rc = tl_topi_emit(c, "adaptive_pool_avg", "elemwise", "elemwise", nd, oshape, bx, v,
                       TL_RED_NONE, NULL, 0, 0, aj, &out);
   }
   json_decref(aj);
@@ -233,11 +247,12 @@ int tl_topi_global_pool(tl_topi_call *c) {
 }
 
 int tl_topi_adaptive_pool(tl_topi_call *c) {
-  int rc, hd = 2, wd = 3, is_max = 0, n;
+  int rc, hd = 2, wd = 3, is_max = 0, n, nd = 4;
   if ((rc = tl_topi_nin(c, 1, 1))) return rc;
   int data = c->in[0];
   const char *layout;
-  if ((rc = layout_hw(c, data, &hd, &wd, &layout)) || (rc = tl_topi_pool_kind(c, &is_max))) return rc;
+  if ((rc = layout_hw(c, data, &hd, &wd, &layout, &nd)) || (rc = tl_topi_pool_kind(c, &is_max))) return rc;
+  if (nd != 4) return tl_err(c->ctx, TL_E_UNSUPPORTED, "%s: layout '%s' is not supported (NCHW or NHWC)", c->op, layout);
   int64_t osz[2];
   if ((rc = tl_topi_get_ints(c, "output_size", 2, NULL, osz, &n))) return rc;
   if (n < 0) return tl_err(c->ctx, TL_E_ARG, "%s: attribute 'output_size' is required", c->op);

@@ -110,6 +110,9 @@ int tl_topi_conv2d_transpose(tl_topi_call *c);
 int tl_topi_dense(tl_topi_call *c);
 int tl_topi_batch_matmul(tl_topi_call *c);
 int tl_topi_matmul(tl_topi_call *c);
+/* nchwc.c (the channel-blocked layout NCHW[x]c) */
+int tl_topi_conv2d_nchwc(tl_topi_call *c);
+int tl_topi_depthwise_conv2d_nchwc(tl_topi_call *c);
 /* pool.c */
 int tl_topi_pool2d(tl_topi_call *c);
 int tl_topi_global_pool(tl_topi_call *c);

@@ -6,6 +6,10 @@
 --   tunelua scripts/bench/network_cpu.lua --n-trial 32 --threads 2 --repeat 30
 --   tunelua scripts/bench/network_cpu.lua --target "llvm -mcpu=core-avx2" --log none
 --                                       -- (default target "llvm": the host CPU's vectors)
+--   tunelua scripts/bench/network_cpu.lua --log none --layouts both
+--                                       -- each column also with layouts = false (every
+--                                       -- activation NCHW between convs): before/after of
+--                                       -- the blocked layouts, measured interleaved
 --
 -- Batch 1, fp32, NCHW. "untuned" compiles with each template's fallback
 -- config and the default schedules (no history, no TopHub); "TopHub" with
@@ -16,7 +20,11 @@
 -- --python: /usr/bin/python3 with Debian's python3-torch by default; ONNX Runtime
 -- where that Python has it, else "n/a"), with the same thread count. Every figure is
 -- the median of --repeat runs. Networks: --networks resnet-18,resnet-50,mobilenet,
--- vgg-16,inception_v3 for the whole table.
+-- vgg-16,inception_v3 for the whole table. The tunelua networks of one row are built
+-- first and then timed in interleaved rounds (--rounds, default 5, --repeat/rounds runs
+-- each per round), so that a load change on the machine hits every column alike.
+-- --layouts blocked (default) builds as executor.build does (AlterOpLayout's NCHW[x]c
+-- between convs); nchw with layouts = false; both prints both and their ratio.
 local tl = require "tunelua"
 local autotvm = require "tunelua.autotvm"
 local relay = require "tunelua.relay"
@@ -24,7 +32,7 @@ local executor = require "tunelua.graph.executor"
 local networks = require "networks"
 
 local opts = { networks = "resnet-18,mobilenet", threads = 2, ["repeat"] = 30, n_trial = 16,
-               log = nil, target = "llvm", python = "/usr/bin/python3" }
+               log = nil, target = "llvm", python = "/usr/bin/python3", layouts = "blocked", rounds = 5 }
 do
   local i = 1
   while i <= #arg do
@@ -36,12 +44,18 @@ do
     elseif a == "--log" then opts.log = v
     elseif a == "--target" then opts.target = v
     elseif a == "--python" then opts.python = v
+    elseif a == "--layouts" then opts.layouts = v
+    elseif a == "--rounds" then opts.rounds = tonumber(v)
     else error("network_cpu: unknown option " .. tostring(a) .. " (see the header of this script)", 0) end
     if v == nil then error("network_cpu: " .. a .. " expects a value", 0) end
     i = i + 2
   end
 end
+if opts.layouts ~= "blocked" and opts.layouts ~= "nchw" and opts.layouts ~= "both" then
+  error("network_cpu: --layouts must be blocked, nchw or both, got " .. tostring(opts.layouts), 0)
+end
 tl.set_num_threads(opts.threads)
+local stats = require "tunelua.stats"
 
 local function script_dir()
   local src = debug.getinfo(1, "S").source:sub(2)
@@ -63,15 +77,33 @@ local function peer_ms(name, runtime)
   return tonumber(med), ver
 end
 
-local function bench(mod, params, history, tophub)
+local function build(mod, params, history, tophub, layouts)
   local lib = executor.build(mod, { target = opts.target, params = params, history = history,
-                                    tophub = tophub })
+                                    tophub = tophub, layouts = layouts, quiet = true })
   local m = executor.GraphModule(lib)
   local shape = mod.main.params[1].type.shape
   m:set_input("data", tl.nd.random_uniform(shape, { seed = 1 }))
-  local r = m:benchmark({ number = 1, repeats = opts["repeat"], quiet = true })
-  return r.median * 1e3, r
+  m:run()
+  return { m = m, runs = {} }
 end
+
+-- every built network of a row timed in rounds, interleaved: column name -> median ms
+local function time_all(cols)
+  local per = math.max(1, math.floor(opts["repeat"] / opts.rounds))
+  for _ = 1, opts.rounds do
+    for _, c in ipairs(cols) do
+      local r = c.b.m:benchmark({ number = 1, repeats = per, quiet = true })
+      for _, x in ipairs(r.results) do c.b.runs[#c.b.runs + 1] = x end
+    end
+  end
+  local r = {}
+  for _, c in ipairs(cols) do r[c.name] = stats.median(c.b.runs) * 1e3 end
+  return r
+end
+
+local variants = {}
+if opts.layouts ~= "nchw" then variants[#variants + 1] = { suffix = "", layouts = true } end
+if opts.layouts ~= "blocked" then variants[#variants + 1] = { suffix = " NCHW", layouts = false } end
 
 local rows = {}
 for name in opts.networks:gmatch("[^,]+") do
@@ -87,29 +119,59 @@ for name in opts.networks:gmatch("[^,]+") do
       builder = autotvm.LocalBuilder(), runner = autotvm.LocalRunner({ number = 4, ["repeat"] = 3 }),
     }), { tuner = "xgb", n_trial = opts.n_trial, early_stopping = opts.n_trial, log_filename = log })
   end
-  local untuned = bench(mod, params, nil, false)
-  local tophub = bench(mod, params, nil, true)
-  local tuned = log and bench(mod, params, autotvm.apply_history_best(log), true) or nil
+  local cols = {}
+  for _, v in ipairs(variants) do
+    cols[#cols + 1] = { name = "untuned" .. v.suffix, b = build(mod, params, nil, false, v.layouts) }
+    cols[#cols + 1] = { name = "TopHub" .. v.suffix, b = build(mod, params, nil, true, v.layouts) }
+    if log then
+      cols[#cols + 1] = { name = "tuned" .. v.suffix,
+                          b = build(mod, params, autotvm.apply_history_best(log), true, v.layouts) }
+    end
+  end
+  local t = time_all(cols)
   local torch, tver = peer_ms(name, "torch")
   local ort, over = peer_ms(name, "onnxruntime")
   if not torch then io.stderr:write("network_cpu: PyTorch peer: ", tostring(tver), "\n") end
   if not ort then io.stderr:write("network_cpu: ONNX Runtime peer: ", tostring(over), "\n") end
-  rows[#rows + 1] = { name = name, untuned = untuned, tophub = tophub, tuned = tuned,
+  rows[#rows + 1] = { name = name, t = t,
                       torch = torch, torch_ver = torch and tver, ort = ort,
                       ort_ver = ort and over, log = log }
 end
 
 local function f2(x) return x and string.format("%.2f", x) or "n/a" end
-print(string.format("\nbatch 1, fp32, %d threads, %s; median of %d runs (ms); " ..
-                    "x PyTorch = PyTorch / best tunelua, x ORT = ONNX Runtime / best tunelua",
-                    opts.threads, opts.target, opts["repeat"]))
-print(string.format("%-12s %9s %9s %9s %9s %9s %9s %7s", "network", "untuned", "TopHub", "tuned",
-                    "PyTorch", "ORT", "xPyTorch", "xORT"))
+print(string.format("\nbatch 1, fp32, %d threads, %s; median of %d runs (ms), tunelua interleaved in %d " ..
+                    "rounds; x PyTorch = PyTorch / best tunelua, x ORT = ONNX Runtime / best tunelua",
+                    opts.threads, opts.target, opts["repeat"], opts.rounds))
+local heads = {}
+for _, v in ipairs(variants) do
+  heads[#heads + 1] = "untuned" .. v.suffix
+  heads[#heads + 1] = "TopHub" .. v.suffix
+  heads[#heads + 1] = "tuned" .. v.suffix
+end
+local line = { string.format("%-12s", "network") }
+for _, h in ipairs(heads) do line[#line + 1] = string.format("%12s", h) end
+line[#line + 1] = string.format("%9s %9s %9s %7s", "PyTorch", "ORT", "xPyTorch", "xORT")
+print(table.concat(line, " "))
 for _, r in ipairs(rows) do
-  local best = math.min(r.untuned, r.tophub, r.tuned or math.huge)
-  print(string.format("%-12s %9.2f %9.2f %9s %9s %9s %9s %7s", r.name, r.untuned, r.tophub,
-                      f2(r.tuned), f2(r.torch), f2(r.ort), f2(r.torch and r.torch / best),
-                      f2(r.ort and r.ort / best)))
+  local best = math.huge
+  line = { string.format("%-12s", r.name) }
+  for _, h in ipairs(heads) do
+    local v = r.t[h]
+    if v and v < best then best = v end
+    line[#line + 1] = string.format("%12s", f2(v))
+  end
+  line[#line + 1] = string.format("%9s %9s %9s %7s", f2(r.torch), f2(r.ort), f2(r.torch and r.torch / best),
+                                  f2(r.ort and r.ort / best))
+  print(table.concat(line, " "))
+  if opts.layouts == "both" then
+    local parts = {}
+    for _, h in ipairs({ "untuned", "TopHub", "tuned" }) do
+      if r.t[h] and r.t[h .. " NCHW"] then
+        parts[#parts + 1] = string.format("%s %.2fx", h, r.t[h .. " NCHW"] / r.t[h])
+      end
+    end
+    print(string.format("%-12s blocked layouts over NCHW (NCHW / blocked): %s", "", table.concat(parts, ", ")))
+  end
 end
 for _, r in ipairs(rows) do
   if r.torch or r.ort then

@@ -135,6 +135,159 @@ static int conv_compute_common(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, 
                     max_out, nout);
 }
 
+/* ---- the channel-blocked graph layout (NCHW[x]c data in, NCHW[x]c out) ----------------- */
+
+/* The compute when the graph passes its data blocked (5-D NCHW[ib]c, the
+** kernel 5-D OIHW[ob]o): topi's conv2d_NCHWc / depthwise_conv2d_NCHWc
+** (core/topi/nchwc.c), no packing or unpacking stage. The blocks are the
+** ones AlterOpLayout chose from this template's config. */
+static int nchwc5_compute(tl_ctx *ctx, const conv_info *ci, tl_dag *dag, const int *in, int *out,
+                          int max_out, int *nout, int depthwise) {
+  char attrs[320];
+  snprintf(attrs, sizeof attrs,
+           "{\"strides\":[%lld,%lld],\"padding\":[%lld,%lld,%lld,%lld],\"dilation\":[%lld,%lld]%s%s%s}",
+           (long long)ci->stride[0], (long long)ci->stride[1], (long long)ci->pad[0],
+           (long long)ci->pad[1], (long long)ci->pad[2], (long long)ci->pad[3], (long long)ci->dil[0],
+           (long long)ci->dil[1], ci->out_dtype ? ",\"out_dtype\":\"" : "",
+           ci->out_dtype ? ci->out_dtype : "", ci->out_dtype ? "\"" : "");
+  return tl_topi_op(ctx, dag, depthwise ? "depthwise_conv2d_NCHWc" : "conv2d_NCHWc", in, 2, attrs,
+                    out, max_out, nout);
+}
+
+/* Inline the injective stages but the output; the padding stays at root,
+** computed once per call with its outer loops fused and parallel. */
+static int nchwc5_inline(tl_ctx *ctx, tl_sched *s, int CV) {
+  tl_dag *dag = tl_sched_dag(s);
+  for (int i = 0; i < tl_sched_num_stages(s) - 1; i++) {
+    if (i == CV || tl_sched_stage_op_kind(s, i) != TL_DAG_COMPUTE) continue;
+    if (tl_dag_op_nreduce(dag, i) > 0) continue;
+    const char *tag = tl_dag_op_tag(dag, i);
+    if (i < CV && tag && strncmp(tag, "injective,pad", 13) == 0) {
+      int f[3] = {0, 1, 2};
+      TRY(tl_sched_fuse(ctx, s, i, 3, f));
+      TRY(tl_sched_annotate(ctx, s, i, 0, TL_ANN_PARALLEL));
+      TRY(ann(ctx, s, i, node_at(s, i, tl_sched_num_iters(s, i) - 1), TL_ANN_VECTORIZE));
+      continue;
+    }
+    TRY(tl_sched_compute_inline(ctx, s, i));
+  }
+  return TL_OK;
+}
+
+/* The outer stage of a blocked conv: the fused epilogue when it has the
+** conv's shape (bias, relu, residual add computed once per output vector),
+** else the conv itself (a cache_write stage accumulates). *O, *CC. */
+static int nchwc5_stages(tl_ctx *ctx, tl_sched *s, int CV, int *O, int *CC) {
+  int last = tl_sched_num_stages(s) - 1;
+  if (last != CV && tl_atvm_same_shape(s, CV, last)) {
+    *O = last, *CC = CV;
+    return TL_OK;
+  }
+  char cname[128];
+  snprintf(cname, sizeof cname, "%s", tl_sched_stage_name(s, CV));
+  int ns;
+  TRY(tl_sched_cache_write(ctx, s, CV, "local", &ns));
+  *O = find(s, cname), *CC = ns;
+  return TL_OK;
+}
+
+/* The NCHW[x]c conv: O (n, oc_chunk, oh, ow, ob) -> par(n, oc_chunk, oh/oh_f), ow/reg_n,
+** [oh_f,] reg_n, ob (vectorized); the accumulation computed at ow/reg_n as
+** ic_outer, kh, kw, ic_inner (unroll_kw: kh, ic_inner, kw; 1x1: ic_inner, kh, kw),
+** [oh_f,] reg_n (unrolled), ob (vectorized, in vectors of the target's width):
+** reg_n (x oh_f) vector accumulators, one kernel vector and one broadcast data
+** element per FMA row, the data read in place (no packing). */
+static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *s, int CV) {
+  tl_ctx *ctx = cfg->ctx;
+  tl_dag *dag = tl_sched_dag(s);
+  int64_t reg_n = last_of(cfg, "tile_ow");
+  if (!reg_n) return tl_errcode(ctx);
+  int is1x1 = ci->KH == 1 && ci->KW == 1;
+  int64_t oh_f = is1x1 ? (int64_t)tl_cfg_other(cfg, "tile_oh") : 1;
+  int unroll_kw = is1x1 ? 0 : tl_cfg_other(cfg, "unroll_kw") != 0;
+  if (oh_f < 1 || ci->OH % oh_f != 0) oh_f = 1;
+  int64_t ob = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, CV, 0))[4];
+  TRY(nchwc5_inline(ctx, s, CV));
+  int O, CC, t[3];
+  TRY(nchwc5_stages(ctx, s, CV, &O, &CC));
+  int oho = 2, ohi = -1, owo, owi;
+  if (oh_f > 1) { TRY(tl_atvm_split_node(ctx, s, O, 2, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
+  TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
+  int order[12], no = 0;
+  order[no++] = 0, order[no++] = 1, order[no++] = oho, order[no++] = owo;
+  if (ohi >= 0) order[no++] = ohi;
+  order[no++] = owi, order[no++] = 4;
+  TRY(tl_atvm_reorder_nodes(ctx, s, O, order, no));
+  int par, f3[3] = {0, 1, oho};
+  TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, 3, &par));
+  TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
+  TRY(ann(ctx, s, O, 4, TL_ANN_VECTORIZE));
+  TRY(tl_sched_compute_at(ctx, s, CC, O, pos(s, O, owo)));
+  /* CC: n oc_chunk oh ow ob | ic_outer kh kw ic_inner */
+  int rco = 5, ry = 6, rx = 7, rci = 8, obo = -1, obi = 4;
+  oho = 2, ohi = -1;
+  if (oh_f > 1) { TRY(tl_atvm_split_node(ctx, s, CC, 2, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
+  TRY(tl_atvm_split_node(ctx, s, CC, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
+  if (ob > SIMD_LANES && ob % SIMD_LANES == 0) {
+    int64_t l = SIMD_LANES;
+    TRY(tl_atvm_split_node(ctx, s, CC, 4, 1, &l, t)); obo = t[0], obi = t[1];
+  }
+  no = 0;
+  order[no++] = 0, order[no++] = 1, order[no++] = oho, order[no++] = owo, order[no++] = rco;
+  if (is1x1) order[no++] = rci, order[no++] = ry, order[no++] = rx;
+  else if (unroll_kw) order[no++] = ry, order[no++] = rci, order[no++] = rx;
+  else order[no++] = ry, order[no++] = rx, order[no++] = rci;
+  if (ohi >= 0) order[no++] = ohi;
+  order[no++] = owi;
+  if (obo >= 0) order[no++] = obo;
+  order[no++] = obi;
+  TRY(tl_atvm_reorder_nodes(ctx, s, CC, order, no));
+  if (unroll_kw) TRY(ann(ctx, s, CC, rx, TL_ANN_UNROLL));
+  if (ohi >= 0) TRY(ann(ctx, s, CC, ohi, TL_ANN_UNROLL));
+  if (obo >= 0) TRY(ann(ctx, s, CC, obo, TL_ANN_UNROLL));
+  TRY(ann(ctx, s, CC, owi, TL_ANN_UNROLL));
+  TRY(ann(ctx, s, CC, obi, TL_ANN_VECTORIZE));
+  return TL_OK;
+}
+
+/* The NCHW[x]c depthwise conv: O (n, c_chunk, oh, ow, b) -> par(n, c_chunk, oh), ow/reg_n,
+** reg_n, b (vectorized); the accumulation at ow/reg_n as kh, kw, reg_n (unrolled),
+** b (vectorized, in vectors of the target's width). */
+static int dw_nchwc5_schedule(tl_atvm_cfg *cfg, tl_sched *s, int CV) {
+  tl_ctx *ctx = cfg->ctx;
+  tl_dag *dag = tl_sched_dag(s);
+  int64_t reg_n = last_of(cfg, "tile_ow");
+  if (!reg_n) return tl_errcode(ctx);
+  int64_t b = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, CV, 0))[4];
+  TRY(nchwc5_inline(ctx, s, CV));
+  int O, CC, t[3];
+  TRY(nchwc5_stages(ctx, s, CV, &O, &CC));
+  TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &reg_n, t));
+  int owo = t[0], owi = t[1];
+  int order[10] = {0, 1, 2, owo, owi, 4};
+  TRY(tl_atvm_reorder_nodes(ctx, s, O, order, 6));
+  int par, f3[3] = {0, 1, 2};
+  TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, 3, &par));
+  TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
+  TRY(ann(ctx, s, O, 4, TL_ANN_VECTORIZE));
+  TRY(tl_sched_compute_at(ctx, s, CC, O, pos(s, O, owo)));
+  /* CC: n c_chunk oh ow b | kh kw */
+  int bo = -1, bi = 4;
+  TRY(tl_atvm_split_node(ctx, s, CC, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
+  if (b > SIMD_LANES && b % SIMD_LANES == 0) {
+    int64_t l = SIMD_LANES;
+    TRY(tl_atvm_split_node(ctx, s, CC, 4, 1, &l, t)); bo = t[0], bi = t[1];
+  }
+  int no = 0;
+  order[no++] = 0, order[no++] = 1, order[no++] = 2, order[no++] = owo;
+  if (bo >= 0) order[no++] = bo;
+  order[no++] = 5, order[no++] = 6, order[no++] = owi, order[no++] = bi;
+  TRY(tl_atvm_reorder_nodes(ctx, s, CC, order, no));
+  TRY(ann(ctx, s, CC, owi, TL_ANN_UNROLL));
+  TRY(ann(ctx, s, CC, bi, TL_ANN_VECTORIZE));
+  return TL_OK;
+}
+
 /* ---- conv2d_NCHWc.x86 -------------------------------------------------------------- */
 
 static int filter_ow64(tl_atvm_cfg *cfg, int k) {
@@ -239,6 +392,8 @@ static int conv_nchwc_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, c
                               int nin, int *out, int max_out, int *nout) {
   conv_info ci;
   TRY(conv_info_of(ctx, a, 0, &ci));
+  if (nin >= 2 && tl_dag_tensor_ndim(dag, in[0]) == 5)
+    return nchwc5_compute(ctx, &ci, dag, in, out, max_out, nout, 0);
   if (!conv_blocked_ok(a, &ci) || nin < 2 || max_out < 1)
     return conv_compute_common(ctx, a, dag, in, nin, out, max_out, nout, 0);
   int data = in[0], kernel = in[1], rc;
@@ -445,7 +600,9 @@ static int conv_nchwc_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched
   tl_ctx *ctx = cfg->ctx;
   conv_info ci;
   TRY(conv_info_of(ctx, a, 0, &ci));
-  int CV = tl_atvm_stage_by_tag(s, "conv2d_x86_blocked");
+  int CV = tl_atvm_stage_by_tag(s, "conv2d_NCHWc");
+  if (CV >= 0) return conv_nchwc5_schedule(cfg, &ci, s, CV);
+  CV = tl_atvm_stage_by_tag(s, "conv2d_x86_blocked");
   if (CV >= 0) return conv_blocked_schedule(cfg, &ci, s, CV);
   int C = tl_atvm_stage_by_tag(s, "conv2d_nchw");
   if (C < 0) return tl_err(ctx, TL_E_SCHED, "conv2d_NCHWc.x86: no conv2d_nchw stage");
@@ -663,6 +820,8 @@ static int dw_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int
                       int *out, int max_out, int *nout) {
   conv_info ci;
   TRY(conv_info_of(ctx, a, 1, &ci));
+  if (nin >= 2 && tl_dag_tensor_ndim(dag, in[0]) == 5)
+    return nchwc5_compute(ctx, &ci, dag, in, out, max_out, nout, 1);
   if (dw_blocked_ok(a, &ci) && nin >= 2 && max_out >= 1 && tl_dag_tensor_ndim(dag, in[1]) == 4)
     return dw_blocked_compute(ctx, &ci, dag, in, out, nout);
   return conv_compute_common(ctx, a, dag, in, nin, out, max_out, nout, 1);
@@ -746,6 +905,8 @@ static int dw_blocked_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *
 
 static int dw_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   tl_ctx *ctx = cfg->ctx;
+  int CV5 = tl_atvm_stage_by_tag(s, "depthwise_conv2d_NCHWc");
+  if (CV5 >= 0) return dw_nchwc5_schedule(cfg, s, CV5);
   int CV = tl_atvm_stage_by_tag(s, "depthwise_x86_blocked");
   if (CV >= 0) {
     conv_info ci;

@@ -199,6 +199,37 @@ local function by_cost(impls, ctxs, tgt)
   return impls
 end
 
+-- The blocked templates (their NCHW[x]c forms run the whole graph blocked on x86).
+local BLOCKED = { ["conv2d_NCHWc.x86"] = true, ["depthwise_conv2d_NCHWc.x86"] = true }
+local CONTRIB = { ["nn.contrib_conv2d_NCHWc"] = true, ["nn.contrib_depthwise_conv2d_NCHWc"] = true }
+
+--- executor.conv_blocks(tgt, ctxs) -> function(conv2d call) -> ic_bn, oc_bn, or nil when the
+--- target has no blocked conv template: the channel blocks of the config the graph build
+--- will schedule that conv with (the first dispatch context of ctxs with a record for its
+--- task, else the template's fallback config): the last factors of tile_ic and tile_oc.
+--- AlterOpLayout gives the graph these layouts (relay.optimize's conv_blocks).
+function executor.conv_blocks(tgt, ctxs)
+  local has = false
+  for _, row in ipairs(tgt.strategy or {}) do if BLOCKED[row.template] then has = true end end
+  if not has then return nil end
+  local tm = require "tunelua.autotvm.task"
+  local gt = require "tunelua.autotvm.graph_tuner"
+  return function(call)
+    local impl = strategy.templates(call, tgt)[1]
+    if not impl or not BLOCKED[impl.name] then return nil end
+    local okt, task = pcall(tm.create, impl.name, impl.args, tgt.str)
+    if not okt or type(task) ~= "table" or task.handle == nil then return nil end
+    local index = -1
+    for _, c in ipairs(ctxs) do
+      local i = lookup_index(c, task, tgt, impl)
+      if i then index = i; break end
+    end
+    local okc, cfg = pcall(task.config, task, index)
+    if not okc then return nil end
+    return gt.layout_of(cfg:entity())
+  end
+end
+
 local function tuned_group(call, tgt, ctxs)
   local tm = require "tunelua.autotvm.task"
   local anchor
@@ -226,7 +257,10 @@ local function tuned_group(call, tgt, ctxs)
       end
       -- no config anywhere: the template's fallback config when the template says it beats
       -- the generic default schedule (TL_TMPL_FALLBACK_DEPLOYS), not counted as tuned
-      if targets.template_flags(impl.name).fallback_deploys then cands[#cands + 1] = "fallback" end
+      -- (a blocked conv of the graph: its layout came from that config, so it deploys too)
+      if targets.template_flags(impl.name).fallback_deploys or CONTRIB[anchor.op] then
+        cands[#cands + 1] = "fallback"
+      end
       for _, c in ipairs(cands) do
         local index
         if c == "fallback" then index = -1 else index = lookup_index(c, task, tgt, impl) end
@@ -234,7 +268,8 @@ local function tuned_group(call, tgt, ctxs)
           local args_json = strategy.args_json(impl.args)
           local okb, g = pcall(group.build, call, {
             anchor_hook = function(dag, node, in_ids, _)
-              if node ~= anchor then return nil end
+              -- a blocked conv of the graph: topi's NCHW[x]c compute, the template's schedule
+              if node ~= anchor or CONTRIB[node.op] then return nil end
               local n = #in_ids
               local ids = intarr(n)
               for i = 1, n do ids[i - 1] = in_ids[i] end
@@ -301,7 +336,9 @@ local function external_slot(e, arr)
 end
 
 --- executor.build(mod, {target = "llvm", params = {...}, history = log or context,
----   quiet = false, opt = true}) -> lib
+---   quiet = false, opt = true, layouts = true}) -> lib
+--- layouts = false keeps every activation NCHW on x86 (each conv packs and unpacks its own
+--- data); by default AlterOpLayout runs the graph on the convs' blocked layouts NCHW[x]c.
 function executor.build(mod, opts)
   opts = opts or {}
   local tstr = opts.target or "llvm"
@@ -321,9 +358,6 @@ function executor.build(mod, opts)
   end
   local params = opts.params or {}
   local t0 = C.tl_now()
-  local m = mod
-  if opts.opt ~= false then m = extract.optimize(mod, { target = tgt.str, params = params }, 2) end
-  local main = walk.main(m, 2)
   local history = load_history(opts.history, 2)
   local ctxs = {}
   if history then ctxs[#ctxs + 1] = history end
@@ -331,6 +365,12 @@ function executor.build(mod, opts)
     local th = tophub_context(tgt)
     if th then ctxs[#ctxs + 1] = th end
   end
+  local m = mod
+  if opts.opt ~= false then
+    m = extract.optimize(mod, { target = tgt.str, params = params,
+                                conv_blocks = opts.layouts ~= false and executor.conv_blocks(tgt, ctxs) or nil }, 2)
+  end
+  local main = walk.main(m, 2)
 
   -- 1. walk: values (lists of buffer descriptors), steps
   local bufs = {}        -- {shape, dtype, kind = "input"|"param"|"const"|"inter"|"output", ...}
@@ -474,6 +514,7 @@ function executor.build(mod, opts)
 
   -- 2. memory plan over the intermediates
   local inter, sum = group.intermediates(bufs)
+  local weight_bytes, io_bytes = executor.tensor_bytes(bufs, steps)
   local n = #inter
   local sizes, first, last, offs = i64arr(n + 1), intarr(n + 1), intarr(n + 1), i64arr(n + 1)
   for i, b in ipairs(inter) do
@@ -487,7 +528,8 @@ function executor.build(mod, opts)
   if opts.plan_only then
     local largest = 0
     for _, b in ipairs(inter) do if b.nbytes > largest then largest = b.nbytes end end
-    return { planned = arena, intermediates = sum, groups = ngroups, buffers = n, largest = largest }
+    return { planned = arena, intermediates = sum, groups = ngroups, buffers = n, largest = largest,
+             weights = weight_bytes, io = io_bytes, steps = #steps }
   end
   local ep = ffi.new("tl_graph_exec *[1]")
   check(C.tl_graph_exec_new(ctx, arena, ep), 2)
@@ -555,6 +597,7 @@ function executor.build(mod, opts)
   local lib = setmetatable({
     exec = e, glib = glib, compile_seconds = compile_s, kernels = kernels, steps = steps, inputs = inputs, input_order = input_order,
     outputs = outputs, target = tgt.str, planned_bytes = arena, intermediate_bytes = sum, bufs = bufs,
+    weight_bytes = weight_bytes, io_bytes = io_bytes,
     num_groups = ngroups, num_tuned = ntuned, build_seconds = C.tl_now() - t0,
   }, Lib)
   if not opts.quiet then
@@ -574,9 +617,37 @@ function executor.plan_memory(mod, opts)
   return executor.build(mod, o)
 end
 
---- Planned activation memory: planned arena bytes, sum of all intermediates' bytes.
+--- Memory: planned arena bytes, sum of all intermediates' bytes, the weights and constants
+--- the steps read (each array once, as deployed: packed weights, not the originals they
+--- came from), the inputs and outputs; peak = planned + weights + io (what a run holds),
+--- total = intermediates + weights + io (every tensor in its own buffer).
 function Lib:memory()
-  return { planned = self.planned_bytes, intermediates = self.intermediate_bytes }
+  local w, io_ = self.weight_bytes or 0, self.io_bytes or 0
+  return { planned = self.planned_bytes, intermediates = self.intermediate_bytes, weights = w, io = io_,
+           peak = self.planned_bytes + w + io_, total = self.intermediate_bytes + w + io_ }
+end
+
+--- executor.tensor_bytes(bufs, steps) -> weight bytes, io bytes: the distinct constant
+--- arrays the steps read, and the inputs and graph outputs.
+function executor.tensor_bytes(bufs, steps)
+  local seen, w, io_ = {}, 0, 0
+  local function nbytes(b)
+    local n = 1
+    for _, d in ipairs(b.shape) do n = n * d end
+    return n * C.tl_dtype_bytes(dtype_code(b.dtype))
+  end
+  for _, st in ipairs(steps) do
+    for _, b in ipairs(st.args) do
+      if (b.kind == "param" or b.kind == "const") and not seen[b.value or b] then
+        seen[b.value or b] = true
+        w = w + nbytes(b)
+      elseif (b.kind == "input" or b.kind == "output") and not seen[b] then
+        seen[b] = true
+        io_ = io_ + nbytes(b)
+      end
+    end
+  end
+  return w, io_
 end
 
 -- ---- GraphModule --------------------------------------------------------------------

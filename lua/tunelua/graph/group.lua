@@ -59,7 +59,8 @@ local function placeholder(dag, name, ty)
 end
 
 local ANCHORS = { ["nn.conv2d"] = true, ["nn.dense"] = true, ["nn.conv2d_transpose"] = true,
-                  ["nn.batch_matmul"] = true, ["nn.conv3d"] = true }
+                  ["nn.batch_matmul"] = true, ["nn.conv3d"] = true,
+                  ["nn.contrib_conv2d_NCHWc"] = true, ["nn.contrib_depthwise_conv2d_NCHWc"] = true }
 group.ANCHORS = ANCHORS
 
 local MAXOUT = 64

@@ -141,10 +141,33 @@ local function dense_templates(node, tgt)
   return from_strategy(tgt, "dense", { data = dty, weight = wty, out_dtype = out_dtype(node.attrs, dty) })
 end
 
+-- A channel-blocked conv (AlterOpLayout's NCHW[x]c form on x86) is the same task as the
+-- NCHW conv it came from: its args name the NCHW data and OIHW kernel shapes.
+local function nchwc_templates(depthwise)
+  return function(node, tgt)
+    local a = node.attrs or {}
+    local dty, kty = node.args[1].type, node.args[2].type
+    local d, k = dty.shape, kty.shape
+    if #d == 4 then d = { d[1], d[2], d[3], d[4], 1 } end     -- NCHW data read in place
+    local ci = {
+      layout = "NCHW", klayout = "OIHW", groups = depthwise and d[2] * d[5] or 1, depthwise = depthwise,
+      strides = pair(a.strides, 1), dilation = pair(a.dilation, 1), padding = strategy.pad4(a.padding),
+      kh = k[3], kw = k[4], out_dtype = out_dtype(a, dty),
+      data = { shape = { d[1], d[2] * d[5], d[3], d[4] }, dtype = dty.dtype },
+      kernel = { shape = { k[1] * k[5], k[2], k[3], k[4] }, dtype = kty.dtype },
+    }
+    return from_strategy(tgt, depthwise and "depthwise_conv2d" or "conv2d", ci)
+  end
+end
+
 local by_op = {
   ["nn.conv2d"] = conv_templates,
   ["nn.dense"] = dense_templates,
+  ["nn.contrib_conv2d_NCHWc"] = nchwc_templates(false),
+  ["nn.contrib_depthwise_conv2d_NCHWc"] = nchwc_templates(true),
 }
+-- the ops a relay program has before AlterOpLayout (what task extraction looks for)
+local source_ops = { ["nn.conv2d"] = true, ["nn.dense"] = true }
 
 --- The AutoTVM implementations (templates) of a call node on target: list of {name, args}.
 function strategy.templates(node, target)
@@ -157,7 +180,7 @@ end
 --- The ops that have AutoTVM templates somewhere.
 function strategy.tunable_ops()
   local r = {}
-  for k in pairs(by_op) do r[#r + 1] = k end
+  for k in pairs(by_op) do if source_ops[k] then r[#r + 1] = k end end
   table.sort(r)
   return r
 end

@@ -260,6 +260,30 @@ register {
   to_topi = conv2d_to_topi,
 }
 
+-- The channel-blocked forms AlterOpLayout gives x86 convolutions (TVM's contrib ops):
+-- data NCHW[ib]c, kernel OIHW[ob]o (5-D), output NCHW[ob]c; topi's conv2d_NCHWc /
+-- depthwise_conv2d_NCHWc (core/topi/nchwc.c). The layouts are attributes for printing;
+-- the blocks are the operands' last dims.
+for _, v in ipairs { { "nn.contrib_conv2d_NCHWc", "conv2d_NCHWc" },
+                     { "nn.contrib_depthwise_conv2d_NCHWc", "depthwise_conv2d_NCHWc" } } do
+  register {
+    name = v[1], topi = v[2], pattern = "out_elemwise_fusable",
+    attr_order = { "strides", "padding", "dilation", "data_layout", "kernel_layout", "out_layout",
+                   "out_dtype" },
+    defaults = { strides = { 1, 1 }, padding = { 0, 0, 0, 0 }, dilation = { 1, 1 }, out_dtype = "" },
+    normalize = function(a)
+      a.strides = rep(a.strides or 1, 2, "strides")
+      a.padding = norm_pad(a.padding or 0, 2, "padding")
+      a.dilation = rep(a.dilation or 1, 2, "dilation")
+    end,
+    to_topi = function(attrs)
+      local a = { strides = attrs.strides, padding = attrs.padding, dilation = attrs.dilation }
+      if attrs.out_dtype and attrs.out_dtype ~= "" then a.out_dtype = attrs.out_dtype end
+      return a, v[2]
+    end,
+  }
+end
+
 register {
   name = "nn.conv3d", topi = "conv3d", pattern = "out_elemwise_fusable",
   attr_order = conv_order,

@@ -8,6 +8,9 @@
 --   opts.disabled         {PassName = true, ...}: skip those passes
 --   opts.dump             print the module after each pass (or TUNELUA_DUMP_PASSES=1)
 --   opts.fuse = false     stop before FuseOps
+--   opts.conv_blocks      function(conv2d call) -> ic_bn, oc_bn: AlterOpLayout turns the
+--                         graph into the channel-blocked layout NCHW[x]c (the x86 graph
+--                         build passes it; see AlterOpLayout.lua)
 -- Sequence: SimplifyInference, EliminateCommonSubexpr, FoldConstant, FoldScaleAxis
 -- (backward, forward, FoldConstant), SimplifyExpr, CanonicalizeOps, AlterOpLayout
 -- (AutoTVM's extraction disables it: disabled = {AlterOpLayout = true}), FoldConstant,
@@ -38,7 +41,7 @@ function M.optimize(mod, opts)
   for _, name in ipairs(M.sequence) do
     if not disabled[name] and not (name == "FuseOps" and opts.fuse == false) then
       local p = require("tunelua.relay.pass." .. name)
-      m = p.pass({ dump = dump })(m)
+      m = p.pass({ dump = dump, conv_blocks = opts.conv_blocks })(m)
     end
   end
   return m, rest
