@@ -213,4 +213,7 @@ do
   assert(not ok and tostring(err):find("block", 1, true), tostring(err))
 end
 
+-- a network the other executor tests do not cover, blocked (TopHub's configs: mixed blocks)
+check.report_network("vgg-16", "NCHW", 32)
+
 print("test_alter_layout_x86: ok")

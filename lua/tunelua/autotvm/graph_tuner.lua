@@ -19,12 +19,14 @@
 --   + per conv, the layout conversions at the graph's edges (pack, unpack)
 --
 -- where the last two come from a layout model (opts.layout):
---   "executor" (default)  what the graph executor pays today: each conv kernel reads NCHW
---                         and writes NCHW itself (its padding and its NCHW output stage are
---                         inside the kernel, so inside the cost the log measured); no
---                         layout_transform runs between convs and the configs of two
---                         neighbours do not interact: every edge costs 0 and the choice is
---                         each workload's best.
+--   "executor" (default)  what the graph executor pays: on x86 the graph runs blocked
+--                         (AlterOpLayout, docs/executor.md) and each conv reads its data in
+--                         the block its producer writes (ic_bn only splits the reduction),
+--                         so no layout_transform runs between two convs; with layouts =
+--                         false each conv reads and writes NCHW itself. Either way the
+--                         configs of two conv neighbours do not interact: every edge costs
+--                         0 and the choice is each workload's best. The chosen configs'
+--                         tile_oc blocks are the layouts the built network runs on.
 --   "blocked"             a network kept in NCHW[x]c between convs, as TVM's x86 flow runs
 --                         it: an edge costs the layout_transform NCHW[oc_u]c -> NCHW[ic_v]c
 --                         of v's input tensor when the blocks differ; a conv fed by the
