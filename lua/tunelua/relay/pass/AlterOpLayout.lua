@@ -87,7 +87,7 @@ local function all_ones(shape)
   return true
 end
 
-local function is_float(ty) return ty.dtype == "float32" or ty.dtype == "float64" end
+local function is_float(ty) return ty.dtype == "float32" end
 
 local function block_graph(f, conv_blocks)
   local relay = require "tunelua.relay"
