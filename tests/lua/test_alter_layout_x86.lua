@@ -108,7 +108,17 @@ do
   local all = table.concat(names, " ")
   assert(all:find("contrib_conv2d_NCHWc_add_add_nn_relu", 1, true),
          "conv + bias + residual add + relu in one group: " .. all)
+  -- the memory report: the weights as deployed (each array once: 16*16*9*2 + 32*16 + 10*32
+  -- floats, the biases and the rest), the input and output, peak and total
+  local mem = lib:memory()
+  local wbytes = 4 * (16 * 16 * 9 * 2 + 32 * 16 + 10 * 32 + 16 + 16)
+  eq(mem.weights, wbytes, "weight bytes")
+  eq(mem.io, 4 * (16 * 8 * 8 + 10), "input and output bytes")
+  eq(mem.peak, mem.planned + mem.weights + mem.io, "peak")
+  eq(mem.total, mem.intermediates + mem.weights + mem.io, "total")
+  assert(mem.planned < mem.intermediates, "the plan reuses buffers")
   local lib0 = check.check_graph(mod, params, { data = x }, { layouts = false }, "NCHW chain")
+  eq(lib0:memory().weights, wbytes, "weight bytes, NCHW graph (packed weights replace the originals)")
   assert(not table.concat((function() local t = {} for i, s in ipairs(lib0.steps) do t[i] = s.name end return t end)(), " ")
            :find("contrib", 1, true), "layouts = false keeps NCHW convs")
 end
