@@ -712,5 +712,6 @@ void tl_module_free(tl_module *m);
 #include "tunelua_rpc.h"
 #include "tunelua_target.h"
 #include "tunelua_tune.h"
+#include "tunelua_vta.h"
 
 #endif

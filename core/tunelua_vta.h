@@ -1,0 +1,64 @@
+/*
+** tunelua_vta.h -- part of the public API (included by core/tunelua.h): VTA,
+** the deep-learning accelerator (targets/vta/; docs/vta.md). Its hardware
+** configuration (TVM's vta_config.json keys and the parameters derived from
+** them), a disassembler for its instruction streams, and a simulator that
+** executes them bit-exactly and counts cycles.
+** The region between the cdef markers is LuaJIT-FFI clean.
+*/
+#ifndef TUNELUA_VTA_H
+#define TUNELUA_VTA_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* cdef:begin */
+
+typedef struct tl_vta_config tl_vta_config;
+typedef struct tl_vta_sim tl_vta_sim;
+
+/* A configuration from a vta_config.json file or text (name: how errors name
+** the text). A missing, mistyped, unknown, out-of-range or inconsistent key is
+** TL_E_PARSE naming the key; an unreadable file is TL_E_IO. */
+int tl_vta_config_load(tl_ctx *ctx, const char *path, tl_vta_config **out);
+int tl_vta_config_from_string(tl_ctx *ctx, const char *text, const char *name,
+                              tl_vta_config **out);
+void tl_vta_config_free(tl_vta_config *c);
+/* Every key and derived parameter as one JSON object (*out: tl_vta_free). */
+int tl_vta_config_json(tl_ctx *ctx, const tl_vta_config *c, char **out);
+
+/* The disassembly of nbytes of instructions (16 bytes each), one numbered
+** line per instruction (*out: tl_vta_free). A bad instruction is TL_E_PARSE
+** naming its index. */
+int tl_vta_disasm_bytes(tl_ctx *ctx, const tl_vta_config *c, const void *insns, size_t nbytes,
+                        char **out);
+void tl_vta_free(void *p);
+
+/* The simulator: DRAM of dram_bytes (0: 256 MiB, reserved lazily), the SRAMs
+** of the configuration, the counters and the cycle model. */
+int tl_vta_sim_new(tl_ctx *ctx, const tl_vta_config *c, size_t dram_bytes, tl_vta_sim **out);
+void tl_vta_sim_free(tl_vta_sim *s);
+/* A DRAM buffer of nbytes (page-aligned); *phys is its physical address,
+** never 0. */
+int tl_vta_sim_alloc(tl_ctx *ctx, tl_vta_sim *s, size_t nbytes, uint32_t *phys);
+int tl_vta_sim_release(tl_ctx *ctx, tl_vta_sim *s, uint32_t phys);
+/* The host view of [phys, phys+nbytes) of DRAM, or NULL when out of range. */
+void *tl_vta_sim_host_ptr(tl_vta_sim *s, uint32_t phys, size_t nbytes);
+/* Run insn_count instructions read from DRAM at insn_phys until FINISH.
+** Errors name the instruction: a bad encoding (TL_E_PARSE), an SRAM or DRAM
+** access out of range, a token deadlock (TL_E_RUNTIME); it never hangs. */
+int tl_vta_sim_run(tl_ctx *ctx, tl_vta_sim *s, uint32_t insn_phys, int insn_count);
+/* The counters since the last clear as a JSON object (*out: tl_vta_free):
+** cycles, seconds, busy cycles per module, bytes per memory type, GEMM and
+** ALU counters. */
+int tl_vta_sim_stats_json(tl_ctx *ctx, const tl_vta_sim *s, char **out);
+void tl_vta_sim_clear_stats(tl_vta_sim *s);
+
+/* cdef:end */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
