@@ -55,6 +55,34 @@ int tl_vta_sim_run(tl_ctx *ctx, tl_vta_sim *s, uint32_t insn_phys, int insn_coun
 int tl_vta_sim_stats_json(tl_ctx *ctx, const tl_vta_sim *s, char **out);
 void tl_vta_sim_clear_stats(tl_vta_sim *s);
 
+/* ---- conv2d_packed.vta: a tuning task on the simulator ----------------------
+** args as TVM's records give them: [["TENSOR", data 6-D, "int8"], ["TENSOR",
+** kernel 6-D, "int8"], strides, padding, dilation, "NCHW<b>n<c>c", "int32"].
+** The config space is TVM's (tile_b, tile_h, tile_w, tile_ci, tile_co,
+** oc_nthread, h_nthread, in TVM's index order); entities are TVM's JSON. */
+
+typedef struct tl_vta_task tl_vta_task;
+
+int tl_vta_task_new(tl_ctx *ctx, const tl_vta_config *c, const char *args_json,
+                    tl_vta_task **out);
+void tl_vta_task_free(tl_vta_task *t);
+int64_t tl_vta_task_space_len(const tl_vta_task *t);
+double tl_vta_task_flop(const tl_vta_task *t);
+/* The entity of a config index (*out: tl_vta_free), and back. */
+int tl_vta_task_entity_json(tl_ctx *ctx, tl_vta_task *t, int64_t index, char **out);
+int tl_vta_task_index_of_entity(tl_ctx *ctx, tl_vta_task *t, const char *entity_json,
+                                int64_t *index);
+/* TL_OK when the config fits the SRAMs, else TL_E_SCHED naming the buffer. */
+int tl_vta_task_check(tl_ctx *ctx, tl_vta_task *t, int64_t index);
+/* Run config index on a fresh simulator with random data (seed); with check,
+** a result that differs from the CPU reference is TL_E_RUNTIME. *stats_json
+** (tl_vta_free): cycles, seconds, gops, gemm_busy (share of cycles the GEMM
+** core works), busy cycles per module, byte and GEMM/ALU counters, macs. */
+int tl_vta_task_run(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, int check,
+                    char **stats_json);
+/* The config's instruction stream, disassembled (*out: tl_vta_free). */
+int tl_vta_task_disasm(tl_ctx *ctx, tl_vta_task *t, int64_t index, char **out);
+
 /* cdef:end */
 
 #ifdef __cplusplus

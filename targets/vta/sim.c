@@ -126,6 +126,7 @@ static uint8_t *dram_elems(tl_vta_sim *s, uint64_t e, uint64_t n, int elem) {
   return s->dram + (a - PAGE);
 }
 
+const tl_vta_config *tl_vta_sim_config(const tl_vta_sim *s) { return &s->cfg; }
 const tl_vta_stats *tl_vta_sim_stats(const tl_vta_sim *s) { return &s->st; }
 TL_EXPORT void tl_vta_sim_clear_stats(tl_vta_sim *s) { memset(&s->st, 0, sizeof s->st); }
 void tl_vta_sim_set_work_limit(tl_vta_sim *s, uint64_t iters) { s->work_limit = iters; }
@@ -506,6 +507,12 @@ TL_EXPORT int tl_vta_sim_run(tl_ctx *ctx, tl_vta_sim *s, uint32_t insn_phys, int
     rc = tl_err(ctx, TL_E_RUNTIME, "vta sim: the stream of %d instructions has no FINISH", n);
     goto done;
   }
+  for (int k = 0; k < 4; k++)
+    if (tq[k].head < tq[k].tail) {   /* hardware would carry them into the next run */
+      rc = tl_err(ctx, TL_E_RUNTIME, "vta sim: %d token(s) left on %s after FINISH",
+                  tq[k].tail - tq[k].head, token_names[k]);
+      goto done;
+    }
   s->st.cycles += end_all;
   s->st.insn_count += (uint64_t)n;
   s->st.runs++;

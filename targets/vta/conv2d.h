@@ -1,0 +1,43 @@
+/*
+** conv2d.h -- conv2d_packed.vta (conv2d.c): the workload, TVM's config space,
+** the instruction stream of a config and the CPU reference.
+*/
+#ifndef TL_VTA_CONV2D_H
+#define TL_VTA_CONV2D_H
+
+#include "runtime.h"
+
+/* A packed convolution; channel counts are in blocks (CIo = CI / BLOCK_IN). */
+typedef struct tl_vta_conv2d {
+  int64_t No, CIo, H, W, COo, KH, KW, sh, sw, ph, pw, OH, OW;
+  double flop;                  /* 2 * MACs, as TVM's cfg.add_flop */
+} tl_vta_conv2d;
+
+/* The knobs of one config: splits [outer, inner], thread counts. */
+typedef struct tl_vta_knobs {
+  int64_t tile_b[2], tile_h[2], tile_w[2], tile_ci[2], tile_co[2];
+  int oc_nthread, h_nthread;
+} tl_vta_knobs;
+
+/* args: [data, kernel, strides, padding, dilation, layout, out_dtype] as in
+** TVM's records; the blocks must match the configuration. */
+int tl_vta_conv2d_parse(tl_ctx *ctx, const tl_vta_config *c, const char *args_json,
+                        tl_vta_conv2d *w);
+/* TVM's space: tile_b, tile_h, tile_w, tile_ci, tile_co (factors, 2 outputs),
+** oc_nthread, h_nthread ([1, 2]), in that order. */
+int tl_vta_conv2d_space(tl_ctx *ctx, const tl_vta_conv2d *w, tl_atvm_space **out);
+int tl_vta_conv2d_knobs_of(tl_ctx *ctx, const tl_vta_conv2d *w, tl_atvm_space *sp, int64_t index,
+                           tl_vta_knobs *k);
+/* TL_OK when the config fits the SRAMs (TL_E_SCHED naming the buffer if not). */
+int tl_vta_conv2d_check(tl_ctx *ctx, const tl_vta_config *c, const tl_vta_conv2d *w,
+                        const tl_vta_knobs *k);
+/* Append the config's stream to q (no sync); data, kernel, out: DRAM buffers. */
+int tl_vta_conv2d_emit(tl_vta_cmd *q, tl_ctx *ctx, const tl_vta_config *c,
+                       const tl_vta_conv2d *w, const tl_vta_knobs *k, uint32_t data,
+                       uint32_t kernel, uint32_t out);
+void tl_vta_conv2d_reference(const tl_vta_config *c, const tl_vta_conv2d *w, const int8_t *data,
+                             const int8_t *kernel, int8_t *out);
+/* Bytes of the data (0), kernel (1) and output (2) tensors. */
+int64_t tl_vta_conv2d_bytes(const tl_vta_config *c, const tl_vta_conv2d *w, int which);
+
+#endif
