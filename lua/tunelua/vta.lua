@@ -10,6 +10,7 @@
 -- optional keys, the derived parameters. A bad file raises an error naming the key.
 local core = require "tunelua.core"
 local json = require "tunelua.json"
+local target = require "tunelua.target"
 
 local ffi, C = core.ffi, core.C
 
@@ -103,6 +104,139 @@ function vta.get_env(opts)
   env.MAX_XFER = 33554432   -- 32 MiB, the runtime's largest transfer
   cache[key] = env
   return env
+end
+
+local function log2(n)
+  local l = 0
+  while 2 ^ l < n do l = l + 1 end
+  if 2 ^ l ~= n then return nil end
+  return l
+end
+
+--- vta.config_of_model(model) -> vta_config.json text for a MODEL string such as
+-- "pynq_1x16_i8w8a32_15_15_18_17" (TARGET_BITSTREAM), or nil and why
+function vta.config_of_model(model)
+  local tgt, b, blk, i, w, a, u, inp, wgt, acc =
+    tostring(model):match("^(%w+)_(%d+)x(%d+)_i(%d+)w(%d+)a(%d+)_(%d+)_(%d+)_(%d+)_(%d+)$")
+  if not tgt then return nil, "not a VTA model name: " .. tostring(model) end
+  local lb, lk, li, lw, la = log2(tonumber(b)), log2(tonumber(blk)), log2(tonumber(i)),
+    log2(tonumber(w)), log2(tonumber(a))
+  if not (lb and lk and li and lw and la) then return nil, "not powers of 2 in " .. model end
+  return json.encode { TARGET = tgt, HW_VER = "0.0.2", LOG_INP_WIDTH = li, LOG_WGT_WIDTH = lw,
+    LOG_ACC_WIDTH = la, LOG_BATCH = lb, LOG_BLOCK = lk, LOG_UOP_BUFF_SIZE = tonumber(u),
+    LOG_INP_BUFF_SIZE = tonumber(inp), LOG_WGT_BUFF_SIZE = tonumber(wgt),
+    LOG_ACC_BUFF_SIZE = tonumber(acc) }
+end
+
+-- ---- conv2d_packed.vta tasks ------------------------------------------------------------
+
+local Task = {}
+Task.__index = Task
+
+local function take_string(p)
+  local s = ffi.string(p[0])
+  C.tl_vta_free(p[0])
+  return s
+end
+
+--- vta.task(env, args) -> a conv2d_packed.vta task on env's configuration. args: TVM's
+-- [data, kernel, strides, padding, dilation, layout, out_dtype] (a table or JSON text).
+function vta.task(env, args)
+  local text = type(args) == "string" and args or json.encode(args)
+  local h = ffi.new("tl_vta_task *[1]")
+  core.check(C.tl_vta_task_new(core.ctx, env.handle, text, h), 2)
+  return setmetatable({ handle = ffi.gc(h[0], C.tl_vta_task_free), env = env, args = text,
+                        name = "conv2d_packed.vta" }, Task)
+end
+
+function Task:len() return tonumber(C.tl_vta_task_space_len(self.handle)) end
+function Task:flop() return tonumber(C.tl_vta_task_flop(self.handle)) end
+
+--- task:entity(index) -> the config's entity as TVM's records write it (decoded JSON)
+function Task:entity(index)
+  local out = ffi.new("char *[1]")
+  core.check(C.tl_vta_task_entity_json(core.ctx, self.handle, index, out), 2)
+  return json.decode(take_string(out))
+end
+
+--- task:index_of(entity) -> the config index of an entity (a table or JSON text)
+function Task:index_of(entity)
+  local text = type(entity) == "string" and entity or json.encode(entity)
+  local idx = ffi.new("int64_t[1]")
+  core.check(C.tl_vta_task_index_of_entity(core.ctx, self.handle, text, idx), 2)
+  return tonumber(idx[0])
+end
+
+--- task:check(index) -> true, or false and why the config cannot run (an SRAM it overflows)
+function Task:check(index)
+  if C.tl_vta_task_check(core.ctx, self.handle, index) == 0 then return true end
+  local msg = core.errmsg()
+  C.tl_clearerr(core.ctx)
+  return false, msg
+end
+
+--- task:run(index[, opts]) -> stats: the config run on a fresh simulator with random data
+-- (opts.seed), checked against the CPU reference unless opts.check == false; cycles, seconds,
+-- gops, gemm_busy, busy cycles per module, byte and GEMM/ALU counters, macs
+function Task:run(index, opts)
+  opts = opts or {}
+  local out = ffi.new("char *[1]")
+  core.check(C.tl_vta_task_run(core.ctx, self.handle, index, opts.seed or 1,
+                               opts.check == false and 0 or 1, out), 2)
+  return json.decode(take_string(out))
+end
+
+--- task:disasm(index) -> the config's instruction stream, one line per instruction
+function Task:disasm(index)
+  local out = ffi.new("char *[1]")
+  core.check(C.tl_vta_task_disasm(core.ctx, self.handle, index, out), 2)
+  return take_string(out)
+end
+
+--- vta.tophub_map(path) -> how a TopHub VTA log maps onto our spaces:
+-- { lines, records, by_template = {name = n}, accepted, same_index, fits, entries, rejected }
+-- A conv2d_packed.vta record is accepted when its model names a configuration we build,
+-- its workload parses and its entity is a point of our space; same_index counts those whose
+-- index in our space is the record's (older TVM versions enumerated some spaces in another
+-- order), fits those whose tiles fit the SRAMs. entries[i] = {task, index, record, fits}.
+function vta.tophub_map(path)
+  local f = assert(io.open(path, "r"))
+  local res = { lines = 0, records = 0, by_template = {}, accepted = 0, same_index = 0, fits = 0,
+                entries = {}, rejected = {} }
+  for line in f:lines() do
+    res.lines = res.lines + 1
+    if line:match("^%s*{") then
+      res.records = res.records + 1
+      local rec = json.decode(line)
+      local name = rec.input[2]
+      res.by_template[name] = (res.by_template[name] or 0) + 1
+      if name == "conv2d_packed.vta" then
+        local ok, task, idx
+        local text, why = vta.config_of_model(target.record(rec.input[1]).model)
+        if text then
+          ok, task = pcall(function()
+            return vta.task(vta.get_env { text = text, name = "model" }, rec.input[3])
+          end)
+          if not ok then why = task end
+        end
+        if ok then
+          ok, idx = pcall(task.index_of, task, rec.config.entity)
+          if not ok then why = idx end
+        end
+        if ok then
+          res.accepted = res.accepted + 1
+          if idx == rec.config.index then res.same_index = res.same_index + 1 end
+          local fits = task:check(idx)
+          if fits then res.fits = res.fits + 1 end
+          res.entries[#res.entries + 1] = { task = task, index = idx, record = rec, fits = fits }
+        else
+          res.rejected[#res.rejected + 1] = why
+        end
+      end
+    end
+  end
+  f:close()
+  return res
 end
 
 return vta

@@ -735,3 +735,177 @@ TL_TEST(vta_sim_cycles_hand_computed) {
   tl_vta_sim_free(s);
   tl_ctx_free(ctx);
 }
+
+/* ---- runtime: tokens, micro-op cache, sync ------------------------------------------------ */
+
+#include "../../targets/vta/conv2d.h"
+
+static char *disasm_of(tl_ctx *ctx, tl_vta_cmd *q, const tl_vta_config *c) {
+  tl_buf b = {0}, t = {0};
+  CHECK(tl_vta_cmd_encode(q, &b) == 0);
+  CHECK(tl_vta_disasm(ctx, c, (const uint8_t *)b.s, (int)(b.n / 16), &t) == 0);
+  tl_buf_free(&b);
+  return tl_buf_take(&t);
+}
+
+TL_TEST(vta_runtime_tokens_and_uop_cache) {
+  tl_vta_config c = cfg_with("");
+  tl_ctx *ctx = tl_ctx_new();
+  tl_vta_sim *sim = NULL;
+  CHECK(tl_vta_sim_new(ctx, &c, 1 << 22, &sim) == 0);
+  uint32_t inp, wgt, out;
+  CHECK(tl_vta_sim_alloc(ctx, sim, 4096, &inp) == 0);
+  CHECK(tl_vta_sim_alloc(ctx, sim, 4096, &wgt) == 0);
+  CHECK(tl_vta_sim_alloc(ctx, sim, 4096, &out) == 0);
+  /* one input vector of 1..16, an identity weight matrix times 2 */
+  int8_t *x = tl_vta_sim_host_ptr(sim, inp, 16), *wm = tl_vta_sim_host_ptr(sim, wgt, 256);
+  for (int k = 0; k < 16; k++) x[k] = (int8_t)(k + 1), wm[k * 16 + k] = 2;
+  tl_vta_cmd *q = NULL;
+  CHECK(tl_vta_cmd_new(ctx, sim, &q) == 0);
+  tl_vta_kernel *reset = tl_vta_kernel_new(q, 0, 1, 0, 0, 0);
+  tl_vta_kernel_uop(q, reset, 0, 0, 0);
+  tl_vta_kernel *gemm = tl_vta_kernel_new(q, 0, 0, 0, 0, 0);
+  tl_vta_kernel_uop(q, gemm, 0, 0, 0);
+  tl_vta_kernel *add = tl_vta_kernel_new(q, 1, 0, TL_VTA_ALU_ADD, 1, 100);
+  tl_vta_kernel_loop(q, add, 1, 1, 1, 0);
+  tl_vta_kernel_uop(q, add, 0, 0, 0);
+  tl_vta_load_2d(q, inp, 0, 1, 1, 1, 0, 0, 0, 0, 0, TL_VTA_MEM_INP);
+  tl_vta_load_2d(q, wgt, 0, 1, 1, 1, 0, 0, 0, 0, 0, TL_VTA_MEM_WGT);
+  tl_vta_dep_push(q, 1, 2);
+  tl_vta_push_kernel(q, reset);
+  tl_vta_dep_pop(q, 1, 2);
+  tl_vta_push_kernel(q, gemm);
+  tl_vta_push_kernel(q, gemm);    /* resident: no second LOAD UOP */
+  tl_vta_push_kernel(q, add);
+  tl_vta_dep_push(q, 2, 3);
+  tl_vta_dep_pop(q, 2, 3);
+  tl_vta_store_2d(q, 0, out, 0, 1, 1, 1);
+  char *text = disasm_of(ctx, q, &c);
+  CHECK_STREQ(text,
+              "    0  LOAD   INP  sram 0 <- dram 0x100+[1 x 1, stride 1]\n"
+              "    1  LOAD   WGT  sram 0 <- dram 0x20+[1 x 1, stride 1]  | push l2g\n"
+              "    2  LOAD   UOP  sram 0 <- dram 0x1000+[1 x 1, stride 1]\n"
+              "    3  GEMM   reset uop [0,1) x [1 x 1] dst(0,0) src(0,0) wgt(0,0)\n"
+              "    4  LOAD   UOP  sram 1 <- dram 0x1400+[1 x 1, stride 1]  | pop l2g\n"
+              "    5  GEMM   uop [1,2) x [1 x 1] dst(0,0) src(0,0) wgt(0,0)\n"
+              "    6  GEMM   uop [1,2) x [1 x 1] dst(0,0) src(0,0) wgt(0,0)\n"
+              "    7  LOAD   UOP  sram 2 <- dram 0x1800+[1 x 1, stride 1]\n"
+              "    8  ALU    ADD imm 100 uop [2,3) x [1 x 1] dst(0,1) src(0,1)  | push g2s\n"
+              "    9  STORE  OUT  sram 0 -> dram 0x300+[1 x 1, stride 1]  | pop g2s\n");
+  free(text);
+  CHECK_MSG(tl_vta_cmd_sync(q) == 0, "%s", tl_errmsg(ctx));
+  /* out = 2 * 2x + 100 = 4 (k + 1) + 100, truncated to int8 */
+  int8_t *o = tl_vta_sim_host_ptr(sim, out, 16);
+  for (int k = 0; k < 16; k++) CHECK_EQ_INT(o[k], (int8_t)(uint8_t)(4 * (k + 1) + 100));
+  /* after a run every kernel is loaded again; a full ring wraps and evicts */
+  tl_vta_push_kernel(q, gemm);
+  tl_vta_kernel *big = tl_vta_kernel_new(q, 0, 1, 0, 0, 0);
+  for (int i = 0; i < c.uop_depth; i++) tl_vta_kernel_uop(q, big, 0, 0, 0);
+  tl_vta_push_kernel(q, big);      /* 8192 uops do not fit after gemm: wraps to 0, evicts it */
+  tl_vta_push_kernel(q, gemm);     /* loaded again: wraps to 0 again */
+  const tl_vta_insn *v = tl_vta_cmd_insns(q);
+  CHECK_EQ_INT(tl_vta_cmd_count(q), 6);
+  CHECK(v[0].opcode == TL_VTA_LOAD && v[0].mem_type == TL_VTA_MEM_UOP && v[0].sram_base == 0);
+  CHECK(v[2].opcode == TL_VTA_LOAD && v[2].sram_base == 0 && v[2].x_size == 8192);
+  CHECK(v[4].opcode == TL_VTA_LOAD && v[4].sram_base == 0 && v[4].x_size == 1);
+  CHECK_EQ_INT(v[5].uop_bgn, 0);
+  CHECK_EQ_INT(v[5].uop_end, 1);
+  /* a token from load to store is refused; errors are sticky */
+  tl_vta_dep_push(q, 1, 3);
+  CHECK_EQ_INT(tl_vta_cmd_status(q), TL_E_ARG);
+  CHECK_STREQ(tl_errmsg(ctx), "vta runtime: dep_push(1, 3): the stages must be neighbours among "
+                              "load 1, compute 2, store 3");
+  CHECK_EQ_INT(tl_vta_cmd_sync(q), TL_E_ARG);
+  tl_vta_cmd_free(q);
+  tl_vta_sim_free(sim);
+  tl_ctx_free(ctx);
+}
+
+/* ---- conv2d_packed: random configs against the CPU reference ------------------------------ */
+
+TL_TEST(vta_conv2d_random_configs) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_vta_config d = cfg_with(""), b2;
+  CHECK(tl_vta_config_parse(ctx,
+                            "{\"TARGET\":\"sim\",\"HW_VER\":\"0.0.2\",\"LOG_INP_WIDTH\":3,"
+                            "\"LOG_WGT_WIDTH\":3,\"LOG_ACC_WIDTH\":5,\"LOG_BATCH\":1,"
+                            "\"LOG_BLOCK\":3,\"LOG_UOP_BUFF_SIZE\":15,\"LOG_INP_BUFF_SIZE\":15,"
+                            "\"LOG_WGT_BUFF_SIZE\":16,\"LOG_ACC_BUFF_SIZE\":17}",
+                            "b2", &b2) == 0);
+  /* data (N/b, CI/B, H, W, b, B), kernel (CO/B, CI/B, KH, KW, B, B), stride, pad */
+  struct { tl_vta_config *c; const char *args; } wl[] = {
+      {&d, "[[\"TENSOR\",[1,2,8,8,1,16],\"int8\"],[\"TENSOR\",[4,2,3,3,16,16],\"int8\"],[1,1],[1,1,1,1],[1,1],\"NCHW1n16c\",\"int32\"]"},
+      {&d, "[[\"TENSOR\",[1,3,9,7,1,16],\"int8\"],[\"TENSOR\",[2,3,3,3,16,16],\"int8\"],[2,2],[1,1,1,1],[1,1],\"NCHW1n16c\",\"int32\"]"},
+      {&d, "[[\"TENSOR\",[1,2,6,6,1,16],\"int8\"],[\"TENSOR\",[6,2,1,1,16,16],\"int8\"],[1,1],[0,0,0,0],[1,1],\"NCHW1n16c\",\"int32\"]"},
+      {&d, "[[\"TENSOR\",[2,1,10,10,1,16],\"int8\"],[\"TENSOR\",[3,1,3,3,16,16],\"int8\"],[2,2],[1,1,1,1],[1,1],\"NCHW1n16c\",\"int32\"]"},
+      {&d, "[[\"TENSOR\",[1,2,8,8,1,16],\"int8\"],[\"TENSOR\",[2,2,1,1,16,16],\"int8\"],[2,2],[0,0,0,0],[1,1],\"NCHW1n16c\",\"int32\"]"},
+      {&b2, "[[\"TENSOR\",[1,3,6,6,2,8],\"int8\"],[\"TENSOR\",[4,3,3,3,8,8],\"int8\"],[1,1],[1,1,1,1],[1,1],\"NCHW2n8c\",\"int32\"]"},
+  };
+  uint64_t st = 2024;
+  int checked = 0, invalid = 0, tries = 0;
+  while (checked < 200 && tries < 2000) {
+    int which = (int)(rnd(&st) % TL_ARRAY_SIZE(wl));
+    tl_vta_task *t = NULL;
+    CHECK_MSG(tl_vta_task_new(ctx, wl[which].c, wl[which].args, &t) == 0, "%s", tl_errmsg(ctx));
+    int64_t idx = (int64_t)(rnd(&st) % (uint32_t)tl_vta_task_space_len(t));
+    tries++;
+    if (tl_vta_task_check(ctx, t, idx)) {
+      CHECK_EQ_INT(tl_errcode(ctx), TL_E_SCHED);
+      invalid++;
+    } else {
+      char *stats = NULL;
+      int rc = tl_vta_task_run(ctx, t, idx, (uint64_t)tries, 1, &stats);
+      char *ent = NULL;
+      tl_vta_task_entity_json(ctx, t, idx, &ent);
+      CHECK_MSG(rc == 0, "workload %d, config %lld %s: %s", which, (long long)idx, ent,
+                tl_errmsg(ctx));
+      CHECK(strstr(stats, "\"cycles\":") != NULL);
+      int64_t back = -1;
+      CHECK(tl_vta_task_index_of_entity(ctx, t, ent, &back) == 0);
+      CHECK_EQ_INT(back, idx);
+      tl_vta_free(ent);
+      tl_vta_free(stats);
+      checked++;
+    }
+    tl_clearerr(ctx);
+    tl_vta_task_free(t);
+  }
+  CHECK_EQ_INT(checked, 200);
+  tl_ctx_free(ctx);
+}
+
+TL_TEST(vta_conv2d_reference_and_errors) {
+  /* the CPU reference against a hand computation of one output, and bad workloads */
+  tl_vta_config c = cfg_with("");
+  tl_ctx *ctx = tl_ctx_new();
+  tl_vta_conv2d w;
+  CHECK(tl_vta_conv2d_parse(ctx, &c,
+                            "[[\"TENSOR\",[1,1,4,4,1,16],\"int8\"],[\"TENSOR\",[1,1,3,3,16,16],"
+                            "\"int8\"],[1,1],[1,1,1,1],[1,1],\"NCHW1n16c\",\"int32\"]",
+                            &w) == 0);
+  CHECK_EQ_INT(w.OH, 4);
+  CHECK_NEAR(w.flop, 2.0 * 16 * 16 * 9 * 16, 0);
+  int8_t data[256], kern[2304], ref[256];
+  uint64_t st = 5;
+  for (int i = 0; i < 256; i++) data[i] = (int8_t)rnd(&st);
+  for (int i = 0; i < 2304; i++) kern[i] = (int8_t)rnd(&st);
+  tl_vta_conv2d_reference(&c, &w, data, kern, ref);
+  /* a hand computation of one output: (0, 0, 1, 1) lane 3 */
+  int32_t sum = 0;
+  for (int di = 0; di < 3; di++)
+    for (int dj = 0; dj < 3; dj++)
+      for (int k = 0; k < 16; k++)
+        sum += data[(di * 4 + dj) * 16 + k] * kern[(di * 3 + dj) * 256 + 3 * 16 + k];
+  sum >>= 8;
+  CHECK_EQ_INT(ref[(1 * 4 + 1) * 16 + 3], sum > 127 ? 127 : sum < 0 ? 0 : sum);
+  /* bad workloads */
+  CHECK_EQ_INT(tl_vta_conv2d_parse(ctx, &c,
+                                   "[[\"TENSOR\",[1,1,4,4,1,8],\"int8\"],[\"TENSOR\",[1,1,3,3,16,16],"
+                                   "\"int8\"],[1,1],[1,1,1,1],[1,1],\"NCHW1n16c\",\"int32\"]",
+                                   &w),
+               TL_E_ARG);
+  CHECK_STREQ(tl_errmsg(ctx), "conv2d_packed.vta: data (.., 1, 8) and kernel (.., 16, 16) blocks "
+                              "do not match the configuration's BATCH 1, BLOCK 16");
+  CHECK_EQ_INT(tl_vta_conv2d_parse(ctx, &c, "[1,2]", &w), TL_E_PARSE);
+  tl_ctx_free(ctx);
+}

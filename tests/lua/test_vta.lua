@@ -66,4 +66,48 @@ local ok, err = pcall(env.disasm, env, finish .. string.char(7) .. string.rep("\
 assert(not ok and err:find("vta disasm: instruction 1: bad opcode 7", 1, true), tostring(err))
 
 util.cleanup(dir)
+
+-- conv2d_packed.vta: TVM's space (the tutorial's 480-config example), entities, a run
+local task = vta.task(env, { { "TENSOR", { 1, 16, 14, 14, 1, 16 }, "int8" },
+  { "TENSOR", { 32, 16, 3, 3, 16, 16 }, "int8" }, { 2, 2 }, { 1, 1, 1, 1 }, { 1, 1 }, "NCHW1n16c", "int32" })
+eq(task:len(), 480, "tutorial space size")
+eq(task:flop(), 2 * 7 * 7 * 512 * 9 * 256, "flop")
+local e = task:entity(77)
+eq(e[2][1], "tile_h", "entity knob")
+eq(task:index_of(e), 77, "index_of(entity)")
+local small = vta.task(env, { { "TENSOR", { 1, 2, 8, 8, 1, 16 }, "int8" },
+  { "TENSOR", { 2, 2, 3, 3, 16, 16 }, "int8" }, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "NCHW1n16c", "int32" })
+local idx = small:index_of { { "tile_b", "sp", { -1, 1 } }, { "tile_h", "sp", { -1, 4 } },
+  { "tile_w", "sp", { -1, 8 } }, { "tile_ci", "sp", { -1, 1 } }, { "tile_co", "sp", { -1, 1 } },
+  { "oc_nthread", "ot", 2 }, { "h_nthread", "ot", 1 } }
+local st = small:run(idx, { seed = 3 })
+assert(st.cycles > 0 and st.gops > 0 and st.gemm_busy > 0 and st.gemm_busy <= 1, "stats")
+eq(st.macs, 8 * 8 * 32 * 32 * 9, "macs")
+eq(st.gemm_counter, 8 * 8 * 2 * 2 * 9, "gemm_counter: one per 16x16 block product")
+local text = small:disasm(idx)
+assert(text:find("GEMM   uop", 1, true) and text:find("| pop l2g", 1, true), text)
+-- a config whose tile does not fit: the input window of 8 rows x 2 channels with two threads
+local ok, why = task:check(task:index_of { { "tile_b", "sp", { -1, 1 } }, { "tile_h", "sp", { -1, 7 } },
+  { "tile_w", "sp", { -1, 7 } }, { "tile_ci", "sp", { -1, 16 } }, { "tile_co", "sp", { -1, 32 } },
+  { "oc_nthread", "ot", 2 }, { "h_nthread", "ot", 2 } })
+assert(not ok and why:find("more than the 2048 of the accumulator buffer", 1, true), tostring(why))
+
+-- TopHub's VTA log: every conv2d_packed.vta record maps onto our space
+local map = vta.tophub_map("data/tophub/vta_v0.10.log")
+eq(map.lines, 120, "tophub lines")
+eq(map.records, 106, "tophub records")
+eq(map.by_template["conv2d_packed.vta"], 86, "conv2d_packed records")
+eq(map.accepted, 86, "accepted")
+eq(map.same_index, 75, "records whose index is ours too")
+eq(map.fits, 86, "records that fit the SRAMs")
+-- the smallest TopHub record of each configuration runs and matches the reference
+local best = {}
+for _, en in ipairs(map.entries) do
+  local m = en.task.env.MODEL
+  if not best[m] or en.task:flop() < best[m].task:flop() then best[m] = en end
+end
+for m, en in pairs(best) do
+  local s = en.task:run(en.index)
+  assert(s.gops > 1, m .. ": " .. s.gops)
+end
 print("ok")
