@@ -202,6 +202,16 @@ int tl_rpc_measure_batch_opencl(tl_ctx *ctx, const char *tracker_host, int track
                                 double rtol, double *costs, int *ncosts, int *error_no,
                                 char **msgs);
 
+/* The same for conv2d_packed.vta configs measured on the VTA simulator of the servers
+** (measure kind "vta", tl_vta_measure): the hardware configuration's JSON, the task's args
+** and one config index per job; nothing is uploaded. */
+int tl_rpc_measure_batch_vta(tl_ctx *ctx, const char *tracker_host, int tracker_port,
+                             const char *key, int priority, int n, const char *config_json,
+                             const char *args_json, const int64_t *indices, int repeat,
+                             double timeout_s, int n_parallel, double cooldown_s,
+                             double wait_limit_s, double say_every_s, double *costs, int *ncosts,
+                             int *error_no, char **msgs);
+
 /* Tests and fuzzing: connect to host:port, send n raw bytes, and return what
 ** comes back until the peer closes or timeout_s passes (*out: tl_rpc_free). */
 int tl_rpc_raw_exchange(tl_ctx *ctx, const char *host, int port, const void *data, size_t n,

@@ -83,6 +83,17 @@ int tl_vta_task_run(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, i
 /* The config's instruction stream, disassembled (*out: tl_vta_free). */
 int tl_vta_task_disasm(tl_ctx *ctx, tl_vta_task *t, int64_t index, char **out);
 
+/* Measure config index of a conv2d_packed.vta task (config_json: the hardware
+** configuration's vta_config.json text) in a forked child with a time limit:
+** the stream run on vta-sim, checked against the CPU reference. costs[0..
+** repeat): the simulated seconds (the same each repeat); error_no: AutoTVM's
+** MeasureErrorNo (an SRAM overflow is INSTANTIATION_ERROR, a wrong result
+** WRONG_ANSWER); *msg (tl_vta_free): the simulator's counters as JSON on
+** success, else the reason. The RPC server's measure kind "vta" runs it. */
+int tl_vta_measure(tl_ctx *ctx, const char *config_json, const char *args_json, int64_t index,
+                   int repeat, double timeout_s, double *costs, int *ncosts, int *error_no,
+                   char **msg);
+
 /* cdef:end */
 
 #ifdef __cplusplus

@@ -35,6 +35,9 @@ typedef struct {
   const char *ref_manifest;
   int device;
   double build_timeout_s;
+  /* VTA jobs: the hardware configuration and task args, one config index per job */
+  const char *vta_config, *vta_args;
+  const int64_t *vta_index;
   int *ncosts, *error_no;
   char **msgs;
   int next;
@@ -68,7 +71,43 @@ static void job_err(rbatch *b, int i, int eno, const char *fmt, ...) {
 
 /* Measure job i on session s; returns non-zero when the device is lost. *ref_up: the
 ** reference kernel (check_correctness) is already in this session. */
+/* The result of a "measure" reply into job i. */
+static void job_result(rbatch *b, int i, const char *resp) {
+  json_t *r = json_loads(resp, 0, NULL);
+  if (!json_is_true(json_object_get(r, "ok"))) {
+    const char *e = json_string_value(json_object_get(r, "error"));
+    job_err(b, i, TL_MEASURE_RUNTIME_DEVICE, "%s", e ? e : "the device refused the request");
+  } else {
+    json_t *c = json_object_get(r, "costs");
+    int nc = (int)json_array_size(c);
+    if (nc > b->repeat) nc = b->repeat;
+    for (int k = 0; k < nc; k++) b->costs[(size_t)i * b->repeat + k] = json_number_value(json_array_get(c, k));
+    b->ncosts[i] = nc;
+    b->error_no[i] = (int)json_integer_value(json_object_get(r, "error_no"));
+    const char *e = json_string_value(json_object_get(r, "error"));
+    if (e) b->msgs[i] = tl_strdup(e);
+  }
+  json_decref(r);
+}
+
+/* A VTA job: one request, nothing uploaded (the server runs its simulator). */
+static int run_vta_job(tl_ctx *ctx, rbatch *b, tl_rpc_sess *s, int i) {
+  json_t *h = json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:f}", "op", "measure", "kind", "vta",
+                        "config", b->vta_config, "args", b->vta_args, "index",
+                        (json_int_t)b->vta_index[i], "repeat", b->repeat, "timeout", b->timeout_s);
+  char *hs = json_dumps(h, JSON_COMPACT);
+  json_decref(h);
+  char *resp = NULL;
+  int rc = tl_rpc_call(ctx, s, hs, NULL, 0, 60 + b->timeout_s, &resp, NULL, NULL);
+  free(hs);
+  if (rc) return rc;
+  job_result(b, i, resp);
+  free(resp);
+  return TL_OK;
+}
+
 static int run_job(tl_ctx *ctx, rbatch *b, tl_rpc_sess *s, int i, int *ref_up) {
+  if (b->vta_config) return run_vta_job(ctx, b, s, i);
   char name[64], rname[64], mname[64], rmname[64];
   int ocl = b->manifests != NULL;
   snprintf(name, sizeof name, "m%d_%d.%s", (int)getpid(), i, ocl ? "cl" : "so");
@@ -111,22 +150,8 @@ static int run_job(tl_ctx *ctx, rbatch *b, tl_rpc_sess *s, int i, int *ref_up) {
   rc = tl_rpc_call(ctx, s, hs, NULL, 0, io_to, &resp, NULL, NULL);
   free(hs);
   if (rc) return rc;
-  json_t *r = json_loads(resp, 0, NULL);
+  job_result(b, i, resp);
   free(resp);
-  if (!json_is_true(json_object_get(r, "ok"))) {
-    const char *e = json_string_value(json_object_get(r, "error"));
-    job_err(b, i, TL_MEASURE_RUNTIME_DEVICE, "%s", e ? e : "the device refused the request");
-  } else {
-    json_t *c = json_object_get(r, "costs");
-    int nc = (int)json_array_size(c);
-    if (nc > b->repeat) nc = b->repeat;
-    for (int k = 0; k < nc; k++) b->costs[(size_t)i * b->repeat + k] = json_number_value(json_array_get(c, k));
-    b->ncosts[i] = nc;
-    b->error_no[i] = (int)json_integer_value(json_object_get(r, "error_no"));
-    const char *e = json_string_value(json_object_get(r, "error"));
-    if (e) b->msgs[i] = tl_strdup(e);
-  }
-  json_decref(r);
   for (int f = 0; f < (ocl ? 2 : 1); f++) {
     char *rm = tl_sprintf("{\"op\":\"remove\",\"name\":\"%s\"}", f ? mname : name);
     char *rr = NULL;
@@ -337,5 +362,23 @@ TL_EXPORT int tl_rpc_measure_batch_opencl(tl_ctx *ctx, const char *tracker_host,
   b.build_timeout_s = build_timeout_s > 0 ? build_timeout_s : 10;
   b.ref_so_path = ref_source_path;
   b.ref_manifest = ref_manifest_path;
+  return rbatch_run(ctx, &b, n_parallel);
+}
+
+TL_EXPORT int tl_rpc_measure_batch_vta(tl_ctx *ctx, const char *tracker_host, int tracker_port,
+                                       const char *key, int priority, int n,
+                                       const char *config_json, const char *args_json,
+                                       const int64_t *indices, int repeat, double timeout_s,
+                                       int n_parallel, double cooldown_s, double wait_limit_s,
+                                       double say_every_s, double *costs, int *ncosts,
+                                       int *error_no, char **msgs) {
+  if (n < 0 || repeat < 1 || !tracker_host || !key || !config_json || !args_json ||
+      (n > 0 && (!indices || !costs || !ncosts || !error_no || !msgs)))
+    return tl_err(ctx, TL_E_ARG, "tl_rpc_measure_batch_vta: bad arguments");
+  rbatch b = batch_of(tracker_host, tracker_port, key, priority, n, 1, repeat, 0, timeout_s,
+                      cooldown_s, wait_limit_s, say_every_s, 0, costs, ncosts, error_no, msgs);
+  b.vta_config = config_json;
+  b.vta_args = args_json;
+  b.vta_index = indices;
   return rbatch_run(ctx, &b, n_parallel);
 }

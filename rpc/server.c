@@ -280,6 +280,27 @@ static int measure_opencl(session *s, json_t *req, const char *mod) {
   return reply_measured(s, rc, costs, nc, eno, msg);
 }
 
+/* measure kind "vta": a conv2d_packed.vta config run on this server's VTA simulator in a
+** child of the session (tl_vta_measure); the request carries the hardware configuration, the
+** task's args and the config index, nothing is uploaded. */
+static int measure_vta(session *s, json_t *req) {
+  const char *cfg = json_string_value(json_object_get(req, "config"));
+  const char *args = json_string_value(json_object_get(req, "args"));
+  json_t *ix = json_object_get(req, "index");
+  int repeat = (int)json_integer_value(json_object_get(req, "repeat"));
+  double to = json_number_value(json_object_get(req, "timeout"));
+  if (!cfg || !args || !json_is_integer(ix) || json_integer_value(ix) < 0)
+    return reply_err(s, "measure: kind 'vta' needs 'config', 'args' and 'index'");
+  if (repeat < 1 || repeat > 1024) return reply_err(s, "measure: repeat must be in [1, 1024]");
+  if (to > 3600) return reply_err(s, "measure: timeouts are at most 3600 s");
+  double costs[1024];
+  int nc = 0, eno = 0;
+  char *msg = NULL;
+  int rc = tl_vta_measure(s->ctx, cfg, args, json_integer_value(ix), repeat, to > 0 ? to : 10,
+                          costs, &nc, &eno, &msg);
+  return reply_measured(s, rc, costs, nc, eno, msg);
+}
+
 /* Remove the entries of the directory name in dirfd (AT_FDCWD: a path) without following a
 ** link: the directory itself must be a real directory owned by us (lstat, then opened with
 ** O_NOFOLLOW and checked again); a link inside is removed, never its target; subdirectories
@@ -666,8 +687,9 @@ static int serve_one(session *s, json_t *req, void *blob, uint64_t n) {
       if (!valid_name(mod)) return reply_err(s, "measure: needs 'module'") ? 1 : 0;
       return measure_opencl(s, req, mod) ? 1 : 0;
     }
+    if (kind && !strcmp(kind, "vta")) return measure_vta(s, req) ? 1 : 0;
     if (kind && strcmp(kind, "so"))
-      return reply_err(s, "measure: unknown kind '%.64s' (expected \"so\" or \"opencl\")", kind) ? 1 : 0;
+      return reply_err(s, "measure: unknown kind '%.64s' (expected \"so\", \"opencl\" or \"vta\")", kind) ? 1 : 0;
     if (!valid_name(mod) || !sig) return reply_err(s, "measure: needs 'module' and 'sig'") ? 1 : 0;
     int number = (int)json_integer_value(json_object_get(req, "number"));
     int repeat = (int)json_integer_value(json_object_get(req, "repeat"));

@@ -22,7 +22,8 @@
   X(x86)      /* llvm, c */ \
   X(arm_cpu)  /* llvm -device=arm_cpu */ \
   X(mali)     /* opencl -device=mali */ \
-  X(opencl)   /* opencl */
+  X(opencl)   /* opencl */ \
+  X(vta)      /* ext_dev -device=vta */
 
 #define X(name) extern const tl_family tl_family_##name;
 TL_FAMILIES(X)

@@ -87,12 +87,19 @@ function vta.get_env(opts)
     core.check(C.tl_vta_config_load(core.ctx, path, h), 2)
   end
   local handle = ffi.gc(h[0], C.tl_vta_config_free)
+  local source = opts.text
+  if not source then
+    local f = assert(io.open(opts.config or vta.config_path(), "r"))
+    source = f:read("*a")
+    f:close()
+  end
   local out = ffi.new("char *[1]")
   core.check(C.tl_vta_config_json(core.ctx, handle, out), 2)
   local fields = json.decode(ffi.string(out[0]))
   C.tl_vta_free(out[0])
   local env = setmetatable(fields, Env)
   env.handle = handle
+  env.config_text = source     -- the vta_config.json text (measurements send it)
   env.inp_dtype = "int" .. env.INP_WIDTH
   env.wgt_dtype = "int" .. env.WGT_WIDTH
   env.acc_dtype = "int" .. env.ACC_WIDTH
@@ -126,6 +133,17 @@ function vta.config_of_model(model)
     LOG_ACC_WIDTH = la, LOG_BATCH = lb, LOG_BLOCK = lk, LOG_UOP_BUFF_SIZE = tonumber(u),
     LOG_INP_BUFF_SIZE = tonumber(inp), LOG_WGT_BUFF_SIZE = tonumber(wgt),
     LOG_ACC_BUFF_SIZE = tonumber(acc) }
+end
+
+--- vta.env_of_target(target) -> the env of a VTA target string: the default configuration when
+-- its -model is the default's MODEL, else the configuration the model names
+function vta.env_of_target(tgt)
+  local model = target.record(type(tgt) == "table" and (tgt.str or tgt.string) or tgt).model
+  local env = vta.get_env()
+  if model == nil or model == env.MODEL then return env end
+  local text, why = vta.config_of_model(model)
+  if not text then error("vta: target " .. tostring(tgt) .. ": " .. why, 2) end
+  return vta.get_env { text = text, name = model }
 end
 
 -- ---- conv2d_packed.vta tasks ------------------------------------------------------------

@@ -96,7 +96,8 @@ int tl_vta_conv2d_parse(tl_ctx *ctx, const tl_vta_config *c, const char *args_js
       (rc = arg_ints(ctx, json_array_get(a, 3), 4, pad, "padding")) ||
       (rc = arg_ints(ctx, json_array_get(a, 4), 2, dil, "dilation")))
     goto done;
-  if (ds[4] != c->batch || ds[5] != c->block_in || ks[4] != c->block_out || ks[5] != c->block_in) {
+  if (c && (ds[4] != c->batch || ds[5] != c->block_in || ks[4] != c->block_out ||
+            ks[5] != c->block_in)) {
     rc = tl_err(ctx, TL_E_ARG,
                 "conv2d_packed.vta: data (.., %lld, %lld) and kernel (.., %lld, %lld) blocks do "
                 "not match the configuration's BATCH %d, BLOCK %d",
@@ -104,9 +105,12 @@ int tl_vta_conv2d_parse(tl_ctx *ctx, const tl_vta_config *c, const char *args_js
                 c->block_in);
     goto done;
   }
-  if (ks[1] != ds[1]) {
-    rc = tl_err(ctx, TL_E_SHAPE, "conv2d_packed.vta: kernel has %lld input-channel blocks, data %lld",
-                (long long)ks[1], (long long)ds[1]);
+  if (ks[1] != ds[1] || ks[5] != ds[5] || ks[4] != ks[5]) {
+    rc = tl_err(ctx, TL_E_SHAPE,
+                "conv2d_packed.vta: kernel (.., %lld, .., .., %lld, %lld) does not match data "
+                "(.., %lld, .., .., .., %lld) and square blocks",
+                (long long)ks[1], (long long)ks[4], (long long)ks[5], (long long)ds[1],
+                (long long)ds[5]);
     goto done;
   }
   if (dil[0] != 1 || dil[1] != 1) {
@@ -129,8 +133,8 @@ int tl_vta_conv2d_parse(tl_ctx *ctx, const tl_vta_config *c, const char *args_js
     rc = tl_err(ctx, TL_E_SHAPE, "conv2d_packed.vta: the kernel is larger than the padded input");
     goto done;
   }
-  w->flop = 2.0 * w->No * c->batch * w->COo * c->block_out * w->OH * w->OW * w->KH * w->KW *
-            w->CIo * c->block_in;
+  w->b = ds[4], w->B = ds[5];
+  w->flop = 2.0 * w->No * w->b * w->COo * w->B * w->OH * w->OW * w->KH * w->KW * w->CIo * w->B;
 done:
   json_decref(a);
   return rc;
@@ -138,23 +142,29 @@ done:
 
 /* ---- config space ---------------------------------------------------------------------- */
 
-int tl_vta_conv2d_space(tl_ctx *ctx, const tl_vta_conv2d *w, tl_atvm_space **out) {
-  tl_atvm_space *sp = tl_atvm_space_new();
+int tl_vta_conv2d_define(tl_ctx *ctx, const tl_vta_conv2d *w, tl_atvm_space *sp) {
   struct { const char *name; int64_t len; } sp_knobs[] = {
       {"tile_b", w->No}, {"tile_h", w->OH}, {"tile_w", w->OW}, {"tile_ci", w->CIo},
       {"tile_co", w->COo}};
   for (size_t i = 0; i < TL_ARRAY_SIZE(sp_knobs); i++)
     if (tl_atvm_space_define_split(ctx, sp, sp_knobs[i].name, sp_knobs[i].len, "factors", 2, 0, 0,
                                    NULL, 0) < 0)
-      goto fail;
+      return tl_errcode(ctx);
   if (tl_atvm_space_define_knob(ctx, sp, "oc_nthread", "[1, 2]") < 0 ||
       tl_atvm_space_define_knob(ctx, sp, "h_nthread", "[1, 2]") < 0)
-    goto fail;
+    return tl_errcode(ctx);
+  return TL_OK;
+}
+
+int tl_vta_conv2d_space(tl_ctx *ctx, const tl_vta_conv2d *w, tl_atvm_space **out) {
+  tl_atvm_space *sp = tl_atvm_space_new();
+  int rc = tl_vta_conv2d_define(ctx, w, sp);
+  if (rc) {
+    tl_atvm_space_free(sp);
+    return rc;
+  }
   *out = sp;
   return TL_OK;
-fail:
-  tl_atvm_space_free(sp);
-  return tl_errcode(ctx);
 }
 
 int tl_vta_conv2d_knobs_of(tl_ctx *ctx, const tl_vta_conv2d *w, tl_atvm_space *sp, int64_t index,

@@ -5,11 +5,13 @@
 #ifndef TL_VTA_CONV2D_H
 #define TL_VTA_CONV2D_H
 
+#include "../../core/autotvm/autotvm.h"
 #include "runtime.h"
 
 /* A packed convolution; channel counts are in blocks (CIo = CI / BLOCK_IN). */
 typedef struct tl_vta_conv2d {
   int64_t No, CIo, H, W, COo, KH, KW, sh, sw, ph, pw, OH, OW;
+  int64_t b, B;                 /* the batch and channel blocks of the layout */
   double flop;                  /* 2 * MACs, as TVM's cfg.add_flop */
 } tl_vta_conv2d;
 
@@ -20,12 +22,13 @@ typedef struct tl_vta_knobs {
 } tl_vta_knobs;
 
 /* args: [data, kernel, strides, padding, dilation, layout, out_dtype] as in
-** TVM's records; the blocks must match the configuration. */
+** TVM's records; the blocks must match the configuration c (NULL: any). */
 int tl_vta_conv2d_parse(tl_ctx *ctx, const tl_vta_config *c, const char *args_json,
                         tl_vta_conv2d *w);
 /* TVM's space: tile_b, tile_h, tile_w, tile_ci, tile_co (factors, 2 outputs),
 ** oc_nthread, h_nthread ([1, 2]), in that order. */
 int tl_vta_conv2d_space(tl_ctx *ctx, const tl_vta_conv2d *w, tl_atvm_space **out);
+int tl_vta_conv2d_define(tl_ctx *ctx, const tl_vta_conv2d *w, tl_atvm_space *sp);
 int tl_vta_conv2d_knobs_of(tl_ctx *ctx, const tl_vta_conv2d *w, tl_atvm_space *sp, int64_t index,
                            tl_vta_knobs *k);
 /* TL_OK when the config fits the SRAMs (TL_E_SCHED naming the buffer if not). */

@@ -36,7 +36,7 @@ measure.error_name = function(n) return ERR_NAME[n] or ("ERROR_" .. tostring(n))
 -- with the target's toolchain.
 measure.device_hooks = {}
 -- The module defining each backend's hook, loaded on first use.
-local hook_modules = { opencl = "tunelua.autotvm.measure_opencl" }
+local hook_modules = { opencl = "tunelua.autotvm.measure_opencl", vta = "tunelua.autotvm.measure_vta" }
 setmetatable(measure.device_hooks, { __index = function(t, k)
   if hook_modules[k] then
     require(hook_modules[k])

@@ -132,6 +132,16 @@ function RPCRunner:run(inputs, build_results)
       jobs[#jobs + 1] = i
     end
   end
+  if #jobs > 0 and build_results[jobs[1]].vta_config then
+    local stopped = self:run_vta(jobs, build_results, out)
+    measure.cleanup(build_results)
+    if stopped then
+      error(string.format("RPCRunner: %s; tuning stopped. The log is intact: start a simulator " ..
+        "('tunelua rpc server --tracker %s:%d --key %s') and re-run the same tuning command " ..
+        "with the same log file to resume.", stopped, self.host, self.port, self.key), 0)
+    end
+    return out
+  end
   if inputs[1] and is_opencl(inputs[1].task) then
     -- built without set_task (a local OpenCL build): generate the OpenCL C + manifest here
     local keep = {}
@@ -200,6 +210,47 @@ function RPCRunner:run(inputs, build_results)
       "same log file to resume.", stopped, self.host, self.port, self.key), 0)
   end
   return out
+end
+
+-- VTA jobs (conv2d_packed.vta, measure_vta's build results): the servers run the configs on
+-- their simulator (tl_rpc_measure_batch_vta); the costs are simulated seconds. Returns the
+-- stop message or nil.
+function RPCRunner:run_vta(jobs, build_results, out)
+  local n = #jobs
+  local first = build_results[jobs[1]]
+  local idx = ffi.new("int64_t[?]", n)
+  for j, i in ipairs(jobs) do idx[j - 1] = build_results[i].index end
+  local rep = self.repeats
+  local costs = ffi.new("double[?]", n * rep)
+  local nc = ffi.new("int[?]", n)
+  local en = ffi.new("int[?]", n)
+  local msgs = ffi.new("char *[?]", n)
+  local t0 = C.tl_now()
+  require("tunelua.rpc").use_auth_key(self.auth_key)
+  local rc = C.tl_rpc_measure_batch_vta(ctx, self.host, self.port, self.key, self.priority, n,
+                                        first.vta_config, first.vta_args, idx, rep, self.timeout,
+                                        self.n_parallel, self.cooldown_interval, self.wait_limit,
+                                        self.wait_report_interval, costs, nc, en, msgs)
+  local per = (C.tl_now() - t0) / n
+  local stopped
+  if rc ~= 0 then
+    stopped = core.errmsg()
+    C.tl_clearerr(ctx)
+  end
+  -- on success the message is the simulator's counters, not an error
+  local stats = {}
+  for j = 1, n do
+    if en[j - 1] == 0 and msgs[j - 1] ~= nil then
+      stats[j] = ffi.string(msgs[j - 1])
+      C.tl_rpc_free(msgs[j - 1])
+      msgs[j - 1] = nil
+    end
+  end
+  collect_results(out, jobs, build_results, msgs, en, nc, costs, rep, per, true)
+  for j, i in ipairs(jobs) do
+    if stats[j] then out[i].vta_stats = require("tunelua.json").decode(stats[j]) end
+  end
+  return stopped
 end
 
 local tmp_counter = 0
