@@ -54,5 +54,4 @@ print(string.format("vta rpc tune: %d records, %d measured, best %.1f us (%.2f G
 EOF
 "$T" "$W/tune.lua" $PORT $KEY "$W/vta.log" > "$W/tune.out" 2>&1 || fail "tuning through the server failed"
 cat "$W/tune.out" | tail -3
-grep -q '"measure"' "$W/server1.out" 2>/dev/null || true
 echo "PASS"

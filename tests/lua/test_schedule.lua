@@ -238,7 +238,7 @@ do
   assert(t.mtriple == "x86_64-linux-gnu" and t.options.mcpu == "skylake-avx512")
   assert(build.parse_target("c").kind == "c")
   local s = create_schedule(Cm.op)
-  expect_error("build: unknown target 'cuda' (expected \"c\", \"llvm\" or \"opencl\", with options)",
+  expect_error("build: unknown target 'cuda' (expected \"c\", \"ext_dev\", \"llvm\" or \"opencl\", with options)",
                function() tl.build(s, {A, B, Cm}, "cuda") end)
   expect_error("build: target option 'mcpu' should look like -key=value",
                function() tl.build(s, {A, B, Cm}, "llvm mcpu") end)

@@ -70,7 +70,7 @@ eq(target.record("foo").on_device, false, "an unknown record kind: host")
 
 -- errors name the input
 expect_error("unknown target option '-foo' in target 'llvm -foo=1'", target.parse, "llvm -foo=1")
-expect_error("unknown target 'cuda' (expected \"c\", \"llvm\" or \"opencl\", with options)", target.parse, "cuda")
+expect_error("unknown target 'cuda' (expected \"c\", \"ext_dev\", \"llvm\" or \"opencl\", with options)", target.parse, "cuda")
 expect_error("target option 'mcpu' should look like -key=value", target.parse, "llvm mcpu")
 expect_error("unknown target ''", target.parse, "")
 expect_error("got nil", target.parse, nil)
@@ -80,7 +80,11 @@ assert(r == nil or r.options.model == true, msg)
 -- a log's target: any kind and option
 local info = target.info("cuda -arch=sm_80")
 eq(table.concat(info.keys, ","), "cuda,gpu", "cuda keys"); eq(info.model, "unknown", "no model")
-eq(target.record("ext_dev -device=vta -keys=cpu").family, nil, "no family")
+eq(target.record("cuda -arch=sm_80").family, nil, "no family")
+-- TopHub's VTA records (-keys=cpu) are the vta family's, measured by its backend
+local v = target.record("ext_dev -device=vta -keys=cpu -model=pynq_1x16_i8w8a32_15_15_18_17")
+eq(v.family, "vta", "vta family"); eq(v.backend, "vta", "vta backend"); eq(v.on_device, true, "on device")
+eq(target.parse("ext_dev -device=vta -model=sim_1x16_i8w8a32_15_15_18_17").keys[1], "vta", "vta keys")
 eq(target.info("llvm -device=arm_cpu -target=aarch64-linux-gnu").options.mtriple, "aarch64-linux-gnu",
    "-target is -mtriple")
 

@@ -1,4 +1,4 @@
--- expect: tunelua: tests/lua/errors/sched_build_target.lua:12: build: unknown target 'cuda' (expected "c", "llvm" or "opencl", with options)
+-- expect: tunelua: tests/lua/errors/sched_build_target.lua:12: build: unknown target 'cuda' (expected "c", "ext_dev", "llvm" or "opencl", with options)
 -- unknown build targets are refused
 local te = require "tunelua.te"
 local create_schedule = te.create_schedule or require("tunelua.schedule").create
