@@ -356,30 +356,40 @@ int tl_vta_conv2d_emit(tl_vta_cmd *q, tl_ctx *ctx, const tl_vta_config *c,
 
 /* ---- the CPU reference -------------------------------------------------------------------- */
 
+static int32_t dot(const int8_t *a, const int8_t *b, int n) {
+  int32_t t = 0;
+  for (int q = 0; q < n; q++) t += (int32_t)a[q] * (int32_t)b[q];
+  return t;
+}
+
 void tl_vta_conv2d_reference(const tl_vta_config *c, const tl_vta_conv2d *w, const int8_t *data,
                              const int8_t *kernel, int8_t *out) {
   int B = c->batch, BI = c->block_in, BO = c->block_out;
+  uint32_t *sum = tl_malloc((size_t)B * BO * sizeof *sum);   /* int32, wrapping as VTA's */
   for (int64_t n = 0; n < w->No; n++)
     for (int64_t co = 0; co < w->COo; co++)
       for (int64_t i = 0; i < w->OH; i++)
-        for (int64_t j = 0; j < w->OW; j++)
-          for (int b = 0; b < B; b++)
-            for (int o = 0; o < BO; o++) {
-              int32_t sum = 0;
-              for (int64_t ko = 0; ko < w->CIo; ko++)
-                for (int64_t di = 0; di < w->KH; di++)
-                  for (int64_t dj = 0; dj < w->KW; dj++) {
-                    int64_t y = i * w->sh + di - w->ph, x = j * w->sw + dj - w->pw;
-                    if (y < 0 || y >= w->H || x < 0 || x >= w->W) continue;
-                    const int8_t *d = data + (((n * w->CIo + ko) * w->H + y) * w->W + x) * B * BI + b * BI;
-                    const int8_t *k = kernel + (((co * w->CIo + ko) * w->KH + di) * w->KW + dj) * BO * BI + o * BI;
-                    for (int q = 0; q < BI; q++) sum += (int32_t)d[q] * k[q];
-                  }
-              int32_t v = sum >> 8;
-              if (v > 127) v = 127;
-              if (v < 0) v = 0;
-              out[(((n * w->COo + co) * w->OH + i) * w->OW + j) * B * BO + b * BO + o] = (int8_t)v;
-            }
+        for (int64_t j = 0; j < w->OW; j++) {
+          memset(sum, 0, (size_t)B * BO * sizeof *sum);
+          for (int64_t ko = 0; ko < w->CIo; ko++)
+            for (int64_t di = 0; di < w->KH; di++)
+              for (int64_t dj = 0; dj < w->KW; dj++) {
+                int64_t y = i * w->sh + di - w->ph, x = j * w->sw + dj - w->pw;
+                if (y < 0 || y >= w->H || x < 0 || x >= w->W) continue;   /* zero padding */
+                const int8_t *d = data + (((n * w->CIo + ko) * w->H + y) * w->W + x) * B * BI;
+                const int8_t *k = kernel + (((co * w->CIo + ko) * w->KH + di) * w->KW + dj) * BO * BI;
+                for (int b = 0; b < B; b++)
+                  for (int o = 0; o < BO; o++)
+                    sum[b * BO + o] += (uint32_t)(BI == 16 ? dot(d + b * 16, k + o * 16, 16)
+                                                           : dot(d + b * BI, k + o * BI, BI));
+              }
+          int8_t *dst = out + (((n * w->COo + co) * w->OH + i) * w->OW + j) * B * BO;
+          for (int l = 0; l < B * BO; l++) {
+            int32_t v = (int32_t)sum[l] >> 8;   /* right_shift 8, clip(0, 127), cast int8 */
+            dst[l] = (int8_t)(v > 127 ? 127 : v < 0 ? 0 : v);
+          }
+        }
+  free(sum);
 }
 
 int64_t tl_vta_conv2d_bytes(const tl_vta_config *c, const tl_vta_conv2d *w, int which) {

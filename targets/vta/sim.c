@@ -250,6 +250,17 @@ static int index_err(tl_ctx *ctx, const char *buf, uint64_t idx, int depth, uint
                 (unsigned long long)idx, depth, u, i, j);
 }
 
+/* acc[o] += sum_k a[k] * wt[o][k] for a 16 x 16 block (int32, wrapping) */
+static void block16(int32_t *restrict acc, const int8_t *restrict a, const int8_t *restrict wt) {
+  int32_t sum[16];
+  for (int o = 0; o < 16; o++) {
+    int32_t t = 0;
+    for (int k = 0; k < 16; k++) t += (int32_t)a[k] * (int32_t)wt[o * 16 + k];
+    sum[o] = t;
+  }
+  for (int o = 0; o < 16; o++) acc[o] = (int32_t)((uint32_t)acc[o] + (uint32_t)sum[o]);
+}
+
 static int exec_gemm(tl_ctx *ctx, tl_vta_sim *s, const tl_vta_insn *in) {
   const tl_vta_config *c = &s->cfg;
   int rc = check_uops(ctx, s, in);
@@ -275,6 +286,10 @@ static int exec_gemm(tl_ctx *ctx, tl_vta_sim *s, const tl_vta_insn *in) {
         if (w >= (uint64_t)c->wgt_depth)
           return index_err(ctx, "weight buffer", w, c->wgt_depth, u, i, j);
         const int8_t *a = s->inp + x * B * BI, *wt = s->wgt + w * BO * BI;
+        if (BI == 16 && BO == 16) {   /* the common block: fixed trip counts vectorize */
+          for (int b = 0; b < B; b++) block16(acc + b * 16, a + b * 16, wt);
+          continue;
+        }
         for (int b = 0; b < B; b++)
           for (int o = 0; o < BO; o++) {
             int32_t sum = 0;   /* at most BLOCK_IN products of 2^14: no overflow */
