@@ -80,6 +80,12 @@ int tl_vta_task_check(tl_ctx *ctx, tl_vta_task *t, int64_t index);
 ** core works), busy cycles per module, byte and GEMM/ALU counters, macs. */
 int tl_vta_task_run(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, int check,
                     char **stats_json);
+/* The same with the caller's data and kernel (packed layouts, int8), the
+** simulator's output copied to out (checked against the CPU reference too). */
+int tl_vta_task_run_data(tl_ctx *ctx, tl_vta_task *t, int64_t index, const void *data,
+                         const void *kernel, void *out, char **stats_json);
+/* Bytes of the data (0), kernel (1) and output (2) tensors. */
+int64_t tl_vta_task_nbytes(const tl_vta_task *t, int which);
 /* The config's instruction stream, disassembled (*out: tl_vta_free). */
 int tl_vta_task_disasm(tl_ctx *ctx, tl_vta_task *t, int64_t index, char **out);
 

@@ -204,6 +204,29 @@ function Task:run(index, opts)
   return json.decode(take_string(out))
 end
 
+--- task:run_data(index, data, kernel, out) -> stats: the config run on the caller's data and
+-- kernel (int8 buffers in the packed layouts: cdata pointers or tunelua.nd arrays), the
+-- simulator's output written to out (also checked against the CPU reference)
+function Task:run_data(index, data, kernel, outbuf)
+  local nd = require "tunelua.nd"
+  local function ptr(x, which, what)
+    if nd.is_array(x) then
+      local want = tonumber(C.tl_vta_task_nbytes(self.handle, which))
+      if x:nbytes() ~= want or x:dtype() ~= "int8" then
+        error(string.format("task:run_data: %s must be int8 of %d bytes, got %s of %d bytes", what,
+                            want, tostring(x:dtype()), x:nbytes()), 3)
+      end
+      return x:data_ptr()
+    end
+    if type(x) ~= "cdata" then error("task:run_data: " .. what .. " must be an nd array or a pointer", 3) end
+    return x
+  end
+  local p0, p1, p2 = ptr(data, 0, "data"), ptr(kernel, 1, "kernel"), ptr(outbuf, 2, "out")
+  local out = ffi.new("char *[1]")
+  core.check(C.tl_vta_task_run_data(core.ctx, self.handle, index, p0, p1, p2, out), 2)
+  return json.decode(take_string(out))
+end
+
 --- task:disasm(index) -> the config's instruction stream, one line per instruction
 function Task:disasm(index)
   local out = ffi.new("char *[1]")

@@ -109,7 +109,8 @@ static uint32_t lcg(uint64_t *s) {
 /* Build and run config index on a fresh simulator; disasm: also return the
 ** stream's disassembly instead of running it. */
 static int run(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, int check,
-               char **stats, char **disasm) {
+               const void *in_data, const void *in_kernel, void *out_data, char **stats,
+               char **disasm) {
   const tl_vta_config *c = &t->cfg;
   const tl_vta_conv2d *w = &t->wl;
   tl_vta_knobs k;
@@ -131,8 +132,10 @@ static int run(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, int ch
   int8_t *d = tl_vta_sim_host_ptr(sim, pd, (size_t)nd), *kk = tl_vta_sim_host_ptr(sim, pk, (size_t)nk),
          *o = tl_vta_sim_host_ptr(sim, po, (size_t)no);
   uint64_t st = seed * 2654435761u + 1;
-  for (int64_t i = 0; i < nd; i++) d[i] = (int8_t)(lcg(&st) % 256 - 128);
-  for (int64_t i = 0; i < nk; i++) kk[i] = (int8_t)(lcg(&st) % 256 - 128);
+  if (in_data) memcpy(d, in_data, (size_t)nd);
+  else for (int64_t i = 0; i < nd; i++) d[i] = (int8_t)(lcg(&st) % 256 - 128);
+  if (in_kernel) memcpy(kk, in_kernel, (size_t)nk);
+  else for (int64_t i = 0; i < nk; i++) kk[i] = (int8_t)(lcg(&st) % 256 - 128);
   memset(o, 0x5a, (size_t)no);   /* a pattern the kernel must overwrite */
   tl_vta_cmd_new(ctx, sim, &q);
   if ((rc = tl_vta_conv2d_emit(q, ctx, c, w, &k, pd, pk, po))) goto done;
@@ -158,6 +161,7 @@ static int run(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, int ch
         goto done;
       }
   }
+  if (out_data) memcpy(out_data, o, (size_t)no);
   const tl_vta_stats *s = tl_vta_sim_stats(sim);
   double secs = (double)s->cycles / (c->clock_mhz * 1e6);
   *stats = tl_sprintf(
@@ -184,11 +188,25 @@ done:
 TL_EXPORT int tl_vta_task_run(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed,
                               int check, char **stats_json) {
   *stats_json = NULL;
-  return run(ctx, t, index, seed, check, stats_json, NULL);
+  return run(ctx, t, index, seed, check, NULL, NULL, NULL, stats_json, NULL);
+}
+
+TL_EXPORT int tl_vta_task_run_data(tl_ctx *ctx, tl_vta_task *t, int64_t index, const void *data,
+                                   const void *kernel, void *out, char **stats_json) {
+  *stats_json = NULL;
+  if (!data || !kernel || !out)
+    return tl_err(ctx, TL_E_ARG, "conv2d_packed.vta: run_data needs data, kernel and out");
+  return run(ctx, t, index, 0, 1, data, kernel, out, stats_json, NULL);
+}
+
+TL_EXPORT int64_t tl_vta_task_nbytes(const tl_vta_task *t, int which) {
+  return which < 0 || which > 2 ? 0 : tl_vta_conv2d_bytes(&t->cfg, &t->wl, which);
 }
 
 TL_EXPORT int tl_vta_task_disasm(tl_ctx *ctx, tl_vta_task *t, int64_t index, char **out) {
   *out = NULL;
   char *unused = NULL;
-  return run(ctx, t, index, 0, 0, &unused, out);
+  int rc = run(ctx, t, index, 0, 0, NULL, NULL, NULL, &unused, out);
+  free(unused);
+  return rc;
 }

@@ -110,4 +110,41 @@ for m, en in pairs(best) do
   local s = en.task:run(en.index)
   assert(s.gops > 1, m .. ": " .. s.gops)
 end
+-- the AutoTVM template: its tensor expression, built for the CPU, computes what the simulator
+-- computes from the same config's VTA stream, on the same random data
+do
+  local tl = require "tunelua"
+  local autotvm = require "tunelua.autotvm"
+  local nd = require "tunelua.nd"
+  local ffi = require "ffi"
+  local args = { { "TENSOR", { 1, 2, 9, 7, 1, 16 }, "int8" }, { "TENSOR", { 3, 2, 3, 3, 16, 16 }, "int8" },
+    { 2, 2 }, { 1, 1, 1, 1 }, { 1, 1 }, "NCHW1n16c", "int32" }
+  local atask = autotvm.task.create("conv2d_packed.vta", args, env.target)
+  local vt = vta.task(env, args)
+  eq(#atask.config_space, vt:len(), "one space")
+  eq(atask.flop, vt:flop(), "one flop count")
+  local data = nd.random_uniform({ 1, 2, 9, 7, 1, 16 }, { dtype = "int8", low = -128, high = 128, seed = 1 })
+  local kern = nd.random_uniform({ 3, 2, 3, 3, 16, 16 }, { dtype = "int8", low = -128, high = 128, seed = 2 })
+  local checked = 0
+  for _, idx in ipairs { 0, 77, 150, vt:len() - 1 } do
+    if vt:check(idx) then
+      local s, targs = atask:instantiate(idx)
+      local f = tl.build(s, targs, "c")
+      local cpu, sim = nd.empty({ 1, 3, 5, 4, 1, 16 }, "int8"), nd.empty({ 1, 3, 5, 4, 1, 16 }, "int8")
+      f(data, kern, cpu)
+      vt:run_data(idx, data, kern, sim)
+      local a, b = ffi.cast("int8_t *", cpu:data_ptr()), ffi.cast("int8_t *", sim:data_ptr())
+      local nz = 0
+      for i = 0, 3 * 5 * 4 * 16 - 1 do
+        assert(a[i] == b[i], string.format("config %d: element %d: cpu %d, vta-sim %d", idx, i, a[i], b[i]))
+        if a[i] ~= 0 then nz = nz + 1 end
+      end
+      assert(nz > 100, "a non-trivial output")
+      checked = checked + 1
+    end
+  end
+  assert(checked >= 3, "configs compared: " .. checked)
+  local ok2, err2 = pcall(vt.run_data, vt, 0, kern, kern, data)
+  assert(not ok2 and err2:find("data must be int8 of 2016 bytes", 1, true), tostring(err2))
+end
 print("ok")
