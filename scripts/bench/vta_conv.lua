@@ -10,8 +10,36 @@
 -- trials per second of the tuning runs.
 --
 --   tunelua scripts/bench/vta_conv.lua [N=100] [layer]
+--
+-- --tophub: every conv2d_packed.vta record of TopHub's vta_v0.10 log run on the simulator (its
+-- own configuration: pynq 1x16 or 4x8), checked against the CPU reference; GOPS per record.
+--
+--   tunelua scripts/bench/vta_conv.lua --tophub
 local autotvm = require "tunelua.autotvm"
 local vta = require "tunelua.vta"
+
+if arg[1] == "--tophub" then
+  local map = vta.tophub_map((os.getenv("TUNELUA_TOPHUB_DIR") or "data/tophub") .. "/vta_v0.10.log")
+  print(string.format("TopHub vta_v0.10: %d lines, %d records, %d conv2d_packed.vta accepted " ..
+    "(%d with TVM's index), %d fit the SRAMs", map.lines, map.records, map.accepted,
+    map.same_index, map.fits))
+  local ok, gops = 0, {}
+  for i, e in ipairs(map.entries) do
+    local good, st = pcall(e.task.run, e.task, e.index)
+    if good then
+      ok = ok + 1
+      gops[#gops + 1] = st.gops
+      print(string.format("%3d %-32s %s %10d cycles %6.2f GOPS gemm %3.0f%%", i, e.task.env.MODEL,
+        require("tunelua.json").encode(e.record.input[3][1][2]), st.cycles, st.gops, st.gemm_busy * 100))
+    else
+      print(string.format("%3d FAILED: %s", i, tostring(st)))
+    end
+  end
+  table.sort(gops)
+  print(string.format("%d of %d records ran and matched the CPU reference; GOPS min %.2f median %.2f max %.2f",
+    ok, #map.entries, gops[1] or 0, gops[math.floor((#gops + 1) / 2)] or 0, gops[#gops] or 0))
+  return
+end
 
 local N = tonumber(arg[1]) or 100
 local ONLY = tonumber(arg[2])
