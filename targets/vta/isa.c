@@ -8,10 +8,14 @@
 ** dependence tokens named by their queue: l2g load->compute, g2l
 ** compute->load, g2s compute->store, s2g store->compute):
 **
-**     3  LOAD   INP  sram 0 <- dram 0x40+[4 x 8, stride 16] pad y(1,1) x(1,1)  | pop g2l push l2g
-**     4  GEMM   uop [0,16) x [4 x 2] dst(8,1) src(16,1) wgt(0,0)              | pop l2g
-**     5  ALU    SHR imm 8 uop [16,17) x [1 x 64] dst(0,1) src(0,1)
-**     6  STORE  OUT  sram 0 -> dram 0x10+[1 x 64, stride 64]                  | push s2g
+**     0  LOAD   INP  sram 0 <- dram 0x40+[4 x 8, stride 16] pad y(1,1) x(1,1)  | pop g2l push l2g
+**     1  GEMM   uop [0,16) x [4 x 2] dst(8,1) src(16,1) wgt(0,0)  | pop l2g
+**     2  ALU    SHR imm 8 uop [16,17) x [1 x 64] dst(0,1) src(0,1)  | push g2s
+**     3  STORE  OUT  sram 0 -> dram 0x10+[1 x 64, stride 64]  | pop g2s push s2g
+**
+** (dram: the base in elements of the memory type; [y x x, stride]: the 2-D
+** pattern; uop [begin,end) x [outer x inner]: the micro-op range and the two
+** loop extents; dst/src/wgt(outer,inner): the loop factors.)
 */
 #include "vta.h"
 
@@ -237,7 +241,8 @@ static void print_deps(tl_buf *b, const tl_vta_insn *in) {
 }
 
 void tl_vta_insn_print(tl_buf *b, const tl_vta_insn *in) {
-  tl_buf_printf(b, "%-6s ", tl_vta_opcode_name(in->opcode));
+  if (in->opcode == TL_VTA_FINISH) tl_buf_puts(b, "FINISH");
+  else tl_buf_printf(b, "%-6s ", tl_vta_opcode_name(in->opcode));
   switch (in->opcode) {
   case TL_VTA_LOAD:
   case TL_VTA_STORE: {

@@ -305,7 +305,7 @@ TL_TEST(vta_disasm) {
               "    2  ALU    SHR imm 8 uop [16,17) x [1 x 64] dst(0,1) src(0,1)  | push g2s\n"
               "    3  STORE  OUT  sram 0 -> dram 0x10+[1 x 64, stride 64]  | pop g2s push s2g\n"
               "    4  LOAD   UOP  nop  | pop s2g\n"
-              "    5  FINISH \n");
+              "    5  FINISH\n");
   tl_vta_free(out);
   bytes[16 * 2] = 7;   /* instruction 2: opcode 7 */
   CHECK_EQ_INT(tl_vta_disasm_bytes(ctx, &c, bytes, sizeof bytes, &out), TL_E_PARSE);

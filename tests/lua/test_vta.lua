@@ -61,7 +61,7 @@ fails({ config = dir .. "/missing.json" }, "missing.json")
 local load = string.char(0x40 + 0x00, 0x01, 0, 0, 0, 0, 0, 0, 1, 0, 4, 0, 4, 0, 0, 0)
 local finish = string.char(3) .. string.rep("\0", 15)
 eq(env:disasm(load .. finish),
-  "    0  LOAD   INP  sram 0 <- dram 0x0+[1 x 4, stride 4]  | push l2g\n    1  FINISH \n", "disasm")
+  "    0  LOAD   INP  sram 0 <- dram 0x0+[1 x 4, stride 4]  | push l2g\n    1  FINISH\n", "disasm")
 local ok, err = pcall(env.disasm, env, finish .. string.char(7) .. string.rep("\0", 15))
 assert(not ok and err:find("vta disasm: instruction 1: bad opcode 7", 1, true), tostring(err))
 
