@@ -562,6 +562,10 @@ int tl_onnx_list_dir(tl_ctx *ctx, const char *dir, char *buf, size_t cap, size_t
 
 /* Models. */
 int tl_onnx_model_load(tl_ctx *ctx, const char *path, tl_onnx_model **out);
+/* A model from len bytes in memory; name stands for the file in messages
+** (NULL: "<bytes>"), dir resolves external data (NULL: "."). */
+int tl_onnx_model_load_bytes(tl_ctx *ctx, const void *data, size_t len, const char *name,
+                             const char *dir, tl_onnx_model **out);
 void tl_onnx_model_free(tl_onnx_model *m);
 int64_t tl_onnx_model_ir_version(const tl_onnx_model *m);
 const char *tl_onnx_model_producer(const tl_onnx_model *m);

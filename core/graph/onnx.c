@@ -356,12 +356,9 @@ TL_EXPORT int tl_onnx_list_dir(tl_ctx *ctx, const char *dir, char *buf, size_t c
 
 /* ---- models ---------------------------------------------------------------------------- */
 
-TL_EXPORT int tl_onnx_model_load(tl_ctx *ctx, const char *path, tl_onnx_model **out) {
-  if (!out) return tl_err(ctx, TL_E_ARG, "tl_onnx_model_load: out is NULL");
-  *out = NULL;
-  ProtobufCMessage *msg;
-  int rc = load_message(ctx, path, &onnx__model_proto__descriptor, &msg);
-  if (rc) return rc;
+/* A model from an unpacked message; takes msg (freed on failure). */
+static int model_from_msg(tl_ctx *ctx, ProtobufCMessage *msg, const char *path, const char *dir,
+                          tl_onnx_model **out) {
   Onnx__ModelProto *pb = (Onnx__ModelProto *)msg;
   if (!pb->graph) {
     protobuf_c_message_free_unpacked(msg, &tl_onnx_allocator);
@@ -370,9 +367,30 @@ TL_EXPORT int tl_onnx_model_load(tl_ctx *ctx, const char *path, tl_onnx_model **
   tl_onnx_model *m = tl_calloc(1, sizeof *m);
   m->pb = pb;
   m->path = tl_strdup(path);
-  m->dir = dir_of(path);
+  m->dir = dir ? tl_strdup(dir) : dir_of(path);
   *out = m;
   return TL_OK;
+}
+
+TL_EXPORT int tl_onnx_model_load(tl_ctx *ctx, const char *path, tl_onnx_model **out) {
+  if (!out) return tl_err(ctx, TL_E_ARG, "tl_onnx_model_load: out is NULL");
+  *out = NULL;
+  ProtobufCMessage *msg;
+  int rc = load_message(ctx, path, &onnx__model_proto__descriptor, &msg);
+  if (rc) return rc;
+  return model_from_msg(ctx, msg, path, NULL, out);
+}
+
+TL_EXPORT int tl_onnx_model_load_bytes(tl_ctx *ctx, const void *data, size_t len, const char *name,
+                                       const char *dir, tl_onnx_model **out) {
+  if (!out) return tl_err(ctx, TL_E_ARG, "tl_onnx_model_load_bytes: out is NULL");
+  *out = NULL;
+  if (!data && len) return tl_err(ctx, TL_E_ARG, "tl_onnx_model_load_bytes: data is NULL");
+  if (!name) name = "<bytes>";
+  ProtobufCMessage *msg;
+  int rc = tl_onnx_unpack(ctx, &onnx__model_proto__descriptor, data ? data : "", len, name, &msg);
+  if (rc) return rc;
+  return model_from_msg(ctx, msg, name, dir ? dir : ".", out);
 }
 
 TL_EXPORT void tl_onnx_model_free(tl_onnx_model *m) {

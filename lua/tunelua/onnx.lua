@@ -360,10 +360,22 @@ end
 
 local out_model_t = ffi.typeof("tl_onnx_model *[1]")
 
-local function load_model(path)
-  if type(path) ~= "string" then fail("load_model: expected a file name, got " .. type(path)) end
+-- A string that is the bytes of a model, not a file name: ONNX bytes start
+-- with a field key (a control character, 0x08 for ir_version), a path never
+-- holds one.
+local function is_bytes(s) return s:find("[%z\1-\31]") ~= nil end
+onnx.is_model_bytes = is_bytes
+
+local function load_model(path, opts)
+  if type(path) ~= "string" then fail("load_model: expected a file name or the model's bytes, got " .. type(path)) end
   local out = out_model_t()
-  check(C.tl_onnx_model_load(ctx, path, out))
+  if is_bytes(path) then
+    local name = opts and opts.name or "<bytes>"
+    check(C.tl_onnx_model_load_bytes(ctx, path, #path, name, opts and opts.dir or nil, out))
+    path = name
+  else
+    check(C.tl_onnx_model_load(ctx, path, out))
+  end
   local m = out[0]
   local ok, r = pcall(function()
     local dir = ffi.string(C.tl_onnx_model_dir(m))
@@ -386,7 +398,8 @@ local function load_model(path)
   return r
 end
 
---- Read an ONNX model: {path, dir, ir_version, producer, opset (ai.onnx),
+--- Read an ONNX model from a file, or from its bytes (a string holding them;
+--- opts.name names it in messages, opts.dir resolves external data): {path, dir, ir_version, producer, opset (ai.onnx),
 --- opsets = {[domain] = version}, graph_name, nodes = {{op_type, name,
 --- domain, inputs, outputs, attrs, attr_types}...} in file order, inputs and
 --- outputs = {{name, type}...}, value_info, initializers = {{name, value}...},

@@ -817,6 +817,12 @@ function relay.optimize(mod, opts)
   return r
 end
 
+--- relay.frontend.from_onnx(path_or_bytes, {shape = {name = dims}, dtype}) -> mod, params
+--- (tunelua.relay.frontend.onnx; docs/onnx.md).
+relay.frontend = {
+  from_onnx = function(src, opts) local m, p = require("tunelua.relay.frontend.onnx").from_onnx(src, opts); return m, p end,
+}
+
 --- relay.build(mod, opts) forwards to the graph executor.
 relay.build = function(mod, opts) return require("tunelua.graph.executor").build(mod, opts) end
 
