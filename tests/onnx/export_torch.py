@@ -1,12 +1,13 @@
 """Export torchvision models to ONNX with random weights and record PyTorch's output.
 
-    /usr/bin/python3 tests/onnx/export_torch.py OUTDIR NAME:SIZE [NAME:SIZE ...] [--opset N]
+    /usr/bin/python3 tests/onnx/export_torch.py OUTDIR NAME:SIZE[@OPSET] ... [--opset N]
         [--bench N] [--threads T]
 
-For each NAME (a torchvision.models constructor) at a SIZExSIZE input (batch 1, 3 channels):
-OUTDIR/NAME.onnx (fixed shapes, input "input", output "logits"), OUTDIR/NAME.in and
-OUTDIR/NAME.out (the input and PyTorch's output as raw little-endian float32), and one line
-on stdout: NAME <input dims> <output dims> [<median ms of N runs>]. Weights are torchvision's
+For each NAME (a torchvision.models constructor) at a SIZExSIZE input (batch 1, 3 channels),
+exported with ai.onnx opset OPSET (default --opset, 14), as TAG = NAME or NAME@OPSET:
+OUTDIR/TAG.onnx (fixed shapes, input "input", output "logits"), OUTDIR/TAG.in and
+OUTDIR/TAG.out (the input and PyTorch's output as raw little-endian float32), and one line
+on stdout: TAG <input dims> <output dims> [<median ms of N runs>]. Weights are torchvision's
 random initialization (seeded), with batch-norm statistics and affine parameters drawn at
 random too, so that folding them is checked; nothing is downloaded. Used by
 tests/lua/test_onnx_models_*.lua and scripts/bench/onnx_models.lua.
@@ -56,19 +57,21 @@ def main(argv):
         torch.set_num_threads(threads)
     out = specs.pop(0)
     for spec in specs:
-        name, size = spec.split(":")
-        size = int(size)
+        tag = spec.split(":")[0] + ("@" + spec.split("@")[1] if "@" in spec else "")
+        name, rest = spec.split(":")
+        size, _, op = rest.partition("@")
+        size, op = int(size), int(op) if op else opset
         torch.manual_seed(0)
         model = build(name)
         x = torch.rand(1, 3, size, size, generator=torch.Generator().manual_seed(2))
         with torch.no_grad():
             y = model(x)
-            torch.onnx.export(model, x, "%s/%s.onnx" % (out, name), opset_version=opset,
+            torch.onnx.export(model, x, "%s/%s.onnx" % (out, tag), opset_version=op,
                               input_names=["input"], output_names=["logits"],
                               do_constant_folding=True)
-        x.numpy().astype("<f4").tofile("%s/%s.in" % (out, name))
-        y.numpy().astype("<f4").tofile("%s/%s.out" % (out, name))
-        line = "%s %s %s" % (name, "x".join(map(str, x.shape)), "x".join(map(str, y.shape)))
+        x.numpy().astype("<f4").tofile("%s/%s.in" % (out, tag))
+        y.numpy().astype("<f4").tofile("%s/%s.out" % (out, tag))
+        line = "%s %s %s" % (tag, "x".join(map(str, x.shape)), "x".join(map(str, y.shape)))
         if bench:
             with torch.no_grad():
                 model(x)
