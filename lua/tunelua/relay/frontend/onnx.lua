@@ -529,15 +529,22 @@ conv.HardSwish = unary(function(x) return relay.multiply(x, hard_sigmoid(x, 1 / 
 conv.Identity = function(self, n, ins) return { ins[1] } end
 
 conv.Dropout = function(self, n, ins)
-  if n.outputs[2] and n.outputs[2] ~= "" and self.used[n.outputs[2]] then
-    self:fail(n, "output 2 (the mask) is used: only inference (an identity) is supported")
-  end
   if self.opset >= 12 and ins[3] then
     local t = ins[3].c and flat_of(ins[3].c)[1]
-    if t == nil or (t ~= 0 and t ~= false) then self:fail(n, "training_mode must be a constant false") end
+    if t == nil or (t ~= 0 and t ~= false) then
+      self:fail(n, "input training_mode = %s is not supported (inference only: a constant false)",
+                t == nil and "(computed)" or tostring(t))
+    end
   end
-  if self.opset < 7 and attr(n, "is_test", 0) == 0 then self:unsupported_attr(n, "is_test", 0, "inference only") end
-  return { ins[1] }
+  -- inference: the identity, and a mask of all true
+  local x = ins[1]
+  local mask = nil
+  if n.outputs[2] and n.outputs[2] ~= "" then
+    local ones = {}
+    for i = 1, numel(x.shape) do ones[i] = 1 end
+    mask = cval(from_flat(ones, x.shape, "bool"))
+  end
+  return { x, mask }
 end
 
 conv.PRelu = function(self, n, ins)
@@ -906,7 +913,10 @@ conv.Split = function(self, n, ins)
     for i = 1, num do sizes[i] = math.max(0, math.min(each, dim - each * (i - 1))) end
   end
   local total = 0
-  for _, s in ipairs(sizes) do total = total + s end
+  for _, s in ipairs(sizes) do
+    if s == 0 then self:fail(n, "an empty output (split size 0) is not supported") end
+    total = total + s
+  end
   if total ~= dim then self:fail(n, "split sizes add up to %d, the axis has %d", total, dim) end
   local outs, at = {}, 0
   for i, s in ipairs(sizes) do
@@ -955,7 +965,7 @@ conv.Slice = function(self, n, ins)
   end
   local y = self:expr(x)
   for i = 1, r do
-    if st[i] ~= 1 then self:fail(n, "steps other than 1 are supported only on constant data, got %d on axis %d", st[i], i - 1) end
+    if st[i] ~= 1 then self:fail(n, "steps = %d (axis %d) on computed data is not supported (only on constants)", st[i], i - 1) end
     if cnt[i] == 0 then self:fail(n, "an empty slice of axis %d is not supported", i - 1) end
     y = slice_expr(y, y.type.shape, i - 1, b[i], b[i] + cnt[i])
   end
@@ -1105,8 +1115,10 @@ local function interp_matrix(self, n, inn, out, scale, o)
     local x
     local ct = o.coord
     if ct == "half_pixel" then x = (i + 0.5) / scale - 0.5
-    elseif ct == "pytorch_half_pixel" then x = out > 1 and (i + 0.5) / scale - 0.5 or 0
-    elseif ct == "align_corners" then x = out > 1 and i * (inn - 1) / (out - 1) or 0
+    elseif ct == "pytorch_half_pixel" then x = inn * scale > 1 and (i + 0.5) / scale - 0.5 or 0
+    elseif ct == "align_corners" then
+      -- the resized length is in * scale, not rounded (as ONNX's reference computes it)
+      x = inn * scale > 1 and i * (inn - 1) / (inn * scale - 1) or 0
     elseif ct == "asymmetric" then x = i / scale
     elseif ct == "tf_half_pixel_for_nn" then x = (i + 0.5) / scale
     else self:unsupported_attr(n, "coordinate_transformation_mode", ct) end
@@ -1279,13 +1291,18 @@ local function input_var(self, v, opts)
                           "e.g. shape = {[\"%s\"] = {1, 3, 224, 224}}", v.name, v.name), 0)
     end
     for i, d in ipairs(ty.shape) do
-      if type(d) ~= "number" or d <= 0 then
+      if type(d) ~= "number" or d < 0 then
         error(string.format("ONNX input '%s' dimension %d (%s) is dynamic: give the input's shape with the " ..
                             "shape option, e.g. shape = {[\"%s\"] = {...}} (tunelua.relay.frontend.from_onnx), " ..
                             "--input %s:1x3x224x224 (scripts/tune_onnx.lua)", v.name, i - 1,
                             type(d) == "string" and ("'" .. d .. "'") or "unknown", v.name, v.name), 0)
       end
       shape[i] = d
+    end
+  end
+  for i, d in ipairs(shape) do
+    if d == 0 then
+      error(string.format("ONNX input '%s' dimension %d is 0: empty tensors are not supported", v.name, i - 1), 0)
     end
   end
   if not ELEM_NAME[dtype] then
@@ -1295,7 +1312,8 @@ local function input_var(self, v, opts)
 end
 
 --- from_onnx(path_or_bytes, {shape = {name = dims}, dtype = "float32" | {name = dtype},
---- freeze_params = false}) -> mod, params. path_or_bytes: a file name or the model's bytes.
+--- freeze_params = false, const_inputs = {name = tl.nd array}}) -> mod, params.
+--- const_inputs gives graph inputs a value known at import time (folded like initializers). path_or_bytes: a file name or the model's bytes.
 --- The module's function takes the graph's inputs (those that are not initializers), in
 --- graph order, then the params (the float initializers it uses); with freeze_params the
 --- initializers are bound as constants and params is empty.
@@ -1316,10 +1334,6 @@ function M.from_onnx(src, opts)
   if m.opset == nil then
     error(string.format("from_onnx: %s imports no ai.onnx opset", m.path), 0)
   end
-  if m.opset < 7 or m.opset > 18 then
-    io.stderr:write(string.format("from_onnx: note: %s uses opset %d; the importer follows opsets 7 to 18\n",
-                                  m.path, m.opset))
-  end
   for _, nd_ in ipairs(m.nodes) do
     for _, i in ipairs(nd_.inputs) do self.used[i] = true end
   end
@@ -1331,8 +1345,11 @@ function M.from_onnx(src, opts)
     self.values[init.name] = cval(init.value, init.name)
   end
   local inputs = {}
+  local known = opts.const_inputs or {}
   for _, v in ipairs(m.inputs) do
-    if not m.initializer[v.name] then
+    if known[v.name] ~= nil and not m.initializer[v.name] then
+      self.values[v.name] = cval(known[v.name])
+    elseif not m.initializer[v.name] then
       local var = input_var(self, v, opts)
       inputs[#inputs + 1] = var
       self.values[v.name] = eval_of(var)
