@@ -220,6 +220,25 @@ local function fold_slice(arr, starts, steps, counts)
   return from_flat(out, os, arr:dtype())
 end
 
+-- A computed 0-d tensor is kept as a (1,) relay tensor (the fused kernels take no 0-d
+-- intermediate); its value says shape {} so the ONNX semantics stay: it broadcasts the
+-- same. reshape_to gives the relay side, as_scalar marks the value.
+local function reshape_to(e, shape)
+  if #shape == 0 then shape = { 1 } end
+  if #e.type.shape == #shape then
+    local same = true
+    for i, d in ipairs(shape) do if e.type.shape[i] ~= d then same = false end end
+    if same then return e end
+  end
+  return relay.reshape(e, shape)
+end
+
+local function as_scalar(v)
+  if v.c then return cval(v.c:copy():reshape({})) end
+  v.shape = {}
+  return v
+end
+
 local function is_float(dt) return dt == "float32" or dt == "float64" or dt == "float16" end
 
 -- ---- converters ---------------------------------------------------------------------------------
@@ -739,7 +758,7 @@ local function reduce(kind)
         out_shape[#out_shape + 1] = x.shape[i + 1]
       end
     end
-    return { self:emit(n, { x }, function(es)
+    local v = self:emit(n, { x }, function(es)
       local y = es[1]
       local perm = {}
       for _, a in ipairs(keep_axes) do perm[#perm + 1] = a end
@@ -752,8 +771,9 @@ local function reduce(kind)
       y = relay.nn[(kind == "mean" or kind == "sum") and "global_avg_pool2d" or "global_max_pool2d"](y)
       if kind == "min" then y = relay.negative(y) end
       if kind == "sum" then y = relay.multiply(y, relay.const(R, x.dtype)) end
-      return relay.reshape(y, out_shape)
-    end) }
+      return reshape_to(y, out_shape)
+    end)
+    return { #out_shape == 0 and as_scalar(v) or v }
   end
 end
 conv.ReduceMean = reduce("mean")
@@ -769,7 +789,8 @@ function Importer:reshaped(n, x, shape)
     self:fail(n, "cannot reshape %s to %s", relay.ops.shape_str(x.shape), relay.ops.shape_str(shape))
   end
   if x.c then return cval(x.c:copy():reshape(shape)) end
-  return eval_of(relay.reshape(self:expr(x), shape))
+  local v = eval_of(reshape_to(self:expr(x), shape))
+  return #shape == 0 and as_scalar(v) or v
 end
 
 conv.Reshape = function(self, n, ins)
@@ -1006,7 +1027,8 @@ conv.Gather = function(self, n, ins)
   local parts = {}
   for k, v in ipairs(ii) do parts[k] = slice_expr(y, x.shape, ax, v, v + 1) end
   local g = #parts == 1 and parts[1] or relay.concatenate(parts, { axis = ax })
-  return { eval_of(relay.reshape(g, out_shape)) }
+  local v = eval_of(reshape_to(g, out_shape))
+  return { #out_shape == 0 and as_scalar(v) or v }
 end
 
 conv.Shape = function(self, n, ins)
