@@ -246,6 +246,7 @@ end
 --- get_network(o) -> mod, params, input_shape of o.network at o.image_size. A shape error of a
 --- too small --image-size (a layer's kernel larger than its input) names the option to change.
 function flow.get_network(o)
+  if o.get_network then return o.get_network(o) end
   local networks = require "networks"
   local ok, mod, params, input_shape = pcall(networks.get_network, o.network, {
     batch_size = o.batch_size, dtype = o.dtype, image_size = o.image_size,
@@ -267,7 +268,9 @@ function flow.tune_and_evaluate(o, tuning_opt)
   local relay = require "tunelua.relay"
 
   print("Extract tasks...")
-  local mod, params, input_shape = flow.get_network(o)
+  -- o.get_network (a script's own, e.g. an imported model) may also return the input's name
+  local mod, params, input_shape, input_name = flow.get_network(o)
+  input_name = input_name or "data"
   local ops = {}
   for op in o.ops:gmatch("[^,%s]+") do ops[#ops + 1] = op end
   local tasks = autotvm.task.extract_from_program(mod, { target = o.target, params = params, ops = ops })
@@ -327,9 +330,9 @@ function flow.tune_and_evaluate(o, tuning_opt)
   module = module or executor.GraphModule(lib)
   untuned = untuned or executor.GraphModule(untuned_lib)
   local data = tl.nd.random_uniform(input_shape, { low = 0, high = 1, seed = 1, dtype = o.dtype })
-  module:set_input("data", data)
-  untuned:set_input("data", data)
-  if remote then flow.check_remote(module, lib, data) end
+  module:set_input(input_name, data)
+  untuned:set_input(input_name, data)
+  if remote then flow.check_remote(module, lib, data, input_name) end
 
   print("Evaluate inference time cost...")
   local t, u = flow.compare(module, untuned, o.bench_number or 1, o["repeat"])
@@ -344,10 +347,10 @@ end
 --- check_remote(remote_module, lib, data): one run of the network on the device and one on this
 --- machine on the same input; their outputs must agree (relative to the largest magnitude,
 --- 1e-4), else an error. Prints the largest difference.
-function flow.check_remote(remote_module, lib, data)
+function flow.check_remote(remote_module, lib, data, input_name)
   local ffi = require "ffi"
   local here = require("tunelua.graph.executor").GraphModule(lib)
-  here:set_input("data", data)
+  here:set_input(input_name or "data", data)
   here:run()
   remote_module:run()
   local a, b = remote_module:get_output(0), here:get_output(0)
