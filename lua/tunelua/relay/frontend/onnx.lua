@@ -1334,15 +1334,17 @@ local function input_var(self, v, opts)
 end
 
 --- from_onnx(path_or_bytes, {shape = {name = dims}, dtype = "float32" | {name = dtype},
---- freeze_params = false, const_inputs = {name = tl.nd array}}) -> mod, params.
---- const_inputs gives graph inputs a value known at import time (folded like initializers). path_or_bytes: a file name or the model's bytes.
+--- freeze_params = false, const_inputs = {name = tl.nd array}, dir}) -> mod, params.
+--- path_or_bytes: a file name or the model's bytes. const_inputs gives graph inputs a value
+--- known at import time (folded like initializers); dir: where the external data of a model
+--- given as bytes is (default: the current directory).
 --- The module's function takes the graph's inputs (those that are not initializers), in
 --- graph order, then the params (the float initializers it uses); with freeze_params the
 --- initializers are bound as constants and params is empty.
 function M.from_onnx(src, opts)
   opts = opts or {}
   if type(src) ~= "string" then error("from_onnx: expected a file name or the model's bytes, got " .. type(src), 0) end
-  local ok, m = pcall(onnx.load_model, src)
+  local ok, m = pcall(onnx.load_model, src, { dir = opts.dir })
   if not ok then
     local what = onnx.is_model_bytes(src) and "the bytes given" or src
     local msg = tostring(m):gsub("^[^\n]-%.lua:%d+: ", "")
