@@ -9,7 +9,7 @@ Weights are initializers (so they import as params); shapes, axes and scales are
 nodes or constant subgraphs (folded at import). Also writes the error cases of
 tests/lua/test_onnx_import.lua: ext.onnx (external data in ext.bin; the test removes it),
 dyn.onnx (a dynamic batch dimension), unsupported.onnx (an op the importer lacks),
-badattr.onnx (Pad mode=reflect).
+badattr.onnx (MaxPool storage_order=1).
 """
 import sys
 
@@ -201,8 +201,8 @@ g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]), helper.make_node(
                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "%s/unsupported.onnx" % OUT)
-g = helper.make_graph([const("pads", np.array([0, 1, 0, 1], np.int64)),
-                       helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect", name="pad0")], "badattr",
-                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
-                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])])
+g = helper.make_graph([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], storage_order=1,
+                                        name="pool0")], "badattr",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 3, 3])])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "%s/badattr.onnx" % OUT)

@@ -1111,16 +1111,47 @@ conv.Pad = function(self, n, ins)
       pads = full
     end
   end
-  if mode ~= "constant" then self:unsupported_attr(n, "mode", mode, "constant padding only") end
+  if mode ~= "constant" and mode ~= "edge" and mode ~= "reflect" then
+    self:unsupported_attr(n, "mode", mode, "constant, edge or reflect")
+  end
   if #pads ~= 2 * r then self:fail(n, "pads has %d values for a rank-%d input", #pads, r) end
   local pw, any = {}, false
   for i = 1, r do
     if pads[i] < 0 or pads[i + r] < 0 then self:unsupported_attr(n, "pads", pads[i] < 0 and pads[i] or pads[i + r], "negative padding (cropping)") end
     pw[i] = { pads[i], pads[i + r] }
     if pads[i] ~= 0 or pads[i + r] ~= 0 then any = true end
+    if mode == "reflect" and (pads[i] >= x.shape[i] or pads[i + r] >= x.shape[i]) then
+      self:fail(n, "reflect padding of %d on axis %d of size %d is not supported (at most size - 1)",
+                math.max(pads[i], pads[i + r]), i - 1, x.shape[i])
+    end
   end
   if not any then return { x } end
-  return { self:emit(n, { x }, function(es) return relay.nn.pad(es[1], { pad_width = pw, pad_value = value }) end) }
+  if mode == "constant" then
+    return { self:emit(n, { x }, function(es) return relay.nn.pad(es[1], { pad_width = pw, pad_value = value }) end) }
+  end
+  -- edge and reflect: per padded axis, the copied rows (one-row slices) concatenated around x
+  return { self:emit(n, { x }, function(es)
+    local y = es[1]
+    for ax = 0, r - 1 do
+      local b, a = pw[ax + 1][1], pw[ax + 1][2]
+      if b > 0 or a > 0 then
+        local s = y.type.shape
+        local d = s[ax + 1]
+        local parts = {}
+        for k = b, 1, -1 do
+          local at = mode == "edge" and 0 or k
+          parts[#parts + 1] = slice_expr(y, s, ax, at, at + 1)
+        end
+        parts[#parts + 1] = y
+        for k = 1, a do
+          local at = mode == "edge" and d - 1 or d - 1 - k
+          parts[#parts + 1] = slice_expr(y, s, ax, at, at + 1)
+        end
+        y = relay.concatenate(parts, { axis = ax })
+      end
+    end
+    return y
+  end) }
 end
 
 -- ---- Resize / Upsample: one dense per resized axis ---------------------------------------------
