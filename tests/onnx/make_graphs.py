@@ -12,6 +12,7 @@ dyn.onnx (a dynamic batch dimension), unsupported.onnx (an op the importer lacks
 badattr.onnx (MaxPool storage_order=1).
 """
 import sys
+import warnings
 
 import numpy as np
 import onnx
@@ -21,6 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 OUT = sys.argv[1]
 rng = np.random.default_rng(0)
+warnings.filterwarnings("ignore")
 
 
 def rand(*s):
@@ -181,6 +183,30 @@ nodes = [const("us", np.array([1, 1, 2, 2], np.float32)),
          helper.make_node("Upsample", ["x", "us"], ["u"], mode="linear"),
          helper.make_node("HardSigmoid", ["u"], ["y"], alpha=0.3, beta=0.4)]
 save("upsample_hardsigmoid", nodes, x, y, opset=9)
+
+# PyTorch's own export of Linear -> LayerNorm -> GELU -> Linear: at opset 14 LayerNorm and
+# GELU are decomposed (ReduceMean, Pow, Sqrt, Erf, ...), at opset 17 LayerNorm is one
+# LayerNormalization node; batched 3-D MatMul against 2-D weights
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.ln, self.fc2 = torch.nn.Linear(16, 32), torch.nn.LayerNorm(32), torch.nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.ln(self.fc(x))))
+
+
+torch.manual_seed(0)
+mlp = Mlp().eval()
+x = torch.rand(2, 5, 16)
+with torch.no_grad():
+    y = mlp(x).numpy()
+for op in (14, 17):
+    torch.onnx.export(mlp, x, "%s/mlp_layernorm_gelu_opset%d.onnx" % (OUT, op), opset_version=op,
+                      input_names=["x"], output_names=["y"])
+    x.numpy().astype("<f4").tofile("%s/mlp_layernorm_gelu_opset%d.in" % (OUT, op))
+    y.astype("<f4").tofile("%s/mlp_layernorm_gelu_opset%d.out" % (OUT, op))
+    print("mlp_layernorm_gelu_opset%d" % op, "2x5x16", "2x5x8", flush=True)
 
 # ---- error cases ----
 x = rand(1, 3, 4, 4)

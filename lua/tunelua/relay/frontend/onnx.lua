@@ -728,6 +728,37 @@ conv.GlobalMaxPool = global_pool("max")
 
 -- ---- reductions: a global pool over the reduced axes, moved last ----------------------------------
 
+-- The relay expression reducing e (of shape) over the axes in red (0-based set): the kept
+-- axes first, the reduced ones flattened last, one global pool; keep: keepdims.
+local function reduce_expr(e, shape, red, kind, keep)
+  local r = #shape
+  local keep_axes, red_axes, out_shape, K, R = {}, {}, {}, 1, 1
+  for i = 0, r - 1 do
+    if red[i] then
+      red_axes[#red_axes + 1] = i
+      R = R * shape[i + 1]
+      if keep then out_shape[#out_shape + 1] = 1 end
+    else
+      keep_axes[#keep_axes + 1] = i
+      K = K * shape[i + 1]
+      out_shape[#out_shape + 1] = shape[i + 1]
+    end
+  end
+  local y = e
+  local perm = {}
+  for _, a in ipairs(keep_axes) do perm[#perm + 1] = a end
+  for _, a in ipairs(red_axes) do perm[#perm + 1] = a end
+  local ident = true
+  for i, p in ipairs(perm) do if p ~= i - 1 then ident = false end end
+  if not ident then y = relay.transpose(y, perm) end
+  y = relay.reshape(y, { 1, K, R, 1 })
+  if kind == "min" then y = relay.negative(y) end
+  y = relay.nn[(kind == "mean" or kind == "sum") and "global_avg_pool2d" or "global_max_pool2d"](y)
+  if kind == "min" then y = relay.negative(y) end
+  if kind == "sum" then y = relay.multiply(y, relay.const(R, e.type.dtype)) end
+  return reshape_to(y, out_shape), out_shape
+end
+
 local function reduce(kind)
   return function(self, n, ins)
     local x = ins[1]
@@ -746,32 +777,11 @@ local function reduce(kind)
     else
       for _, a in ipairs(axes) do red[self:axis(n, a, r)] = true end
     end
-    local keep_axes, red_axes, out_shape, K, R = {}, {}, {}, 1, 1
-    for i = 0, r - 1 do
-      if red[i] then
-        red_axes[#red_axes + 1] = i
-        R = R * x.shape[i + 1]
-        if keep then out_shape[#out_shape + 1] = 1 end
-      else
-        keep_axes[#keep_axes + 1] = i
-        K = K * x.shape[i + 1]
-        out_shape[#out_shape + 1] = x.shape[i + 1]
-      end
-    end
+    local out_shape
     local v = self:emit(n, { x }, function(es)
-      local y = es[1]
-      local perm = {}
-      for _, a in ipairs(keep_axes) do perm[#perm + 1] = a end
-      for _, a in ipairs(red_axes) do perm[#perm + 1] = a end
-      local ident = true
-      for i, p in ipairs(perm) do if p ~= i - 1 then ident = false end end
-      if not ident then y = relay.transpose(y, perm) end
-      y = relay.reshape(y, { 1, K, R, 1 })
-      if kind == "min" then y = relay.negative(y) end
-      y = relay.nn[(kind == "mean" or kind == "sum") and "global_avg_pool2d" or "global_max_pool2d"](y)
-      if kind == "min" then y = relay.negative(y) end
-      if kind == "sum" then y = relay.multiply(y, relay.const(R, x.dtype)) end
-      return reshape_to(y, out_shape)
+      local y
+      y, out_shape = reduce_expr(es[1], x.shape, red, kind, keep)
+      return y
     end)
     return { #out_shape == 0 and as_scalar(v) or v }
   end
@@ -780,6 +790,39 @@ conv.ReduceMean = reduce("mean")
 conv.ReduceSum = reduce("sum")
 conv.ReduceMax = reduce("max")
 conv.ReduceMin = reduce("min")
+
+-- LayerNormalization (opset 17): over the axes from `axis` on, (x - mean) / sqrt(var + eps)
+-- * scale + bias, from the same reductions
+conv.LayerNormalization = function(self, n, ins)
+  local x = ins[1]
+  local r = #x.shape
+  local ax = self:axis(n, attr(n, "axis", -1), r)
+  local eps = attr(n, "epsilon", 1e-5)
+  if attr(n, "stash_type", 1) ~= 1 then self:unsupported_attr(n, "stash_type", attr(n, "stash_type")) end
+  local red = {}
+  for i = ax, r - 1 do red[i] = true end
+  -- which: 1 Y, 2 Mean, 3 InvStdDev (each its own expression; EliminateCommonSubexpr merges them)
+  local function part(which)
+    return self:emit(n, { x, ins[2], ins[3] }, function(es)
+      local dt = x.dtype
+      local mean = reduce_expr(es[1], x.shape, red, "mean", true)
+      if which == 2 then return mean end
+      local d = relay.subtract(es[1], mean)
+      local var = reduce_expr(relay.multiply(d, d), x.shape, red, "mean", true)
+      local std = relay.sqrt(relay.add(var, relay.const(eps, dt)))
+      if which == 3 then return relay.divide(relay.const(1, dt), std) end
+      local y = relay.divide(d, std)
+      if es[2] then y = relay.multiply(y, es[2]) end
+      if es[3] then y = relay.add(y, es[3]) end
+      return y
+    end)
+  end
+  local outs = { part(1) }
+  for i = 2, 3 do
+    if n.outputs[i] and n.outputs[i] ~= "" then outs[i] = part(i) end
+  end
+  return outs
+end
 
 -- ---- data movement ------------------------------------------------------------------------------
 
