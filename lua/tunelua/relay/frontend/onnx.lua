@@ -176,28 +176,43 @@ local function strides(s)
   return st
 end
 
--- Element-wise f over broadcast constants (Lua numbers).
-local function fold_binary(a, b, f, dtype)
-  local sa, sb = a:shape(), b:shape()
-  local os = bcast_shape(sa, sb)
-  if not os then return nil end
-  local fa, fb = flat_of(a), flat_of(b)
+-- Element-wise f over broadcast constants (Lua numbers; booleans read as 0/1).
+local function fold_nary(arrs, f, dtype)
+  local os = {}
+  for _, a in ipairs(arrs) do
+    os = bcast_shape(os, a:shape())
+    if not os then return nil end
+  end
   local n = numel(os)
-  local sta, stb, sto = strides(sa), strides(sb), strides(os)
-  local out = {}
-  for k = 0, n - 1 do
-    local ia, ib, rem = 0, 0, k
-    for d = 1, #os do
-      local idx = math.floor(rem / sto[d])
-      rem = rem - idx * sto[d]
-      local da, db = d - (#os - #sa), d - (#os - #sb)
-      if da >= 1 and sa[da] ~= 1 then ia = ia + idx * sta[da] end
-      if db >= 1 and sb[db] ~= 1 then ib = ib + idx * stb[db] end
+  local sto = strides(os)
+  local info = {}
+  for k, a in ipairs(arrs) do
+    local fl = flat_of(a)
+    for i, v in ipairs(fl) do
+      if v == true then fl[i] = 1 elseif v == false then fl[i] = 0 else fl[i] = tonumber(v) end
     end
-    out[k + 1] = f(tonumber(fa[ia + 1]), tonumber(fb[ib + 1]))
+    info[k] = { shape = a:shape(), st = strides(a:shape()), flat = fl }
+  end
+  local out = {}
+  local args = {}
+  for k = 0, n - 1 do
+    for j, it in ipairs(info) do
+      local off, rem = 0, k
+      local sa = it.shape
+      for d = 1, #os do
+        local idx = math.floor(rem / sto[d])
+        rem = rem - idx * sto[d]
+        local da = d - (#os - #sa)
+        if da >= 1 and sa[da] ~= 1 then off = off + idx * it.st[da] end
+      end
+      args[j] = it.flat[off + 1]
+    end
+    out[k + 1] = f(unpack(args, 1, #info))
   end
   return from_flat(out, os, dtype)
 end
+
+local function fold_binary(a, b, f, dtype) return fold_nary({ a, b }, f, dtype) end
 
 -- A strided slice of a constant: starts/ends/steps per axis (0-based, normalized).
 local function fold_slice(arr, starts, steps, counts)
@@ -1072,6 +1087,67 @@ conv.Gather = function(self, n, ins)
   local g = #parts == 1 and parts[1] or relay.concatenate(parts, { axis = ax })
   local v = eval_of(reshape_to(g, out_shape))
   return { #out_shape == 0 and as_scalar(v) or v }
+end
+
+-- ---- shape computations folded at import (comparisons, Where, Range, Expand) -----------------
+
+local CMP = {
+  Equal = function(a, b) return a == b end, Less = function(a, b) return a < b end,
+  Greater = function(a, b) return a > b end, LessOrEqual = function(a, b) return a <= b end,
+  GreaterOrEqual = function(a, b) return a >= b end,
+}
+for op, f in pairs(CMP) do
+  conv[op] = function(self, n, ins)
+    local a = self:const(n, ins[1], "A")
+    local b = self:const(n, ins[2], "B")
+    local r = fold_binary(a, b, f, "bool")
+    if not r then self:fail(n, "shapes do not broadcast") end
+    return { cval(r) }
+  end
+end
+
+conv.Not = function(self, n, ins)
+  local a = self:const(n, ins[1], "X")
+  local fl = flat_of(a)
+  for i, v in ipairs(fl) do fl[i] = not (v == true or v == 1) end
+  return { cval(from_flat(fl, a:shape(), "bool")) }
+end
+
+conv.Where = function(self, n, ins)
+  local c = self:const(n, ins[1], "condition")
+  local x, y = ins[2], ins[3]
+  if x.c and y.c then
+    local dt = x.dtype
+    local r = fold_nary({ c, x.c, y.c }, function(k, a, b) if k ~= 0 then return a end return b end, dt)
+    if not r then self:fail(n, "shapes do not broadcast") end
+    return { cval(r) }
+  end
+  self:fail(n, "X and Y computed from the graph's inputs are not supported (only constants)")
+end
+
+conv.Range = function(self, n, ins)
+  local st = tonumber(flat_of(self:const(n, ins[1], "start"))[1])
+  local lim = tonumber(flat_of(self:const(n, ins[2], "limit"))[1])
+  local dl = tonumber(flat_of(self:const(n, ins[3], "delta"))[1])
+  if dl == 0 then self:fail(n, "delta is 0") end
+  local cnt = math.max(0, math.ceil((lim - st) / dl))
+  local out = {}
+  for i = 1, cnt do out[i] = st + (i - 1) * dl end
+  return { cval(from_flat(out, { cnt }, ins[1].dtype)) }
+end
+
+conv.Expand = function(self, n, ins)
+  local x = ins[1]
+  local want = ints_of(self:const(n, ins[2], "shape"))
+  local os = bcast_shape(x.shape, want)
+  if not os then
+    self:fail(n, "cannot expand %s to %s", relay.ops.shape_str(x.shape), relay.ops.shape_str(want))
+  end
+  if x.c then
+    return { cval(fold_nary({ x.c, nd.zeros(os, "float32") }, function(a) return a end, x.dtype)) }
+  end
+  -- broadcast by adding zeros of the target shape (exact)
+  return { self:emit(n, { x }, function(es) return relay.add(es[1], relay.const(nd.zeros(os, x.dtype))) end) }
 end
 
 conv.Shape = function(self, n, ins)
