@@ -22,8 +22,6 @@ end
 
 local supported = {}
 for _, op in ipairs(frontend.supported_ops()) do supported[op] = true end
--- ops converted here but not checked by node tests in this runner: Constant and Identity
--- alone are trivial; the rest are covered through PyTorch models
 local FLOAT = { float32 = true, float64 = true }
 
 local function close(got, want)
@@ -49,7 +47,6 @@ local function close(got, want)
   return true
 end
 
-local Skip = {}
 local function run_test(name)
   local t = onnx.load_node_test(name)
   for _, n in ipairs(t.nodes) do
@@ -73,7 +70,6 @@ local function run_test(name)
     end
     return "fail", msg
   end
-  local body = mod.main.body
   local outs = {}
   local nout = #t.outputs
   local has_input = #mod.main.params > 0 and mod.main.params[1].name == t.input_names[1]
@@ -92,7 +88,6 @@ local function run_test(name)
     local good, why = close(outs[i], t.outputs[i])
     if not good then return "fail", "output " .. (i - 1) .. ": " .. why end
   end
-  local _ = body
   return "pass"
 end
 

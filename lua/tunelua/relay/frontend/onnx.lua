@@ -1549,7 +1549,6 @@ function M.from_onnx(src, opts)
         ins[i] = v
       end
     end
-    if n.inputs[1] and n.inputs[1] ~= "" and not ins[1] then error("unreachable", 0) end
     local ok2, outs = pcall(f, self, n, ins)
     if not ok2 then
       local msg = tostring(outs)
