@@ -22,13 +22,16 @@
 -- seed (0), init ("xavier", as TVM; "he" keeps deep activations at unit
 -- scale, for numerical tests), init_params (true; false returns an empty
 -- params table), depth (resnet3d frames, 16).
--- VGG, SqueezeNet and Inception v3 exist only in NCHW, as in TVM.
+-- VGG, SqueezeNet and Inception v3 exist only in NCHW, as in TVM. resnet18_v1,
+-- resnet34_v1 and resnet50_v1 are the Gluon model zoo's post-activation ResNets
+-- (networks/resnet_v1.lua, NCHW only); they end in the logits, without softmax.
 local layers = require "networks.layers"
 
 local networks = {}
 
 local NAMES = {
   "resnet-18", "resnet-34", "resnet-50", "resnet-101", "resnet-152",
+  "resnet18_v1", "resnet34_v1", "resnet50_v1",
   "mobilenet",
   "vgg-11", "vgg-13", "vgg-16", "vgg-19",
   "vgg-11-bn", "vgg-13-bn", "vgg-16-bn", "vgg-19-bn",
@@ -121,6 +124,9 @@ function networks.get_network(name, opts)
     if name:match("^resnet%-") then
       w.num_layers = tonumber(name:match("%-(%d+)$"))
       family = "networks.resnet"
+    elseif name:match("^resnet%d+_v1$") then
+      w.num_layers = tonumber(name:match("^resnet(%d+)_v1$"))
+      family = "networks.resnet_v1"
     elseif name == "mobilenet" then
       family = "networks.mobilenet"
     elseif name:match("^vgg%-") then

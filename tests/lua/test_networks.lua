@@ -40,6 +40,11 @@ local expect = {
   ["resnet-50"] = { 260, 25595060, 53, 20 },
   ["resnet-101"] = { 515, 44639412, 104, 20 },
   ["resnet-152"] = { 770, 60329140, 155, 20 },
+  -- Gluon's v1: torchvision's counts (11689512, 21797672, 25557032) plus the running
+  -- means and variances, and for resnet50_v1 the biases of each bottleneck's 1x1 convs
+  ["resnet18_v1"] = { 103, 11699112, 20, 11 },
+  ["resnet34_v1"] = { 183, 21814696, 36, 11 },
+  ["resnet50_v1"] = { 300, 25629032, 53, 20 },
   ["mobilenet"] = { 138, 4253864, 27, 19 },
   ["vgg-11"] = { 23, 132863336, 8, 7 },
   ["vgg-13"] = { 27, 133047848, 10, 9 },
@@ -77,7 +82,12 @@ for _, name in ipairs(networks.list()) do
       same_list(f.params[1].type.shape, ishape, name .. " input shape")
       same_list(oshape, { 1, 1000 }, name .. " output shape")
       same_list(f.body.type.shape, { 1, 1000 }, name .. " body type")
-      assert(f.body.op == "nn.softmax", name .. ": the output is not a softmax")
+      if name:match("_v1$") then     -- Gluon's models end in the logits
+        assert(f.body.op == "nn.bias_add" and f.body.args[1].op == "nn.dense",
+               name .. ": the output is not dense + bias")
+      else
+        assert(f.body.op == "nn.softmax", name .. ": the output is not a softmax")
+      end
       local scalars = 0
       for i = 2, #f.params do scalars = scalars + numel(f.params[i].type.shape) end
       local want = e[2]
