@@ -7,6 +7,8 @@
 **                     accumulation type: int8 x int8 -> int32 works by
 **                     casting both operands). Tag conv2d_nchw / conv2d_nhwc
 **                     (group_conv2d_* when groups > 1).
+**   conv2d_packed     VTA's blocked layouts: data NCHW<b>n<c>c (N/b, C/c, H, W, b,
+**                     c) x kernel OIHW<o>o<c>i (O/o, C/c, KH, KW, o, c); groups 1.
 **   depthwise_conv2d  NCHW data x [C, M, KH, KW] or NHWC x [KH, KW, C, M];
 **                     channel multiplier M gives C*M output channels.
 **   conv2d_transpose  NCHW data x [C, O/groups, KH, KW] (IOHW, the ONNX/TVM
@@ -51,8 +53,9 @@ static json_t *conv_attrs_json(const conv_attrs *a, const int64_t *ksize) {
   return j;
 }
 
-/* Parse and check the attributes every convolution shares. */
-static int conv_parse(tl_topi_call *c, conv_attrs *a, int transpose) {
+/* Parse and check the attributes every convolution shares; a packed layout (conv2d_packed)
+** is checked by its caller. */
+static int conv_parse(tl_topi_call *c, conv_attrs *a, int packed) {
   static const int64_t one2[2] = {1, 1}, zero2[2] = {0, 0};
   int rc, n;
   if ((rc = tl_topi_get_ints(c, "strides", 2, one2, a->stride, NULL))) return rc;
@@ -76,8 +79,7 @@ static int conv_parse(tl_topi_call *c, conv_attrs *a, int transpose) {
   const char *dflt = strstr(c->op, "nhwc") ? "NHWC" : "NCHW";
   if ((rc = tl_topi_get_str(c, "layout", dflt, &a->layout))) return rc;
   if ((rc = tl_topi_get_str(c, "data_layout", a->layout, &a->layout))) return rc;
-  (void)transpose;
-  if (strcmp(a->layout, "NCHW") != 0 && strcmp(a->layout, "NHWC") != 0)
+  if (!packed && strcmp(a->layout, "NCHW") != 0 && strcmp(a->layout, "NHWC") != 0)
     return tl_err(c->ctx, TL_E_UNSUPPORTED, "%s: layout '%s' is not supported (NCHW or NHWC)", c->op,
                   a->layout);
   char ib[400];
@@ -235,6 +237,93 @@ int tl_topi_conv2d(tl_topi_call *c) {
                        tl_te_load(dag, kernel, ki, 4), rv, 3, conv_attrs_json(&a, ksz));
 }
 
+/* ---- conv2d_packed ---------------------------------------------------------- */
+
+/* "NCHW<b>n<c>c" -> b, c; "OIHW<o>o<i>i" -> o, i (0 on a mismatch). */
+static int packed_factors(const char *layout, const char *head, char l1, char l2, int64_t *f1,
+                          int64_t *f2) {
+  size_t n = strlen(head);
+  if (!layout || strncmp(layout, head, n) != 0) return 0;
+  char a, b, extra;
+  long long x, y;
+  if (sscanf(layout + n, "%lld%c%lld%c%c", &x, &a, &y, &b, &extra) != 4) return 0;
+  if (a != l1 || b != l2 || x <= 0 || y <= 0) return 0;
+  *f1 = x, *f2 = y;
+  return 1;
+}
+
+/* VTA's blocked convolution: data (N/b, C/c, H, W, b, c) x kernel (O/o, C/c, KH, KW, o, c)
+** -> (N/b, O/o, OH, OW, b, o); sums over the input-channel blocks, the window and the block
+** lanes, with both operands cast to out_dtype. Attributes: strides, padding, dilation,
+** out_dtype, data_layout ("NCHW<b>n<c>c") and kernel_layout ("OIHW<o>o<c>i"), which must
+** name the block sizes of the shapes. Tag conv2d_packed. */
+int tl_topi_conv2d_packed(tl_topi_call *c) {
+  char ib[400], b1[160], b2[160];
+  int rc;
+  if ((rc = tl_topi_nin(c, 2, 2))) return rc;
+  int data = c->in[0], kernel = c->in[1];
+  conv_attrs a;
+  const char *kl = NULL;
+  if ((rc = conv_parse(c, &a, 1))) return rc;
+  if ((rc = tl_topi_get_str(c, "kernel_layout", NULL, &kl))) return rc;
+  const char *dl = a.layout;
+  int64_t bn = 0, bc = 0, bo = 0, bi = 0;
+  if (!packed_factors(dl, "NCHW", 'n', 'c', &bn, &bc))
+    return tl_err(c->ctx, TL_E_ARG, "%s: data_layout must be NCHW<b>n<c>c, got '%s'", c->op,
+                  dl ? dl : "");
+  if (!packed_factors(kl, "OIHW", 'o', 'i', &bo, &bi))
+    return tl_err(c->ctx, TL_E_ARG, "%s: kernel_layout must be OIHW<o>o<i>i, got '%s'", c->op,
+                  kl ? kl : "");
+  if (tl_topi_ndim(c->dag, data) != 6 || tl_topi_ndim(c->dag, kernel) != 6)
+    return tl_err(c->ctx, TL_E_SHAPE, "%s: data and kernel must be 6-D, got %s and %s", c->op,
+                  tl_topi_shape_str(c->dag, data, b1), tl_topi_shape_str(c->dag, kernel, b2));
+  if ((rc = conv_dtypes(c, data, kernel, &a))) return rc;
+  if (a.groups != 1)
+    return tl_err(c->ctx, TL_E_UNSUPPORTED, "%s: groups must be 1, got %lld %s", c->op,
+                  (long long)a.groups, tl_topi_inputs_str(c, ib));
+  const int64_t *ds = tl_topi_shape(c->dag, data), *ks = tl_topi_shape(c->dag, kernel);
+  if (ds[4] != bn || ds[5] != bc || ks[4] != bo || ks[5] != bi || bi != bc)
+    return tl_err(c->ctx, TL_E_SHAPE,
+                  "%s: shapes %s and %s do not match the layouts %s and %s", c->op,
+                  tl_topi_shape_str(c->dag, data, b1), tl_topi_shape_str(c->dag, kernel, b2), dl, kl);
+  if (ks[1] != ds[1])
+    return tl_err(c->ctx, TL_E_SHAPE,
+                  "%s: channel mismatch: data has %lld channel blocks but kernel expects %lld %s",
+                  c->op, (long long)ds[1], (long long)ks[1], tl_topi_inputs_str(c, ib));
+  int64_t H = ds[2], W = ds[3], KH = ks[2], KW = ks[3], OH = 0, OW = 0;
+  if ((rc = conv_out_hw(c, &a, H, W, KH, KW, &OH, &OW))) return rc;
+  tl_dag *dag = c->dag;
+  tl_ir *ir = dag->ir;
+  int64_t before[6] = {0, 0, a.pad[0], a.pad[1], 0, 0};
+  int64_t pshape[6] = {ds[0], ds[1], H + a.pad[0] + a.pad[2], W + a.pad[1] + a.pad[3], ds[4], ds[5]};
+  int pad;
+  if ((rc = tl_topi_pad_stage(c, data, before, pshape, 0, "pad_data", &pad))) return rc;
+  static const char *const names[6] = {"b_o", "c_o", "i", "j", "b_i", "c_i"};
+  tl_ref ax[6];
+  tl_te_axis_vars(dag, 6, names, ax);
+  tl_ref ko = tl_te_reduce_axis(dag, "k_o", ds[1]), dy = tl_te_reduce_axis(dag, "d_i", KH),
+         dx = tl_te_reduce_axis(dag, "d_j", KW), ki = tl_te_reduce_axis(dag, "k_i", bc);
+  tl_ref di[6] = {ax[0], ko, idx_win(dag, ax[2], a.stride[0], dy, a.dil[0]),
+                  idx_win(dag, ax[3], a.stride[1], dx, a.dil[1]), ax[4], ki};
+  tl_ref kidx[6] = {ax[1], ko, dy, dx, ax[5], ki};
+  tl_ref lhs = tl_te_load(dag, pad, di, 6), rhs = tl_te_load(dag, kernel, kidx, 6);
+  if (!tl_type_eq(tl_topi_dtype(dag, data), a.out_dtype)) {
+    lhs = tl_cast(ir, a.out_dtype, lhs);
+    rhs = tl_cast(ir, a.out_dtype, rhs);
+  }
+  tl_ref rv[4] = {ko, dy, dx, ki};
+  int64_t oshape[6] = {ds[0], ks[0], OH, OW, bn, bo};
+  int64_t ksz[2] = {KH, KW};
+  json_t *aj = conv_attrs_json(&a, ksz);
+  json_object_set_new(aj, "kernel_layout", json_string(kl));
+  int out;
+  rc = tl_topi_emit(c, "conv2d_packed", "conv2d_packed", "out_elemwise_fusable", 6, oshape, ax,
+                    tl_mul(ir, lhs, rhs), TL_RED_SUM, rv, 4, 0, aj, &out);
+  json_decref(aj);
+  if (rc) return rc;
+  return tl_topi_push_out(c, out);
+}
+
 /* ---- depthwise conv2d ------------------------------------------------------ */
 
 int tl_topi_depthwise_conv2d(tl_topi_call *c) {
@@ -304,7 +393,7 @@ int tl_topi_conv2d_transpose(tl_topi_call *c) {
   if ((rc = tl_topi_nin(c, 2, 2))) return rc;
   int data = c->in[0], kernel = c->in[1];
   conv_attrs a;
-  if ((rc = conv_parse(c, &a, 1))) return rc;
+  if ((rc = conv_parse(c, &a, 0))) return rc;
   if ((rc = check_4d(c, data, "data")) || (rc = check_4d(c, kernel, "kernel"))) return rc;
   if ((rc = conv_dtypes(c, data, kernel, &a))) return rc;
   int nhwc = strcmp(a.layout, "NHWC") == 0;

@@ -26,6 +26,7 @@ static const topi_entry registry[] = {
   {"conv2d", tl_topi_conv2d, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"conv2d_nchw", tl_topi_conv2d, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"conv2d_nhwc", tl_topi_conv2d, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"conv2d_packed", tl_topi_conv2d_packed, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"depthwise_conv2d", tl_topi_depthwise_conv2d, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"depthwise_conv2d_nchw", tl_topi_depthwise_conv2d, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"depthwise_conv2d_nhwc", tl_topi_depthwise_conv2d, TL_PAT_OUT_ELEMWISE_FUSABLE},

@@ -105,6 +105,7 @@ tl_ref tl_topi_load_bcast(tl_dag *dag, int t, const tl_ref *axis, int ndim);
 
 /* nn.c */
 int tl_topi_conv2d(tl_topi_call *c);
+int tl_topi_conv2d_packed(tl_topi_call *c);
 int tl_topi_depthwise_conv2d(tl_topi_call *c);
 int tl_topi_conv2d_transpose(tl_topi_call *c);
 int tl_topi_dense(tl_topi_call *c);

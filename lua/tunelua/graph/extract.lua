@@ -147,4 +147,27 @@ end
 
 extract.extract_from_program = extract.autotvm
 
+--- The packed conv2d tasks of a packed program (tunelua.relay.graph_pack's output), as the
+--- VTA tutorial keeps them (a 6-D input): extract.packed_conv2d(mod, {target, template}) ->
+--- list of tasks of template (default "conv2d_packed.vta") in first-seen post order,
+--- deduplicated on args; AutoTVM tasks when that template is registered and takes the args,
+--- else PlainTasks. The graph is walked as given (no pass runs: graph_pack's output is
+--- final).
+function extract.packed_conv2d(mod, opts)
+  opts = opts or {}
+  local name = opts.template or "conv2d_packed.vta"
+  local main = walk.main(mod, 2)
+  local tasks, seen = {}, {}
+  walk.each_op_call(main.body, function(node)
+    local args = strategy.packed_conv_args(node)
+    if not args then return end
+    local key = strategy.args_json(args)
+    if seen[key] then return end
+    seen[key] = true
+    tasks[#tasks + 1] = opts.target and extract.make_task(name, args, opts.target)
+                        or setmetatable({ name = name, args = args }, PlainTask)
+  end)
+  return tasks
+end
+
 return extract

@@ -26,6 +26,9 @@
 --                             args (data, kernel, strides, padding[4], dilation, out_dtype)
 --                           nn.dense -> dense.mali (data, weight, None, out_dtype)
 --   generic opencl and other targets: no templates.
+--   packed convs (data_layout NCHW{b}n{c}c, from tunelua.relay.graph_pack) look up the
+--   op variant "conv2d_packed", args form "conv_packed" (data, kernel, strides,
+--   padding[2], dilation, layout, out_dtype): conv2d_packed.vta's.
 -- NHWC convolutions have no AutoTVM template on these targets (TVM warns and uses a
 -- plain compute), so they give none.
 local targets = require "tunelua.target"
@@ -84,14 +87,16 @@ local function conv_info(node)
   local klayout = a.kernel_layout or (layout == "NHWC" and "HWIO" or "OIHW")
   local groups = a.groups or 1
   local cin
-  if layout == "NCHW" then cin = dty.shape[2] else cin = dty.shape[4] end
+  local packed = layout:match("^NCHW%d+n%d+c$") ~= nil       -- VTA's NCHW{b}n{c}c
+  if packed then cin = dty.shape[2] * dty.shape[6]
+  elseif layout == "NCHW" then cin = dty.shape[2] else cin = dty.shape[4] end
   local kh, kw
   local ks = klayout
   kh = kty.shape[ks:find("H", 1, true)]
   kw = kty.shape[ks:find("W", 1, true)]
   local depthwise = groups > 1 and groups == cin
   return {
-    layout = layout, klayout = klayout, groups = groups, depthwise = depthwise,
+    layout = layout, klayout = klayout, groups = groups, depthwise = depthwise, packed = packed,
     strides = pair(a.strides, 1), dilation = pair(a.dilation, 1), padding = strategy.pad4(a.padding),
     kh = kh, kw = kw, data = dty, kernel = kty, out_dtype = out_dtype(a, dty),
   }
@@ -108,7 +113,22 @@ local args_of = {
              copy_list(ci.dilation), ci.out_dtype }
   end,
   dense = function(di) return { tensor_arg(di.data), tensor_arg(di.weight), null, di.out_dtype } end,
+  -- conv2d_packed.vta: 6-D data and kernel, padding as (top, left), the data layout
+  conv_packed = function(ci)
+    return { tensor_arg(ci.data), tensor_arg(ci.kernel), copy_list(ci.strides),
+             { ci.padding[1], ci.padding[2] }, copy_list(ci.dilation), ci.layout, ci.out_dtype }
+  end,
 }
+
+--- The args of a packed conv2d call (data layout NCHW{b}n{c}c) as conv2d_packed.vta's
+--- records give them: data, kernel, strides, padding (top, left), dilation, layout,
+--- out_dtype; nil for another call.
+function strategy.packed_conv_args(node)
+  if node.op ~= "nn.conv2d" then return nil end
+  local ci = conv_info(node)
+  if not ci.packed then return nil end
+  return args_of.conv_packed(ci)
+end
 
 -- The conditions a strategy row may name.
 local conditions = {
@@ -131,6 +151,7 @@ end
 
 local function conv_templates(node, tgt)
   local ci = conv_info(node)
+  if ci.packed then return from_strategy(tgt, "conv2d_packed", ci) end
   if ci.layout ~= "NCHW" or ci.klayout ~= "OIHW" then return {} end
   if ci.groups > 1 and not ci.depthwise then return {} end
   return from_strategy(tgt, ci.depthwise and "depthwise_conv2d" or "conv2d", ci)

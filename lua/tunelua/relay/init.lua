@@ -722,7 +722,8 @@ end
 nnb.dropout_raw = builder("nn.dropout", 1)
 nnb.layout_transform = builder("layout_transform", 1)
 
-for _, n in ipairs { "add", "subtract", "multiply", "divide", "maximum", "minimum", "power" } do
+for _, n in ipairs { "add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
+                     "right_shift", "left_shift" } do
   relay[n] = builder(n, 2)
 end
 for _, n in ipairs { "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "negative", "abs",

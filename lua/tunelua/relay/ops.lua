@@ -246,8 +246,11 @@ local function conv2d_to_topi(attrs, t)
     return a, "depthwise_conv2d"
   elseif dl == "NHWC" and kl == "HWIO" then
     return a, "conv2d"
+  elseif dl:match("^NCHW%d+n%d+c$") and kl:match("^OIHW%d+o%d+i$") then
+    a.layout, a.data_layout, a.kernel_layout = nil, dl, kl   -- VTA's blocked layouts
+    return a, "conv2d_packed"
   end
-  error(string.format("data_layout %s with kernel_layout %s is not supported (NCHW/OIHW, NHWC/HWIO, NHWC/HWOI)", dl, kl), 0)
+  error(string.format("data_layout %s with kernel_layout %s is not supported (NCHW/OIHW, NHWC/HWIO, NHWC/HWOI, NCHW<b>n<c>c/OIHW<o>o<i>i)", dl, kl), 0)
 end
 
 register {
@@ -458,7 +461,8 @@ unary("cast", "cast", {
   attr_order = { "dtype" },
   to_topi = function(attrs) return { dtype = attrs.dtype } end })
 
-for _, n in ipairs { "add", "subtract", "multiply", "divide", "maximum", "minimum", "power" } do
+for _, n in ipairs { "add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
+                     "right_shift", "left_shift" } do
   register { name = n, topi = n }
 end
 
