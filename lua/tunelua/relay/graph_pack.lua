@@ -37,6 +37,7 @@ end
 
 local function layer_of(n)
   local l = relay.layer_of(n.op, n.args, n.attrs)
+  if l and not (l:find("^after layer ") or l:find("^input ")) then l = "layer " .. l end
   return l and (" (" .. l .. ")") or ""
 end
 
@@ -108,6 +109,11 @@ local function pack_const(k, c, what)
   return relay.const(p)
 end
 
+--- VTA's default configuration (vta_config.json: LOG_BATCH 0, LOG_BLOCK 4, LOG_WGT_WIDTH 3),
+--- the factors graph_pack takes when neither opts nor opts.env give them; pass
+--- env = require("tunelua.vta").get_env() to follow another configuration.
+graph_pack.DEFAULT_ENV = { BATCH = 1, BLOCK_IN = 16, BLOCK_OUT = 16, WGT_WIDTH = 8 }
+
 local CHECK = { bfactor = true, cfactor = true, weight_bits = true, start_name = true,
                 stop_name = true, env = true }
 
@@ -128,9 +134,10 @@ function graph_pack.graph_pack(mod, opts)
     error(string.format("graph_pack: BLOCK_IN (%d) must equal BLOCK_OUT (%d)", env.BLOCK_IN,
                         env.BLOCK_OUT), 2)
   end
-  local b = opts.bfactor or env.BATCH or 1
-  local c = opts.cfactor or env.BLOCK_OUT or 16
-  local bits = opts.weight_bits or env.WGT_WIDTH or 8
+  local dflt = graph_pack.DEFAULT_ENV
+  local b = opts.bfactor or env.BATCH or dflt.BATCH
+  local c = opts.cfactor or env.BLOCK_OUT or dflt.BLOCK_OUT
+  local bits = opts.weight_bits or env.WGT_WIDTH or dflt.WGT_WIDTH
   local start_name = opts.start_name or "nn.max_pool2d"
   local stop_name = opts.stop_name or "nn.global_avg_pool2d"
   for _, v in ipairs { { "bfactor", b }, { "cfactor", c } } do

@@ -155,9 +155,24 @@ local function const_int32(c, scale)
   return relay.const(q)
 end
 
+-- Every conv2d whose weight is a var gets attrs.name = the var's name without "_weight", so
+-- errors after the weights became constants (here, graph_pack) still name the layer.
+local function name_convs(mod)
+  local f = relay.main_of(mod, "quantize", 3)
+  local body = relay.mutate(f.body, function(n)
+    if n.kind == "call" and n.op == "nn.conv2d" and not n.attrs.name and n.args[2].kind == "var" then
+      local a = {}
+      for k, v in pairs(n.attrs) do a[k] = v end
+      a.name = n.args[2].name:gsub("_weight$", "")
+      return relay.call(n.op, n.args, a)
+    end
+  end)
+  return relay.Module(relay.Function(f.params, body, f.attrs))
+end
+
 --- The prerequisite passes (params bound first): returns the module quantize rewrites.
 function quantize.prerequisite(mod, params)
-  local m = relay.bind_params(mod, params or {})
+  local m = relay.bind_params(name_convs(mod), params or {})
   for _, p in ipairs { "SimplifyInference", "FoldConstant", "FoldScaleAxis", "CanonicalizeOps",
                        "FoldConstant" } do
     m = relay.transform[p]()(m)

@@ -1,0 +1,153 @@
+-- tunelua.relay.quantize: qconfig checks, power-of-two weight quantization, the integer
+-- graph of small convs against an independent Lua computation of the same arithmetic
+-- (exact), and resnet18_v1 quantized as the VTA tutorial does (global_scale 8, the stem
+-- skipped) against the float network on random inputs (top-1 agreement and relative logits
+-- error printed; the error bounded).
+local relay = require "tunelua.relay"
+local nd = require "tunelua.nd"
+local networks = require "networks"
+local quantize = require "tunelua.relay.quantize"
+local executor = require "tunelua.graph.executor"
+
+local function raises(f, pat)
+  local ok, err = pcall(f)
+  assert(not ok, "expected an error matching " .. pat)
+  assert(tostring(err):find(pat, 1, true), "error '" .. tostring(err) .. "' lacks '" .. pat .. "'")
+end
+
+-- ---- qconfig ----------------------------------------------------------------------------
+do
+  local c = quantize.qconfig { global_scale = 8.0, skip_conv_layers = { 0 } }
+  assert(c.global_scale == 8 and c.skip_conv_layers[1] == 0 and c.nbit_input == 8)
+  assert(quantize.activation_scale(c) == 1 / 16)
+  assert(tostring(c):find("global_scale=8", 1, true))
+  raises(function() quantize.qconfig { global_scael = 8 } end, "unknown option 'global_scael'")
+  raises(function() quantize.qconfig { global_scale = -1 } end, "global_scale must be a positive number")
+  raises(function() quantize.qconfig { calibrate_mode = "kl_divergence" } end, "calibrate_mode must be")
+  raises(function() quantize.qconfig { skip_conv_layers = { -1 } } end, "skip_conv_layers[1]")
+  raises(function() quantize.qconfig { nbit_weight = 4 } end, "nbit_weight/dtype_weight")
+end
+
+-- ---- weights ----------------------------------------------------------------------------
+do
+  local q, s = quantize.quantize_weight(nd.array({ 0.3, -0.5, 0.26, 0.0, 0.001 }, "float32"))
+  assert(s == 1 / 256, "max 0.5 -> scale 2^-1/128, got " .. s)
+  local v = q:flat()
+  local want = { 77, -127, 67, 0, 0 }     -- 76.8, -128 clipped, 66.56, 0, 0.256
+  for i = 1, 5 do assert(v[i] == want[i], string.format("w_q[%d] = %d, expected %d", i, v[i], want[i])) end
+  local _, s2 = quantize.quantize_weight(nd.array({ 0.7, -0.2 }, "float32"))
+  assert(s2 == 1 / 128, "max 0.7 -> scale 2^0/128")
+end
+
+-- ---- small graphs, exact -----------------------------------------------------------------
+-- x (C, H, W) and w (O, C, 3, 3) as flat Lua lists; 3x3 conv, pad 1, stride 1 -> (O, H, W)
+local function conv3(x, w, C, H, W, O)
+  local y = {}
+  for o = 0, O - 1 do
+    for i = 0, H - 1 do
+      for j = 0, W - 1 do
+        local acc = 0
+        for c = 0, C - 1 do
+          for di = 0, 2 do
+            for dj = 0, 2 do
+              local ii, jj = i + di - 1, j + dj - 1
+              if ii >= 0 and ii < H and jj >= 0 and jj < W then
+                acc = acc + x[(c * H + ii) * W + jj + 1] * w[((o * C + c) * 3 + di) * 3 + dj + 1]
+              end
+            end
+          end
+        end
+        y[(o * H + i) * W + j + 1] = acc
+      end
+    end
+  end
+  return y
+end
+local function rnd(v) return v >= 0 and math.floor(v + 0.5) or -math.floor(-v + 0.5) end
+local function clamp(v) return math.max(-127, math.min(127, v)) end
+
+do
+  local C, H, W, O = 4, 5, 5, 8
+  local x = nd.random_uniform({ 1, C, H, W }, { seed = 11, low = -3, high = 3 })
+  local w1 = nd.random_uniform({ O, C, 3, 3 }, { seed = 12, low = -0.4, high = 0.4 })
+  local b1 = nd.random_uniform({ O, 1, 1 }, { seed = 13, low = -0.5, high = 0.5 })
+  local w2 = nd.random_uniform({ 4, O, 3, 3 }, { seed = 14, low = -0.3, high = 0.3 })
+  local data = relay.var("data", { shape = { 1, C, H, W } })
+  local y = relay.nn.conv2d(data, relay.var("w1", { shape = { O, C, 3, 3 } }),
+                            { channels = O, kernel_size = 3, padding = 1 })
+  y = relay.nn.relu(relay.add(y, relay.var("b1", { shape = { O, 1, 1 } })))
+  y = relay.nn.conv2d(y, relay.var("w2", { shape = { 4, O, 3, 3 } }),
+                      { channels = 4, kernel_size = 3, padding = 1 })
+  local mod = relay.Module(y)
+  local params = { w1 = w1, b1 = b1, w2 = w2 }
+  local qmod, info = quantize.quantize(mod, params, { skip_conv_layers = {} })
+  assert(#info.convs == 2 and info.convs[1].quantized and info.convs[2].quantized)
+  local n8 = 0
+  relay.visit(qmod.main.body, function(n)
+    if n.kind == "call" and n.op == "nn.conv2d" then
+      assert(n.args[1].type.dtype == "int8" and n.args[2].type.dtype == "int8" and n.type.dtype == "int32")
+      n8 = n8 + 1
+    end
+  end)
+  assert(n8 == 2)
+  local m = executor.GraphModule(executor.build(qmod, { target = "llvm", quiet = true }))
+  m:set_input("data", x)
+  m:run()
+  local got = m:get_output(0):flat()
+  -- the same arithmetic in Lua
+  local sa = 1 / 16
+  local xq = {}
+  for i, v in ipairs(x:flat()) do xq[i] = clamp(rnd(v / sa)) end
+  local w1q, s1 = quantize.quantize_weight(w1)
+  local w2q, s2 = quantize.quantize_weight(w2)
+  local acc1 = conv3(xq, w1q:flat(), C, H, W, O)
+  local bq = {}
+  for i, v in ipairs(b1:flat()) do bq[i] = rnd(v / (sa * s1)) end
+  local k = math.floor(math.log(sa / (sa * s1)) / math.log(2) + 0.5)
+  local x2 = {}
+  for i, v in ipairs(acc1) do
+    local o = math.floor((i - 1) / (H * W)) + 1
+    local r = math.max(0, v + bq[o])
+    x2[i] = clamp(math.floor((r + 2 ^ (k - 1)) / 2 ^ k))     -- arithmetic right shift
+  end
+  local acc2 = conv3(x2, w2q:flat(), O, H, W, 4)
+  assert(#got == #acc2)
+  local nonzero = 0
+  for i, v in ipairs(acc2) do
+    local want = v * sa * s2
+    assert(got[i] == want, string.format("element %d: %.9g, expected %.9g", i, got[i], want))
+    if v ~= 0 then nonzero = nonzero + 1 end
+  end
+  assert(nonzero > #acc2 / 2, "the check sees mostly zeros")
+end
+
+-- ---- resnet18_v1 as the VTA tutorial quantizes it -------------------------------------------
+do
+  local mod, params = networks.get_network("resnet18_v1")
+  local qmod, info = quantize.quantize(mod, params, quantize.qconfig { global_scale = 8.0,
+                                                                        skip_conv_layers = { 0 } })
+  assert(#info.convs == 20 and not info.convs[1].quantized)
+  for i = 2, 20 do assert(info.convs[i].quantized, "conv " .. (i - 1) .. " quantized") end
+  local fm = executor.GraphModule(executor.build(mod, { target = "llvm", params = params, quiet = true }))
+  local qm = executor.GraphModule(executor.build(qmod, { target = "llvm", quiet = true }))
+  local agree, errsum, n = 0, 0, 4
+  for s = 1, n do
+    local x = nd.random_uniform({ 1, 3, 224, 224 }, { seed = 100 + s, low = -1, high = 1 })
+    fm:set_input("data", x); fm:run()
+    qm:set_input("data", x); qm:run()
+    local a, b = fm:get_output(0):flat(), qm:get_output(0):flat()
+    local am, bm, num, den = 1, 1, 0, 0
+    for i = 1, #a do
+      if a[i] > a[am] then am = i end
+      if b[i] > b[bm] then bm = i end
+      num, den = num + (a[i] - b[i]) ^ 2, den + a[i] ^ 2
+    end
+    if am == bm then agree = agree + 1 end
+    errsum = errsum + math.sqrt(num / den)
+  end
+  print(string.format("resnet18_v1 int8 vs float32 (224x224, %d random inputs): top-1 agreement " ..
+                      "%d/%d, mean relative logits error %.4f", n, agree, n, errsum / n))
+  assert(errsum / n < 0.1, "relative logits error " .. errsum / n)
+end
+
+print("test_quantize: ok")
