@@ -824,6 +824,12 @@ relay.frontend = {
   from_onnx = function(src, opts) local m, p = require("tunelua.relay.frontend.onnx").from_onnx(src, opts); return m, p end,
 }
 
+--- relay.quantize: tunelua.relay.quantize (qconfig, quantize; int8 post-training
+--- quantization), loaded on first use.
+relay.quantize = setmetatable({}, { __index = function(_, k)
+  return require("tunelua.relay.quantize")[k]
+end })
+
 --- relay.build(mod, opts) forwards to the graph executor.
 relay.build = function(mod, opts) return require("tunelua.graph.executor").build(mod, opts) end
 

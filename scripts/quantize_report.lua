@@ -1,0 +1,80 @@
+-- The int8 network against the float network on random inputs: top-1 agreement and the
+-- relative error of the logits (||q - f|| / ||f|| per input; mean, min, max), for the
+-- quantization the VTA tutorial uses (docs/vta_network.md).
+--
+--   tunelua scripts/quantize_report.lua [--network resnet18_v1] [--inputs 16]
+--       [--image-size 224] [--global-scale 8] [--init xavier|he] [--seed 0] [--packed]
+--
+-- Weights are random (networks' initialization rules; no trained weights are downloaded),
+-- inputs U(-1, 1). --packed also runs the graph_pack'ed network and counts the inputs whose
+-- logits differ from the unpacked int8 network's in any bit (expected: 0).
+local nd = require "tunelua.nd"
+local networks = require "networks"
+local quantize = require "tunelua.relay.quantize"
+local graph_pack = require "tunelua.relay.graph_pack"
+local executor = require "tunelua.graph.executor"
+
+local o = { network = "resnet18_v1", inputs = 16, image_size = 224, global_scale = 8,
+            init = "xavier", seed = 0, packed = false }
+local i = 1
+while arg and arg[i] do
+  local a = arg[i]
+  local key = a:match("^%-%-([%w%-]+)$")
+  if not key then error("quantize_report: unexpected argument '" .. a .. "'", 0) end
+  key = key:gsub("%-", "_")
+  if key == "packed" then
+    o.packed = true
+    i = i + 1
+  elseif o[key] == nil then
+    error("quantize_report: unknown option --" .. key:gsub("_", "-") .. " (expected --network, " ..
+          "--inputs, --image-size, --global-scale, --init, --seed, --packed)", 0)
+  else
+    local v = arg[i + 1]
+    if v == nil then error("quantize_report: --" .. key:gsub("_", "-") .. " needs a value", 0) end
+    if type(o[key]) == "number" then
+      v = tonumber(v)
+      if not v then error("quantize_report: --" .. key:gsub("_", "-") .. " needs a number", 0) end
+    end
+    o[key] = v
+    i = i + 2
+  end
+end
+
+local mod, params, ishape = networks.get_network(o.network, { image_size = o.image_size,
+                                                             init = o.init, seed = o.seed })
+local cfg = quantize.qconfig { global_scale = o.global_scale, skip_conv_layers = { 0 } }
+local qmod, info = quantize.quantize(mod, params, cfg)
+local nq = 0
+for _, c in ipairs(info.convs) do if c.quantized then nq = nq + 1 end end
+local fm = executor.GraphModule(executor.build(mod, { target = "llvm", params = params, quiet = true }))
+local qm = executor.GraphModule(executor.build(qmod, { target = "llvm", quiet = true }))
+local pm = o.packed and executor.GraphModule(executor.build(graph_pack.graph_pack(qmod),
+                                                            { target = "llvm", quiet = true }))
+print(string.format("%s %dx%d, init %s, %s: %d of %d convs int8", o.network, o.image_size,
+                    o.image_size, o.init, tostring(cfg):match("global_scale=[^,]+"), nq, #info.convs))
+local agree, sum, lo, hi, differ = 0, 0, math.huge, 0, 0
+for s = 1, o.inputs do
+  local x = nd.random_uniform(ishape, { seed = 1000 + s, low = -1, high = 1 })
+  fm:set_input("data", x); fm:run()
+  qm:set_input("data", x); qm:run()
+  local a, b = fm:get_output(0):flat(), qm:get_output(0):flat()
+  local am, bm, num, den = 1, 1, 0, 0
+  for k = 1, #a do
+    if a[k] > a[am] then am = k end
+    if b[k] > b[bm] then bm = k end
+    num, den = num + (a[k] - b[k]) ^ 2, den + a[k] ^ 2
+  end
+  if am == bm then agree = agree + 1 end
+  local e = math.sqrt(num / den)
+  sum, lo, hi = sum + e, math.min(lo, e), math.max(hi, e)
+  if pm then
+    pm:set_input("data", x); pm:run()
+    local c = pm:get_output(0):flat()
+    for k = 1, #b do if b[k] ~= c[k] then differ = differ + 1 break end end
+  end
+end
+print(string.format("top-1 agreement %d/%d; relative logits error mean %.4f (min %.4f, max %.4f)",
+                    agree, o.inputs, sum / o.inputs, lo, hi))
+if pm then
+  print(string.format("packed vs unpacked int8: %d of %d inputs differ in any bit", differ, o.inputs))
+end
