@@ -56,6 +56,18 @@ for _, case in ipairs {
   same(a, b, string.format("conv2d_packed %s", pa.data_layout))
 end
 
+-- conv2d_packed's checks, as relay type errors
+do
+  local k = relay.var("k", { shape = { 1, 1, 3, 3, 16, 16 }, dtype = "int8" })
+  local pa = { data_layout = "NCHW1n16c", kernel_layout = "OIHW16o16i", out_dtype = "int32" }
+  raises(function() relay.nn.conv2d(relay.var("d", { shape = { 1, 16, 8, 8 }, dtype = "int8" }), k, pa) end,
+         "conv2d_packed: data and kernel must be 6-D, got (1, 16, 8, 8) and (1, 1, 3, 3, 16, 16)")
+  raises(function() relay.nn.conv2d(relay.var("d", { shape = { 1, 2, 8, 8, 1, 8 }, dtype = "int8" }), k, pa) end,
+         "do not match the layouts NCHW1n16c and OIHW16o16i")
+  raises(function() relay.nn.conv2d(relay.var("d", { shape = { 1, 2, 8, 8, 1, 16 }, dtype = "int8" }), k, pa) end,
+         "channel mismatch: data has 2 channel blocks but kernel expects 1")
+end
+
 -- ---- resnet18_v1: packed == unpacked, bit for bit -----------------------------------------
 local mod, params = networks.get_network("resnet18_v1", { image_size = 64 })
 local qmod = quantize.quantize(mod, params)
