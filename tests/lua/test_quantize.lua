@@ -66,7 +66,9 @@ end
 local function rnd(v) return v >= 0 and math.floor(v + 0.5) or -math.floor(-v + 0.5) end
 local function clamp(v) return math.max(-127, math.min(127, v)) end
 
-do
+-- conv -> add(bias) -> relu -> conv, and conv -> add(bias) -> conv -> add(data) (negative
+-- values through the rounding shift; the residual's left shift to the finer scale)
+for _, case in ipairs { { relu = true }, { relu = false, residual = true } } do
   local C, H, W, O = 4, 5, 5, 8
   local x = nd.random_uniform({ 1, C, H, W }, { seed = 11, low = -3, high = 3 })
   local w1 = nd.random_uniform({ O, C, 3, 3 }, { seed = 12, low = -0.4, high = 0.4 })
@@ -75,9 +77,11 @@ do
   local data = relay.var("data", { shape = { 1, C, H, W } })
   local y = relay.nn.conv2d(data, relay.var("w1", { shape = { O, C, 3, 3 } }),
                             { channels = O, kernel_size = 3, padding = 1 })
-  y = relay.nn.relu(relay.add(y, relay.var("b1", { shape = { O, 1, 1 } })))
+  y = relay.add(y, relay.var("b1", { shape = { O, 1, 1 } }))
+  if case.relu then y = relay.nn.relu(y) end
   y = relay.nn.conv2d(y, relay.var("w2", { shape = { 4, O, 3, 3 } }),
                       { channels = 4, kernel_size = 3, padding = 1 })
+  if case.residual then y = relay.add(y, data) end
   local mod = relay.Module(y)
   local params = { w1 = w1, b1 = b1, w2 = w2 }
   local qmod, info = quantize.quantize(mod, params, { skip_conv_layers = {} })
@@ -104,13 +108,20 @@ do
   local bq = {}
   for i, v in ipairs(b1:flat()) do bq[i] = rnd(v / (sa * s1)) end
   local k = math.floor(math.log(sa / (sa * s1)) / math.log(2) + 0.5)
-  local x2 = {}
+  local x2, neg = {}, 0
   for i, v in ipairs(acc1) do
     local o = math.floor((i - 1) / (H * W)) + 1
-    local r = math.max(0, v + bq[o])
+    local r = v + bq[o]
+    if case.relu then r = math.max(0, r) end
+    if r < 0 then neg = neg + 1 end
     x2[i] = clamp(math.floor((r + 2 ^ (k - 1)) / 2 ^ k))     -- arithmetic right shift
   end
+  assert(case.relu or neg > #acc1 / 4, "the check sees few negative accumulators")
   local acc2 = conv3(x2, w2q:flat(), O, H, W, 4)
+  if case.residual then
+    local k2 = math.floor(math.log(sa / (sa * s2)) / math.log(2) + 0.5)
+    for i = 1, #acc2 do acc2[i] = acc2[i] + xq[i] * 2 ^ k2 end     -- left shift
+  end
   assert(#got == #acc2)
   local nonzero = 0
   for i, v in ipairs(acc2) do
