@@ -224,10 +224,11 @@ function graph_pack.rewrite(f, b, c, start_name, stop_name)
   end
 
   local function rewrite(n, args)
-    local what = (type(n.op) == "string" and n.op or "a fused function") .. layer_of(n)
     if n.kind ~= "call" or type(n.op) ~= "string" then
-      fail("%s: only calls can consume a packed tensor", n.kind)
+      fail("a %s consumes a packed tensor; only operator calls can", n.kind == "call" and
+           "fused function" or n.kind)
     end
+    local what = n.op .. layer_of(n)
     if n.op == "nn.conv2d" then
       if not packed[n.args[1]] then fail("%s: the data is not packed but the weight is", what) end
       return conv(n, args)
