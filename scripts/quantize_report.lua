@@ -6,7 +6,8 @@
 --       [--image-size 224] [--global-scale 8] [--init xavier|he] [--seed 0] [--packed]
 --
 -- Weights are random (networks' initialization rules; no trained weights are downloaded),
--- inputs U(-1, 1). --packed also runs the graph_pack'ed network and counts the inputs whose
+-- inputs U(-1, 1). --packed also runs the network graph_pack'ed for the default VTA
+-- configuration (tunelua.vta.get_env()) and counts the inputs whose
 -- logits differ from the unpacked int8 network's in any bit (expected: 0).
 local nd = require "tunelua.nd"
 local networks = require "networks"
@@ -48,7 +49,8 @@ local nq = 0
 for _, c in ipairs(info.convs) do if c.quantized then nq = nq + 1 end end
 local fm = executor.GraphModule(executor.build(mod, { target = "llvm", params = params, quiet = true }))
 local qm = executor.GraphModule(executor.build(qmod, { target = "llvm", quiet = true }))
-local pm = o.packed and executor.GraphModule(executor.build(graph_pack.graph_pack(qmod),
+local pm = o.packed and executor.GraphModule(executor.build(graph_pack.graph_pack(qmod,
+                                                              { env = require("tunelua.vta").get_env() }),
                                                             { target = "llvm", quiet = true }))
 print(string.format("%s %dx%d, init %s, %s: %d of %d convs int8", o.network, o.image_size,
                     o.image_size, o.init, tostring(cfg):match("global_scale=[^,]+"), nq, #info.convs))

@@ -3,7 +3,8 @@
 -- resnet18_v1 quantized and packed between nn.max_pool2d and nn.global_avg_pool2d, run on
 -- the CPU, equal bit for bit to the unpacked quantized network; its structure (19 packed
 -- convs, the stem and the head unpacked) and its 10 conv2d_packed.vta tasks (the VTA
--- tutorial's list); errors naming the layer.
+-- tutorial's list, AutoTVM tasks on tunelua.vta's target, packed with get_env()); errors
+-- naming the layer.
 local relay = require "tunelua.relay"
 local nd = require "tunelua.nd"
 local networks = require "networks"
@@ -11,6 +12,7 @@ local quantize = require "tunelua.relay.quantize"
 local graph_pack = require "tunelua.relay.graph_pack"
 local extract = require "tunelua.graph.extract"
 local executor = require "tunelua.graph.executor"
+local vta = require "tunelua.vta"
 
 local function raises(f, pat)
   local ok, err = pcall(f)
@@ -103,9 +105,20 @@ end
 
 -- ---- the tutorial's 10 tasks ------------------------------------------------------------
 do
+  local env = vta.get_env()
   local m224, p224 = networks.get_network("resnet18_v1")
-  local packed = graph_pack.graph_pack((quantize.quantize(m224, p224)))
-  local tasks = extract.packed_conv2d(packed)
+  local packed = graph_pack.graph_pack((quantize.quantize(m224, p224)), { env = env })
+  local tasks = extract.packed_conv2d(packed, { target = env.target })
+  -- AutoTVM tasks of conv2d_packed.vta; the tutorial's progress lines show the spaces of two
+  -- of them: 480 (256 -> 512 1x1 stride 2) and 576 (512 -> 512 3x3 at 7x7)
+  local sizes = {}
+  for _, t in ipairs(tasks) do
+    assert(getmetatable(t) ~= extract.PlainTask, "an AutoTVM task")
+    sizes[table.concat(t.args[1][2], ",") .. "|" .. table.concat(t.args[2][2], ",")] = #t.config_space
+  end
+  assert(sizes["1,16,14,14,1,16|32,16,1,1,16,16"] == 480, "space of the 1x1 256 -> 512 task")
+  assert(sizes["1,32,7,7,1,16|32,32,3,3,16,16"] == 576, "space of the 512 -> 512 task")
+  assert(#extract.packed_conv2d(packed) == 10, "without a target: the same 10 (plain tasks)")
   -- specs/networks.md §9d: (data blocks, H, kernel out blocks, k, stride, pad)
   local want = {
     "4,56,4,3,1,1", "4,56,8,3,2,1", "4,56,8,1,2,0", "8,28,8,3,1,1", "8,28,16,3,2,1",
