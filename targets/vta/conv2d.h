@@ -43,4 +43,27 @@ void tl_vta_conv2d_reference(const tl_vta_config *c, const tl_vta_conv2d *w, con
 /* Bytes of the data (0), kernel (1) and output (2) tensors. */
 int64_t tl_vta_conv2d_bytes(const tl_vta_config *c, const tl_vta_conv2d *w, int which);
 
+
+/* The IR route (lower.c): conv2d_packed's VTA schedule in te primitives, its
+** lowered function, and the VTA passes over it appending the stream to q. */
+int tl_vta_conv2d_ir_schedule(tl_ctx *ctx, const tl_vta_knobs *k, tl_sched *s);
+int tl_vta_conv2d_lower(tl_ctx *ctx, const tl_vta_conv2d *w, const tl_vta_knobs *k,
+                        tl_lowered **out);
+/* arg_phys: the DRAM address of each argument of f, in argument order. */
+int tl_vta_lower_emit(tl_vta_cmd *q, tl_ctx *ctx, const tl_vta_config *c, tl_lowered *f,
+                      const uint32_t *arg_phys);
+int tl_vta_conv2d_emit_ir(tl_vta_cmd *q, tl_ctx *ctx, const tl_vta_config *c,
+                          const tl_vta_conv2d *w, const tl_vta_knobs *k, uint32_t data,
+                          uint32_t kernel, uint32_t out);
+
+/* A task's config run on a fresh simulator and checked against the CPU
+** reference through the IR route (direct 0) or the direct generator of
+** conv2d.c (direct 1, kept as the tests' cross-check); disasm: the stream's
+** disassembly instead of a run. */
+typedef struct tl_vta_task tl_vta_task;
+int tl_vta_task_run_route(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, int direct,
+                          char **stats_json, char **disasm);
+const tl_vta_conv2d *tl_vta_task_workload(const tl_vta_task *t);
+int tl_vta_task_knobs(tl_ctx *ctx, tl_vta_task *t, int64_t index, tl_vta_knobs *k);
+
 #endif

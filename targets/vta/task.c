@@ -110,7 +110,7 @@ static uint32_t lcg(uint64_t *s) {
 ** stream's disassembly instead of running it. */
 static int run(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, int check,
                const void *in_data, const void *in_kernel, void *out_data, char **stats,
-               char **disasm) {
+               char **disasm, int direct) {
   const tl_vta_config *c = &t->cfg;
   const tl_vta_conv2d *w = &t->wl;
   tl_vta_knobs k;
@@ -138,7 +138,9 @@ static int run(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, int ch
   else for (int64_t i = 0; i < nk; i++) kk[i] = (int8_t)(lcg(&st) % 256 - 128);
   memset(o, 0x5a, (size_t)no);   /* a pattern the kernel must overwrite */
   tl_vta_cmd_new(ctx, sim, &q);
-  if ((rc = tl_vta_conv2d_emit(q, ctx, c, w, &k, pd, pk, po))) goto done;
+  if ((rc = direct ? tl_vta_conv2d_emit(q, ctx, c, w, &k, pd, pk, po)
+                   : tl_vta_conv2d_emit_ir(q, ctx, c, w, &k, pd, pk, po)))
+    goto done;
   if (disasm) {
     tl_buf b = {0}, txt = {0};
     if ((rc = tl_vta_cmd_encode(q, &b)) == TL_OK &&
@@ -188,7 +190,7 @@ done:
 TL_EXPORT int tl_vta_task_run(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed,
                               int check, char **stats_json) {
   *stats_json = NULL;
-  return run(ctx, t, index, seed, check, NULL, NULL, NULL, stats_json, NULL);
+  return run(ctx, t, index, seed, check, NULL, NULL, NULL, stats_json, NULL, 0);
 }
 
 TL_EXPORT int tl_vta_task_run_data(tl_ctx *ctx, tl_vta_task *t, int64_t index, const void *data,
@@ -196,7 +198,7 @@ TL_EXPORT int tl_vta_task_run_data(tl_ctx *ctx, tl_vta_task *t, int64_t index, c
   *stats_json = NULL;
   if (!data || !kernel || !out)
     return tl_err(ctx, TL_E_ARG, "conv2d_packed.vta: run_data needs data, kernel and out");
-  return run(ctx, t, index, 0, 1, data, kernel, out, stats_json, NULL);
+  return run(ctx, t, index, 0, 1, data, kernel, out, stats_json, NULL, 0);
 }
 
 TL_EXPORT int64_t tl_vta_task_nbytes(const tl_vta_task *t, int which) {
@@ -206,7 +208,19 @@ TL_EXPORT int64_t tl_vta_task_nbytes(const tl_vta_task *t, int which) {
 TL_EXPORT int tl_vta_task_disasm(tl_ctx *ctx, tl_vta_task *t, int64_t index, char **out) {
   *out = NULL;
   char *unused = NULL;
-  int rc = run(ctx, t, index, 0, 0, NULL, NULL, NULL, &unused, out);
+  int rc = run(ctx, t, index, 0, 0, NULL, NULL, NULL, &unused, out, 0);
   free(unused);
   return rc;
+}
+
+int tl_vta_task_run_route(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, int direct,
+                          char **stats_json, char **disasm) {
+  *stats_json = NULL;
+  if (disasm) *disasm = NULL;
+  return run(ctx, t, index, seed, 1, NULL, NULL, NULL, stats_json, disasm, direct);
+}
+
+const tl_vta_conv2d *tl_vta_task_workload(const tl_vta_task *t) { return &t->wl; }
+int tl_vta_task_knobs(tl_ctx *ctx, tl_vta_task *t, int64_t index, tl_vta_knobs *k) {
+  return tl_vta_conv2d_knobs_of(ctx, &t->wl, t->space, index, k);
 }
