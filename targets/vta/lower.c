@@ -285,7 +285,7 @@ static void set_var(lw *L, tl_ref v, int64_t x) { L->env[tl_ir_node(L->ir, v)->i
 /* The guards of a nest for the current thread: 1 all hold everywhere in the nest, 0 none
 ** holds anywhere (the thread skips the region: a split of a virtual thread axis that does
 ** not divide), else an error (a partial guard is not a VTA instruction). */
-static int guards(lw *L, const nest *N) {
+static int guards_q(lw *L, const nest *N, int quiet) {
   if (!N->ncond) return 1;
   int used[MAXLOOP], nu = 0;
   int64_t total = 1;
@@ -310,9 +310,10 @@ static int guards(lw *L, const nest *N) {
   zero_vars(L, N);
   if (all) return 1;
   if (!any) return 0;
-  fail(L, TL_E_UNSUPPORTED, "vta lower: %s", "a guard holds in part of a VTA region only");
+  if (!quiet) fail(L, TL_E_UNSUPPORTED, "vta lower: %s", "a guard holds in part of a VTA region only");
   return -1;
 }
+static int guards(lw *L, const nest *N) { return guards_q(L, N, 0); }
 
 /* coefficient of loop i in e (others at 0), checked linear at the last iteration */
 static int coef(lw *L, const nest *N, int i, tl_ref e, int64_t *out) {
@@ -357,10 +358,9 @@ static tl_ref strip_cast(tl_ir *ir, tl_ref e) {
   return e;
 }
 
-static int dma_site(lw *L, tl_ref site, const int *active) {
+static int dma_thread(lw *L, const nest *Nin, int t) {
   tl_ir *ir = L->ir;
-  nest N;
-  TRY(chain(L, site, &N));
+  nest N = *Nin;
   tl_ref st = N.leaf;
   if (tl_ir_op(ir, st) != TL_IR_STORE)
     return fail(L, TL_E_UNSUPPORTED, "vta lower: %s", "a dma_copy region must be a loop nest around one store");
@@ -462,9 +462,7 @@ static int dma_site(lw *L, tl_ref site, const int *active) {
   }
   int64_t hcount = 1;
   for (int i = 0; i < host; i++) hcount *= N.ext[i];
-  for (int t = 0; t < L->nthr; t++) {
-    if (!active[t]) continue;
-    set_thread(L, t);
+  {
     action *a = NULL;
     int key = key_of(L, sram, t);
     for (int64_t h = 0; h < hcount; h++) {
@@ -533,6 +531,22 @@ static int dma_site(lw *L, tl_ref site, const int *active) {
       a->ndma++;
     }
     if (L->rc) return L->rc;
+  }
+  return L->rc;
+}
+
+/* Per thread: guards that hold everywhere are dropped (the copy folds freely), a copy no
+** guard lets through is skipped, and a partial guard cuts the DMA's rows or columns. */
+static int dma_site(lw *L, tl_ref site, const int *active) {
+  for (int t = 0; t < L->nthr && !L->rc; t++) {
+    if (!active[t]) continue;
+    set_thread(L, t);
+    nest N;
+    TRY(chain(L, site, &N));
+    int g = guards_q(L, &N, 1);
+    if (L->rc || g == 0) continue;
+    if (g == 1) N.ncond = 0;
+    TRY(dma_thread(L, &N, t));
   }
   return L->rc;
 }
@@ -785,6 +799,34 @@ static int gemm_nest(lw *L, tl_ref s) {
   return tl_ir_op(L->ir, s) == TL_IR_ATTR && !strcmp(attr_key(L, s), "pragma_gemm");
 }
 
+static void linearize(tl_ir *ir, tl_ref s, void *out_) {
+  TL_VEC(tl_ref) *out = out_;
+  int op = tl_ir_op(ir, s);
+  if (op == TL_IR_ALLOC) linearize(ir, tl_ir_kid(ir, s, 0), out);
+  else if (op == TL_IR_SEQ)
+    for (int i = 0; i < tl_ir_nkids(ir, s); i++) linearize(ir, tl_ir_kid(ir, s, i), out);
+  else TL_VEC_PUSH(*out, s);
+}
+
+/* The module a VTA region runs on (TL_VTA_STAGE_*), 0 for other statements. */
+static int site_module(lw *L, tl_ref s) {
+  tl_ir *ir = L->ir;
+  if (tl_ir_op(ir, s) == TL_IR_FOR) return gemm_nest(L, s) ? TL_VTA_STAGE_COMPUTE : 0;
+  if (tl_ir_op(ir, s) != TL_IR_ATTR) return 0;
+  const char *k = attr_key(L, s);
+  if (!strcmp(k, "pragma_alu") || !strcmp(k, "pragma_gemm")) return TL_VTA_STAGE_COMPUTE;
+  if (strcmp(k, "pragma_dma_copy")) return 0;
+  tl_ref b = tl_ir_kid(ir, s, 1);
+  while (tl_ir_op(ir, b) == TL_IR_FOR || (tl_ir_op(ir, b) == TL_IR_IF && !tl_ir_kid(ir, b, 2)))
+    b = tl_ir_kid(ir, b, tl_ir_op(ir, b) == TL_IR_FOR ? 3 : 1);
+  if (tl_ir_op(ir, b) != TL_IR_STORE) return 0;
+  int dst = (int)tl_ir_node(ir, b)->imm.u;
+  if (tl_ir_buffer(ir, dst)->arg >= 0) return TL_VTA_STAGE_STORE;
+  int r = dst;
+  while (L->b[r].alias >= 0) r = L->b[r].alias;
+  return L->b[r].role == R_ACC ? TL_VTA_STAGE_COMPUTE : TL_VTA_STAGE_LOAD;
+}
+
 static int walk(lw *L, tl_ref s, const int *active) {
   tl_ir *ir = L->ir;
   if (L->rc) return L->rc;
@@ -793,9 +835,31 @@ static int walk(lw *L, tl_ref s, const int *active) {
   if (!any) return TL_OK;
   switch (tl_ir_op(ir, s)) {
   case TL_IR_SEQ:
-    for (int i = 0; i < tl_ir_nkids(ir, s); i++) TRY(walk(L, tl_ir_kid(ir, s, i), active));
-    return TL_OK;
-  case TL_IR_ALLOC: return walk(L, tl_ir_kid(ir, s, 0), active);
+  case TL_IR_ALLOC: {
+    /* The statements in order (allocations only name SRAM). With virtual threads,
+    ** consecutive regions on one module run as one group per thread (TVM lifts them into
+    ** one coprocessor scope before it injects the threads). */
+    TL_VEC(tl_ref) items = {0};
+    linearize(ir, s, &items);
+    for (int i = 0; i < items.n && !L->rc;) {
+      int m = site_module(L, items.v[i]), j = i + 1;
+      if (!m || L->nthr == 1) {
+        walk(L, items.v[i], active);
+        i++;
+        continue;
+      }
+      while (j < items.n && site_module(L, items.v[j]) == m) j++;
+      for (int t = 0; t < L->nthr && !L->rc; t++) {
+        if (!active[t]) continue;
+        int one[MAXT] = {0};
+        one[t] = 1;
+        for (int k = i; k < j && !L->rc; k++) walk(L, items.v[k], one);
+      }
+      i = j;
+    }
+    TL_VEC_FREE(items);
+    return L->rc;
+  }
   case TL_IR_NOP: return TL_OK;
   case TL_IR_ATTR: {
     const char *k = attr_key(L, s);

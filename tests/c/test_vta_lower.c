@@ -16,7 +16,7 @@ static const char *default_json =
 TL_TEST(vta_lower_debug) {
   tl_ctx *ctx = tl_ctx_new();
   tl_vta_config c;
-  CHECK(tl_vta_config_parse(ctx, default_json, "test", &c) == 0);
+  CHECK(tl_vta_config_parse(ctx, getenv("VTA_CFG") ? getenv("VTA_CFG") : default_json, "test", &c) == 0);
   const char *args = getenv("VTA_ARGS") ? getenv("VTA_ARGS") :
       "[[\"TENSOR\",[1,2,8,8,1,16],\"int8\"],[\"TENSOR\",[4,2,3,3,16,16],\"int8\"],[1,1],[1,1,1,1],[1,1],\"NCHW1n16c\",\"int32\"]";
   tl_vta_task *t = NULL;
