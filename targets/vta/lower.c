@@ -165,6 +165,17 @@ typedef struct kcache {          /* kernels by content */
   tl_vta_kernel *k;
 } kcache;
 
+/* A GEMM or ALU region's action for one thread and one assignment of the variables it
+** reads from outside (none, usually: SRAM indices are region-relative). */
+struct memo {
+  tl_ref site;
+  int thread, nfree;
+  tl_ref free[8];
+  int64_t val[8];
+  int has;                       /* 0: the region made no action (guarded off) */
+  action a;
+};
+
 typedef struct lw {
   tl_ctx *ctx;
   tl_vta_cmd *q;
@@ -181,6 +192,8 @@ typedef struct lw {
   TL_VEC(action) acts;
   TL_VEC(dma) dmas;
   TL_VEC(kcache) kern;
+  TL_VEC(struct memo) memo;
+  TL_VEC(struct dplan *) dplans;  /* dma_copy regions analysed */      /* kernel regions already built, by their free variables */
   int rc;
 } lw;
 
@@ -358,7 +371,22 @@ static tl_ref strip_cast(tl_ir *ir, tl_ref e) {
   return e;
 }
 
-static int dma_thread(lw *L, const nest *Nin, int t) {
+/* The static analysis of a dma_copy region (per region and guard state). */
+typedef struct dplan {
+  tl_ref site;
+  int g;
+  nest N;
+  int load, dram, sram, role;
+  int64_t vec;
+  tl_ref ds, ss;
+  int xi, yi, host;
+  int64_t xe, ye, ystride;
+  int nterm;
+  tl_ref terms[40];
+  int tdim[40], tpad[40];
+} dplan;
+
+static int dma_plan(lw *L, const nest *Nin, dplan *P) {
   tl_ir *ir = L->ir;
   nest N = *Nin;
   tl_ref st = N.leaf;
@@ -460,6 +488,23 @@ static int dma_thread(lw *L, const nest *Nin, int t) {
       terms[nterm] = e, tpad[nterm] = src == N.ncond, tdim[nterm++] = ux ? 1 : uy ? 2 : 0;
     }
   }
+  P->N = N, P->load = load, P->dram = dram, P->sram = sram, P->role = role, P->vec = vec;
+  P->ds = ds, P->ss = ss, P->xi = xi, P->yi = yi, P->host = host;
+  P->xe = xe, P->ye = ye, P->ystride = ystride, P->nterm = nterm;
+  memcpy(P->terms, terms, sizeof terms), memcpy(P->tdim, tdim, sizeof tdim);
+  memcpy(P->tpad, tpad, sizeof tpad);
+  return TL_OK;
+}
+
+static int dma_run(lw *L, dplan *P, int t) {
+  tl_ir *ir = L->ir;
+  nest N = P->N;
+  int load = P->load, dram = P->dram, sram = P->sram, role = P->role, xi = P->xi, yi = P->yi;
+  int host = P->host, nterm = P->nterm;
+  const int *tdim = P->tdim, *tpad = P->tpad;
+  const tl_ref *terms = P->terms;
+  tl_ref ds = P->ds, ss = P->ss;
+  int64_t vec = P->vec, xe = P->xe, ye = P->ye, ystride = P->ystride;
   int64_t hcount = 1;
   for (int i = 0; i < host; i++) hcount *= N.ext[i];
   {
@@ -546,7 +591,17 @@ static int dma_site(lw *L, tl_ref site, const int *active) {
     int g = guards_q(L, &N, 1);
     if (L->rc || g == 0) continue;
     if (g == 1) N.ncond = 0;
-    TRY(dma_thread(L, &N, t));
+    int hit = -1;
+    for (int i = 0; i < L->dplans.n && hit < 0; i++)
+      if (L->dplans.v[i]->site == site && L->dplans.v[i]->g == g) hit = i;
+    if (hit < 0) {
+      dplan *P = tl_calloc(1, sizeof *P);
+      P->site = site, P->g = g;
+      TL_VEC_PUSH(L->dplans, P);
+      TRY(dma_plan(L, &N, P));
+      hit = L->dplans.n - 1;
+    }
+    TRY(dma_run(L, L->dplans.v[hit], t));
   }
   return L->rc;
 }
@@ -827,6 +882,68 @@ static int site_module(lw *L, tl_ref s) {
   return L->b[r].role == R_ACC ? TL_VTA_STAGE_COMPUTE : TL_VTA_STAGE_LOAD;
 }
 
+typedef struct varsets {
+  TL_VEC(tl_ref) all, bound;
+} varsets;
+
+static int collect_vars(const tl_ir *ir, tl_ref r, void *ud) {
+  varsets *v = ud;
+  if (tl_ir_op(ir, r) == TL_IR_VAR) TL_VEC_PUSH(v->all, r);
+  if (tl_ir_op(ir, r) == TL_IR_FOR) TL_VEC_PUSH(v->bound, tl_ir_kid(ir, r, 0));
+  return 1;
+}
+
+/* Run a kernel region (GEMM or ALU) per active thread, reusing the action built for the
+** same thread and the same values of the region's free variables. */
+static int kernel_site(lw *L, tl_ref site, const int *active,
+                       int (*fn)(lw *, tl_ref, const int *)) {
+  tl_ref fv[8];
+  int nf = 0;
+  varsets vs = {{0}, {0}};
+  tl_ir_visit(L->ir, site, collect_vars, &vs);
+  for (int i = 0; i < vs.all.n; i++) {
+    int b = 0;
+    for (int j = 0; j < vs.bound.n && !b; j++) b = vs.bound.v[j] == vs.all.v[i];
+    for (int j = 0; j < nf && !b; j++) b = fv[j] == vs.all.v[i];
+    if (b) continue;
+    if (nf == 8) { nf = -1; break; }
+    fv[nf++] = vs.all.v[i];
+  }
+  TL_VEC_FREE(vs.all);
+  TL_VEC_FREE(vs.bound);
+  if (nf < 0) return fn(L, site, active);
+  for (int t = 0; t < L->nthr && !L->rc; t++) {
+    if (!active[t]) continue;
+    set_thread(L, t);
+    int64_t val[8];
+    for (int i = 0; i < nf; i++) val[i] = L->env[tl_ir_node(L->ir, fv[i])->imm.u];
+    int hit = -1;
+    for (int m = 0; m < L->memo.n && hit < 0; m++) {
+      const struct memo *e = &L->memo.v[m];
+      if (e->site == site && e->thread == t && e->nfree == nf &&
+          !memcmp(e->val, val, sizeof(int64_t) * (size_t)nf))
+        hit = m;
+    }
+    if (hit >= 0) {
+      if (L->memo.v[hit].has) TL_VEC_PUSH(L->acts, L->memo.v[hit].a);
+      continue;
+    }
+    int one[MAXT] = {0};
+    one[t] = 1;
+    int before = L->acts.n;
+    TRY(fn(L, site, one));
+    struct memo e;
+    memset(&e, 0, sizeof e);
+    e.site = site, e.thread = t, e.nfree = nf, e.has = L->acts.n == before + 1;
+    memcpy(e.free, fv, sizeof(tl_ref) * (size_t)nf);
+    memcpy(e.val, val, sizeof(int64_t) * (size_t)nf);
+    if (L->acts.n > before + 1) continue;   /* not one action: not memoized */
+    if (e.has) e.a = L->acts.v[before];
+    TL_VEC_PUSH(L->memo, e);
+  }
+  return L->rc;
+}
+
 static int walk(lw *L, tl_ref s, const int *active) {
   tl_ir *ir = L->ir;
   if (L->rc) return L->rc;
@@ -864,13 +981,13 @@ static int walk(lw *L, tl_ref s, const int *active) {
   case TL_IR_ATTR: {
     const char *k = attr_key(L, s);
     if (!strcmp(k, "pragma_dma_copy")) return dma_site(L, s, active);
-    if (!strcmp(k, "pragma_alu")) return alu_site(L, s, active);
-    if (!strcmp(k, "pragma_gemm")) return gemm_site(L, s, active);
+    if (!strcmp(k, "pragma_alu")) return kernel_site(L, s, active, alu_site);
+    if (!strcmp(k, "pragma_gemm")) return kernel_site(L, s, active, gemm_site);
     return walk(L, tl_ir_kid(ir, s, 1), active);
   }
   case TL_IR_FOR: {
     if (tl_for_kind(ir, s) == TL_FOR_VTHREAD) return walk(L, tl_ir_kid(ir, s, 3), active);
-    if (gemm_nest(L, s)) return gemm_site(L, s, active);
+    if (gemm_nest(L, s)) return kernel_site(L, s, active, gemm_site);
     int64_t mn, ex;
     if (!tl_ir_is_int(ir, tl_ir_kid(ir, s, 1), &mn) || !tl_ir_is_int(ir, tl_ir_kid(ir, s, 2), &ex))
       return fail(L, TL_E_UNSUPPORTED, "vta lower: %s", "host loops must have constant bounds");
@@ -1131,6 +1248,9 @@ int tl_vta_lower_emit(tl_vta_cmd *q, tl_ctx *ctx, const tl_vta_config *c, tl_low
   }
   for (int i = 0; i < L.kern.n; i++) free(L.kern.v[i].key);
   TL_VEC_FREE(L.kern);
+  TL_VEC_FREE(L.memo);
+  for (int i = 0; i < L.dplans.n; i++) free(L.dplans.v[i]);
+  TL_VEC_FREE(L.dplans);
   TL_VEC_FREE(L.acts);
   TL_VEC_FREE(L.dmas);
   free(L.b);

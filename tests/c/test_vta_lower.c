@@ -30,12 +30,15 @@ TL_TEST(vta_lower_debug) {
   if (getenv("VTA_PRINT")) printf("%s\n", tl_lowered_text(f));
   tl_lowered_free(f);
   char *st = NULL, *dis = NULL;
+  double t0 = tl_now();
   rc = tl_vta_task_run_route(ctx, t, idx, 1, 0, &st, getenv("VTA_DIS") ? &dis : NULL);
+  printf("ir route %.3f s\n", tl_now() - t0);
+  t0 = tl_now();
   CHECK_MSG(rc == 0, "%s", tl_errmsg(ctx));
   printf("ir: %s\n%s\n", st ? st : "", dis ? dis : "");
   free(st), free(dis);
   rc = tl_vta_task_run_route(ctx, t, idx, 1, 1, &st, getenv("VTA_DIS") ? &dis : NULL);
-  printf("direct: %s\n%s\n", st ? st : "", dis ? dis : "");
+  printf("direct %.3f s: %s\n%s\n", tl_now() - t0, st ? st : "", dis ? dis : "");
   free(st), free(dis);
   tl_vta_task_free(t);
   tl_ctx_free(ctx);
