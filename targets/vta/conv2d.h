@@ -65,5 +65,6 @@ int tl_vta_task_run_route(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t s
                           char **stats_json, char **disasm);
 const tl_vta_conv2d *tl_vta_task_workload(const tl_vta_task *t);
 int tl_vta_task_knobs(tl_ctx *ctx, tl_vta_task *t, int64_t index, tl_vta_knobs *k);
+int tl_vta_task_config(const tl_vta_task *t, tl_vta_config *out);
 
 #endif

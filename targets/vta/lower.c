@@ -1217,13 +1217,15 @@ int tl_vta_lower_emit(tl_vta_cmd *q, tl_ctx *ctx, const tl_vta_config *c, tl_low
   if (!L.rc) tl_ir_visit(f->ir, f->body, alloc_visit, &L);
   static const char *const names[4] = {"", "input", "weight", "accumulator"};
   const int depth[4] = {0, c->inp_depth, c->wgt_depth, c->acc_depth};
-  for (int r = 1; r <= 3 && !L.rc; r++)
-    if (L.sram_per_thread[r] * L.nthr > depth[r]) {
+  static const int order[3] = {R_ACC, R_INP, R_WGT};   /* as the config check reports */
+  for (int o = 0; o < 3 && !L.rc; o++) {
+    int r = order[o];
+    if (L.sram_per_thread[r] * L.nthr > depth[r])
       L.rc = tl_err(ctx, TL_E_SCHED,
                     "vta lower: the buffers need %lld %s elements x %d threads, more than the %d "
                     "of the %s buffer",
                     (long long)L.sram_per_thread[r], names[r], L.nthr, depth[r], names[r]);
-    }
+  }
   int active[MAXT] = {1, 1, 1, 1};
   if (!L.rc) walk(&L, f->body, active);
   if (!L.rc) drop_dead_loads(&L);

@@ -224,3 +224,7 @@ const tl_vta_conv2d *tl_vta_task_workload(const tl_vta_task *t) { return &t->wl;
 int tl_vta_task_knobs(tl_ctx *ctx, tl_vta_task *t, int64_t index, tl_vta_knobs *k) {
   return tl_vta_conv2d_knobs_of(ctx, &t->wl, t->space, index, k);
 }
+int tl_vta_task_config(const tl_vta_task *t, tl_vta_config *out) {
+  *out = t->cfg;
+  return TL_OK;
+}
