@@ -1,15 +1,18 @@
 /*
 ** conv2d.c -- conv2d_packed.vta: the packed int8 convolution of TVM's VTA
 ** templates (conv -> right_shift 8 -> clip(0, 127) -> cast int8), its config
-** space (TVM's knobs and index order), and the VTA instruction stream of a
-** config, built through the runtime's command queue.
+** space (TVM's knobs and index order), the CPU reference, and a direct
+** generator of a config's instruction stream, built through the runtime's
+** command queue straight from the knobs. Production streams come from the
+** loop IR (lower.c); the direct generator stays as the tests' cross-check
+** (tests/c/test_vta_lower.c runs both on the same configs).
 **
 ** Layouts (docs/vta.md): data (N/b, CI/16, H, W, b, 16), kernel (CO/16,
 ** CI/16, KH, KW, 16, 16) with the 16x16 block output-channel major, output
 ** (N/b, CO/16, OH, OW, b, 16); one DRAM element is one SRAM element.
 **
-** The stream follows the template's schedule. The output is tiled by tile_h,
-** tile_w and tile_co ([outer, inner] each); a tile (i1 rows, j1 columns, co1
+** The direct stream follows the template's schedule. The output is tiled
+** by tile_h, tile_w and tile_co ([outer, inner] each); a tile (i1 rows, j1 columns, co1
 ** channel blocks) is the accumulator's unit. For each tile:
 **
 **   compute  GEMM reset of the tile

@@ -18,7 +18,9 @@
 **            accumulator); an ALU stage writes in place of the buffer it
 **            reads (TVM's storage rewrite); each virtual thread gets its
 **            own copy of every buffer
-**   host     the host loops of the function are executed; at each marked
+**   host     the host loops of the function are executed (this walk is the
+**            host code: it calls the runtime as TVM's generated host code
+**            does); at each marked
 **            region, once per active virtual thread (statements of the
 **            threads interleaved), an action is recorded: a DMA copy folded
 **            into 2-D LOADs or STOREs (the innermost loops one vector, then
@@ -32,9 +34,10 @@
 **   sync     dependence tokens from the hazards of each thread: a group of
 **            actions on one module that touches an SRAM buffer another
 **            module touched before (read after write, write after read or
-**            write) pops a token the earlier group pushed, unless an earlier
-**            token already orders them; every token FIFO must hand the
-**            tokens out in the order they were pushed (checked)
+**            write) pops a token pushed right after the latest such action,
+**            unless an earlier token already orders them; a token FIFO shared
+**            by the threads hands tokens out in push order, so an action whose
+**            token is queued behind another thread's pops that one too
 **
 ** then the actions are emitted in order through runtime.c.
 */

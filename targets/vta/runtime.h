@@ -2,7 +2,7 @@
 ** runtime.h -- VTA's command queue over vta-sim (runtime.c): 2-D DMA
 ** instructions, dependence tokens between the load (1), compute (2) and
 ** store (3) stages, micro-op kernels with their SRAM cache, synchronisation.
-** Generated instruction streams (conv2d.c) are built through it.
+** Generated instruction streams (lower.c; conv2d.c) are built through it.
 */
 #ifndef TL_VTA_RUNTIME_H
 #define TL_VTA_RUNTIME_H

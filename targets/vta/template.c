@@ -7,8 +7,10 @@
 **
 ** The lowered CPU form is what the engine knows of a config: the tuner's
 ** loop features, task:lower(), the CPU run of the computation. The VTA
-** instruction stream of a config is built by conv2d.c from the same knobs,
-** and measured on vta-sim (measure.c).
+** instruction stream of a config comes from the same tensor expression with
+** the VTA schedule of lower.c (cache stages, dma_copy / gemm / alu marks,
+** virtual threads), lowered and passed through the VTA passes there, and is
+** measured on vta-sim (measure.c).
 */
 #include "conv2d.h"
 
