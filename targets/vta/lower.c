@@ -20,9 +20,9 @@
 **            own copy of every buffer
 **   host     the host loops of the function are executed (this walk is the
 **            host code: it calls the runtime as TVM's generated host code
-**            does); at each marked
-**            region, once per active virtual thread (statements of the
-**            threads interleaved), an action is recorded: a DMA copy folded
+**            does); at each marked region, once per active virtual thread
+**            (consecutive regions of one module as one group per thread),
+**            an action is recorded: a DMA copy folded
 **            into 2-D LOADs or STOREs (the innermost loops one vector, then
 **            x and y folded while contiguous, outer loops one instruction
 **            each, the pad condition of the copy turned into the DMA's zero
@@ -157,7 +157,6 @@ typedef struct action {
   int rd[3], nrd, wr;            /* SRAM buffer keys (buffer * MAXT + thread), wr -1 if none */
   int allpad;                    /* a LOAD that is all padding (it must be dead) */
   const char *what;              /* the SRAM buffer of a DMA */
-  int group;                     /* sync: this thread's group of consecutive same-module actions */
   int popn[4];                   /* sync: tokens popped from each module before it */
   int pushes[4], npush;          /* sync: the actions its tokens are for, pushed after it */
 } action;
@@ -173,7 +172,6 @@ typedef struct kcache {          /* kernels by content */
 struct memo {
   tl_ref site;
   int thread, nfree;
-  tl_ref free[8];
   int64_t val[8];
   int has;                       /* 0: the region made no action (guarded off) */
   action a;
@@ -938,7 +936,6 @@ static int kernel_site(lw *L, tl_ref site, const int *active,
     struct memo e;
     memset(&e, 0, sizeof e);
     e.site = site, e.thread = t, e.nfree = nf, e.has = L->acts.n == before + 1;
-    memcpy(e.free, fv, sizeof(tl_ref) * (size_t)nf);
     memcpy(e.val, val, sizeof(int64_t) * (size_t)nf);
     if (L->acts.n > before + 1) continue;   /* not one action: not memoized */
     if (e.has) e.a = L->acts.v[before];
