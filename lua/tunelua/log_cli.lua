@@ -1,16 +1,20 @@
---- tunelua.log_cli: `tunelua log ...` -- AutoTVM tuning logs.
+--- tunelua.log_cli: `tunelua log ...` -- AutoTVM and auto-scheduler tuning logs.
 --
 --   tunelua log best IN [OUT]     keep the best record per workload (pick_best;
---                                 OUT defaults to IN.best.log)
+--                                 OUT defaults to IN.best.log; an auto-scheduler log:
+--                                 the best per workload key and target key, OUT
+--                                 IN.best.json, TVM's measure_record --mode distill)
 --   tunelua log distill IN [OUT]  the same, by TVM's name (autotvm.record --mode distill)
 --   tunelua log summary LOG       per task: trials, errors, best GFLOPS
 --   tunelua log plot LOG [-o OUT] a picture of the run (OUT .png or .svg, default LOG.png)
 local record = require "tunelua.autotvm.record"
+local as_records = require "tunelua.auto_scheduler.records"
 
 local log_cli = {}
 
 local USAGE = table.concat({
-  "usage: tunelua log best IN [OUT]    keep the best record per workload (default OUT: IN.best.log)",
+  "usage: tunelua log best IN [OUT]    keep the best record per workload (default OUT: IN.best.log;",
+  "                                    an auto-scheduler log: IN.best.json)",
   "       tunelua log distill IN [OUT] the same (TVM's name: autotvm.record --mode distill)",
   "       tunelua log summary LOG       per task: trials, errors, best GFLOPS",
   "       tunelua log plot LOG [-o OUT] per task: best GFLOPS against trials, failed trials",
@@ -80,7 +84,57 @@ function log_cli.summary_rows(path)
   return order, #recs
 end
 
+-- Columns as wide as their widest cell: the first `left` columns left-aligned, the rest right.
+local function print_table(cells, left)
+  local width = {}
+  for _, c in ipairs(cells) do
+    for j, v in ipairs(c) do width[j] = math.max(width[j] or 0, #v) end
+  end
+  for _, c in ipairs(cells) do
+    local parts = {}
+    for j, v in ipairs(c) do
+      parts[j] = j <= left and (v .. string.rep(" ", width[j] - #v)) or (string.rep(" ", width[j] - #v) .. v)
+    end
+    print((table.concat(parts, "  "):gsub("%s+$", "")))
+  end
+end
+
+-- An auto-scheduler workload key shortened for a table: the hash's first 8 digits and the
+-- shapes ("3a2d9e60 (1x16x16x32) (1x1x32x64) ...").
+local function short_key(key)
+  local ok, v = pcall(require("tunelua.json").decode, key)
+  if not ok or type(v) ~= "table" or type(v[1]) ~= "string" then return key end
+  local parts = { v[1]:match("^%x+$") and v[1]:sub(1, 8) or v[1] }
+  local flat = {}
+  for i = 2, #v do
+    if type(v[i]) == "table" then
+      local d = {}
+      for k, x in ipairs(v[i]) do d[k] = tostring(x) end
+      parts[#parts + 1] = "(" .. table.concat(d, "x") .. ")"
+    else
+      flat[#flat + 1] = tostring(v[i])
+    end
+  end
+  if #flat > 0 then parts[#parts + 1] = table.concat(flat, ",") end
+  return table.concat(parts, " ")
+end
+
+-- An auto-scheduler log: one row per (target, workload). Records carry no FLOP count and a
+-- workload key's hash cannot be turned back into its DAG, so the table gives times.
+local function as_summary(path)
+  local rows, n = as_records.summary_rows(path)
+  print(string.format("%s: %d auto-scheduler records, %d tasks", path, n, #rows))
+  local cells = { { "#", "workload", "target", "trials", "errors", "best ms" } }
+  for i, row in ipairs(rows) do
+    cells[#cells + 1] = { tostring(i), short_key(row.workload_key), row.target, tostring(row.trials),
+                          tostring(row.errors), row.best_cost and string.format("%.4f", row.best_cost * 1e3) or "-" }
+  end
+  print_table(cells, 3)
+  return 0
+end
+
 local function summary(path)
+  if as_records.is_log(path) then return as_summary(path) end
   local rows, n = log_cli.summary_rows(path)
   print(string.format("%s: %d records, %d tasks", path, n, #rows))
   -- columns as wide as their widest cell: text left-aligned, numbers right-aligned
@@ -90,18 +144,7 @@ local function summary(path)
                           row.best_cost and string.format("%.4f", row.best_cost * 1e3) or "-",
                           row.best_gflops and string.format("%.2f", row.best_gflops) or "-" }
   end
-  local width = {}
-  for _, c in ipairs(cells) do
-    for j, v in ipairs(c) do width[j] = math.max(width[j] or 0, #v) end
-  end
-  for _, c in ipairs(cells) do
-    local parts = {}
-    for j, v in ipairs(c) do
-      local left = j <= 3
-      parts[j] = left and (v .. string.rep(" ", width[j] - #v)) or (string.rep(" ", width[j] - #v) .. v)
-    end
-    print((table.concat(parts, "  "):gsub("%s+$", "")))
-  end
+  print_table(cells, 3)
   return 0
 end
 
@@ -117,28 +160,35 @@ function log_cli.plot(path, out)
   local blank = not f:read("*l")
   f:close()
   if blank then error(string.format("'%s' is empty: no tuning records to plot", path), 0) end
-  local recs = record.load_from_file(path)
-  if #recs == 0 then error(string.format("'%s' holds no valid AutoTVM record to plot", path), 0) end
-
+  -- per task (target and workload, first-seen order): its trials, failed trial numbers and
+  -- {trial, cost} of the others; an auto-scheduler log's tasks have no FLOP count
+  local ansor = as_records.is_log(path)
+  local recs = ansor and as_records.load(path) or record.load_from_file(path)
+  if #recs == 0 then
+    error(string.format("'%s' holds no valid %s record to plot", path, ansor and "auto-scheduler" or "AutoTVM"), 0)
+  end
   local tasks, order = {}, {}
   for _, r in ipairs(recs) do
-    local key = r.inp.target .. "|" .. record.workload_key(r.inp.workload)
+    local key = ansor and (r.target .. "|" .. as_records.match_key(r.workload_key))
+                or (r.inp.target .. "|" .. record.workload_key(r.inp.workload))
     local t = tasks[key]
     if not t then
-      t = { inp = r.inp, trials = 0, errors = {}, costs = {} }
+      t = { inp = r.inp, trials = 0, errors = {}, costs = {},
+            desc = ansor and short_key(r.workload_key) or (r.inp.task_name .. " " .. short_args(r.inp.args)) }
       tasks[key] = t
       order[#order + 1] = t
     end
     t.trials = t.trials + 1
-    if r.res.error_no ~= 0 then
+    local err = ansor and r.error_no or r.res.error_no
+    if err ~= 0 then
       t.errors[#t.errors + 1] = t.trials
     else
-      t.costs[#t.costs + 1] = { t.trials, record.mean_cost(r.res) }
+      t.costs[#t.costs + 1] = { t.trials, ansor and r.cost or record.mean_cost(r.res) }
     end
   end
   local unknown, nerr = {}, 0
   for i, t in ipairs(order) do
-    t.flop = flop_of(t.inp)
+    t.flop = t.inp and flop_of(t.inp)
     if not t.flop then unknown[#unknown + 1] = "T" .. i end
     nerr = nerr + #t.errors
   end
@@ -157,8 +207,8 @@ function log_cli.plot(path, out)
                  or "no successful trial"
     series[i] = {
       label = "T" .. i, dots = dots, line = line, errors = t.errors,
-      legend = string.format("T%d  %s %s: %s, %d trial%s, %d failed", i, t.inp.task_name,
-        short_args(t.inp.args), what, t.trials, t.trials == 1 and "" or "s", #t.errors),
+      legend = string.format("T%d  %s: %s, %d trial%s, %d failed", i, t.desc, what, t.trials,
+        t.trials == 1 and "" or "s", #t.errors),
     }
   end
   local spec = {
@@ -190,8 +240,9 @@ function log_cli.main(args)
     local inp, out = args[2], args[3]
     if not inp then return fail(cmd .. ": missing the input log\n" .. USAGE) end
     if not readable(inp) then return fail(cmd .. ": cannot read '" .. inp .. "'") end
-    out = out or (inp .. ".best.log")
-    local ok, n = pcall(record.pick_best, inp, out)
+    local ansor = as_records.is_log(inp)
+    out = out or (inp .. (ansor and ".best.json" or ".best.log"))
+    local ok, n = pcall(ansor and as_records.distill or record.pick_best, inp, out)
     if not ok then return fail(cmd .. ": " .. tostring(n)) end
     print(string.format("wrote %d records to %s", n, out))
     return 0

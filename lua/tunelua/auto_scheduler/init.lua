@@ -92,4 +92,9 @@ function auto_scheduler.extract_tasks(mod, params, target, opts)
   return tasks, weights
 end
 
+-- Logs and network builds: the record format (tunelua.auto_scheduler.records) and the best
+-- record of each workload for relay.build's history (tunelua.auto_scheduler.dispatch).
+auto_scheduler.records = require "tunelua.auto_scheduler.records"
+auto_scheduler.ApplyHistoryBest = require("tunelua.auto_scheduler.dispatch").ApplyHistoryBest
+
 return auto_scheduler

@@ -17,6 +17,9 @@
 -- tl_graph_plan (buffers reused across non-overlapping lifetimes); graph outputs, inputs
 -- and weights live in their own arrays. The run loop is C (tl_graph_exec_run): kernel
 -- function pointers and their DLTensor arguments, called in order.
+-- history = auto_scheduler.ApplyHistoryBest(log) takes the auto-scheduler's path instead:
+-- each group's DAG with the best record's steps of its workload key replayed, else the
+-- default schedule (tunelua.auto_scheduler.dispatch); a kernel's .record is the record used.
 -- OpenCL targets ("opencl", "opencl -device=mali"): Mali templates (fallback config when
 -- no record) or tl_topi_default_schedule_gpu, then tunelua.graph.opencl: storage slots on
 -- the device, one OpenCL program for all groups, the same C run loop (docs/executor.md).
@@ -329,6 +332,48 @@ Lib.__index = function(t, k)
 end
 executor.Lib = Lib
 
+-- The auto-scheduler path: the group's DAG with the steps of the best record of its workload
+-- key replayed on it (nil schedule: none, or the record does not replay; default schedule).
+-- seen[key] = {tuned = bool} per distinct task (groups with a reduction), seen[i] in order.
+local function ansor_group(call, tgt, hist, seen)
+  local g = group.build(call, nil, 3)
+  if not g.has_reduce then return g end
+  local key = group.key_text(g)
+  local e = seen[key]
+  if not e then
+    e = { key = key, name = g.name, rec = hist:query(tgt.str, key) }
+    seen[key] = e
+    seen[#seen + 1] = e
+  end
+  if not e.rec or e.failed then return g end
+  local s = new_sched(g)
+  if C.tl_sched_apply_json(ctx, s, e.rec.steps) ~= 0 then
+    local msg = core.errmsg()
+    C.tl_clearerr(ctx)
+    e.failed = true
+    io.stdout:flush()
+    local where = e.rec.path and string.format(" (%s:%d)", e.rec.path, e.rec.line) or ""
+    io.stderr:write(string.format("executor: the record of %s%s does not replay on its DAG (%s); " ..
+                                  "using the default schedule\n", g.name, where, msg))
+    return g
+  end
+  e.tuned = true
+  g.record = e.rec
+  return g, s, "ansor"
+end
+
+-- The build's summary line: AutoTVM counts operators, the auto-scheduler counts tasks.
+local function report_tuned(ansor, tasks, ngroups, ntuned)
+  io.stdout:flush()
+  if ansor then
+    local missing = 0
+    for _, e in ipairs(tasks) do if not e.tuned then missing = missing + 1 end end
+    print(string.format("%d of %d tasks have no tuned schedule", missing, #tasks))
+  else
+    print(string.format("%d of %d operators use untuned schedules", ngroups - ntuned, ngroups))
+  end
+end
+
 local function external_slot(e, arr)
   local s = int1()
   check(C.tl_graph_exec_slot_array(ctx, e, arr, s), 3)
@@ -359,9 +404,12 @@ function executor.build(mod, opts)
   local params = opts.params or {}
   local t0 = C.tl_now()
   local history = load_history(opts.history, 2)
+  -- an auto-scheduler context (auto_scheduler.ApplyHistoryBest) replaces templates and TopHub
+  local ansor = history and history.auto_scheduler and history or nil
+  local ansor_tasks = {}
   local ctxs = {}
-  if history then ctxs[#ctxs + 1] = history end
-  if opts.tophub ~= false then
+  if history and not ansor then ctxs[#ctxs + 1] = history end
+  if opts.tophub ~= false and not ansor then
     local th = tophub_context(tgt)
     if th then ctxs[#ctxs + 1] = th end
   end
@@ -419,7 +467,12 @@ function executor.build(mod, opts)
       for _, a in ipairs(n.args) do
         for _, b in ipairs(val[a]) do args[#args + 1] = b end
       end
-      local g, s, how, fallback = tuned_group(n, tgt, ctxs)
+      local g, s, how, fallback
+      if ansor then
+        g, s, how = ansor_group(n, tgt, ansor, ansor_tasks)
+      else
+        g, s, how, fallback = tuned_group(n, tgt, ctxs)
+      end
       if not g then
         g = group.build(n, nil, 2)
         s = nil
@@ -460,7 +513,8 @@ function executor.build(mod, opts)
           error("executor.build: lowering " .. g.name .. " failed: " .. msg, 2)
         end
         local low = ffi.gc(lp[0], C.tl_lowered_free)
-        k = { lowered = low, fname = fname, name = g.name, key = key, tuned = how, compile_s = 0 }
+        k = { lowered = low, fname = fname, name = g.name, key = key, tuned = how, compile_s = 0,
+              record = g.record }
         kernels[#kernels + 1] = k
         cache[key] = k
       end
@@ -505,10 +559,7 @@ function executor.build(mod, opts)
     r.kernels, r.steps, r.inputs, r.input_order, r.outputs = kernels, steps, inputs, input_order, outputs
     r.target, r.num_groups, r.num_tuned, r.build_seconds = tgt.str, ngroups, ntuned, C.tl_now() - t0
     local lib = setmetatable(r, Lib)
-    if not opts.quiet then
-      io.stdout:flush()
-      print(string.format("%d of %d operators use untuned schedules", ngroups - ntuned, ngroups))
-    end
+    if not opts.quiet then report_tuned(ansor, ansor_tasks, ngroups, ntuned) end
     return lib
   end
 
@@ -600,10 +651,7 @@ function executor.build(mod, opts)
     weight_bytes = weight_bytes, io_bytes = io_bytes,
     num_groups = ngroups, num_tuned = ntuned, build_seconds = C.tl_now() - t0,
   }, Lib)
-  if not opts.quiet then
-    io.stdout:flush()
-    print(string.format("%d of %d operators use untuned schedules", ngroups - ntuned, ngroups))
-  end
+  if not opts.quiet then report_tuned(ansor, ansor_tasks, ngroups, ntuned) end
   return lib
 end
 
