@@ -96,5 +96,11 @@ end
 -- record of each workload for relay.build's history (tunelua.auto_scheduler.dispatch).
 auto_scheduler.records = require "tunelua.auto_scheduler.records"
 auto_scheduler.ApplyHistoryBest = require("tunelua.auto_scheduler.dispatch").ApplyHistoryBest
+-- One trial budget over a network's tasks (tunelua.auto_scheduler.task_scheduler).
+do
+  local ts = require "tunelua.auto_scheduler.task_scheduler"
+  auto_scheduler.TaskScheduler = ts.TaskScheduler
+  auto_scheduler.PrintTableInfo, auto_scheduler.LogEstimatedLatency = ts.PrintTableInfo, ts.LogEstimatedLatency
+end
 
 return auto_scheduler

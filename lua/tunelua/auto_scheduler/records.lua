@@ -93,6 +93,13 @@ function records.encode(rec)
     g6(rec.all_cost or 0), math.floor(rec.timestamp or os.time()), records.LOG_VERSION)
 end
 
+--- records.RecordToFile(path): a measure callback that appends one record line per
+--- measurement to path (what TuningOptions.measure_callbacks takes)
+function records.RecordToFile(path)
+  if type(path) ~= "string" or path == "" then error("RecordToFile: expected a file name", 2) end
+  return { kind = "record_to_file", path = path }
+end
+
 -- ---- decode ------------------------------------------------------------------------------
 
 local function mean(costs)
