@@ -28,11 +28,10 @@
 --                                          error_no, all_cost, timestamp}
 -- (it proposes, measures and learns from n new states) and optionally
 --   policy:restore(recs)   -- the task's records of load_log_file: measured, warm-start
--- tune's second argument is the list of policies, one per task (tunelua.auto_scheduler's
--- search provides them for its SketchPolicy). Every result is appended to each
--- RecordToFile(path) of measure_callbacks as one record line, synced, before the next round
--- starts, so a killed run loses at most the round in flight, and load_log_file restores the
--- best costs, the trial counts (the budget counts the restored trials) and the policies.
+-- tune's second argument is the list of policies, one per task. Every result is appended to
+-- each RecordToFile(path) of measure_callbacks as one record line, synced, before the next
+-- round starts, so a killed run loses at most the round in flight, and load_log_file restores
+-- the best costs, the trial counts (the budget counts the restored trials) and the policies.
 --
 -- Callbacks (opts.callbacks, default {PrintTableInfo()}): objects with pre_tune(tuner,
 -- task_idx) and/or post_tune(tuner, task_idx); PrintTableInfo prints seed 003's table before
@@ -258,7 +257,9 @@ end
 function TaskScheduler:tune_task(i)
   for _, cb in ipairs(self.callbacks) do if cb.pre_tune then cb:pre_tune(self, i) end end
   local task = self.tasks[i]
-  local results = self.policies[i]:continue_search_one_round(self.per_round)
+  -- a full round, or what is left of the budget
+  local n = math.min(self.per_round, math.max(self.num_measure_trials - self.ct, 1))
+  local results = self.policies[i]:continue_search_one_round(n)
   -- every result is logged (and synced) before anything else happens
   local lines, nerr = {}, 0
   for _, r in ipairs(results) do
