@@ -245,6 +245,10 @@ do
   -- the distilled log builds the same network
   local lib, out = build_checked("llvm", auto_scheduler.ApplyHistoryBest(dir .. "/best.json"), "distilled")
   assert(out:find("2 of 22 tasks have no tuned schedule", 1, true), out)
+  -- history = a log path: an auto-scheduler log is told from an AutoTVM one by its records
+  lib, out = build_checked("llvm", dir .. "/best.json", "distilled, by path")
+  assert(out:find("2 of 22 tasks have no tuned schedule", 1, true), out)
+  for _, k in ipairs(lib.kernels) do if k.record then eq(k.tuned, "ansor", "by path") end end
 end
 
 if C.tl_opencl_device_count() == 0 then

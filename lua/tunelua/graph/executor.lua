@@ -17,7 +17,8 @@
 -- tl_graph_plan (buffers reused across non-overlapping lifetimes); graph outputs, inputs
 -- and weights live in their own arrays. The run loop is C (tl_graph_exec_run): kernel
 -- function pointers and their DLTensor arguments, called in order.
--- history = auto_scheduler.ApplyHistoryBest(log) takes the auto-scheduler's path instead:
+-- history = auto_scheduler.ApplyHistoryBest(log) (or the path of an auto-scheduler log) takes
+-- the auto-scheduler's path instead:
 -- each group's DAG with the best record's steps of its workload key replayed, else the
 -- default schedule (tunelua.auto_scheduler.dispatch); a kernel's .record is the record used.
 -- OpenCL targets ("opencl", "opencl -device=mali"): Mali templates (fallback config when
@@ -52,6 +53,10 @@ local dtype_code = group.dtype_code
 local function load_history(h, level)
   if h == nil then return nil end
   if type(h) == "string" then
+    -- an auto-scheduler log (its first record tells) or an AutoTVM one
+    if require("tunelua.auto_scheduler.records").is_log(h) then
+      return require("tunelua.auto_scheduler.dispatch").ApplyHistoryBest(h)
+    end
     return require("tunelua.autotvm").apply_history_best(h)
   end
   if type(h) == "table" and type(h.query) == "function" then return h end
