@@ -123,7 +123,7 @@ function M.TaskScheduler(tasks, task_weights, opts)
     tasks = tasks, task_weights = weights, strategy = strategy, alpha = alpha, beta = beta,
     backward_window_size = window, load_log_file = opts.load_log_file,
     objective_func = opts.objective_func, callbacks = opts.callbacks or { M.PrintTableInfo() },
-    verbose = opts.verbose or 1, rng_state = opts.seed or 1,
+    verbose = opts.verbose or 1, rng_state = (opts.seed or 1) % 2147483646 + 1,
     best_costs = {}, task_cts = {}, task_best_cts = {}, task_trials = {}, task_costs_history = {},
     flop_cts = {}, dead_tasks = {}, ct = 0, best_ct = 0, best_score = math.huge, rounds = 0,
     restored = {},
@@ -148,10 +148,11 @@ function M.TaskScheduler(tasks, task_weights, opts)
   return self
 end
 
--- A deterministic random integer in [1, n] (a 31-bit LCG seeded by opts.seed).
+-- A deterministic random integer in [1, n] (Park and Miller's generator, exact in doubles,
+-- seeded by opts.seed).
 function TaskScheduler:random(n)
-  self.rng_state = (self.rng_state * 1103515245 + 12345) % 2147483648
-  return 1 + math.floor(self.rng_state / 2147483648 * n)
+  self.rng_state = (self.rng_state * 16807) % 2147483647
+  return 1 + math.floor(self.rng_state / 2147483647 * n)
 end
 
 --- tuner:objective([costs]) -> the weighted sum of the best costs (or objective_func's value)
