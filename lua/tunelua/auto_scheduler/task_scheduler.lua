@@ -113,6 +113,7 @@ function M.TaskScheduler(tasks, task_weights, opts)
   check_num("alpha", alpha, 0)
   check_num("beta", beta, 0)
   check_num("backward_window_size", window, 1)
+  if opts.seed ~= nil then check_num("seed", opts.seed, 0) end
   if opts.load_log_file ~= nil and type(opts.load_log_file) ~= "string" then
     error("TaskScheduler: load_log_file must be a file name", 2)
   end
