@@ -18,7 +18,7 @@
 -- and weights live in their own arrays. The run loop is C (tl_graph_exec_run): kernel
 -- function pointers and their DLTensor arguments, called in order.
 -- history = auto_scheduler.ApplyHistoryBest(log) (or the path of an auto-scheduler log) takes
--- the auto-scheduler's path instead:
+-- the auto-scheduler's path instead (the graph keeps its layouts, as extract_tasks sees it):
 -- each group's DAG with the best record's steps of its workload key replayed, else the
 -- default schedule (tunelua.auto_scheduler.dispatch); a kernel's .record is the record used.
 -- OpenCL targets ("opencl", "opencl -device=mali"): Mali templates (fallback config when
@@ -421,7 +421,8 @@ function executor.build(mod, opts)
   local m = mod
   if opts.opt ~= false then
     m = extract.optimize(mod, { target = tgt.str, params = params,
-                                conv_blocks = opts.layouts ~= false and executor.conv_blocks(tgt, ctxs) or nil }, 2)
+                                conv_blocks = opts.layouts ~= false and not ansor and executor.conv_blocks(tgt, ctxs)
+                                              or nil }, 2)
   end
   local main = walk.main(m, 2)
 
