@@ -49,6 +49,12 @@ typedef struct tl_family {
   /* TL_OK when kernels built for t run on this host, else an error naming
   ** what the host lacks (NULL: no check; see tl_target_check_host). */
   int (*host_check)(tl_ctx *ctx, const tl_target *t);
+  /* The toolchain of target t when it depends on the options (e.g. a cross
+  ** compiler per -mtriple): static data (NULL hook or result: .toolchain). */
+  const tl_toolchain *(*toolchain_of)(const tl_target *t);
+  /* A strict parse's check of the option values (NULL: none): TL_OK, or an
+  ** error naming the option and what the family takes. */
+  int (*check)(tl_ctx *ctx, const tl_target *t);
   /* The auto-scheduler's hardware params of a GPU known without asking a
   ** device (TVM's tables), in tl_target_fixed_hw_params' order: 1 and v
   ** filled, or 0 (NULL: none). */

@@ -204,6 +204,7 @@ static int parse(tl_ctx *ctx, const char *str, int strict, tl_target **out) {
     for (int i = 0; dk && i < 2 && dk[i]; i++) add_key(t, dk[i], strlen(dk[i]));
   }
   if (t->family && t->family->hw) t->family->hw(t, &t->hw);
+  if (strict && t->family->check && (rc = t->family->check(ctx, t))) goto done;
 done:
   free(words);
   if (rc) {
@@ -268,7 +269,9 @@ TL_EXPORT int tl_target_device_type(const tl_target *t) {
   return fk ? fk->device_type : 0;
 }
 TL_EXPORT const tl_toolchain *tl_target_toolchain(const tl_target *t) {
-  return t->family && t->family->backend->uses_toolchain ? &t->family->toolchain : NULL;
+  if (!t->family || !t->family->backend->uses_toolchain) return NULL;
+  const tl_toolchain *tc = t->family->toolchain_of ? t->family->toolchain_of(t) : NULL;
+  return tc ? tc : &t->family->toolchain;
 }
 TL_EXPORT const char *tl_target_cc(const tl_target *t) {
   const tl_toolchain *tc = tl_target_toolchain(t);

@@ -18,11 +18,16 @@
 /* How C becomes a shared object. Every field may be NULL (or the whole
 ** struct): cc defaults to $TUNELUA_CC, else the compiler libtunelua was built
 ** with, else cc; cflags to "-O3 -march=native". cross_prefix is put before
-** cc ("aarch64-linux-gnu-" + "gcc"; with cc NULL: before "gcc"). */
+** cc ("aarch64-linux-gnu-" + "gcc"; with cc NULL: before "gcc"). package
+** names where the compiler comes from (a Debian package) in the error when it
+** cannot be run; vector_bytes caps the vectors the C code generator prints
+** (16: 128-bit NEON; 0: the default, 32 bytes and 64 under AVX-512). */
 typedef struct tl_toolchain {
   const char *cc;
   const char *cflags;
   const char *cross_prefix;
+  const char *package;
+  int vector_bytes;
 } tl_toolchain;
 
 #define TL_CC_OUTPUT_MAX 4000          /* compiler output kept in a message */
@@ -76,6 +81,8 @@ int tl_build_c_source(tl_ctx *ctx, const tl_toolchain *tc, const char *source, d
 /* Generate C for f and compile it into a module with toolchain tc (NULL: the
 ** defaults). */
 int tl_build_c(tl_ctx *ctx, const tl_lowered *f, const tl_toolchain *tc, tl_module **out);
+/* Generate C for f with tc's vector width (tl_codegen_c_width; tc NULL: the default). */
+int tl_build_c_codegen(tl_ctx *ctx, const tl_lowered *f, const tl_toolchain *tc, tl_buf *out);
 
 /* The OpenCL code of fs[0..n) joined into one program: codes[i] is fs[i]'s
 ** launch description (its own source left in it), *source the joined program

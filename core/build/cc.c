@@ -37,7 +37,7 @@ const char *tl_toolchain_cflags(const tl_toolchain *tc) {
 }
 
 tl_toolchain tl_toolchain_with_flags(const tl_toolchain *tc, const char *cflags) {
-  tl_toolchain r = tc ? *tc : (tl_toolchain){NULL, NULL, NULL};
+  tl_toolchain r = tc ? *tc : (tl_toolchain){NULL, NULL, NULL, NULL, 0};
   if (cflags) r.cflags = cflags;
   return r;
 }
@@ -120,7 +120,11 @@ int tl_cc_shared(tl_ctx *ctx, const tl_toolchain *tc, const char *const *srcs, i
       rc = tl_err(ctx, TL_E_TIMEOUT, "C compiler '%s' timed out after %.1f s", cc, timeout_s);
       break;
     case TL_PROC_SPAWN:
-      rc = tl_err(ctx, TL_E_BUILD, "cannot run the C compiler '%s' (set TUNELUA_CC): %s", cc, msg);
+      if (tc && tc->package)
+        rc = tl_err(ctx, TL_E_BUILD, "cannot run the C compiler '%s' (install %s; scripts/bootstrap "
+                    "does): %s", cc, tc->package, msg);
+      else
+        rc = tl_err(ctx, TL_E_BUILD, "cannot run the C compiler '%s' (set TUNELUA_CC): %s", cc, msg);
       break;
     case TL_PROC_SIGNAL:
       rc = tl_err(ctx, TL_E_BUILD, "C compiler '%s' killed by signal %d:\n%s", cc,

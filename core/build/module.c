@@ -73,11 +73,15 @@ TL_EXPORT int tl_module_from_c(tl_ctx *ctx, const char *source, const char *cfla
   return tl_build_c_source(ctx, &tc, source, timeout_s, out);
 }
 
+int tl_build_c_codegen(tl_ctx *ctx, const tl_lowered *f, const tl_toolchain *tc, tl_buf *out) {
+  return tl_codegen_c_width(ctx, f, tc ? tc->vector_bytes : 0, out);
+}
+
 int tl_build_c(tl_ctx *ctx, const tl_lowered *f, const tl_toolchain *tc, tl_module **out) {
   if (!out) return tl_err(ctx, TL_E_ARG, "tl_build_c: out is NULL");
   *out = NULL;
   tl_buf src = {0};
-  int rc = tl_codegen_c(ctx, f, &src);
+  int rc = tl_build_c_codegen(ctx, f, tc, &src);
   if (rc == TL_OK) rc = tl_build_c_source(ctx, tc, src.s, 120.0, out);
   tl_buf_free(&src);
   return rc;

@@ -1389,6 +1389,10 @@ static const tl_cf_lang c_lang = {
 };
 
 int tl_codegen_c(tl_ctx *ctx, const tl_lowered *f, tl_buf *out) {
+  return tl_codegen_c_width(ctx, f, 0, out);
+}
+
+int tl_codegen_c_width(tl_ctx *ctx, const tl_lowered *f, int max_bytes, tl_buf *out) {
   if (!f || !f->ir || !out) return tl_err(ctx, TL_E_ARG, "codegen_c: NULL function or output");
   if (!valid_ident(f->name) || strncmp(f->name, "tlc_", 4) == 0)
     return tl_err(ctx, TL_E_ARG, "codegen_c: kernel name '%s' is not a C identifier (or uses the "
@@ -1400,8 +1404,9 @@ int tl_codegen_c(tl_ctx *ctx, const tl_lowered *f, tl_buf *out) {
 
   tl_ir *ir = f->ir;
   int nsplit = 0;
-  tl_ref body = tl_codegen_vectorize_to(ir, f->body, NATIVE_BYTES, &nsplit);
-  tl_ref wide = nsplit ? tl_codegen_vectorize_to(ir, f->body, NATIVE_BYTES_WIDE, NULL) : TL_NOREF;
+  tl_ref body = tl_codegen_vectorize_to(ir, f->body, max_bytes > 0 ? max_bytes : NATIVE_BYTES, &nsplit);
+  tl_ref wide = nsplit && max_bytes <= 0 ? tl_codegen_vectorize_to(ir, f->body, NATIVE_BYTES_WIDE, NULL)
+                                         : TL_NOREF;
 
   cg c;
   memset(&c, 0, sizeof c);

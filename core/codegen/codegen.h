@@ -38,6 +38,9 @@ tl_ref tl_codegen_vectorize_to(tl_ir *ir, tl_ref stmt, int max_bytes, int *nspli
 ** loops, barriers and unbound variables are rejected (TL_E_UNSUPPORTED /
 ** TL_E_ARG) with a message naming the node. */
 int tl_codegen_c(tl_ctx *ctx, const tl_lowered *f, tl_buf *out);
+/* The same with vectors at most max_bytes wide (16: 128-bit NEON), one
+** version, no #if on the machine; max_bytes 0 is tl_codegen_c. */
+int tl_codegen_c_width(tl_ctx *ctx, const tl_lowered *f, int max_bytes, tl_buf *out);
 
 /* ---- OpenCL (core/codegen/opencl.c) ------------------------------------------
 ** Unlike the C backend it takes THREAD/VTHREAD loops, "shared" buffers and

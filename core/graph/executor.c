@@ -436,7 +436,7 @@ TL_EXPORT int tl_graph_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int 
   int rc = TL_OK;
   for (int i = 0; i < n && !rc; i++) {
     tl_buf b = {0};
-    rc = tl_codegen_c(ctx, fs[i], &b);
+    rc = tl_build_c_codegen(ctx, fs[i], tc, &b);
     src[i] = tl_buf_take(&b);
   }
   char *dir = NULL;

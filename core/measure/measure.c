@@ -71,12 +71,13 @@ static const char *type_name(tl_type t) {
   return "float32";
 }
 
-TL_EXPORT int tl_measure_lowered_source(tl_ctx *ctx, tl_lowered *f, char **source, char **sig) {
+static int lowered_source(tl_ctx *ctx, tl_lowered *f, const tl_toolchain *tc, char **source,
+                          char **sig) {
   if (!f || !source || !sig) return tl_err(ctx, TL_E_ARG, "tl_measure_lowered_source: NULL argument");
   *source = NULL;
   *sig = NULL;
   tl_buf b = {0};
-  int rc = tl_codegen_c(ctx, f, &b);
+  int rc = tl_build_c_codegen(ctx, f, tc, &b);
   if (rc) {
     tl_buf_free(&b);
     return rc;
@@ -103,6 +104,10 @@ TL_EXPORT int tl_measure_lowered_source(tl_ctx *ctx, tl_lowered *f, char **sourc
   *source = tl_buf_take(&b);
   *sig = tl_buf_take(&s);
   return TL_OK;
+}
+
+TL_EXPORT int tl_measure_lowered_source(tl_ctx *ctx, tl_lowered *f, char **source, char **sig) {
+  return lowered_source(ctx, f, NULL, source, sig);
 }
 
 /* ---- compiling ---------------------------------------------------------------- */
@@ -198,6 +203,7 @@ TL_EXPORT int tl_measure_build_batch(tl_ctx *ctx, int n, const char *const *sour
 typedef struct {
   tl_atvm_task *task;
   int64_t index;
+  const tl_toolchain *tc;          /* its vector width reaches the code generator */
 } lower_arg;
 
 /* Child: instantiate + lower + generate C; writes "sig\0source" (exit 0) or the message (exit 3). */
@@ -208,7 +214,7 @@ static int lower_child(void *argp, int out_fd) {
   tl_lowered *l = NULL;
   char *src = NULL, *sig = NULL;
   int rc = tl_atvm_lower(ctx, a->task, a->index, "default_function", &l);
-  if (!rc) rc = tl_measure_lowered_source(ctx, l, &src, &sig);
+  if (!rc) rc = lowered_source(ctx, l, a->tc, &src, &sig);
   tl_buf b = {0};
   if (rc) {
     tl_buf_puts(&b, tl_errmsg(ctx));
@@ -271,7 +277,7 @@ static void lower_all(tl_ctx *ctx, task_batch *tb, int n, int n_parallel) {
   int next = 0;
   for (int i = 0; i < n; i++) {
     for (; next < n && next < i + n_parallel; next++) {
-      args[next] = (lower_arg){tb->task, tb->indices[next]};
+      args[next] = (lower_arg){tb->task, tb->indices[next], &tb->tc};
       tb->secs[next] = tl_now();   /* the start, until the end replaces it */
       tl_clearerr(ctx);
       if (tl_proc_start(ctx, lower_child, &args[next], &kids[next]) != TL_OK) {

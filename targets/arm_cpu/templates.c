@@ -1,0 +1,630 @@
+/*
+** templates.c -- AutoTVM templates for ARM CPUs (target "llvm -device=arm_cpu ..."):
+** conv2d_nchw_spatial_pack.arm_cpu, conv2d_nchw_winograd.arm_cpu,
+** depthwise_conv2d_nchw.arm_cpu, depthwise_conv2d_nchw_spatial_pack.arm_cpu.
+** Dense on arm_cpu goes through the CPU dense templates of targets/x86
+** (dense_nopack.x86, dense_pack.x86), found by name in the registry: TVM's
+** arm_cpu strategy has no tunable dense of its own.
+**
+** The knobs are TVM's (names, kinds, policies, definition order), so the
+** records of TopHub's arm_cpu_v0.08.log map their entities to configs of
+** ours with the same index. The computes are the plain topi operators
+** (conv2d, conv2d_winograd with 4x4 output tiles, depthwise_conv2d),
+** independent of the config, so injective consumers fuse after the anchor.
+** The schedules express TVM's tilings for a CPU:
+**
+**   spatial_pack  the output tiled (co/VC, oh/VH, ow/VW) x (VH, VW, VC),
+**                 (n, co/VC, oh/VH) fused and parallel; the accumulation
+**                 (a VH x VW x VC register tile) computed per ow/VW, its
+**                 loops ordered by reorder_0, kh/kw annotated by
+**                 ann_reduce, vh/vw/vc by ann_spatial; a vectorized axis
+**                 moves innermost (NEON: VC output channels in one vector,
+**                 the data element broadcast). The padded data is computed
+**                 once per call, parallel (TVM's data_vec).
+**   winograd      F(4x4, 3x3): the weight transform (U) parallel over the
+**                 output channels; the input transform (V) with the tiles
+**                 split by tile_p, the inner VP tiles vectorized; the
+**                 batched GEMM (M) with (eps, nu) fused and parallel, the
+**                 tiles split by tile_p, the output channels by tile_k and
+**                 the channels by tile_c, ann_reduce on the inner channels,
+**                 ann_spatial on (k, p) inner; the output split by tile_k,
+**                 the inverse transform computed per output-channel block.
+**   depthwise     tile_c/tile_h/tile_w, the accumulation per (c, h, w/VW)
+**                 with ann over (vh, vw, vc).
+**   dw spatial    as spatial_pack, plus reorder_1 over the output's tile.
+**
+** As in TVM, an unroll annotation of an axis longer than 16 is an
+** instantiation error; vec takes any length (loops that are not a power
+** of two are left to the compiler). Fallback configs: fixed heuristics for
+** 128-bit vectors (4 float32 lanes), not TopHub's reference log.
+*/
+#include "arm.h"
+
+#include <stdio.h>
+
+#define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
+
+#define MAX_UNROLL 16
+
+/* ---- schedule helpers (node ids are stable across steps) ------------------------ */
+
+static int pos(tl_sched *s, int st, int node) { return tl_sched_node_iter(s, st, node); }
+static int node_at(tl_sched *s, int st, int p) { return tl_sched_iter_node(s, st, p); }
+static int find(tl_sched *s, const char *name) { return tl_sched_stage_find(s, name); }
+
+/* Annotate node; extent-1 loops are left alone (except parallel ones). */
+static int ann(tl_ctx *ctx, tl_sched *s, int st, int node, int a) {
+  int p = pos(s, st, node);
+  if (p < 0) return tl_err(ctx, TL_E_INTERNAL, "arm_cpu template: annotate: lost an iterator");
+  if (tl_sched_iter_extent(s, st, p) == 1) return TL_OK;
+  return tl_sched_annotate(ctx, s, st, p, a);
+}
+
+static int inline_named(tl_ctx *ctx, tl_sched *s, const char *name) {
+  int p = find(s, name);
+  if (p < 0 || tl_sched_stage_op_kind(s, p) != TL_DAG_COMPUTE) return TL_OK;
+  if (tl_sched_stage_compute_at(s, p, NULL, NULL) != TL_CA_ROOT) return TL_OK;
+  return tl_sched_compute_inline(ctx, s, p);
+}
+
+/* A stage kept at root with its two outer loops fused and parallel (the
+** padded data: computed once per call, the inner loops read no guards). */
+static int root_parallel(tl_ctx *ctx, tl_sched *s, const char *name) {
+  int p = find(s, name);
+  if (p < 0 || tl_sched_stage_op_kind(s, p) != TL_DAG_COMPUTE) return TL_OK;
+  if (tl_sched_stage_compute_at(s, p, NULL, NULL) != TL_CA_ROOT) return TL_OK;
+  int f[2] = {0, 1};
+  TRY(tl_sched_fuse(ctx, s, p, 2, f));
+  return tl_sched_annotate(ctx, s, p, 0, TL_ANN_PARALLEL);
+}
+
+/* A root stage of another shape than the anchor (left by a fused
+** consumer): its outer loop parallel. */
+static int parallel_simple(tl_ctx *ctx, tl_sched *s, int st) {
+  if (tl_sched_num_iters(s, st) < 1) return TL_OK;
+  return ann(ctx, s, st, node_at(s, st, 0), TL_ANN_PARALLEL);
+}
+
+static const int64_t *sizes_of(tl_atvm_cfg *cfg, const char *name, int want) {
+  int w;
+  const int64_t *e = tl_cfg_ints(cfg, name, &w);
+  if (e && w != want) {
+    tl_err(cfg->ctx, TL_E_INTERNAL, "arm_cpu template: knob '%s' has %d sizes, expected %d", name,
+           w, want);
+    return NULL;
+  }
+  return e;
+}
+
+/* Apply an annotate entity (TL_AN_* codes) to nodes with lengths lens: an
+** unroll beyond MAX_UNROLL is an instantiation error (as in TVM). The
+** vectorized node (if any) is written to *vec (else -1). */
+static int apply_ann(tl_atvm_cfg *cfg, tl_sched *s, int st, const char *knob, const int *nodes,
+                     const int64_t *lens, int n, int *vec) {
+  int w;
+  const int64_t *e = tl_cfg_ints(cfg, knob, &w);
+  if (!e) return tl_errcode(cfg->ctx);
+  if (w != n)
+    return tl_err(cfg->ctx, TL_E_INTERNAL, "arm_cpu template: knob '%s' annotates %d axes", knob, w);
+  if (vec) *vec = -1;
+  for (int i = 0; i < n; i++) {
+    if (e[i] == TL_AN_UNROLL) {
+      if (lens[i] > MAX_UNROLL)
+        return tl_err(cfg->ctx, TL_E_SCHED, "%s: too large factor for unrolling (%lld > %d)", knob,
+                      (long long)lens[i], MAX_UNROLL);
+      TRY(ann(cfg->ctx, s, st, nodes[i], TL_ANN_UNROLL));
+    } else if (e[i] == TL_AN_VEC) {
+      TRY(ann(cfg->ctx, s, st, nodes[i], TL_ANN_VECTORIZE));
+      if (vec && lens[i] > 1) *vec = nodes[i];
+    }
+  }
+  return TL_OK;
+}
+
+/* Move node to the innermost position of stage st. */
+static int move_innermost(tl_ctx *ctx, tl_sched *s, int st, int node) {
+  int ni = tl_sched_num_iters(s, st), p = pos(s, st, node), order[64], k = 0;
+  if (p < 0 || ni > 64) return tl_err(ctx, TL_E_INTERNAL, "arm_cpu template: lost an iterator");
+  if (p == ni - 1) return TL_OK;
+  for (int i = 0; i < ni; i++)
+    if (i != p) order[k++] = i;
+  order[k] = p;
+  return tl_sched_reorder(ctx, s, st, ni, order);
+}
+
+/* Set knob name's fallback to the entity equal to ints (annotate/reorder). */
+static void fallback_ints(tl_atvm_cfg *cfg, const char *name, const int64_t *ints) {
+  int k = tl_atvm_space_find(cfg->space, name);
+  if (k < 0) return;
+  tl_knob *kb = &cfg->space->knobs.v[k];
+  for (int64_t j = 0; j < kb->dim; j++)
+    if (memcmp(tl_knob_entity(kb, j), ints, (size_t)kb->width * sizeof(int64_t)) == 0) {
+      kb->fallback = j;
+      return;
+    }
+}
+
+static int define_split(tl_atvm_cfg *cfg, const char *name, int64_t len, int64_t max_factor) {
+  int k = tl_atvm_space_define_split(cfg->ctx, cfg->space, name, len, "factors", 2, max_factor, -1,
+                                     NULL, 0);
+  return k < 0 ? tl_errcode(cfg->ctx) : TL_OK;
+}
+
+static int define_ann(tl_atvm_cfg *cfg, const char *name, int n, const char *policy) {
+  return tl_atvm_space_define_annotate(cfg->ctx, cfg->space, name, n, policy, 0) < 0
+             ? tl_errcode(cfg->ctx) : TL_OK;
+}
+
+static int define_reorder(tl_atvm_cfg *cfg, const char *name, int n, const int64_t *cands, int nc) {
+  return tl_atvm_space_define_reorder(cfg->ctx, cfg->space, name, n, "candidate", 0, 0, cands, nc) < 0
+             ? tl_errcode(cfg->ctx) : TL_OK;
+}
+
+static int fallback2(tl_atvm_cfg *cfg, const char *name, int64_t inner) {
+  int64_t s[2] = {-1, inner};
+  return tl_cfg_fallback_split(cfg, name, s, 2);
+}
+
+/* The inner size of the 2-way split knob name (0 when missing). */
+static int64_t inner_of(tl_atvm_cfg *cfg, const char *name) {
+  const int64_t *e = sizes_of(cfg, name, 2);
+  return e ? e[1] : 0;
+}
+
+/* float32 lanes of the target's vectors (4 for NEON). */
+#define LANES ((int64_t)(cfg->hw && cfg->hw->lanes > 0 ? cfg->hw->lanes : 4))
+
+/* ---- args -------------------------------------------------------------------------- */
+
+/* conv args: data, kernel, strides, padding, dilation, out_dtype */
+typedef struct conv_info {
+  int64_t N, C, H, W, O, KH, KW, OH, OW, stride[2], pad[4], dil[2];
+  const char *out_dtype;
+} conv_info;
+
+static int conv_info_of(tl_ctx *ctx, const tl_atvm_args *a, int depthwise, conv_info *ci) {
+  if (a->ntensors < 2 || json_array_size(a->json) < 5)
+    return tl_err(ctx, TL_E_ARG,
+                  "expected args [data, kernel, strides, padding, dilation, out_dtype] with 2 tensors, got %d tensors",
+                  a->ntensors);
+  if (a->ndim[0] != 4 || a->ndim[1] != 4)
+    return tl_err(ctx, TL_E_SHAPE, "data and kernel must be 4-D (NCHW, OIHW), got %d-D and %d-D",
+                  a->ndim[0], a->ndim[1]);
+  TRY(tl_atvm_args_ints(ctx, a, 2, 2, ci->stride, "strides"));
+  TRY(tl_atvm_args_ints(ctx, a, 3, 4, ci->pad, "padding"));
+  TRY(tl_atvm_args_ints(ctx, a, 4, 2, ci->dil, "dilation"));
+  size_t n = json_array_size(a->json);
+  ci->out_dtype = json_string_value(json_array_get(a->json, n - 1));
+  ci->N = a->shape[0][0], ci->C = a->shape[0][1], ci->H = a->shape[0][2], ci->W = a->shape[0][3];
+  ci->KH = a->shape[1][2], ci->KW = a->shape[1][3];
+  ci->O = depthwise ? a->shape[1][0] * a->shape[1][1] : a->shape[1][0];
+  if (!depthwise && a->shape[1][1] != ci->C)
+    return tl_err(ctx, TL_E_SHAPE, "data has %lld channels but the kernel expects %lld",
+                  (long long)ci->C, (long long)a->shape[1][1]);
+  if (depthwise && a->shape[1][0] != ci->C)
+    return tl_err(ctx, TL_E_SHAPE, "depthwise: data has %lld channels but the kernel has %lld",
+                  (long long)ci->C, (long long)a->shape[1][0]);
+  if (ci->stride[0] < 1 || ci->stride[1] < 1) return tl_err(ctx, TL_E_ARG, "strides must be positive");
+  if (ci->dil[0] < 1 || ci->dil[1] < 1) return tl_err(ctx, TL_E_ARG, "dilation must be positive");
+  int64_t KHd = (ci->KH - 1) * ci->dil[0] + 1, KWd = (ci->KW - 1) * ci->dil[1] + 1;
+  ci->OH = (ci->H + ci->pad[0] + ci->pad[2] - KHd) / ci->stride[0] + 1;
+  ci->OW = (ci->W + ci->pad[1] + ci->pad[3] - KWd) / ci->stride[1] + 1;
+  if (ci->OH < 1 || ci->OW < 1) return tl_err(ctx, TL_E_SHAPE, "the kernel is larger than the padded input");
+  return TL_OK;
+}
+
+static void conv_attrs(const conv_info *ci, const char *extra, char *buf, size_t cap) {
+  snprintf(buf, cap,
+           "{\"strides\":[%lld,%lld],\"padding\":[%lld,%lld,%lld,%lld],\"dilation\":[%lld,%lld]%s%s%s%s}",
+           (long long)ci->stride[0], (long long)ci->stride[1], (long long)ci->pad[0],
+           (long long)ci->pad[1], (long long)ci->pad[2], (long long)ci->pad[3], (long long)ci->dil[0],
+           (long long)ci->dil[1], ci->out_dtype ? ",\"out_dtype\":\"" : "",
+           ci->out_dtype ? ci->out_dtype : "", ci->out_dtype ? "\"" : "", extra ? extra : "");
+}
+
+/* The anchor stage and the stage holding the tile loops: the last stage
+** when it has the anchor's shape (the injective consumers between
+** inlined), else a cache_write of the anchor. *O: the tiled stage, *L: the
+** accumulation stage computed inside it, *other: a last stage of another
+** shape (-1 if none). */
+static int anchor_stages(tl_ctx *ctx, tl_sched *s, const char *tag, const char *tmpl, int *O,
+                         int *L, int *other) {
+  int C = tl_atvm_stage_by_tag(s, tag);
+  if (C < 0) return tl_err(ctx, TL_E_SCHED, "%s: no '%s' stage", tmpl, tag);
+  TRY(tl_atvm_inline_injective(ctx, s, C));
+  C = tl_atvm_stage_by_tag(s, tag);
+  char cname[128];
+  snprintf(cname, sizeof cname, "%s", tl_sched_stage_name(s, C));
+  int last = tl_sched_num_stages(s) - 1;
+  *other = -1;
+  if (last != C && tl_atvm_same_shape(s, C, last)) {
+    *O = last, *L = C;
+    return TL_OK;
+  }
+  int ns;
+  TRY(tl_sched_cache_write(ctx, s, C, "local", &ns));
+  *L = ns;
+  *O = find(s, cname);
+  if (last != C) *other = tl_sched_num_stages(s) - 1;
+  return TL_OK;
+}
+
+/* O's (n, c, h, w) tiled by inner sizes (vc, vh, vw): n, c/vc, h/vh, w/vw
+** [outer order], then the inner tile in order inner (a permutation of
+** {vh, vw, vc} as 0, 1, 2); (n, c/vc, h/vh) fused and parallel. Writes the
+** node to attach the accumulation at (w/vw). */
+static int tile_outer(tl_ctx *ctx, tl_sched *s, int O, int64_t vc, int64_t vh, int64_t vw,
+                      const int *inner, int *attach) {
+  int n = node_at(s, O, 0), c = node_at(s, O, 1), h = node_at(s, O, 2), w = node_at(s, O, 3);
+  int t[2], co, ci, ho, hi, wo, wi;
+  TRY(tl_atvm_split_node(ctx, s, O, c, 1, &vc, t)); co = t[0], ci = t[1];
+  TRY(tl_atvm_split_node(ctx, s, O, h, 1, &vh, t)); ho = t[0], hi = t[1];
+  TRY(tl_atvm_split_node(ctx, s, O, w, 1, &vw, t)); wo = t[0], wi = t[1];
+  int tile[3] = {hi, wi, ci};
+  int order[7] = {n, co, ho, wo, tile[inner[0]], tile[inner[1]], tile[inner[2]]};
+  TRY(tl_atvm_reorder_nodes(ctx, s, O, order, 7));
+  int par, f3[3] = {n, co, ho};
+  TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, 3, &par));
+  TRY(tl_sched_annotate(ctx, s, O, pos(s, O, par), TL_ANN_PARALLEL));
+  *attach = wo;
+  return TL_OK;
+}
+
+/* ---- conv2d_nchw_spatial_pack.arm_cpu ------------------------------------------------ */
+
+/* The fallback register tile for 128-bit vectors: VC a multiple of the
+** lanes where the channels allow (up to two vectors), VW up to 4, VH 1. */
+static void sp_fallback(tl_atvm_cfg *cfg, const conv_info *ci, const char *co_knob) {
+  int64_t vc = tl_atvm_largest_divisor(ci->O, 2 * LANES);
+  int64_t vw = tl_atvm_largest_divisor(ci->OW, 4);
+  if (fallback2(cfg, co_knob, vc) || fallback2(cfg, "tile_oh", 1) || fallback2(cfg, "tile_ow", vw))
+    tl_clearerr(cfg->ctx);
+  int64_t red[2] = {ci->KH <= MAX_UNROLL ? TL_AN_UNROLL : TL_AN_NONE,
+                    ci->KW <= MAX_UNROLL ? TL_AN_UNROLL : TL_AN_NONE};
+  fallback_ints(cfg, "ann_reduce", red);
+  int64_t spa[3] = {TL_AN_NONE, vw <= MAX_UNROLL ? TL_AN_UNROLL : TL_AN_NONE, TL_AN_VEC};
+  fallback_ints(cfg, "ann_spatial", spa);
+}
+
+static int sp_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
+  conv_info ci;
+  TRY(conv_info_of(cfg->ctx, a, 0, &ci));
+  TRY(define_split(cfg, "tile_co", ci.O, 0));
+  TRY(define_split(cfg, "tile_oh", ci.OH, 0));
+  TRY(define_split(cfg, "tile_ow", ci.OW, 0));
+  /* [n, co, oh, ow, ci, kh, kw, vh, vw, vc] and [..., vc, vh, vw] */
+  static const int64_t cands[20] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 5, 6, 9, 7, 8};
+  TRY(define_reorder(cfg, "reorder_0", 10, cands, 2));
+  TRY(define_ann(cfg, "ann_reduce", 2, "try_unroll"));
+  TRY(define_ann(cfg, "ann_spatial", 3, "try_unroll_vec"));
+  sp_fallback(cfg, &ci, "tile_co");
+  return TL_OK;
+}
+
+static int sp_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
+                      int *out, int max_out, int *nout) {
+  conv_info ci;
+  TRY(conv_info_of(ctx, a, 0, &ci));
+  char attrs[512];
+  conv_attrs(&ci, ",\"layout\":\"NCHW\"", attrs, sizeof attrs);
+  return tl_topi_op(ctx, dag, "conv2d", in, 2, attrs, out, max_out, nout);
+}
+
+/* The accumulation L computed at O's w/VW loop: its (n, c, h, w) split by
+** (VC, VH, VW), ordered by the reorder knob over [n, c/VC, h/VH, w/VW,
+** reduce..., vh, vw, vc] (nred reduce axes: ci, kh, kw or kh, kw), the
+** reduce knob on (kh, kw), the spatial knob on (vh, vw, vc). */
+static int sp_inner(tl_atvm_cfg *cfg, tl_sched *s, int O, int attach, int L, int nred,
+                    int64_t vc, int64_t vh, int64_t vw, const conv_info *ci) {
+  tl_ctx *ctx = cfg->ctx;
+  char lname[128];
+  snprintf(lname, sizeof lname, "%s", tl_sched_stage_name(s, L));
+  TRY(tl_sched_compute_at(ctx, s, L, O, pos(s, O, attach)));
+  L = find(s, lname);
+  int wr;
+  const int64_t *re = tl_cfg_ints(cfg, "reorder_0", &wr);
+  if (!re) return tl_errcode(ctx);
+  int n = node_at(s, L, 0), co = node_at(s, L, 1), oh = node_at(s, L, 2), ow = node_at(s, L, 3);
+  int red[3];
+  for (int i = 0; i < nred; i++) red[i] = node_at(s, L, 4 + i);
+  int t[2];
+  TRY(tl_atvm_split_node(ctx, s, L, co, 1, &vc, t)); int coo = t[0], vcn = t[1];
+  TRY(tl_atvm_split_node(ctx, s, L, oh, 1, &vh, t)); int oho = t[0], vhn = t[1];
+  TRY(tl_atvm_split_node(ctx, s, L, ow, 1, &vw, t)); int owo = t[0], vwn = t[1];
+  int axes[10], na = 0, order[10];
+  axes[na++] = n, axes[na++] = coo, axes[na++] = oho, axes[na++] = owo;
+  for (int i = 0; i < nred; i++) axes[na++] = red[i];
+  axes[na++] = vhn, axes[na++] = vwn, axes[na++] = vcn;
+  if (wr != na) return tl_err(ctx, TL_E_INTERNAL, "reorder_0 has %d axes, expected %d", wr, na);
+  for (int i = 0; i < na; i++) order[i] = axes[re[i]];
+  TRY(tl_atvm_reorder_nodes(ctx, s, L, order, na));
+  int rk[2] = {red[nred - 2], red[nred - 1]};
+  int64_t rl[2] = {ci->KH, ci->KW};
+  TRY(apply_ann(cfg, s, L, "ann_reduce", rk, rl, 2, NULL));
+  int spa[3] = {vhn, vwn, vcn}, vec;
+  int64_t sl[3] = {vh, vw, vc};
+  TRY(apply_ann(cfg, s, L, "ann_spatial", spa, sl, 3, &vec));
+  if (vec >= 0) TRY(move_innermost(ctx, s, L, vec));
+  return TL_OK;
+}
+
+static int sp_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
+  tl_ctx *ctx = cfg->ctx;
+  conv_info ci;
+  TRY(conv_info_of(ctx, a, 0, &ci));
+  int64_t vc = inner_of(cfg, "tile_co"), vh = inner_of(cfg, "tile_oh"), vw = inner_of(cfg, "tile_ow");
+  if (!vc || !vh || !vw) return tl_errcode(ctx);
+  int O, L, other;
+  TRY(anchor_stages(ctx, s, "conv2d_nchw", "conv2d_nchw_spatial_pack.arm_cpu", &O, &L, &other));
+  char oname[128], lname[128];
+  snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
+  snprintf(lname, sizeof lname, "%s", tl_sched_stage_name(s, L));
+  TRY(root_parallel(ctx, s, "pad_temp"));
+  if (other >= 0) TRY(parallel_simple(ctx, s, tl_sched_num_stages(s) - 1));
+  O = find(s, oname);
+  static const int inner[3] = {0, 1, 2};
+  int attach;
+  TRY(tile_outer(ctx, s, O, vc, vh, vw, inner, &attach));
+  return sp_inner(cfg, s, O, attach, find(s, lname), 3, vc, vh, vw, &ci);
+}
+
+const tl_atvm_template tl_arm_conv2d_spatial_pack = {"conv2d_nchw_spatial_pack.arm_cpu", sp_define,
+                                                     sp_compute, sp_schedule};
+
+/* ---- depthwise_conv2d_nchw_spatial_pack.arm_cpu ------------------------------------- */
+
+static int dsp_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
+  conv_info ci;
+  TRY(conv_info_of(cfg->ctx, a, 1, &ci));
+  TRY(define_split(cfg, "tile_co", ci.O, 0));
+  TRY(define_split(cfg, "tile_oh", ci.OH, 0));
+  TRY(define_split(cfg, "tile_ow", ci.OW, 0));
+  /* reorder_0 over [n, c, oh, ow, kh, kw, vh, vw, vc]: [..., vh, vw, vc], [..., vc, vh, vw] */
+  static const int64_t c0[18] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2, 3, 4, 5, 8, 6, 7};
+  TRY(define_reorder(cfg, "reorder_0", 9, c0, 2));
+  /* reorder_1 over the output's [n, c, oh, ow, vh, vw, vc] */
+  static const int64_t c1[21] = {0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 6, 4, 5, 0, 1, 2, 3, 4, 6, 5};
+  TRY(define_reorder(cfg, "reorder_1", 7, c1, 3));
+  TRY(define_ann(cfg, "ann_reduce", 2, "try_unroll"));
+  TRY(define_ann(cfg, "ann_spatial", 3, "try_unroll_vec"));
+  sp_fallback(cfg, &ci, "tile_co");
+  return TL_OK;
+}
+
+static int dw_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
+                      int *out, int max_out, int *nout) {
+  conv_info ci;
+  TRY(conv_info_of(ctx, a, 1, &ci));
+  char attrs[512];
+  conv_attrs(&ci, NULL, attrs, sizeof attrs);
+  return tl_topi_op(ctx, dag, "depthwise_conv2d", in, 2, attrs, out, max_out, nout);
+}
+
+static int dsp_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
+  tl_ctx *ctx = cfg->ctx;
+  conv_info ci;
+  TRY(conv_info_of(ctx, a, 1, &ci));
+  int64_t vc = inner_of(cfg, "tile_co"), vh = inner_of(cfg, "tile_oh"), vw = inner_of(cfg, "tile_ow");
+  int w1;
+  const int64_t *r1 = tl_cfg_ints(cfg, "reorder_1", &w1);
+  if (!vc || !vh || !vw || !r1) return tl_errcode(ctx);
+  if (w1 != 7) return tl_err(ctx, TL_E_INTERNAL, "reorder_1 has %d axes", w1);
+  int O, L, other;
+  TRY(anchor_stages(ctx, s, "depthwise_conv2d_nchw", "depthwise_conv2d_nchw_spatial_pack.arm_cpu",
+                    &O, &L, &other));
+  char oname[128], lname[128];
+  snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
+  snprintf(lname, sizeof lname, "%s", tl_sched_stage_name(s, L));
+  TRY(root_parallel(ctx, s, "PaddedInput"));
+  if (other >= 0) TRY(parallel_simple(ctx, s, tl_sched_num_stages(s) - 1));
+  O = find(s, oname);
+  /* reorder_1 permutes the tile (positions 4..6 = vh, vw, vc) */
+  int inner[3] = {(int)r1[4] - 4, (int)r1[5] - 4, (int)r1[6] - 4};
+  int attach;
+  TRY(tile_outer(ctx, s, O, vc, vh, vw, inner, &attach));
+  return sp_inner(cfg, s, O, attach, find(s, lname), 2, vc, vh, vw, &ci);
+}
+
+const tl_atvm_template tl_arm_depthwise_spatial_pack = {
+    "depthwise_conv2d_nchw_spatial_pack.arm_cpu", dsp_define, dw_compute, dsp_schedule};
+
+/* ---- depthwise_conv2d_nchw.arm_cpu --------------------------------------------------- */
+
+static int dw_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
+  conv_info ci;
+  TRY(conv_info_of(cfg->ctx, a, 1, &ci));
+  TRY(define_split(cfg, "tile_c", ci.O, 0));
+  TRY(define_split(cfg, "tile_h", ci.OH, 0));
+  TRY(define_split(cfg, "tile_w", ci.OW, 0));
+  TRY(define_ann(cfg, "ann", 3, "try_unroll_vec"));
+  int64_t vc = tl_atvm_largest_divisor(ci.O, LANES), vw = tl_atvm_largest_divisor(ci.OW, 4);
+  TRY(fallback2(cfg, "tile_c", vc));
+  TRY(fallback2(cfg, "tile_h", 1));
+  TRY(fallback2(cfg, "tile_w", vw));
+  int64_t spa[3] = {TL_AN_NONE, vw <= MAX_UNROLL ? TL_AN_UNROLL : TL_AN_NONE, TL_AN_VEC};
+  fallback_ints(cfg, "ann", spa);
+  return TL_OK;
+}
+
+static int dw_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
+  tl_ctx *ctx = cfg->ctx;
+  int64_t vc = inner_of(cfg, "tile_c"), vh = inner_of(cfg, "tile_h"), vw = inner_of(cfg, "tile_w");
+  if (!vc || !vh || !vw) return tl_errcode(ctx);
+  int O, L, other;
+  TRY(anchor_stages(ctx, s, "depthwise_conv2d_nchw", "depthwise_conv2d_nchw.arm_cpu", &O, &L, &other));
+  char oname[128], lname[128];
+  snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
+  snprintf(lname, sizeof lname, "%s", tl_sched_stage_name(s, L));
+  TRY(root_parallel(ctx, s, "PaddedInput"));
+  if (other >= 0) TRY(parallel_simple(ctx, s, tl_sched_num_stages(s) - 1));
+  O = find(s, oname);
+  static const int inner[3] = {0, 1, 2};
+  int attach;
+  TRY(tile_outer(ctx, s, O, vc, vh, vw, inner, &attach));
+  TRY(tl_sched_compute_at(ctx, s, find(s, lname), O, pos(s, O, attach)));
+  L = find(s, lname);
+  /* L: n c h w | di dj -> n c/VC h/VH w/VW di dj vh vw vc */
+  int n = node_at(s, L, 0), c = node_at(s, L, 1), h = node_at(s, L, 2), w = node_at(s, L, 3);
+  int di = node_at(s, L, 4), dj = node_at(s, L, 5), t[2];
+  TRY(tl_atvm_split_node(ctx, s, L, c, 1, &vc, t)); int co = t[0], vcn = t[1];
+  TRY(tl_atvm_split_node(ctx, s, L, h, 1, &vh, t)); int ho = t[0], vhn = t[1];
+  TRY(tl_atvm_split_node(ctx, s, L, w, 1, &vw, t)); int wo = t[0], vwn = t[1];
+  int order[9] = {n, co, ho, wo, di, dj, vhn, vwn, vcn};
+  TRY(tl_atvm_reorder_nodes(ctx, s, L, order, 9));
+  int spa[3] = {vhn, vwn, vcn}, vec;
+  int64_t sl[3] = {vh, vw, vc};
+  TRY(apply_ann(cfg, s, L, "ann", spa, sl, 3, &vec));
+  if (vec >= 0) TRY(move_innermost(ctx, s, L, vec));
+  return TL_OK;
+}
+
+const tl_atvm_template tl_arm_depthwise_conv2d = {"depthwise_conv2d_nchw.arm_cpu", dw_define,
+                                                  dw_compute, dw_schedule};
+
+/* ---- conv2d_nchw_winograd.arm_cpu ---------------------------------------------------- */
+
+#define WINO_M 4   /* output tile: F(4x4, 3x3), alpha = 6 */
+
+static int wino_check(tl_ctx *ctx, const conv_info *ci) {
+  if (ci->KH != 3 || ci->KW != 3 || ci->stride[0] != 1 || ci->stride[1] != 1 || ci->dil[0] != 1 ||
+      ci->dil[1] != 1)
+    return tl_err(ctx, TL_E_UNSUPPORTED,
+                  "conv2d_nchw_winograd.arm_cpu: needs a 3x3 kernel, stride 1 and dilation 1, got %lldx%lld stride (%lld, %lld) dilation (%lld, %lld)",
+                  (long long)ci->KH, (long long)ci->KW, (long long)ci->stride[0],
+                  (long long)ci->stride[1], (long long)ci->dil[0], (long long)ci->dil[1]);
+  return TL_OK;
+}
+
+static int wino_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
+  conv_info ci;
+  TRY(conv_info_of(cfg->ctx, a, 0, &ci));
+  TRY(wino_check(cfg->ctx, &ci));
+  int64_t nH = (ci.OH + WINO_M - 1) / WINO_M, nW = (ci.OW + WINO_M - 1) / WINO_M;
+  int64_t P = ci.N * nH * nW;
+  TRY(define_split(cfg, "tile_p", P, 16));
+  TRY(define_split(cfg, "tile_k", ci.O, 16));
+  TRY(define_split(cfg, "tile_c", ci.C, 16));
+  TRY(define_ann(cfg, "ann_reduce", 1, "try_unroll"));
+  TRY(define_ann(cfg, "ann_spatial", 2, "try_unroll_vec"));
+  TRY(fallback2(cfg, "tile_p", tl_atvm_largest_divisor(P, LANES)));
+  TRY(fallback2(cfg, "tile_k", tl_atvm_largest_divisor(ci.O, 2 * LANES)));
+  TRY(fallback2(cfg, "tile_c", tl_atvm_largest_divisor(ci.C, 4)));
+  int64_t red[1] = {TL_AN_UNROLL}, spa[2] = {TL_AN_UNROLL, TL_AN_VEC};
+  fallback_ints(cfg, "ann_reduce", red);
+  fallback_ints(cfg, "ann_spatial", spa);
+  return TL_OK;
+}
+
+static int wino_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
+                        int *out, int max_out, int *nout) {
+  conv_info ci;
+  TRY(conv_info_of(ctx, a, 0, &ci));
+  TRY(wino_check(ctx, &ci));
+  char extra[64], attrs[512];
+  snprintf(extra, sizeof extra, ",\"tile_size\":%d", WINO_M);
+  conv_attrs(&ci, extra, attrs, sizeof attrs);
+  return tl_topi_op(ctx, dag, "conv2d_winograd", in, 2, attrs, out, max_out, nout);
+}
+
+static int unroll_all(tl_ctx *ctx, tl_sched *s, int st, int from, int to) {
+  for (int i = from; i < to; i++) {
+    int nd = node_at(s, st, i);
+    if (tl_sched_iter_extent(s, st, i) <= MAX_UNROLL) TRY(ann(ctx, s, st, nd, TL_ANN_UNROLL));
+  }
+  return TL_OK;
+}
+
+static int wino_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
+  tl_ctx *ctx = cfg->ctx;
+  int64_t vp = inner_of(cfg, "tile_p"), vk = inner_of(cfg, "tile_k"), vcc = inner_of(cfg, "tile_c");
+  if (!vp || !vk || !vcc) return tl_errcode(ctx);
+  int W = tl_atvm_stage_by_tag(s, "conv2d_nchw_winograd");
+  if (W < 0) return tl_err(ctx, TL_E_SCHED, "conv2d_nchw_winograd.arm_cpu: no winograd output stage");
+  /* the injective stages after the output inlined (and the output itself
+  ** when a consumer of its shape follows) */
+  int last = tl_sched_num_stages(s) - 1;
+  for (int i = last - 1; i > W; i--)
+    if (tl_dag_op_nreduce(tl_sched_dag(s), i) == 0 && tl_sched_stage_op_kind(s, i) == TL_DAG_COMPUTE)
+      TRY(tl_sched_compute_inline(ctx, s, i));
+  last = tl_sched_num_stages(s) - 1;
+  int O = last, other = -1;
+  if (last != W) {
+    if (tl_atvm_same_shape(s, W, last)) TRY(tl_sched_compute_inline(ctx, s, W));
+    else other = last, O = W;
+  }
+  if (other >= 0) TRY(parallel_simple(ctx, s, other));
+  char oname[128];
+  snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
+  TRY(inline_named(ctx, s, "input_tile"));
+  TRY(root_parallel(ctx, s, "data_pad"));
+
+  /* weight transform U[eps, nu, co, ci] | r_kh r_kw: co ci eps nu r_kh r_kw, co parallel */
+  int U = find(s, "kernel_pack");
+  if (U >= 0 && tl_sched_num_iters(s, U) == 6) {
+    int order[6] = {2, 3, 0, 1, 4, 5};
+    TRY(tl_sched_reorder(ctx, s, U, 6, order));
+    TRY(ann(ctx, s, U, node_at(s, U, 0), TL_ANN_PARALLEL));
+    TRY(unroll_all(ctx, s, U, 2, 6));
+  }
+
+  /* input transform V[eps, nu, ci, p] | r_a r_b: (p/VP, ci) fused parallel, eps nu r_a r_b
+  ** unrolled, the VP tiles vectorized */
+  int V = find(s, "data_pack");
+  if (V < 0) return tl_err(ctx, TL_E_SCHED, "conv2d_nchw_winograd.arm_cpu: no data_pack stage");
+  {
+    int eps = node_at(s, V, 0), nu = node_at(s, V, 1), c = node_at(s, V, 2), p = node_at(s, V, 3);
+    int ra = node_at(s, V, 4), rb = node_at(s, V, 5), t[2], par;
+    TRY(tl_atvm_split_node(ctx, s, V, p, 1, &vp, t));
+    int order[7] = {t[0], c, eps, nu, ra, rb, t[1]};
+    TRY(tl_atvm_reorder_nodes(ctx, s, V, order, 7));
+    int f2[2] = {t[0], c};
+    TRY(tl_atvm_fuse_nodes(ctx, s, V, f2, 2, &par));
+    TRY(tl_sched_annotate(ctx, s, V, pos(s, V, par), TL_ANN_PARALLEL));
+    int un[4] = {eps, nu, ra, rb};
+    for (int i = 0; i < 4; i++) TRY(ann(ctx, s, V, un[i], TL_ANN_UNROLL));
+    TRY(ann(ctx, s, V, t[1], TL_ANN_VECTORIZE));
+  }
+
+  /* batched GEMM M[eps, nu, k, p] | c: (eps, nu) fused parallel, p/VP, k/VK, c/VC, vk, vc, vp */
+  int M = find(s, "bgemm");
+  if (M < 0) return tl_err(ctx, TL_E_SCHED, "conv2d_nchw_winograd.arm_cpu: no bgemm stage");
+  {
+    int eps = node_at(s, M, 0), nu = node_at(s, M, 1), k = node_at(s, M, 2), p = node_at(s, M, 3);
+    int c = node_at(s, M, 4), k2[2], p2[2], c2[2], par;
+    TRY(tl_atvm_split_node(ctx, s, M, k, 1, &vk, k2));
+    TRY(tl_atvm_split_node(ctx, s, M, p, 1, &vp, p2));
+    TRY(tl_atvm_split_node(ctx, s, M, c, 1, &vcc, c2));
+    int order[8] = {eps, nu, p2[0], k2[0], c2[0], k2[1], c2[1], p2[1]};
+    TRY(tl_atvm_reorder_nodes(ctx, s, M, order, 8));
+    int f2[2] = {eps, nu};
+    TRY(tl_atvm_fuse_nodes(ctx, s, M, f2, 2, &par));
+    TRY(tl_sched_annotate(ctx, s, M, pos(s, M, par), TL_ANN_PARALLEL));
+    int rn[1] = {c2[1]};
+    int64_t rl[1] = {vcc};
+    TRY(apply_ann(cfg, s, M, "ann_reduce", rn, rl, 1, NULL));
+    int sn[2] = {k2[1], p2[1]}, vec;
+    int64_t sl[2] = {vk, vp};
+    TRY(apply_ann(cfg, s, M, "ann_spatial", sn, sl, 2, &vec));
+    if (vec >= 0) TRY(move_innermost(ctx, s, M, vec));
+  }
+
+  /* output: n k/VK fused parallel, the inverse transform per block of VK channels */
+  O = find(s, oname);
+  int par;
+  {
+    int n = node_at(s, O, 0), k = node_at(s, O, 1), t[2];
+    TRY(tl_atvm_split_node(ctx, s, O, k, 1, &vk, t));
+    int f2[2] = {n, t[0]};
+    TRY(tl_atvm_fuse_nodes(ctx, s, O, f2, 2, &par));
+    TRY(tl_sched_annotate(ctx, s, O, pos(s, O, par), TL_ANN_PARALLEL));
+  }
+  int Y = find(s, "inverse");
+  if (Y < 0) return tl_err(ctx, TL_E_SCHED, "conv2d_nchw_winograd.arm_cpu: no inverse stage");
+  TRY(tl_sched_compute_at(ctx, s, Y, O, pos(s, O, par)));
+  Y = find(s, "inverse");
+  TRY(unroll_all(ctx, s, Y, 2, 6));
+  return TL_OK;
+}
+
+const tl_atvm_template tl_arm_conv2d_winograd = {"conv2d_nchw_winograd.arm_cpu", wino_define,
+                                                 wino_compute, wino_schedule};
