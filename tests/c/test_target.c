@@ -4,6 +4,11 @@
 ** the bad option or kind and the string.
 */
 #define _GNU_SOURCE
+#if defined(__aarch64__)
+#define TL_HOST_ARCH "aarch64"
+#else
+#define TL_HOST_ARCH "other"
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -118,7 +123,40 @@ TL_TEST(target_template_registry) {
   CHECK_STREQ(tl_atvm_template_list(0), "conv2d_NCHWc.x86");
   int n = 0;
   while (tl_atvm_template_list(n)) n++;
-  CHECK_EQ_INT(n, 9);   /* x86 4, mali 4, vta 1 */
+  CHECK_EQ_INT(n, 13);   /* x86 4, arm_cpu 4, mali 4, vta 1 */
+  CHECK(tl_atvm_template_exists("conv2d_nchw_winograd.arm_cpu"));
+}
+
+/* arm_cpu: the -mtriple picks the cross toolchain (its Debian package named), an
+** unknown -mtriple is an error naming it, records keep any triple. */
+TL_TEST(target_arm_cpu_toolchains) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_target *t = parse_ok(ctx, "llvm -device=arm_cpu -model=rk3399 -mtriple=aarch64-linux-gnu -mattr=+neon");
+  CHECK(t != NULL);
+  const tl_toolchain *tc = tl_target_toolchain(t);
+  CHECK(tc && tc->vector_bytes == 16);
+  CHECK_STREQ(tl_target_cross_prefix(t), "aarch64-linux-gnu-");
+  CHECK(tc && tc->package && strstr(tc->package, "gcc-aarch64-linux-gnu"));
+  CHECK_EQ_INT(tl_target_lanes(t), 4);
+  CHECK_EQ_INT(tl_target_registers(t), 32);
+  CHECK(tl_target_check_host(ctx, t) != TL_OK || strcmp(TL_HOST_ARCH, "aarch64") == 0);
+  tl_target_free(t);
+  t = parse_ok(ctx, "llvm -device=arm_cpu -model=pynq -mtriple=armv7a-linux-eabi -mattr=+neon");
+  CHECK(t != NULL);
+  CHECK_STREQ(tl_target_cross_prefix(t), "arm-linux-gnueabihf-");
+  CHECK_EQ_INT(tl_target_registers(t), 16);
+  tl_target_free(t);
+  t = NULL;
+  CHECK(tl_target_parse(ctx, "llvm -device=arm_cpu -mtriple=sparc-sun-solaris", &t) == TL_E_ARG);
+  CHECK(strstr(tl_errmsg(ctx), "unknown -mtriple 'sparc-sun-solaris'") != NULL);
+  CHECK_EQ_INT(tl_target_parse_record(ctx, "llvm -device=arm_cpu -mtriple=sparc-sun-solaris", &t), TL_OK);
+  tl_target_free(t);
+  /* the compiler that cannot run is named with where it comes from */
+  tl_toolchain missing = {"tunelua-no-such-cc", NULL, NULL, "the Debian package gcc-nothing", 16};
+  const char *srcs[1] = {"/dev/null"};
+  CHECK_EQ_INT(tl_cc_shared(ctx, &missing, srcs, 1, "/nonexistent/x.so", 10), TL_E_BUILD);
+  CHECK(strstr(tl_errmsg(ctx), "tunelua-no-such-cc") && strstr(tl_errmsg(ctx), "gcc-nothing"));
+  tl_ctx_free(ctx);
 }
 
 /* What a family builds with: its backend (code generator, device) and, for a

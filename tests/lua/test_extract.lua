@@ -99,11 +99,16 @@ local function warnings(f)
 end
 do
   local said, n = warnings(function()
+    return #extract.autotvm(mod, { target = "opencl", params = params, ops = { "nn.conv2d" } })
+  end)
+  eq(n, 0, "generic opencl tasks")
+  assert(said:match("^warning: opencl: no templates for this target %(nn%.conv2d%); 21 calls would run " ..
+    "untuned"), said)
+  said, n = warnings(function()
     return #extract.autotvm(mod, { target = "llvm -device=arm_cpu", params = params, ops = { "nn.conv2d" } })
   end)
-  eq(n, 0, "arm_cpu tasks")
-  assert(said:match("^warning: arm_cpu: no templates for this target %(nn%.conv2d%); 21 calls would run " ..
-    "untuned"), said)
+  eq(n, 16, "arm_cpu tasks: 12 spatial pack + 4 winograd")
+  eq(said, "", "arm_cpu: no warning")
   said = warnings(function() return extract.autotvm(mod, { target = mali, params = params, ops = { "nn.conv2d" } }) end)
   eq(said, "", "mali NCHW: no warning")
   said = warnings(function() return extract.autotvm(mod, { target = mali, params = params, ops = { "nn.batch_matmul" } }) end)

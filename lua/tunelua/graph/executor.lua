@@ -397,13 +397,14 @@ function executor.build(mod, opts)
           .. tostring(targets.record(tstr).str) .. "'", 2)
   end
   local tgt = strategy.parse_target(tstr, 2)
-  -- cross compilation is not built: a triple of another machine must not build for this one
+  -- a network runs here: a triple of another machine must not build for this one (its kernels
+  -- cross compile and are measured through RPC, see docs/arm.md)
   local triple = tgt.options and tgt.options.mtriple
   local host_arch = ({ x64 = "x86_64", x86 = "i686", arm64 = "aarch64", arm = "arm" })[jit.arch] or jit.arch
   if triple and not triple:match("^" .. host_arch:gsub("%-", "%%-")) and
      not (host_arch == "x86_64" and triple:match("^x86%-64")) then
-    error(string.format("executor.build: target '%s' is for %s, but cross compilation is not built: " ..
-      "this build compiles and runs for %s only (drop -mtriple, or build on that machine)",
+    error(string.format("executor.build: target '%s' is for %s, but a network runs on this host only: " ..
+      "this build runs networks for %s (drop -mtriple, or build on that machine)",
       tgt.str, triple, host_arch), 2)
   end
   local params = opts.params or {}
