@@ -24,6 +24,9 @@ void tl_measure_str_free(char *s);
 ** {"name": "f", "args": [{"name": "A", "dtype": "float32", "shape": [4, 8]}, ...]};
 ** both malloc'd (tl_measure_str_free). Symbolic extents are TL_E_UNSUPPORTED. */
 int tl_measure_lowered_source(tl_ctx *ctx, tl_lowered *f, char **source, char **sig);
+/* The same for a target's toolchain tc (its vector width; NULL: the defaults). */
+int tl_measure_lowered_source_for(tl_ctx *ctx, tl_lowered *f, const tl_toolchain *tc,
+                                  char **source, char **sig);
 /* Compile sources[i] into so_paths[i] on n_parallel threads, each compiler a
 ** child process group with a timeout_s limit, with toolchain tc (a target's;
 ** NULL: the defaults, "-O3 -march=native"); cflags, when neither NULL nor "",

@@ -6,8 +6,8 @@
 ---   tunelua scripts/kernel_hashes.lua > after.txt && diff before.txt after.txt
 ---
 --- The tasks are those of resnet-18 and mobilenet (batch 1, 224x224) on an AVX2 and an AVX-512
---- x86 target and on Mali; each task contributes its fallback config and four configs spread
---- over its space. tests/golden/kernel_hashes.txt holds the lines of the current code
+--- x86 target, on Mali and on arm_cpu (aarch64, convolutions); each task contributes its
+--- fallback config and four configs spread over its space. tests/golden/kernel_hashes.txt holds the lines of the current code
 --- (tests/e2e/test_kernel_hashes.sh compares; `--update` rewrites it).
 local ffi = require "ffi"
 local core = require "tunelua.core"
@@ -27,7 +27,10 @@ end
 
 local function source(task, index, opencl)
   local l = task:lower(index)
-  if not opencl then return (require("tunelua.autotvm.measure").source_of(l)) end
+  if not opencl then
+    local measure = require "tunelua.autotvm.measure"
+    return (measure.source_of(l, measure.target_of(task).toolchain))
+  end
   local src = ffi.new("const char *[1]")
   core.check(C.tl_opencl_source(ctx, l.handle, src))
   return ffi.string(src[0])
@@ -37,6 +40,7 @@ local targets = {
   { "llvm -mcpu=core-avx2", "nn.conv2d,nn.dense" },
   { "llvm -mcpu=skylake-avx512", "nn.conv2d,nn.dense" },
   { "opencl -device=mali", "nn.conv2d,nn.dense" },
+  { "llvm -device=arm_cpu -model=rk3399 -mtriple=aarch64-linux-gnu -mattr=+neon", "nn.conv2d" },
 }
 local out = {}
 for _, tg in ipairs(targets) do

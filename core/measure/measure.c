@@ -110,6 +110,11 @@ TL_EXPORT int tl_measure_lowered_source(tl_ctx *ctx, tl_lowered *f, char **sourc
   return lowered_source(ctx, f, NULL, source, sig);
 }
 
+TL_EXPORT int tl_measure_lowered_source_for(tl_ctx *ctx, tl_lowered *f, const tl_toolchain *tc,
+                                            char **source, char **sig) {
+  return lowered_source(ctx, f, tc, source, sig);
+}
+
 /* ---- compiling ---------------------------------------------------------------- */
 
 /* Compile source into so_path: TL_OK, TL_E_BUILD (diagnostics in *msg) or TL_E_TIMEOUT. */

@@ -97,14 +97,16 @@ end
 -- The C source and signature of a config: task:lower(index) gives a tunelua.build Lowered
 -- (its .handle a tl_lowered *) or a table {source = C text, sig = JSON signature} (hand-made
 -- kernels). Raises on instantiation errors.
-local function source_of(lowered)
+-- The C source and signature of a lowered function; toolchain (a target's, optional) gives the
+-- vector width the code generator prints (128-bit for arm_cpu).
+local function source_of(lowered, toolchain)
   if type(lowered) == "table" and lowered.source and lowered.sig then
     return lowered.source, lowered.sig
   end
   local h = type(lowered) == "table" and lowered.handle or lowered
   if type(h) ~= "cdata" then error("lower returned neither a Lowered nor {source, sig}") end
   local src, sig = ffi.new("char *[1]"), ffi.new("char *[1]")
-  core.check(C.tl_measure_lowered_source(ctx, h, src, sig), 2)
+  core.check(C.tl_measure_lowered_source_for(ctx, h, toolchain, src, sig), 2)
   local s, g = ffi.string(src[0]), ffi.string(sig[0])
   C.tl_measure_str_free(src[0])
   C.tl_measure_str_free(sig[0])
@@ -269,7 +271,7 @@ function Builder:build(inputs)
       local ok, l = pcall(function() return inp.task:lower(config_index(inp)) end)
       local src, sig
       if ok then
-        ok, src, sig = pcall(source_of, l)
+        ok, src, sig = pcall(source_of, l, tgt.toolchain)
         if not ok then l = src end
       end
       it.time_cost = os.clock() - t0
