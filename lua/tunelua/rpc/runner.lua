@@ -3,13 +3,16 @@
 --   autotvm.RPCRunner(key, host, port, {number = 4, repeat = 3, min_repeat_ms = 0, timeout = 10,
 --     n_parallel = 1, cooldown_interval = 0.1, priority = 1, wait_limit = 600,
 --     wait_report_interval = 60, check_correctness = false, enable_cpu_cache_flush = false,
---     auth_key = nil, auth_key_file = nil})   -- the farm's key (docs/rpc.md "Security")
+--     auth_key = nil, auth_key_file = nil,    -- the farm's key (docs/rpc.md "Security")
+--     lost_retries = 0})                      -- measure a trial whose device died again
 --
 -- runner:run(inputs, build_results) ships each built module to a device of `key` (zlib), times it
 -- there in a child of the session (a crash is error 4, a hang error 7) and returns MeasureResults.
 -- n_parallel sessions run at once (one thread each in C). A device that dies mid-measurement gives
 -- its trial an error record (RUNTIME_DEVICE, "device lost ..."), is re-requested and tuning goes
--- on. When no device comes for wait_limit seconds (a line is printed every wait_report_interval
+-- on; with lost_retries = k such a trial is measured again (up to k times) on the next device of
+-- the key, so a device server killed and restarted mid-job (a crashed phone app) loses no trial.
+-- When no device comes for wait_limit seconds (a line is printed every wait_report_interval
 -- seconds, once a minute by default, while waiting) run() raises an error that says how to
 -- resume; the log written so far is intact. check_correctness builds the task's reference kernel
 -- (as LocalRunner does) on the host; it is uploaded once per session and every trial's outputs
@@ -40,10 +43,14 @@ function M.new(key, host, port, o, runner_opts, _)
   r.priority = o.priority or 1
   r.wait_limit = o.wait_limit or 600
   r.wait_report_interval = o.wait_report_interval or 60
+  r.lost_retries = o.lost_retries or 0
   r.auth_key = require("tunelua.rpc").auth_key(o)   -- the farm's key (docs/rpc.md "Security")
   if type(r.n_parallel) ~= "number" or r.n_parallel < 1 then error("RPCRunner: n_parallel must be >= 1", 3) end
   if type(r.wait_limit) ~= "number" or r.wait_limit < 0 then
     error("RPCRunner: wait_limit must be a number of seconds >= 0", 3)
+  end
+  if type(r.lost_retries) ~= "number" or r.lost_retries < 0 or r.lost_retries % 1 ~= 0 then
+    error("RPCRunner: lost_retries must be a whole number >= 0", 3)
   end
   if type(r.wait_report_interval) ~= "number" or r.wait_report_interval <= 0 then
     error("RPCRunner: wait_report_interval must be a number of seconds > 0", 3)
@@ -171,6 +178,38 @@ function RPCRunner:run(inputs, build_results)
   if n > 0 and build_results[jobs[1]].ocl_source then
     stopped = self:run_opencl(jobs, build_results, ref, out)
   elseif n > 0 then
+    stopped = self:run_c(jobs, build_results, ref, out)
+    -- a trial whose device was lost mid-measurement is measured again on the next device
+    -- (lost_retries times at most; a kernel that takes its device down keeps its error)
+    for _ = 1, self.lost_retries do
+      if stopped then break end
+      local again = {}
+      for _, i in ipairs(jobs) do
+        local r = out[i]
+        if r.error_no == E.RUNTIME_DEVICE and tostring(r.error_msg):match("^device lost") then
+          again[#again + 1] = i
+        end
+      end
+      if #again == 0 then break end
+      io.stderr:write(string.format("rpc: %d trial(s) lost with their device; measuring again on " ..
+        "the next device of key '%s'\n", #again, self.key))
+      stopped = self:run_c(again, build_results, ref, out)
+    end
+  end
+  measure.cleanup(build_results)
+  if stopped then
+    error(string.format("RPCRunner: %s; tuning stopped. The log is intact: start devices " ..
+      "('tunelua rpc server --tracker %s:%d --key %s') and re-run the same tuning command with the " ..
+      "same log file to resume.", stopped, self.host, self.port, self.key), 0)
+  end
+  return out
+end
+
+-- C jobs (shared objects) on the devices: results into out. Returns the stop message or nil.
+function RPCRunner:run_c(jobs, build_results, ref, out)
+  local n = #jobs
+  local stopped = nil
+  do
     local keep = {}
     local so = ffi.new("const char *[?]", n)
     local fn = ffi.new("const char *[?]", n)
@@ -203,13 +242,7 @@ function RPCRunner:run(inputs, build_results)
     collect_results(out, jobs, build_results, msgs, en, nc, costs, rep, per, false)
     keep = nil
   end
-  measure.cleanup(build_results)
-  if stopped then
-    error(string.format("RPCRunner: %s; tuning stopped. The log is intact: start devices " ..
-      "('tunelua rpc server --tracker %s:%d --key %s') and re-run the same tuning command with the " ..
-      "same log file to resume.", stopped, self.host, self.port, self.key), 0)
-  end
-  return out
+  return stopped
 end
 
 -- VTA jobs (conv2d_packed.vta, measure_vta's build results): the servers run the configs on

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# tunelua-rpc, the plain-C device server, cross compiled for aarch64 and run under qemu-aarch64
+# (invoked explicitly, never through binfmt_misc) as the "phone" of a loopback device farm: it
+# registers with a tracker under a key; a tuning job of arm_cpu configs (LocalBuilder cross
+# compiling, RPCRunner with check_correctness) measures on it and writes TVM-shaped records. The
+# device server is then killed with SIGKILL while it measures and started again: with
+# lost_retries = 1 the job completes with every trial measured (none lost, none an error). The
+# tracker link dropping (the tracker restarted on its port) is survived by reconnection.
+#   bash tests/e2e/test_arm_rpc.sh [path/to/tunelua]
+. "$(dirname "$0")/lib_rpc.sh"
+rpc_init armrpc 12 "${1:-}"
+B=$(dirname "$T")
+DEV=$B/aarch64/tunelua-rpc
+QEMU=${TUNELUA_QEMU_AARCH64:-qemu-aarch64}
+SYSROOT=${TUNELUA_AARCH64_SYSROOT:-/usr/aarch64-linux-gnu}
+[ -x "$DEV" ] || fail "$DEV not built (scripts/bootstrap installs gcc-aarch64-linux-gnu)"
+command -v "$QEMU" > /dev/null || fail "$QEMU not found (scripts/bootstrap installs qemu-user)"
+KEY=rk3399
+N=6
+
+start_tracker tracker --port 0; TPID=$LPID; PORT=$LPORT
+start_device() {  # start_device N: tunelua-rpc under qemu, logging to $W/deviceN.out
+  "$QEMU" -L "$SYSROOT" "$DEV" --tracker 127.0.0.1:$PORT --key $KEY --host 127.0.0.1 --port 0 -v \
+    > "$W/device$1.out" 2>&1 &
+  DPID=$!; disown $DPID; PIDS+=($DPID)
+  wait_for "$W/device$1.out" "registered with the tracker" 20 || fail "device $1 did not register"
+}
+start_device 1; D1=$DPID
+query_until "$KEY 1 1 0" 10 || { cat "$W/query.txt"; fail "the device is not in the tracker's queue"; }
+
+cat > "$W/tune.lua" <<'LUA'
+local autotvm = require "tunelua.autotvm"
+local port, key, n_trial, log, retries = tonumber(arg[1]), arg[2], tonumber(arg[3]), arg[4], tonumber(arg[5])
+local function T(s) return {"TENSOR", s, "float32"} end
+local task = autotvm.task.create("conv2d_nchw_spatial_pack.arm_cpu",
+  {T{1, 8, 8, 8}, T{16, 8, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, "float32"},
+  "llvm -device=arm_cpu -model=rk3399 -mtriple=aarch64-linux-gnu -mattr=+neon")
+local tuner = autotvm.tuner.RandomTuner(task, {seed = 5})
+local option = autotvm.measure_option({
+  builder = autotvm.LocalBuilder({n_parallel = 2, timeout = 60}),
+  runner = autotvm.RPCRunner(key, "127.0.0.1", port, {n_parallel = 1, number = 2, ["repeat"] = 2,
+    min_repeat_ms = 300, timeout = 30, cooldown_interval = 0, check_correctness = true,
+    wait_limit = 60, wait_report_interval = 5, lost_retries = retries}),
+})
+local function reasons(_, inputs, results)
+  for k, r in ipairs(results) do
+    print(string.format("trial config %d error_no %d %s", inputs[k].config.index, r.error_no,
+                        r.error_no ~= 0 and tostring(r.error_msg) or ""))
+  end
+  io.stdout:flush()
+end
+print("tuning"); io.stdout:flush()
+local r = tuner:tune({n_trial = n_trial, measure_option = option,
+                      callbacks = {autotvm.callback.log_to_file(log), reasons}})
+print(string.format("tuned %d trials, %d errors", r.trials, r.n_errors))
+LUA
+
+cat > "$W/check_log.lua" <<'LUA'
+-- check_log.lua LOG N: N TVM-shaped records of distinct configs, every one measured
+local json = require "tunelua.json"
+local record = require "tunelua.autotvm.record"
+local log, n = arg[1], tonumber(arg[2])
+local seen, count = {}, 0
+for line in io.lines(log) do
+  local j = json.decode(line)
+  assert(j.input and j.config and j.result and j.version == 0.2, "not a TVM record: " .. line)
+  assert(j.input[1] == "llvm -device=arm_cpu -model=rk3399 -mtriple=aarch64-linux-gnu -mattr=+neon", line)
+  assert(j.input[2] == "conv2d_nchw_spatial_pack.arm_cpu", line)
+  assert(#j.config.entity == 6 and j.config.entity[1][1] == "tile_co", line)
+  local inp, res = record.decode(line)
+  assert(inp and not seen[inp.config.index], "config twice or undecodable: " .. line)
+  seen[inp.config.index] = true
+  assert(res.error_no == 0 and #res.costs >= 1 and res.costs[1] > 0, "not measured: " .. line)
+  count = count + 1
+end
+assert(count == n, string.format("%d records, expected %d", count, n))
+print("log ok: " .. count .. " records")
+LUA
+
+# ---- a job of N trials on the qemu device; the device killed mid-measurement and restarted ----
+LOG=$W/tune.log
+"$T" "$W/tune.lua" $PORT $KEY $N "$LOG" 1 > "$W/job.out" 2>&1 &
+JOB=$!; PIDS+=($JOB)
+wait_for "$W/job.out" tuning 30 || fail "job did not start"
+# a session is a child of the device server, a measurement a child of the session
+measuring() {
+  local c
+  for c in $(ps -o pid= --ppid $D1); do [ -n "$(ps -o pid= --ppid $c)" ] && return 0; done
+  return 1
+}
+i=0
+until measuring; do
+  kill -0 $JOB 2>/dev/null || fail "the job ended before the device measured anything"
+  sleep 0.02; i=$((i + 1)); [ $i -gt 3000 ] && fail "the device never measured"
+done
+kill -9 $D1
+echo "killed the device server (pid $D1) during a measurement"
+sleep 0.5
+start_device 2; D2=$DPID
+wait $JOB || fail "the job failed: $(cat "$W/job.out")"
+cat "$W/job.out"
+grep -q "^tuned $N trials, 0 errors$" "$W/job.out" || fail "expected $N trials, 0 errors"
+grep -q "lost with their device; measuring again" "$W/job.out" || fail "no trial was measured again"
+"$T" "$W/check_log.lua" "$LOG" $N > "$W/log.out" 2>&1 || fail "log check: $(cat "$W/log.out")"
+cat "$W/log.out"
+
+# ---- the tracker link drops: the device reconnects and serves again ---------------------------
+kill $TPID; wait_for "$W/device2.out" "tracker link dropped" 10 || fail "the device did not notice the tracker leave"
+"$T" rpc tracker --host 127.0.0.1 --port $PORT > "$W/tracker2.out" 2>&1 &
+TPID=$!; disown $TPID; PIDS+=($TPID)
+wait_for "$W/tracker2.out" "bind to" 5 || fail "the tracker did not restart on port $PORT"
+query_until "$KEY 1 1 0" 20 || { cat "$W/query.txt"; fail "the device did not register again"; }
+"$T" "$W/tune.lua" $PORT $KEY 2 "$W/tune2.log" 0 > "$W/job2.out" 2>&1 || fail "job after reconnect: $(cat "$W/job2.out")"
+grep -q "^tuned 2 trials, 0 errors$" "$W/job2.out" || fail "job after reconnect: $(cat "$W/job2.out")"
+kill -0 $D2 || fail "the device server died"
+echo "test_arm_rpc: ok"
