@@ -113,4 +113,63 @@ query_until "$KEY 1 1 0" 20 || { cat "$W/query.txt"; fail "the device did not re
 "$T" "$W/tune.lua" $PORT $KEY 2 "$W/tune2.log" 0 > "$W/job2.out" 2>&1 || fail "job after reconnect: $(cat "$W/job2.out")"
 grep -q "^tuned 2 trials, 0 errors$" "$W/job2.out" || fail "job after reconnect: $(cat "$W/job2.out")"
 kill -0 $D2 || fail "the device server died"
+
+# ---- the session ops on a standalone device (no tracker), and bad requests ----------------------
+"$QEMU" -L "$SYSROOT" "$DEV" --key solo --host 127.0.0.1 --port 0 > "$W/solo.out" 2>&1 &
+SOLO=$!; disown $SOLO; PIDS+=($SOLO)
+wait_for "$W/solo.out" "bind to" 20 || fail "the standalone device did not start"
+SPORT=$(bound_port "$W/solo.out")
+cat > "$W/ops.lua" <<'LUA'
+local rpc = require "tunelua.rpc"
+local autotvm = require "tunelua.autotvm"
+local measure = require "tunelua.autotvm.measure"
+local tl = require "tunelua"
+local te, topi, testing = require "tunelua.te", require "tunelua.topi", require "tunelua.testing"
+local s = rpc.connect("127.0.0.1", tonumber(arg[1]), { key = "solo" })
+local h = s:hello()
+assert(h.version == 4 and h.server == "tunelua-rpc" and h.key == "server:solo", require("tunelua.json").encode(h))
+-- a depthwise kernel cross compiled for aarch64, uploaded, loaded, called on uploaded arrays
+local function T(x) return { "TENSOR", x, "float32" } end
+local task = autotvm.task.create("depthwise_conv2d_nchw.arm_cpu", { T{1, 8, 9, 9}, T{8, 1, 3, 3}, {1, 1},
+  {1, 1, 1, 1}, {1, 1}, "float32" }, "llvm -device=arm_cpu -mtriple=aarch64-linux-gnu")
+local br = measure.LocalBuilder({ n_parallel = 1 }):build({ measure.MeasureInput(task, -1) })
+assert(br[1].error_no == 0, br[1].error_msg)
+s:upload(br[1].so_path, "dw.so")
+local m = s:load_module("dw.so")
+local a = tl.nd.random_uniform({ 1, 8, 9, 9 }, { seed = 1 })
+local w = tl.nd.random_uniform({ 8, 1, 3, 3 }, { seed = 2 })
+local ra, rw, ro = s:empty({ 1, 8, 9, 9 }):copyfrom(a), s:empty({ 8, 1, 3, 3 }):copyfrom(w), s:empty({ 1, 8, 9, 9 })
+m:call(br[1].fname, ra, rw, ro)
+local got = ro:copyto(tl.nd.empty({ 1, 8, 9, 9 }, "float32"))
+local A, W = te.placeholder({ 1, 8, 9, 9 }, "float32", "A"), te.placeholder({ 8, 1, 3, 3 }, "float32", "W")
+local O = topi.op("depthwise_conv2d", { A, W }, { strides = { 1, 1 }, padding = { 1, 1, 1, 1 }, dilation = { 1, 1 } })
+O = O[#O]
+local ref = tl.build(te.create_schedule(O.op), { A, W, O }, "c")
+local want = tl.nd.empty({ 1, 8, 9, 9 }, "float32")
+ref(a, w, want)
+testing.assert_allclose(got, want, { rtol = 1e-4, atol = 1e-5 })
+local c = m:time_evaluator(br[1].fname, { number = 2, ["repeat"] = 3 })(ra, rw, ro)
+assert(#c == 3 and c[1] > 0, "time")
+-- bad requests: errors naming what was wrong; the session goes on
+local function refused(h2, blob, want_text)
+  local ok, err = pcall(s.call, s, h2, blob)
+  assert(not ok and tostring(err):find(want_text, 1, true), tostring(err))
+end
+refused({ op = "warp_drive" }, nil, "unknown op 'warp_drive'")
+refused({ op = "upload", name = "x.so", size = 10 }, "not zlib at all", "not a zlib stream of 10 bytes")
+refused({ op = "upload", name = "../x.so", size = 1 }, nil, "upload: bad name")
+refused({ op = "load", name = "missing.so" }, nil, "load: ")
+refused({ op = "graph_load", name = "g", params = "p" }, nil, "not served by tunelua-rpc")
+refused({ op = "call", module = "dw.so", func = br[1].fname, args = { 0, 1, 99 } }, nil, "argument 2 is not an allocated array")
+refused({ op = "alloc", shape = { 2, -1 } }, nil, "extent 1 is not a non-negative integer")
+-- a wrong shape is the kernel's own error, reported
+local bad = s:empty({ 1, 8, 9, 8 })
+refused({ op = "call", module = "dw.so", func = br[1].fname, args = { ra.id, rw.id, bad.id } }, nil, "call: kernel")
+assert(s:hello().version == 4)
+s:close()
+measure.cleanup(br)
+print("session ops ok")
+LUA
+"$T" "$W/ops.lua" $SPORT > "$W/ops.out" 2>&1 || fail "session ops: $(cat "$W/ops.out")"
+kill -0 $SOLO || fail "the standalone device died"
 echo "test_arm_rpc: ok"

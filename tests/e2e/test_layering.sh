@@ -1,6 +1,6 @@
 #!/bin/bash
 # The dependency direction of docs/architecture.md, checked on every `#include "..."` of
-# core/, targets/, rpc/ and host/: a file may include a header of its own layer or of a
+# core/, targets/, rpc/, host/ and device/: a file may include a header of its own layer or of a
 # lower one, never of a higher one or of another layer of the same rank. Paths resolve
 # against the including file's directory, then against core/ (the include directory).
 # A directory missing from the table below fails too: a new area says where it sits.
@@ -19,6 +19,7 @@ declare -A rank=(
   [targets]=6
   [rpc]=7
   [host]=8
+  [device]=8          # the device programs: base and the runtime's time evaluator only
 )
 
 layer_of() {   # repository-relative path -> layer name
@@ -28,6 +29,7 @@ layer_of() {   # repository-relative path -> layer name
     targets/*) echo targets ;;
     rpc/*) echo rpc ;;
     host/*) echo host ;;
+    device/*) echo device ;;
     *) echo "" ;;
   esac
 }
@@ -62,7 +64,7 @@ while IFS= read -r f; do
       fail=1
     fi
   done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" || true)
-done < <(find core targets rpc host -type f \( -name '*.c' -o -name '*.h' \) | sort)
+done < <(find core targets rpc host device -type f \( -name '*.c' -o -name '*.h' \) | sort)
 
 if [ "$fail" != 0 ]; then
   echo "FAIL: includes against the layering (docs/architecture.md)" >&2
