@@ -87,6 +87,12 @@ double tl_graph_lib_compile_seconds(const tl_graph_lib *l);   /* 0 when all cach
 int tl_graph_lib_num_parts(const tl_graph_lib *l);
 const char *tl_graph_lib_part_path(const tl_graph_lib *l, int i);
 int tl_graph_lib_part_of(const tl_graph_lib *l, const char *fname);
+/* The lowered functions fs[0..n) generated as C for toolchain tc (its vector
+** width) and compiled by one compiler run into the shared object out_path,
+** which is not loaded: a library for another machine (export_library for a
+** cross target). Not cached. */
+int tl_graph_lib_compile(tl_ctx *ctx, tl_lowered *const *fs, int n, const tl_toolchain *tc,
+                         const char *cflags, double timeout_s, const char *out_path);
 /* Resolve kernel fname of l (l must outlive e). */
 int tl_graph_exec_add_kernel_lib(tl_ctx *ctx, tl_graph_exec *e, tl_graph_lib *l,
                                  const char *fname, int *kernel);

@@ -491,6 +491,41 @@ TL_EXPORT int tl_graph_lib_build(tl_ctx *ctx, tl_lowered *const *fs, int n, int 
   return TL_OK;
 }
 
+TL_EXPORT int tl_graph_lib_compile(tl_ctx *ctx, tl_lowered *const *fs, int n, const tl_toolchain *tc,
+                                   const char *cflags, double timeout_s, const char *out_path) {
+  if (n < 1 || !fs || !out_path) return tl_err(ctx, TL_E_ARG, "tl_graph_lib_compile: no kernels or no output");
+  char *dir = NULL;
+  int rc = tl_build_cache_dir(ctx, &dir);
+  if (rc) return rc;
+  static unsigned counter;
+  unsigned seq = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+  char *tmpdir = tl_sprintf("%s/x%d.%u.tmp", dir, (int)getpid(), seq);
+  char **files = tl_calloc((size_t)n, sizeof(char *));
+  if (mkdir(tmpdir, 0700) != 0)
+    rc = tl_err(ctx, TL_E_IO, "cannot create '%s': %s", tmpdir, strerror(errno));
+  for (int i = 0; i < n && !rc; i++) {
+    tl_buf b = {0};
+    rc = tl_build_c_codegen(ctx, fs[i], tc, &b);
+    files[i] = tl_sprintf("%s/k%d.c", tmpdir, i);
+    if (!rc && gwrite(files[i], b.s ? b.s : "") != 0)
+      rc = tl_err(ctx, TL_E_IO, "cannot write '%s'", files[i]);
+    tl_buf_free(&b);
+  }
+  if (!rc) {
+    tl_toolchain t = tl_toolchain_with_flags(tc, cflags);
+    rc = tl_cc_shared(ctx, &t, (const char *const *)files, n, out_path, timeout_s);
+  }
+  for (int i = 0; i < n; i++) {
+    if (files[i]) unlink(files[i]);
+    free(files[i]);
+  }
+  rmdir(tmpdir);
+  free(files);
+  free(tmpdir);
+  free(dir);
+  return rc;
+}
+
 TL_EXPORT void tl_graph_lib_free(tl_graph_lib *l) {
   if (!l) return;
   for (int p = 0; p < l->nparts; p++) {

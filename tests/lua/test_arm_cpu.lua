@@ -197,10 +197,10 @@ local function check_task(t, ref_op, ref_shapes, ref_attrs, n)
       os.remove(out)
       local cmd = string.format("%s -L %s %s %s %s %s out:%s:float32:%s 2>&1", QEMU, SYSROOT, RUNNER, b.so_path,
                                 b.fname, table.concat(specs, " "), out, shape_str(oshape))
-      local p = io.popen(cmd)
+      local p = io.popen(cmd .. "; echo \"__rc=$?\"")
       local said = p:read("*a")
-      local okc = p:close()
-      assert(okc, "qemu run failed: " .. cmd .. "\n" .. said)
+      p:close()
+      assert(said:match("__rc=0%s*$"), "qemu run failed: " .. cmd .. "\n" .. said)
       local got = nd.empty(oshape, "float32")
       read_raw(out, got)
       testing.assert_allclose(got, expect, { rtol = 1e-3, atol = 1e-3,

@@ -397,16 +397,23 @@ function executor.build(mod, opts)
           .. tostring(targets.record(tstr).str) .. "'", 2)
   end
   local tgt = strategy.parse_target(tstr, 2)
-  -- a network runs here: a triple of another machine must not build for this one (its kernels
-  -- cross compile and are measured through RPC, see docs/arm.md)
+  -- a triple of another machine: with a cross toolchain (arm_cpu) the network is built twice
+  -- over: its kernels for this host (the same schedules, runnable here: GraphModule) and, at
+  -- export_library, for the target with its cross compiler; without one it is an error
   local triple = tgt.options and tgt.options.mtriple
   local host_arch = ({ x64 = "x86_64", x86 = "i686", arm64 = "aarch64", arm = "arm" })[jit.arch] or jit.arch
+  local cross = false
   if triple and not triple:match("^" .. host_arch:gsub("%-", "%%-")) and
      not (host_arch == "x86_64" and triple:match("^x86%-64")) then
-    error(string.format("executor.build: target '%s' is for %s, but a network runs on this host only: " ..
-      "this build runs networks for %s (drop -mtriple, or build on that machine)",
-      tgt.str, triple, host_arch), 2)
+    if tgt.cross_prefix == "" and not (tgt.cc and tgt.cc ~= "") then
+      error(string.format("executor.build: target '%s' is for %s, but a network runs on this host only: " ..
+        "this build runs networks for %s (drop -mtriple, or build on that machine)",
+        tgt.str, triple, host_arch), 2)
+    end
+    cross = true
   end
+  local build_toolchain = tgt.toolchain
+  if cross then build_toolchain = nil end
   local params = opts.params or {}
   local t0 = C.tl_now()
   local history = load_history(opts.history, 2)
@@ -625,7 +632,7 @@ function executor.build(mod, opts)
     local parts = opts.jobs or math.max(1, math.min(C.tl_pool_size(C.tl_pool_global()), 4))
     if #kernels < 4 then parts = 1 end
     local lp = ffi.new("tl_graph_lib *[1]")
-    check(C.tl_graph_lib_build(ctx, fs, #kernels, parts, tgt.toolchain, opts.cflags, opts.timeout or 0, lp), 2)
+    check(C.tl_graph_lib_build(ctx, fs, #kernels, parts, build_toolchain, opts.cflags, opts.timeout or 0, lp), 2)
     glib = ffi.gc(lp[0], C.tl_graph_lib_free)
     compile_s = C.tl_graph_lib_compile_seconds(glib)
     for _, k in ipairs(kernels) do
@@ -636,7 +643,7 @@ function executor.build(mod, opts)
   else
     for _, k in ipairs(kernels) do
       local mp = ffi.new("tl_module *[1]")
-      check(C.tl_lowered_build(ctx, k.lowered, tgt.toolchain, opts.cflags, mp), 2)
+      check(C.tl_lowered_build(ctx, k.lowered, build_toolchain, opts.cflags, mp), 2)
       k.module = ffi.gc(mp[0], C.tl_module_free)
       k.compile_s = C.tl_module_compile_seconds(k.module)
       compile_s = compile_s + k.compile_s
@@ -645,7 +652,7 @@ function executor.build(mod, opts)
       k.id = kid[0]
     end
   end
-  for _, k in ipairs(kernels) do k.lowered = nil end
+  -- the lowered kernels stay for export_library (compiled again with the target's toolchain)
   for _, st in ipairs(steps) do
     local ids = intarr(#st.args)
     for i, b in ipairs(st.args) do ids[i - 1] = b.slot end
@@ -654,7 +661,7 @@ function executor.build(mod, opts)
 
   local lib = setmetatable({
     exec = e, glib = glib, compile_seconds = compile_s, kernels = kernels, steps = steps, inputs = inputs, input_order = input_order,
-    outputs = outputs, target = tgt.str, planned_bytes = arena, intermediate_bytes = sum, bufs = bufs,
+    outputs = outputs, target = tgt.str, cross = cross, planned_bytes = arena, intermediate_bytes = sum, bufs = bufs,
     weight_bytes = weight_bytes, io_bytes = io_bytes,
     num_groups = ngroups, num_tuned = ntuned, build_seconds = C.tl_now() - t0,
   }, Lib)
@@ -716,7 +723,7 @@ function executor.GraphModule(lib)
   -- host kernels of a CPU this one lacks (an -mcpu of another machine) do not run here; the
   -- lib can still be exported to that machine (executor.export)
   local tgt = targets.record(lib.target)
-  if not tgt.on_device then
+  if not tgt.on_device and not lib.cross then   -- a cross build's host twin runs here
     local ok, why = tgt:check_host()
     if not ok then error("GraphModule: " .. why, 2) end
   end
@@ -951,6 +958,84 @@ function executor.export(lib, dir, prefix)
   file.write_all(dir .. "/" .. names[2], table.concat(blob))
   file.write_all(dir .. "/" .. names[1], json.encode(graph))
   return names
+end
+
+-- ---- export_library: one file for a device's runtime (device/runtime.c, tunelua-run) ---------
+
+-- The machine a target's code is for: "aarch64", "arm", "x86_64" (its -mtriple, arm_cpu
+-- without one: aarch64, else this host).
+local function target_arch(tgt)
+  local t = tgt.options and tgt.options.mtriple
+  if not t and tgt.family == "arm_cpu" then t = "aarch64" end
+  if not t then
+    return ({ x64 = "x86_64", x86 = "i686", arm64 = "aarch64", arm = "arm" })[jit.arch] or jit.arch
+  end
+  if t:match("^aarch64") or t:match("^arm64") then return "aarch64" end
+  if t:match("^arm") then return "arm" end
+  if t:match("^x86_64") or t:match("^x86%-64") then return "x86_64" end
+  return (t:match("^[^-]+"))
+end
+executor.target_arch = target_arch
+
+local function u32le(n)
+  return string.char(n % 256, math.floor(n / 256) % 256, math.floor(n / 65536) % 256,
+                     math.floor(n / 16777216) % 256)
+end
+local function u64le(n) return u32le(n % 4294967296) .. u32le(math.floor(n / 4294967296)) end
+
+--- lib:export_library(path) -> path: the compiled network as one file (a "tlpack") for the
+--- device runtime (device/tl_runtime.h: tl_runtime_load ... tl_runtime_get_output, and
+--- tunelua-run): the kernels compiled by the target's toolchain into one shared object (the
+--- cross compiler of an arm_cpu target), the graph description and the params of
+--- executor.export, and meta.json (the target and the machine it is for). Layout:
+---   "TLPACK01", uint32 count, count x (uint32 name length, name, uint64 size, bytes),
+---   "TLPKEND1", uint64 total file size          (little-endian; a truncated file is refused)
+function Lib:export_library(path)
+  if type(path) ~= "string" or path == "" then error("export_library: expected a file path", 2) end
+  if self.device or not self.exec or not self.kernels then
+    error("export_library: expected a CPU network built by executor.build", 2)
+  end
+  local json = require "tunelua.json"
+  local file = require "tunelua.file"
+  local tgt = targets.parse(self.target)
+  local fs = ffi.new("tl_lowered *[?]", #self.kernels)
+  for i, k in ipairs(self.kernels) do
+    if not k.lowered then error("export_library: kernel " .. k.fname .. " has no lowered function", 2) end
+    fs[i - 1] = k.lowered
+  end
+  local dir = file.tmpdir(os.getenv("TMPDIR") or "/tmp", "tunelua-export")
+  local ok, err = pcall(function()
+    local so = dir .. "/lib0.so"
+    check(C.tl_graph_lib_compile(ctx, fs, #self.kernels, tgt.toolchain, nil, 0, so), 3)
+    -- the graph and params as executor.export writes them, then one library for every kernel
+    local names = executor.export(self, dir, "x_")
+    local gj = json.decode(assert(io.open(dir .. "/x_graph.json", "rb")):read("*a"))
+    gj.libs = json.array({ "lib0.so" })
+    local kernels = json.array({})
+    for i, k in ipairs(self.kernels) do kernels[i] = { lib = 0, name = k.fname } end
+    gj.kernels = kernels
+    local meta = { format = "tunelua-pack", version = 1, target = tgt.str, arch = target_arch(tgt) }
+    local members = {
+      { "meta.json", json.encode(meta) },
+      { "graph.json", json.encode(gj) },
+      { "params.bin", assert(io.open(dir .. "/x_params.bin", "rb")):read("*a") },
+      { "lib0.so", assert(io.open(so, "rb")):read("*a") },
+    }
+    local parts = { "TLPACK01", u32le(#members) }
+    local size = 12
+    for _, m in ipairs(members) do
+      parts[#parts + 1] = u32le(#m[1]) .. m[1] .. u64le(#m[2])
+      parts[#parts + 1] = m[2]
+      size = size + 4 + #m[1] + 8 + #m[2]
+    end
+    size = size + 16
+    parts[#parts + 1] = "TLPKEND1" .. u64le(size)
+    file.write_all(path, table.concat(parts))
+    for _, n in ipairs(names) do os.remove(dir .. "/" .. n) end
+  end)
+  file.remove(dir)
+  if not ok then error("export_library: " .. tostring(err):gsub("^[^%s:]+%.lua:%d+: ", ""), 2) end
+  return path
 end
 
 --- executor.import(dir, prefix, dev) -> lib: an exported network (executor.export) loaded into
