@@ -16,7 +16,7 @@ SYSROOT=${TUNELUA_AARCH64_SYSROOT:-/usr/aarch64-linux-gnu}
 [ -x "$DEV" ] || fail "$DEV not built (scripts/bootstrap installs gcc-aarch64-linux-gnu)"
 command -v "$QEMU" > /dev/null || fail "$QEMU not found (scripts/bootstrap installs qemu-user)"
 KEY=rk3399
-N=6
+N=4
 
 start_tracker tracker --port 0; TPID=$LPID; PORT=$LPORT
 start_device() {  # start_device N: tunelua-rpc under qemu, logging to $W/deviceN.out
@@ -39,7 +39,7 @@ local tuner = autotvm.tuner.RandomTuner(task, {seed = 5})
 local option = autotvm.measure_option({
   builder = autotvm.LocalBuilder({n_parallel = 2, timeout = 60}),
   runner = autotvm.RPCRunner(key, "127.0.0.1", port, {n_parallel = 1, number = 2, ["repeat"] = 2,
-    min_repeat_ms = 300, timeout = 30, cooldown_interval = 0, check_correctness = true,
+    min_repeat_ms = 100, timeout = 30, cooldown_interval = 0, check_correctness = true,
     wait_limit = 60, wait_report_interval = 5, lost_retries = retries}),
 })
 local function reasons(_, inputs, results)
