@@ -905,6 +905,34 @@ static void remove_files(const char *dir) {
   closedir(d);
 }
 
+/* At start-up: the work directories of tunelua-rpc servers that are gone (tunelua-rpc-<pid>.X,
+** that pid not running), when they are real directories of ours, emptied of their plain files
+** and removed; links are never followed. */
+static void clean_stale(const char *tdir) {
+  DIR *d = opendir(tdir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    int pid = 0, n = 0;
+    if (sscanf(e->d_name, "tunelua-rpc-%d.%n", &pid, &n) != 1 || n == 0 || pid <= 0) continue;
+    if (pid == (int)getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", tdir, e->d_name);
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) continue;
+    DIR *w = opendir(path);
+    struct dirent *f;
+    while (w && (f = readdir(w))) {
+      char fp[4096 + 512];
+      snprintf(fp, sizeof fp, "%s/%s", path, f->d_name);
+      if (lstat(fp, &st) == 0 && !S_ISDIR(st.st_mode)) unlink(fp);
+    }
+    if (w) closedir(w);
+    rmdir(path);
+  }
+  closedir(d);
+}
+
 /* Serve one session on cfd in a child (it dies with the server); waits for it. */
 static void run_session(int cfd, const char *skey, const char *workdir, double limit) {
   pid_t pid = fork();
@@ -953,6 +981,7 @@ static int serve(const options *o) {
   getsockname(lfd, (struct sockaddr *)&sa, &sl);
   int bound = ntohs(sa.sin_port);
   const char *tmp = getenv("TMPDIR");
+  clean_stale(tmp && *tmp ? tmp : "/tmp");
   char workdir[4096];
   snprintf(workdir, sizeof workdir, "%s/tunelua-rpc-%d.XXXXXX", tmp && *tmp ? tmp : "/tmp", (int)getpid());
   if (!mkdtemp(workdir)) {

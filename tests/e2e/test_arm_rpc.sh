@@ -20,7 +20,7 @@ N=4
 
 start_tracker tracker --port 0; TPID=$LPID; PORT=$LPORT
 start_device() {  # start_device N: tunelua-rpc under qemu, logging to $W/deviceN.out
-  "$QEMU" -L "$SYSROOT" "$DEV" --tracker 127.0.0.1:$PORT --key $KEY --host 127.0.0.1 --port 0 -v \
+  TMPDIR=$W "$QEMU" -L "$SYSROOT" "$DEV" --tracker 127.0.0.1:$PORT --key $KEY --host 127.0.0.1 --port 0 -v \
     > "$W/device$1.out" 2>&1 &
   DPID=$!; disown $DPID; PIDS+=($DPID)
   wait_for "$W/device$1.out" "registered with the tracker" 20 || fail "device $1 did not register"
@@ -115,7 +115,7 @@ grep -q "^tuned 2 trials, 0 errors$" "$W/job2.out" || fail "job after reconnect:
 kill -0 $D2 || fail "the device server died"
 
 # ---- the session ops on a standalone device (no tracker), and bad requests ----------------------
-"$QEMU" -L "$SYSROOT" "$DEV" --key solo --host 127.0.0.1 --port 0 > "$W/solo.out" 2>&1 &
+TMPDIR=$W "$QEMU" -L "$SYSROOT" "$DEV" --key solo --host 127.0.0.1 --port 0 > "$W/solo.out" 2>&1 &
 SOLO=$!; disown $SOLO; PIDS+=($SOLO)
 wait_for "$W/solo.out" "bind to" 20 || fail "the standalone device did not start"
 SPORT=$(bound_port "$W/solo.out")
