@@ -103,5 +103,19 @@ ok, out = sh(string.format("%s %s %s/sx.bin -o %s/hy.bin -r 1", RUN_HOST, hpack,
 assert(ok and out:find("target: llvm", 1, true), out)
 testing.assert_allclose(read_raw(tmp .. "/hy.bin", nd.empty({ 1, 10 }, "float32")), hm:get_output(0),
                         { rtol = 1e-5, atol = 1e-6 })
+-- damaged packs are refused with their reason, never a crash
+local hbytes = assert(io.open(hpack, "rb")):read("*a")
+local function refused(name, content, want_text)
+  local fh = assert(io.open(tmp .. "/" .. name, "wb"))
+  fh:write(content)
+  fh:close()
+  local okr, o2 = sh(string.format("%s %s/%s %s/sx.bin -r 0", RUN_HOST, tmp, name, tmp))
+  assert(not okr and o2:find(want_text, 1, true) and not o2:find("Segmentation", 1, true), name .. ": " .. o2)
+end
+refused("junk.tlpack", string.rep("junk", 100), "is not a tunelua pack")
+refused("graph.tlpack", (hbytes:gsub('"tunelua%-graph"', '"tunelua-grapX"')), "graph.json: not a tunelua graph")
+refused("arena.tlpack", (hbytes:gsub('"arena": *%d+', function(m) return (m:gsub("%d", "0")) end, 1)),
+        "lies outside the arena")
+refused("kernel.tlpack", (hbytes:gsub('("name": *")tlg_', '%1xlg_', 1)), "the pack's library has no kernel 'xlg_")
 file.remove(tmp)
 print("test_arm_export: ok")
