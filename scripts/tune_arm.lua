@@ -5,6 +5,7 @@
 --   tunelua scripts/tune_arm.lua --n-trial 0                                 -- no tuning: TopHub's
 --                                                                            -- configs, else fallbacks
 --   tunelua scripts/tune_arm.lua --network mobilenet --image-size 64 --export mobilenet.tlpack
+--   tunelua scripts/tune_arm.lua --onnx model.onnx --input-shape 1,3,224,224   -- an ONNX model
 --
 -- 1. the network's conv2d and dense tasks for the arm_cpu strategy (spatial pack, winograd for
 --    3x3 stride-1 convs, depthwise; TopHub's arm_cpu_v0.08 package applies to -model=rk3399 ...);
@@ -28,11 +29,14 @@ local o = {
   network = "resnet-18", image_size = nil, target = "llvm -device=arm_cpu -model=rk3399 -mtriple=aarch64-linux-gnu -mattr=+neon",
   tracker = nil, key = "rk3399", n_trial = 32, early_stopping = 16, tuner = "xgb", log = nil,
   export = nil, device_run = nil, number = 4, ["repeat"] = 3, timeout = 30, run = true,
+  onnx = nil, input_shape = nil,
 }
 local usage = [[
 usage: tunelua scripts/tune_arm.lua [options]
   --network NAME      resnet-18, mobilenet, vgg-16, squeezenet_v1.1 ... (default resnet-18)
   --image-size N      input height and width (default the network's)
+  --onnx FILE         an ONNX model instead of --network (relay.frontend.from_onnx)
+  --input-shape DIMS  its first input's shape when the model leaves it open, e.g. 1,3,224,224
   --target TARGET     default "llvm -device=arm_cpu -model=rk3399 -mtriple=aarch64-linux-gnu -mattr=+neon"
   --tracker HOST:PORT tune on devices of --key registered there (tunelua-rpc); without it, no tuning
   --key KEY           the devices' key (default rk3399)
@@ -55,7 +59,7 @@ while i <= #arg do
   else
     local key = name:gsub("-", "_")
     if o[key] == nil and key ~= "image_size" and key ~= "tracker" and key ~= "log" and key ~= "export"
-       and key ~= "device_run" then
+       and key ~= "device_run" and key ~= "onnx" and key ~= "input_shape" then
       io.stderr:write("tune_arm: unknown option '" .. a .. "'\n" .. usage) os.exit(2)
     end
     o[key] = (type(o[key]) == "number" or key == "image_size") and tonumber(v) or v
@@ -63,11 +67,25 @@ while i <= #arg do
     i = i + 2
   end
 end
-o.log = o.log or (o.network .. ".arm.log")
-o.export = o.export or (o.network .. ".tlpack")
+local name = o.onnx and (o.onnx:match("([^/]+)%.onnx$") or "model") or o.network
+o.log = o.log or (name .. ".arm.log")
+o.export = o.export or (name .. ".tlpack")
 
 print("Extract tasks...")
-local mod, params, ishape = networks.get_network(o.network, { image_size = o.image_size })
+local mod, params
+if o.onnx then
+  local shape
+  if o.input_shape then
+    local dims = {}
+    for d in o.input_shape:gmatch("%d+") do dims[#dims + 1] = tonumber(d) end
+    local onnx = require "tunelua.onnx"
+    local first = onnx.load_model(o.onnx).inputs[1]
+    shape = { [first.name] = dims }
+  end
+  mod, params = relay.frontend.from_onnx(o.onnx, { shape = shape })
+else
+  mod, params = networks.get_network(o.network, { image_size = o.image_size })
+end
 local tasks = autotvm.task.extract_from_program(mod, { target = o.target, params = params,
                                                        ops = { "nn.conv2d", "nn.dense" } })
 for k, t in ipairs(tasks) do print(string.format("  task %2d  %s  (%d configs)", k, t.name, #t.config_space)) end
@@ -105,7 +123,8 @@ if not cmd then
         or (arch == "aarch64" and "qemu-aarch64 -L /usr/aarch64-linux-gnu build/aarch64/tunelua-run")
   if not cmd then error("no default way to run " .. arch .. " code here: give --device-run", 0) end
 end
-local x = nd.random_uniform(ishape, { seed = 1, low = 0, high = 1 })
+local iname = lib.input_order[1]
+local x = nd.random_uniform(lib.inputs[iname].shape, { seed = 1, low = 0, high = 1 })
 local xin, yout = os.tmpname(), os.tmpname()
 local f = assert(io.open(xin, "wb"))
 f:write(ffi.string(x:data_ptr(), x:nbytes()))
@@ -117,7 +136,7 @@ p:close()
 io.write((out:gsub("__rc=%d+%s*$", "")))
 if not out:match("__rc=0%s*$") then os.remove(xin) os.remove(yout) error("the device run failed", 0) end
 local m = executor.GraphModule(lib)
-m:set_input("data", x)
+m:set_input(iname, x)
 m:run()
 local want = m:get_output(0)
 local got = assert(io.open(yout, "rb")):read("*a")
