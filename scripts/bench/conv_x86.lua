@@ -16,19 +16,53 @@
 --
 --   tunelua scripts/bench/conv_x86.lua --depthwise [N=16] [repeats=5] [layer]
 --   tunelua scripts/bench/conv_x86.lua --mobilenet [repeats=30]
+--
+-- --peak: the machine's own FMA peak and each resnet-18 layer as the network runs it.
+-- The peak is a hand-written loop of independent vector FMAs (the target's vector width,
+-- 12 accumulators, no loads) compiled with the target's C flags and run on <threads>
+-- threads at once (and on one, for the per-core figure). Each layer is a one-conv graph
+-- built as executor.build builds a network (AlterOpLayout: the blocked conv2d_NCHWc with
+-- its pre-packed weight, fused into nothing, layout transforms at the graph's edges
+-- excluded): the conv step's median time over <repeats> profiles (checked against the
+-- reference conv first), its GFLOPS and share of the measured peak, and PyTorch's conv2d
+-- (oneDNN) for the same layer in the same run. Configs: the fallback's, or --log's best
+-- records, or TopHub's with --tophub.
+--
+--   taskset -c 0,1 tunelua scripts/bench/conv_x86.lua --peak [repeats=20] [layer]
+--       [--target "llvm -mcpu=core-avx2"] [--log file] [--tophub]
 local tl = require "tunelua"
 local autotvm = require "tunelua.autotvm"
 
 local MODE = "conv"
-if arg[1] == "--depthwise" or arg[1] == "--mobilenet" then
+if arg[1] == "--depthwise" or arg[1] == "--mobilenet" or arg[1] == "--peak" then
   MODE = arg[1]:sub(3)
   table.remove(arg, 1)
 end
 local DW = MODE == "depthwise"
+local TARGET = "llvm"   -- the host CPU's vectors and registers
+local PEAK_LOG, PEAK_TOPHUB
+if MODE == "peak" then
+  local rest, i = {}, 1
+  while i <= #arg do
+    local a = arg[i]
+    if a == "--target" or a == "--log" then
+      if arg[i + 1] == nil then error("conv_x86: " .. a .. " expects a value", 0) end
+      if a == "--target" then TARGET = arg[i + 1] else PEAK_LOG = arg[i + 1] end
+      i = i + 2
+    elseif a == "--tophub" then
+      PEAK_TOPHUB, i = true, i + 1
+    elseif a:sub(1, 2) == "--" then
+      error("conv_x86: unknown option " .. a .. " (see the header of this script)", 0)
+    else
+      rest[#rest + 1], i = a, i + 1
+    end
+  end
+  arg = rest
+end
 local NSAMPLE = tonumber(arg[1]) or 16
 local REPEATS = tonumber(arg[2]) or 5
 local ONLY = tonumber(arg[3])
-local TARGET = "llvm"   -- the host CPU's vectors and registers
+if MODE == "peak" then NSAMPLE, REPEATS, ONLY = 0, tonumber(arg[1]) or 20, tonumber(arg[2]) end
 local THREADS = tonumber(os.getenv("TUNELUA_NUM_THREADS") or "") or tl.num_cores()
 local PYTHON = os.getenv("TUNELUA_PYTHON") or "/usr/bin/python3"
 
@@ -174,6 +208,146 @@ if MODE == "mobilenet" then
   print(string.format("mobilenet b1 fp32 untuned, %d threads: ours %.2f ms, torch %s ms, torch/ours %s",
                       THREADS, ours * 1e3, tms and string.format("%.2f", tms) or "-",
                       tms and string.format("%.2f", tms / (ours * 1e3)) or "-"))
+  return
+end
+
+-- ---- --peak: the FMA peak and each layer as the network runs it ----------------------------
+
+-- The measured FMA peak: GFLOPS of `threads` threads, each running 12 independent vector FMA
+-- chains of the target's width (no loads, no stores), compiled with the target's C flags.
+local function fma_peak(tgt, threads)
+  local ffi = require "ffi"
+  local src = string.format([[
+#include <pthread.h>
+#include <time.h>
+typedef float vf __attribute__((vector_size(%d)));
+#define NACC 12
+typedef struct { long iters; double secs; float sink; } job;
+static void *run(void *p) {
+  job *j = p;
+  vf acc[NACC], a, b;
+  for (int l = 0; l < %d; l++) { a[l] = 0.999f; b[l] = 1e-3f; }
+  for (int i = 0; i < NACC; i++) acc[i] = a * (float)(i + 1);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  for (long n = 0; n < j->iters; n++) {
+#pragma GCC unroll 12
+    for (int i = 0; i < NACC; i++) acc[i] = acc[i] * a + b;
+    __asm__ volatile("" : "+x"(a));
+  }
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+  j->secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  float s = 0;
+  for (int i = 0; i < NACC; i++) for (int l = 0; l < %d; l++) s += acc[i][l];
+  j->sink = s;
+  return 0;
+}
+/* seconds of wall time for `threads` threads of iters iterations; cpu[i]: thread i's CPU time */
+double tl_fma_peak(int threads, long iters, double *cpu) {
+  pthread_t th[64]; job jobs[64];
+  struct timespec t0, t1;
+  if (threads > 64) threads = 64;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int i = 0; i < threads; i++) { jobs[i].iters = iters; pthread_create(&th[i], 0, run, &jobs[i]); }
+  for (int i = 0; i < threads; i++) { pthread_join(th[i], 0); cpu[i] = jobs[i].secs; }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+}
+]], tgt.lanes * 4, tgt.lanes, tgt.lanes)
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p '" .. dir .. "'") == 0 or true)
+  local c, so = dir .. "/fma_peak.c", dir .. "/fma_peak.so"
+  local fh = assert(io.open(c, "w")); assert(fh:write(src)); assert(fh:close())
+  local cmd = string.format("%s %s -std=gnu11 -fPIC -shared -pthread -o '%s' '%s' 2>&1", tgt.cc or "cc",
+                            tgt.cflags, so, c)
+  local p = io.popen(cmd)
+  local out = p:read("*a")
+  local ok = p:close()
+  local lib = (ok == true or ok == 0) and io.open(so) and ffi.load(so)
+  if not lib then error("conv_x86: the FMA peak loop did not compile: " .. cmd .. "\n" .. out, 0) end
+  pcall(ffi.cdef, "double tl_fma_peak(int threads, long iters, double *cpu);")
+  local cpu = ffi.new("double[64]")
+  local flop_iter = 12 * 2 * tgt.lanes
+  -- calibrate: about 0.2 s of one chain set
+  local iters = 1e6
+  while true do
+    lib.tl_fma_peak(1, iters, cpu)
+    if cpu[0] > 0.05 then break end
+    iters = iters * 4
+  end
+  iters = math.floor(iters * 0.2 / cpu[0])
+  local walls, per_core = {}, {}
+  for _ = 1, 5 do
+    local w = lib.tl_fma_peak(threads, iters, cpu)
+    walls[#walls + 1] = flop_iter * iters * threads / w / 1e9
+    lib.tl_fma_peak(1, iters, cpu)
+    per_core[#per_core + 1] = flop_iter * iters / cpu[0] / 1e9
+  end
+  os.remove(c); os.remove(so); os.remove(dir)
+  return median(walls), median(per_core)
+end
+
+if MODE == "peak" then
+  local relay = require "tunelua.relay"
+  local executor = require "tunelua.graph.executor"
+  local tgt = require("tunelua.target").parse(TARGET)
+  tl.set_num_threads(THREADS)
+  local peak, core = fma_peak(tgt, THREADS)
+  print(string.format("FMA peak (%s, %d-lane vectors, %s): %.1f GFLOPS on %d threads, %.1f GFLOPS per core " ..
+                      "(thread CPU time)", TARGET, tgt.lanes, tgt.cflags, peak, THREADS, core))
+  local history = PEAK_LOG and autotvm.apply_history_best(PEAK_LOG) or nil
+  local tt = torch_times()
+  print(string.format("resnet-18 conv layers as the network runs them (conv2d_NCHWc, %s configs), %d threads, " ..
+                      "median of %d profiles; PyTorch conv2d in the same run",
+                      PEAK_LOG and "tuned" or PEAK_TOPHUB and "TopHub" or "fallback", THREADS, REPEATS))
+  print(string.format("%-22s %-30s %9s %7s %6s %9s %7s %6s %8s", "layer (C,HW,O,K,S,P)", "kernel", "tunelua",
+                      "GFLOPS", "peak", "torch", "GFLOPS", "peak", "torch/us"))
+  local sum_us, sum_t = 0, 0
+  for i, L in ipairs(LAYERS) do
+    if not ONLY or ONLY == i then
+      local C, H, O, K, S, P = L[1], L[2], L[3], L[4], L[5], L[6]
+      local dv = relay.var("data", { shape = { 1, C, H, H } })
+      local wv = relay.var("w", { shape = { O, C, K, K } })
+      local y = relay.nn.conv2d(dv, wv, { strides = { S, S }, padding = { P, P, P, P }, channels = O,
+                                          kernel_size = { K, K } })
+      local mod = relay.Module(relay.Function({ dv, wv }, y))
+      local a = tl.nd.random_uniform({ 1, C, H, H }, { seed = 1 })
+      local w = tl.nd.random_uniform({ O, C, K, K }, { seed = 2 })
+      local lib = executor.build(mod, { target = TARGET, params = { w = w }, history = history,
+                                        tophub = PEAK_TOPHUB or false, quiet = true })
+      local m = executor.GraphModule(lib)
+      m:set_input("data", a)
+      m:run()
+      local ok_ref, refn = pcall(reference, L)
+      if ok_ref then
+        local ref = tl.nd.empty({ 1, O, out_hw(L), out_hw(L) })
+        refn(a, w, ref)
+        tl.testing.assert_allclose(m:get_output(0), ref, { rtol = 1e-3, atol = 1e-3 })
+      end
+      -- the conv step: the one whose name holds "conv2d" (layout transforms excluded)
+      local step
+      for si, st in ipairs(lib.steps) do if st.name:find("conv2d", 1, true) then step = si end end
+      assert(step, "conv_x86: no conv2d step in the layer's graph")
+      local ts = {}
+      for _ = 1, REPEATS do
+        local prof = m:profile(math.max(1, math.floor(2e8 / (2 * O * C * K * K * out_hw(L) ^ 2))))
+        ts[#ts + 1] = prof[step].seconds
+      end
+      local t = median(ts)
+      local gf = 2 * O * C * K * K * out_hw(L) ^ 2 / 1e9
+      local tp = tt and tt[i]
+      print(string.format("%-22s %-30s %7.3fms %7.1f %5.0f%% %9s %7s %6s %8s", table.concat(L, ","),
+                          lib.steps[step].name:sub(1, 30), t * 1e3, gf / t, 100 * gf / t / peak,
+                          tp and string.format("%.3fms", tp * 1e3) or "-",
+                          tp and string.format("%.1f", gf / tp) or "-",
+                          tp and string.format("%.0f%%", 100 * gf / tp / peak) or "-",
+                          tp and string.format("%.2f", tp / t) or "-"))
+      sum_us, sum_t = sum_us + t, sum_t + (tp or 0)
+    end
+  end
+  print(string.format("%-22s %-30s %7.3fms %7s %6s %7.3fms %7s %6s %8.2f", "sum (distinct layers)", "",
+                      sum_us * 1e3, "", "", sum_t * 1e3, "", "", sum_t / sum_us))
   return
 end
 

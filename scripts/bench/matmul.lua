@@ -3,7 +3,9 @@
 -- ratio, and the time tunelua spends lowering + emitting C per kernel (the C
 -- compiler's own time is reported separately).
 --
---   tunelua scripts/bench/matmul.lua [N] [repeats] [--threads T]
+--   tunelua scripts/bench/matmul.lua [N] [repeats] [--threads T] [--target T] [--cflags F]
+--   tunelua scripts/bench/matmul.lua --target "llvm -mcpu=core-avx2" --cflags "-O3 -march=haswell"
+--                                       -- the AVX2 kernel on an AVX-512 machine
 --   taskset -c 0,1 tunelua scripts/bench/matmul.lua          -- 2 threads, both sides
 --   OPENBLAS_CORETYPE=SkylakeX tunelua scripts/bench/matmul.lua
 --
@@ -19,13 +21,17 @@ local te = tl.te
 local ffi = require "ffi"
 local bit = require "bit"
 
-local pos, THREADS = {}, nil
+local pos, THREADS, TARGET, CFLAGS = {}, nil, "c", nil
 do
   local i = 1
   while i <= #arg do
     if arg[i] == "--threads" then
       THREADS = tonumber(arg[i + 1])
       if not THREADS or THREADS < 1 then error("--threads: expected a positive integer, got " .. tostring(arg[i + 1])) end
+      i = i + 2
+    elseif arg[i] == "--target" or arg[i] == "--cflags" then
+      if arg[i + 1] == nil then error(arg[i] .. ": expected a value") end
+      if arg[i] == "--target" then TARGET = arg[i + 1] else CFLAGS = arg[i + 1] end
       i = i + 2
     else
       pos[#pos + 1] = arg[i]
@@ -65,7 +71,20 @@ local median = require("tunelua.stats").median
 
 -- The schedule: B packed into [N/bn][K][bn] panels, C computed in bm x bn
 -- register tiles (a local accumulator computed at the tile), k split by 4 and
--- unrolled, the bn columns vectorized, row blocks in parallel.
+-- unrolled, the bn columns vectorized, tiles in parallel. The tile comes from
+-- the target's vectors and registers: bn = two vectors, bm = registers / 4 rows
+-- (AVX-512: 8 x 32, 16 accumulators of 32 zmm; AVX2: 4 x 16, 8 of 16 ymm, which
+-- leaves the B vectors and the broadcast in registers). The tiles are visited a
+-- group of B panels (about 512 KB, in L2) at a time across all row blocks, so
+-- that each panel is read from L3 once per group rather than once per tile.
+local tgt = require("tunelua.target").parse(TARGET)
+local BM, BN, KF = math.max(2, math.floor(tgt.registers / 4)), 2 * tgt.lanes, 4
+local function panel_group(bn)
+  local g = math.max(1, math.floor(512 * 1024 / (K * bn * 4)))
+  while g > 1 and (N / bn) % g ~= 0 do g = g - 1 end
+  return g
+end
+
 local function matmul_schedule(bm, bn, kf)
   local A = te.placeholder({M, K}, "float32", "A")
   local B = te.placeholder({K, N}, "float32", "B")
@@ -77,7 +96,9 @@ local function matmul_schedule(bm, bn, kf)
   local s = te.create_schedule(C.op)
   local CC = s:cache_write(C, "local")
   local xo, yo, xi, yi = s[C]:tile(C.op.axis[1], C.op.axis[2], bm, bn)
-  s[CC]:compute_at(s[C], yo)
+  local yoo, yoi = s[C]:split(yo, {factor = panel_group(bn)})
+  s[C]:reorder(yoo, xo, yoi, xi, yi)
+  s[CC]:compute_at(s[C], yoi)
   local xc, yc = s[CC].op.axis[1], s[CC].op.axis[2]
   local ko, ki = s[CC]:split(s[CC].op.reduce_axis[1], {factor = kf})
   s[CC]:reorder(ko, ki, xc, yc)
@@ -85,7 +106,7 @@ local function matmul_schedule(bm, bn, kf)
   s[CC]:unroll(xc)
   s[CC]:vectorize(yc)
   s[C]:vectorize(yi)
-  local fused = s[C]:fuse(xo, yo)
+  local fused = s[C]:fuse(yoo, xo, yoi)
   s[C]:parallel(fused)
   local px = s[packedB].op.axis[1]
   s[packedB]:vectorize(s[packedB].op.axis[3])
@@ -94,8 +115,9 @@ local function matmul_schedule(bm, bn, kf)
 end
 
 local now = tl.core.C.tl_now
-local s, args = matmul_schedule(8, 32, 4)
-local f = tl.build(s, args, "c")
+local s, args = matmul_schedule(BM, BN, KF)
+local BOPTS = CFLAGS and {cflags = CFLAGS} or nil
+local f = tl.build(s, args, TARGET, BOPTS)
 
 local a = tl.nd.random_uniform({M, K}, {seed = 1})
 local b = tl.nd.random_uniform({K, N}, {seed = 2})
@@ -138,6 +160,9 @@ local t_tl = median(times)
 print(string.format("matmul %dx%dx%d fp32, %d threads (affinity CPUs %s), median of %d repeats", M, N,
                     K, THREADS, table.concat(cpus, ","), REPEATS))
 print("CPU: " .. cpu_model())
+print(string.format("tunelua: target %s (%d-lane vectors, %d registers), %s; tile %dx%d, k unrolled by %d, " ..
+                    "B panels in groups of %d", TARGET, tgt.lanes, tgt.registers, CFLAGS or tgt.cflags, BM, BN,
+                    KF, panel_group(BN)))
 if blas_core then
   print("OpenBLAS kernel: " .. blas_core .. (os.getenv("OPENBLAS_CORETYPE") and
         (", forced by OPENBLAS_CORETYPE=" .. os.getenv("OPENBLAS_CORETYPE")) or ""))
@@ -158,7 +183,7 @@ end
 -- is already cached: lower, emit, hash, dlopen), and the C compiler's own time.
 local function kernel_costs(label, make)
   local s2, a2 = make()
-  local f2 = tl.build(s2, a2, "c")              -- compiles (or hits the cache)
+  local f2 = tl.build(s2, a2, TARGET, BOPTS)           -- compiles (or hits the cache)
   local lows, emits = {}, {}
   for r = 1, 5 do
     local s3, a3 = make()
@@ -166,7 +191,7 @@ local function kernel_costs(label, make)
     tl.lower(s3, a3)
     lows[r] = now() - t
     t = now()
-    tl.build(s3, a3, "c")
+    tl.build(s3, a3, TARGET, BOPTS)
     emits[r] = now() - t
   end
   print(string.format("%-34s %8.2f ms %12.2f ms %10.2f s", label, median(lows) * 1e3,
@@ -174,7 +199,7 @@ local function kernel_costs(label, make)
 end
 print()
 print(string.format("%-34s %11s %15s %12s", "kernel", "lower", "lower+emit+load", "C compiler"))
-kernel_costs("matmul (packed, tiled)", function() return matmul_schedule(8, 32, 4) end)
+kernel_costs("matmul (packed, tiled)", function() return matmul_schedule(BM, BN, KF) end)
 kernel_costs("conv2d 1x64x56x56, 64x3x3, pad 1", function()
   local data = te.placeholder({1, 64, 56, 56}, "float32", "data")
   local kernel = te.placeholder({64, 64, 3, 3}, "float32", "kernel")
