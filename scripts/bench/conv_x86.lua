@@ -29,7 +29,11 @@
 -- records, or TopHub's with --tophub.
 --
 --   taskset -c 0,1 tunelua scripts/bench/conv_x86.lua --peak [repeats=20] [layer]
---       [--target "llvm -mcpu=core-avx2"] [--log file] [--tophub]
+--       [--target "llvm -mcpu=core-avx2" --cflags "-O3 -march=haswell"] [--log file] [--tophub]
+-- (--cflags: the C flags of the kernels and the peak loop, e.g. AVX2 code on an AVX-512
+-- machine.) The share of peak is against <threads> x the per-core peak measured with thread
+-- CPU time, which a busy machine does not lower; the wall-clock peak of the threads together
+-- is printed beside it. TUNELUA_NO_PEER=1: no PyTorch column.
 local tl = require "tunelua"
 local autotvm = require "tunelua.autotvm"
 
@@ -40,14 +44,15 @@ if arg[1] == "--depthwise" or arg[1] == "--mobilenet" or arg[1] == "--peak" then
 end
 local DW = MODE == "depthwise"
 local TARGET = "llvm"   -- the host CPU's vectors and registers
-local PEAK_LOG, PEAK_TOPHUB
+local PEAK_LOG, PEAK_TOPHUB, PEAK_CFLAGS
 if MODE == "peak" then
   local rest, i = {}, 1
   while i <= #arg do
     local a = arg[i]
-    if a == "--target" or a == "--log" then
+    if a == "--target" or a == "--log" or a == "--cflags" then
       if arg[i + 1] == nil then error("conv_x86: " .. a .. " expects a value", 0) end
-      if a == "--target" then TARGET = arg[i + 1] else PEAK_LOG = arg[i + 1] end
+      if a == "--target" then TARGET = arg[i + 1] elseif a == "--log" then PEAK_LOG = arg[i + 1]
+      else PEAK_CFLAGS = arg[i + 1] end
       i = i + 2
     elseif a == "--tophub" then
       PEAK_TOPHUB, i = true, i + 1
@@ -123,6 +128,7 @@ end
 
 -- PyTorch peer: one subprocess timing every layer
 local function torch_times()
+  if os.getenv("TUNELUA_NO_PEER") then return nil end
   local specs = {}
   for i, L in ipairs(LAYERS) do specs[i] = "(" .. table.concat(L, ",") .. ")" end
   local py = string.format([[
@@ -260,7 +266,7 @@ double tl_fma_peak(int threads, long iters, double *cpu) {
   local c, so = dir .. "/fma_peak.c", dir .. "/fma_peak.so"
   local fh = assert(io.open(c, "w")); assert(fh:write(src)); assert(fh:close())
   local cmd = string.format("%s %s -std=gnu11 -fPIC -shared -pthread -o '%s' '%s' 2>&1", tgt.cc or "cc",
-                            tgt.cflags, so, c)
+                            PEAK_CFLAGS or tgt.cflags, so, c)
   local p = io.popen(cmd)
   local out = p:read("*a")
   local ok = p:close()
@@ -293,9 +299,11 @@ if MODE == "peak" then
   local executor = require "tunelua.graph.executor"
   local tgt = require("tunelua.target").parse(TARGET)
   tl.set_num_threads(THREADS)
-  local peak, core = fma_peak(tgt, THREADS)
-  print(string.format("FMA peak (%s, %d-lane vectors, %s): %.1f GFLOPS on %d threads, %.1f GFLOPS per core " ..
-                      "(thread CPU time)", TARGET, tgt.lanes, tgt.cflags, peak, THREADS, core))
+  local wall_peak, core = fma_peak(tgt, THREADS)
+  local peak = core * THREADS
+  print(string.format("FMA peak (%s, %d-lane vectors, %s): %.1f GFLOPS per core (thread CPU time), x %d threads " ..
+                      "= %.1f GFLOPS (the share's base); %.1f GFLOPS wall clock on %d threads together", TARGET,
+                      tgt.lanes, PEAK_CFLAGS or tgt.cflags, core, THREADS, peak, wall_peak, THREADS))
   local history = PEAK_LOG and autotvm.apply_history_best(PEAK_LOG) or nil
   local tt = torch_times()
   print(string.format("resnet-18 conv layers as the network runs them (conv2d_NCHWc, %s configs), %d threads, " ..
@@ -315,7 +323,7 @@ if MODE == "peak" then
       local a = tl.nd.random_uniform({ 1, C, H, H }, { seed = 1 })
       local w = tl.nd.random_uniform({ O, C, K, K }, { seed = 2 })
       local lib = executor.build(mod, { target = TARGET, params = { w = w }, history = history,
-                                        tophub = PEAK_TOPHUB or false, quiet = true })
+                                        tophub = PEAK_TOPHUB or false, quiet = true, cflags = PEAK_CFLAGS })
       local m = executor.GraphModule(lib)
       m:set_input("data", a)
       m:run()
