@@ -69,6 +69,14 @@ void tl_atvm_fallback_knobs(const tl_atvm_task *t, int64_t *digits);
 
 /* ---- instantiation -------------------------------------------------------- */
 
+/* on != 0: instantiate (and so measure, lower for features, build) each config
+** of t in the blocked layout the graph executor runs it in (its inputs
+** NCHW[ib]c / OIHW[ob]o with the config's blocks, the output NCHW[ob]c, no
+** packing or unpacking stage), when the template has one; the args of an
+** instantiated config then have those shapes. Returns 1 when t's template has
+** a blocked form for t's args (and the switch took), else 0. */
+int tl_atvm_task_set_blocked(tl_atvm_task *t, int on);
+
 /* instantiate config index (-1 = fallback): a schedule (caller frees) and its argument tensor
 ** ids (in tl_sched_dag order: inputs then outputs); TL_E_SCHED etc. = instantiation error */
 int tl_atvm_instantiate(tl_ctx *ctx, tl_atvm_task *t, int64_t index, tl_sched **sched,

@@ -117,6 +117,13 @@ typedef struct tl_atvm_template {
   ** packing rule is written once, next to the compute that reads it. */
   void (*deploy)(const tl_atvm_args *a, int i, const void *src, void *dst);
   int flags;                   /* TL_TMPL_* (core/tunelua_autotvm.h) */
+  /* Optional. The shape input i takes in the graph's blocked layout under
+  ** config cfg (x86: NCHW[ib]c data and OIHW[ob]o kernel, the blocks from the
+  ** config, as AlterOpLayout gives them): returns 1 and fills ndim/shape,
+  ** else 0. A task set to measure its blocked form (tl_atvm_task_set_blocked)
+  ** instantiates each config on inputs of these shapes, so tuning times the
+  ** kernel the network runs rather than its NCHW form with packing. */
+  int (*blocked_input)(tl_atvm_cfg *cfg, const tl_atvm_args *a, int i, int *ndim, int64_t *shape);
 } tl_atvm_template;
 
 int tl_atvm_parse_args(tl_ctx *ctx, const char *args_json, tl_atvm_args *a);

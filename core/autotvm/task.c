@@ -23,6 +23,7 @@ struct tl_atvm_task {
   double flop;
   tl_buf text;
   tl_target_hw hw;             /* the target's hardware facts */
+  int blocked;                 /* instantiate in the blocked layout (tl_atvm_task_set_blocked) */
 };
 
 /* ---- template arguments ----------------------------------------------------- */
@@ -360,6 +361,57 @@ TL_EXPORT int tl_atvm_template_schedule(tl_ctx *ctx, tl_atvm_task *t, int64_t in
   return TL_OK;
 }
 
+/* The blocked form of config index's compute: a fresh DAG whose inputs take
+** the template's blocked shapes (tl_atvm_template.blocked_input), its outputs'
+** names in out_names (freed by the caller); *dag NULL when the config has
+** none (an input without a blocked shape). */
+static int blocked_dag(tl_ctx *ctx, tl_atvm_task *t, int64_t index, tl_dag **dag, int *outs,
+                       int *nout, char **out_names) {
+  *dag = NULL, *nout = 0;
+  int64_t digits[64];
+  digits_of(t, index, digits);
+  tl_atvm_cfg cfg = {ctx, t->space, digits, 0, &t->hw};
+  int nd[8];
+  int64_t shape[8][8];
+  for (int i = 0; i < t->ninputs; i++)
+    if (!t->tmpl->blocked_input(&cfg, &t->args, i, &nd[i], shape[i])) {
+      tl_clearerr(ctx);
+      return TL_OK;
+    }
+  tl_dag *d = tl_dag_new();
+  int in[8], rc = TL_OK;
+  for (int i = 0; i < t->ninputs && !rc; i++)
+    rc = tl_dag_placeholder(ctx, d, t->in_names[i], nd[i], shape[i], t->args.dtype[i], &in[i]);
+  if (!rc) rc = t->tmpl->compute(ctx, &t->args, d, in, t->ninputs, outs, 8, nout);
+  if (rc) {
+    tl_dag_free(d);
+    return tl_err_prefix(ctx, "autotvm: %s config %lld (blocked): ", t->name, (long long)index);
+  }
+  for (int i = 0; i < *nout; i++) out_names[i] = tl_strdup(tl_dag_tensor_name(d, outs[i]));
+  *dag = d;
+  return TL_OK;
+}
+
+TL_EXPORT int tl_atvm_task_set_blocked(tl_atvm_task *t, int on) {
+  if (!t) return 0;
+  if (!on || !t->tmpl->blocked_input) {
+    t->blocked = 0;
+    return 0;
+  }
+  /* the fallback config tells whether the args have a blocked form */
+  tl_ctx *ctx = tl_ctx_new();
+  int64_t digits[64];
+  digits_of(t, -1, digits);
+  tl_atvm_cfg cfg = {ctx, t->space, digits, 0, &t->hw};
+  int nd;
+  int64_t shape[8];
+  int ok = 1;
+  for (int i = 0; i < t->ninputs && ok; i++) ok = t->tmpl->blocked_input(&cfg, &t->args, i, &nd, shape);
+  tl_ctx_free(ctx);
+  t->blocked = ok;
+  return ok;
+}
+
 TL_EXPORT int tl_atvm_instantiate(tl_ctx *ctx, tl_atvm_task *t, int64_t index, tl_sched **sched,
                                   int *args, int max_args, int *nargs) {
   *sched = NULL;
@@ -369,6 +421,34 @@ TL_EXPORT int tl_atvm_instantiate(tl_ctx *ctx, tl_atvm_task *t, int64_t index, t
     return tl_err(ctx, TL_E_ARG, "autotvm: instantiate: room for %d args, need %d", max_args,
                   t->ninputs + t->noutputs);
   tl_sched *s;
+  if (t->blocked) {
+    tl_dag *d;
+    int outs[8], nout;
+    char *onames[8] = {0};
+    if ((rc = blocked_dag(ctx, t, index, &d, outs, &nout, onames))) return rc;
+    if (d) {
+      rc = nout == t->noutputs ? tl_sched_new(ctx, d, outs, nout, &s)
+                               : tl_err(ctx, TL_E_INTERNAL, "autotvm: %s: the blocked form has %d outputs, "
+                                        "the task %d", t->name, nout, t->noutputs);
+      tl_dag_free(d);
+      if (!rc && (rc = tl_atvm_template_schedule(ctx, t, index, s))) tl_sched_free(s);
+      int n = 0;
+      for (int i = 0; !rc && i < t->ninputs; i++)
+        args[n++] = tl_sched_stage_tensor(s, tl_sched_stage_find(s, t->in_names[i]), 0);
+      for (int i = 0; !rc && i < nout; i++)
+        args[n++] = tl_sched_stage_tensor(s, tl_sched_stage_find(s, onames[i]), 0);
+      for (int i = 0; i < 8; i++) free(onames[i]);
+      if (rc) return rc;
+      for (int i = 0; i < n; i++)
+        if (args[i] < 0) {
+          tl_sched_free(s);
+          return tl_err(ctx, TL_E_INTERNAL, "autotvm: instantiate: lost an argument tensor");
+        }
+      *nargs = n;
+      *sched = s;
+      return TL_OK;
+    }
+  }
   if ((rc = tl_sched_new(ctx, t->dag, t->outputs, t->noutputs, &s))) return rc;
   if ((rc = tl_atvm_template_schedule(ctx, t, index, s))) {
     tl_sched_free(s);

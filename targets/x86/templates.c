@@ -694,10 +694,39 @@ static void conv_nchwc_deploy(const tl_atvm_args *a, int i, const void *src, voi
     }
 }
 
+static int dw_blocked_ok(const tl_atvm_args *a, const conv_info *ci);
+
+/* The graph's blocked inputs under cfg (AlterOpLayout's NCHW[x]c form):
+** data [N, C/ib, H, W, ib], kernel [O/ob, C, KH, KW, ob] (depthwise: ib = ob,
+** kernel [C/ob, 1, KH, KW, ob]), ib and ob the last factors of tile_ic and
+** tile_oc (the depthwise block is tile_oc's). */
+static int nchwc_blocked_input(tl_atvm_cfg *cfg, const tl_atvm_args *a, int i, int *ndim,
+                               int64_t *shape, int depthwise) {
+  conv_info ci;
+  if (i > 1 || conv_info_of(cfg->ctx, a, depthwise, &ci)) return 0;
+  if (depthwise ? !dw_blocked_ok(a, &ci) : !conv_blocked_ok(a, &ci)) return 0;
+  int64_t ob = last_of(cfg, "tile_oc"), ib = depthwise ? ob : last_of(cfg, "tile_ic");
+  if (ib < 1 || ob < 1 || ci.C % ib || ci.O % ob) return 0;
+  *ndim = 5;
+  if (i == 0) {
+    int64_t d[5] = {ci.N, ci.C / ib, ci.H, ci.W, ib};
+    memcpy(shape, d, sizeof d);
+  } else {
+    int64_t k[5] = {ci.O / ob, depthwise ? 1 : ci.C, ci.KH, ci.KW, ob};
+    memcpy(shape, k, sizeof k);
+  }
+  return 1;
+}
+
+static int conv_nchwc_blocked_input(tl_atvm_cfg *cfg, const tl_atvm_args *a, int i, int *ndim,
+                                    int64_t *shape) {
+  return nchwc_blocked_input(cfg, a, i, ndim, shape, 0);
+}
+
 const tl_atvm_template tl_x86_conv2d_nchwc = {"conv2d_NCHWc.x86",       conv_nchwc_define,
                                               conv_nchwc_compute,       conv_nchwc_schedule,
                                               conv_nchwc_deployed_input, conv_nchwc_deploy,
-                                              TL_TMPL_FALLBACK_DEPLOYS};
+                                              TL_TMPL_FALLBACK_DEPLOYS, conv_nchwc_blocked_input};
 
 /* ---- depthwise_conv2d_NCHWc.x86 --------------------------------------------------- */
 
@@ -944,8 +973,14 @@ static int dw_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   return TL_OK;
 }
 
+static int dw_blocked_input(tl_atvm_cfg *cfg, const tl_atvm_args *a, int i, int *ndim,
+                            int64_t *shape) {
+  return nchwc_blocked_input(cfg, a, i, ndim, shape, 1);
+}
+
 const tl_atvm_template tl_x86_depthwise_nchwc = {"depthwise_conv2d_NCHWc.x86", dw_define,
-                                                 dw_compute, dw_schedule};
+                                                 dw_compute, dw_schedule, NULL, NULL, 0,
+                                                 dw_blocked_input};
 
 /* ---- dense ---------------------------------------------------------------------------- */
 

@@ -360,12 +360,12 @@ end
 
 -- The reference kernel for check_correctness: task:lower_reference() when the task has it,
 -- else config 0 (TVM's old rule), built once per task.
-local function build_reference(task, cflags)
+local function build_reference(task, cflags, index)
   local ok, l
-  if task.lower_reference then
+  if task.lower_reference and not index then
     ok, l = pcall(task.lower_reference, task)
   else
-    ok, l = pcall(task.lower, task, 0)
+    ok, l = pcall(task.lower, task, index or 0)
   end
   if not ok then return nil, "reference: " .. strip_traceback(l) end
   local ok2, src, sig = pcall(source_of, l)
@@ -380,13 +380,49 @@ local function build_reference(task, cflags)
 end
 measure.build_reference = build_reference
 
+-- A blocked task's configs take inputs of their own channel blocks: the reference of config
+-- index is the config with the same blocks (tile_ic, tile_oc) and every other knob at its
+-- first value (config 0's rule, per layout).
+local function blocked_reference_index(task, index)
+  local sp = task.config_space
+  local digits = sp:point2knob(index)
+  for k, kb in ipairs(sp:knobs()) do
+    if kb.name ~= "tile_ic" and kb.name ~= "tile_oc" then digits[k] = 0 end
+  end
+  return sp:knob2point(digits)
+end
+
+-- The reference for a blocked task's build result br (built once per signature).
+function Runner:blocked_reference(inp, br)
+  self.brefs = self.brefs or {}
+  local key = br.sig
+  local r = self.brefs[key]
+  if r == nil then
+    local index = config_index(inp) or 0
+    local sp = inp.task.config_space
+    if index < 0 or (type(inp.config) == "table" and inp.config.is_fallback) then
+      index = sp:knob2point(sp:fallback_digits())
+    end
+    local ref, err = build_reference(inp.task, nil, blocked_reference_index(inp.task, index))
+    r = ref or { err = err }
+    self.brefs[key] = r
+    if ref then
+      local guard = ffi.gc(ffi.new("char[1]"), function() cleanup({ ref }) end)
+      self.bref_guards = self.bref_guards or {}
+      self.bref_guards[#self.bref_guards + 1] = guard
+    end
+  end
+  if r.err then return nil, r.err end
+  return r
+end
+
 --- runner:set_task(task): prepares per-task state (the reference kernel).
 function Runner:set_task(task)
   if self.ref then cleanup({ self.ref }) end
   if self.ref_guard then ffi.gc(self.ref_guard, nil) end
   self.task, self.ref, self.ref_err = task, nil, nil
   -- a device hook (OpenCL) checks correctness on its own device
-  if self.check_correctness and not hook_of(task) then
+  if self.check_correctness and not hook_of(task) and not task.blocked then
     self.ref, self.ref_err = build_reference(task)
     local ref = self.ref
     -- the reference's directory goes when the runner does (or at exit)
@@ -447,7 +483,9 @@ function Runner:run(inputs, build_results)
                                               strip_traceback(r))
     else
       local ref = nil
-      if self.check_correctness then
+      if self.check_correctness and inp.task.blocked then
+        ref, self.ref_err = self:blocked_reference(inp, br)
+      elseif self.check_correctness then
         if not self.ref and self.task ~= inp.task then self:set_task(inp.task) end
         ref = self.ref
       end

@@ -306,6 +306,17 @@ function Task.build(t, index, opts)
   return f
 end
 
+--- task:set_blocked(on) -> true when the task now instantiates (measures, builds) each config
+--- in the blocked layout the graph executor runs it in (x86 conv2d_NCHWc / depthwise: inputs
+--- NCHW[ib]c and OIHW[ob]o with the config's blocks, output NCHW[ob]c), false when its
+--- template has no such form for its args. Extraction from a program sets it on where the
+--- graph runs blocked (layouts ~= false).
+function Task.set_blocked(t, on)
+  if not t.handle then return false end
+  t.blocked = C.tl_atvm_task_set_blocked(t.handle, on and 1 or 0) ~= 0
+  return t.blocked
+end
+
 --- task:config_json(index) -> the log's config object text
 function Task.config_json(t, index)
   if t.handle then return ffi.string(C.tl_atvm_config_json(t.handle, index)) end

@@ -141,7 +141,12 @@ function extract.autotvm(mod, opts, target, ops)
   end
   local list, tgt = extract.candidates(mod, opts, 2)
   local tasks = {}
-  for i, c in ipairs(list) do tasks[i] = extract.make_task(c.name, c.args, tgt.str) end
+  for i, c in ipairs(list) do
+    tasks[i] = extract.make_task(c.name, c.args, tgt.str)
+    -- where the graph runs a conv blocked (AlterOpLayout, opts.layouts ~= false), its task
+    -- measures that blocked kernel, not the NCHW form with its packing
+    if opts.layouts ~= false and tasks[i].set_blocked then tasks[i]:set_blocked(true) end
+  end
   return tasks
 end
 

@@ -1,0 +1,127 @@
+-- The x86 conv tasks measure the kernel the network runs: a task set blocked
+-- (task:set_blocked, on for every task extraction finds where the graph runs blocked)
+-- instantiates each config on NCHW[ib]c data and an OIHW[ob]o kernel with the config's
+-- blocks and computes NCHW[ob]c, with no packing or unpacking stage. Random configs of a
+-- conv2d and a depthwise task are checked against the reference conv on random data (the
+-- blocked inputs and output converted in Lua); a short tuning run with check_correctness
+-- measures blocked configs against references of their own blocks; extraction sets the
+-- tasks blocked unless layouts = false.
+local ffi = require "ffi"
+local tl = require "tunelua"
+local te, topi = tl.te, tl.topi
+local autotvm = require "tunelua.autotvm"
+local relay = require "tunelua.relay"
+
+local function f32(a) return ffi.cast("float *", a:data_ptr()) end
+
+-- NCHW [N, C, H, W] <-> NCHW[b]c [N, C/b, H, W, b]
+local function block_data(src, N, C, H, W, b, dst)
+  local s, d = f32(src), f32(dst)
+  for n = 0, N - 1 do for c = 0, C - 1 do for y = 0, H - 1 do for x = 0, W - 1 do
+    d[(((n * (C / b) + math.floor(c / b)) * H + y) * W + x) * b + c % b] = s[((n * C + c) * H + y) * W + x]
+  end end end end
+end
+-- OIHW [O, I, KH, KW] -> OIHW[b]o [O/b, I, KH, KW, b]
+local function block_kernel(src, O, I, KH, KW, b, dst)
+  local s, d = f32(src), f32(dst)
+  for o = 0, O - 1 do for i = 0, I - 1 do for k = 0, KH * KW - 1 do
+    d[((math.floor(o / b) * I + i) * KH * KW + k) * b + o % b] = s[(o * I + i) * KH * KW + k]
+  end end end
+end
+
+local function check_task(name, C, H, O, K, S, P, depthwise, nconfigs)
+  local args = { { "TENSOR", { 1, C, H, H }, "float32" },
+                 { "TENSOR", depthwise and { C, 1, K, K } or { O, C, K, K }, "float32" }, { S, S }, { P, P, P, P },
+                 { 1, 1 } }
+  if depthwise then args[6] = "float32" else args[6], args[7], args[8] = "NCHW", "NCHW", "float32" end
+  local task = autotvm.task.create(name, args, "llvm")
+  assert(task:set_blocked(true) == true, name .. ": expected a blocked form")
+  local OH = math.floor((H + 2 * P - K) / S) + 1
+  local I = depthwise and 1 or C
+  -- the reference on NCHW data
+  local A = te.placeholder({ 1, C, H, H }, "float32", "A")
+  local Wt = te.placeholder({ O, I, K, K }, "float32", "W")
+  local Out = (depthwise and topi.nn.depthwise_conv2d or topi.nn.conv2d)(A, Wt,
+    { strides = S, padding = { P, P, P, P }, dilation = 1 })
+  local ref_f = tl.build(topi.default_schedule({ Out }, "cpu"), { A, Wt, Out }, "c")
+  local a = tl.nd.random_uniform({ 1, C, H, H }, { seed = 11 })
+  local w = tl.nd.random_uniform({ O, I, K, K }, { seed = 12 })
+  local ref = tl.nd.empty({ 1, O, OH, OH })
+  ref_f(a, w, ref)
+  local n = #task.config_space
+  local idx = { -1 }
+  math.randomseed(7)
+  for _ = 1, nconfigs do idx[#idx + 1] = math.random(0, n - 1) end
+  local seen = {}
+  for _, i in ipairs(idx) do
+    local s, targs, shapes = task:instantiate(i)
+    local ib, ob = shapes[1][5], shapes[2][5]
+    assert(#shapes[1] == 5 and #shapes[2] == 5 and #shapes[3] == 5,
+           string.format("%s config %d: expected 5-D args, got %d-D, %d-D, %d-D", name, i, #shapes[1],
+                         #shapes[2], #shapes[3]))
+    assert(shapes[1][2] * ib == C and shapes[2][1] * ob == O and shapes[3][5] == ob and shapes[3][2] * ob == O,
+           name .. ": the blocked shapes disagree with the channels")
+    seen[ib .. "/" .. ob] = true
+    local f = tl.build(s, targs, "c")
+    local ab = tl.nd.empty(shapes[1])
+    local wb = tl.nd.empty(shapes[2])
+    block_data(a, 1, C, H, H, ib, ab)
+    block_kernel(w, O, I, K, K, ob, wb)
+    local ob_out = tl.nd.empty(shapes[3])
+    f(ab, wb, ob_out)
+    local want = tl.nd.empty(shapes[3])
+    block_data(ref, 1, O, OH, OH, ob, want)
+    tl.testing.assert_allclose(ob_out, want, { rtol = 1e-4, atol = 1e-4 })
+  end
+  local nseen = 0
+  for _ in pairs(seen) do nseen = nseen + 1 end
+  assert(nseen >= 2, name .. ": the random configs should cover more than one channel block")
+  return task
+end
+
+local conv = check_task("conv2d_NCHWc.x86", 16, 9, 32, 3, 1, 1, false, 6)
+check_task("conv2d_NCHWc.x86", 8, 8, 16, 1, 2, 0, false, 4)
+check_task("depthwise_conv2d_NCHWc.x86", 32, 10, 32, 3, 2, 1, true, 5)
+
+-- a dtype the blocked form does not take keeps the NCHW form
+do
+  local t = autotvm.task.create("conv2d_NCHWc.x86", { { "TENSOR", { 1, 8, 6, 6 }, "float32" },
+    { "TENSOR", { 8, 8, 3, 3 }, "float32" }, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "NCHW", "NCHW", "float64" }, "llvm")
+  assert(t:set_blocked(true) == false, "an out_dtype other than float32 has no blocked form")
+  local _, _, shapes = t:instantiate(-1)
+  assert(#shapes[1] == 4, "the NCHW form stays")
+end
+
+-- tuning measures blocked configs, each checked against a reference of its own blocks
+do
+  local measure_option = autotvm.measure_option({
+    builder = autotvm.LocalBuilder(),
+    runner = autotvm.LocalRunner({ number = 1, ["repeat"] = 1, check_correctness = true }),
+  })
+  local results = {}
+  local tuner = autotvm.tuner.RandomTuner(conv)
+  tuner:tune({ n_trial = 4, measure_option = measure_option,
+               callbacks = { function(_, inputs, res)
+                 for i = 1, #inputs do results[#results + 1] = res[i] end
+               end } })
+  assert(#results == 4, "expected 4 measurements, got " .. #results)
+  for _, r in ipairs(results) do
+    assert(r.error_no == 0, "a blocked config failed its measurement: " .. tostring(r.error_msg))
+  end
+end
+
+-- extraction sets the x86 conv tasks blocked where the graph runs blocked
+do
+  local dv = relay.var("data", { shape = { 1, 8, 8, 8 } })
+  local wv = relay.var("w", { shape = { 16, 8, 3, 3 } })
+  local y = relay.nn.conv2d(dv, wv, { padding = { 1, 1, 1, 1 }, channels = 16, kernel_size = { 3, 3 } })
+  local mod = relay.Module(relay.Function({ dv, wv }, y))
+  local params = { w = tl.nd.random_uniform({ 16, 8, 3, 3 }, { seed = 3 }) }
+  local tasks = autotvm.task.extract_from_program(mod, { target = "llvm", params = params, ops = { "nn.conv2d" } })
+  assert(#tasks >= 1 and tasks[1].blocked == true, "extracted x86 conv tasks measure the blocked kernel")
+  tasks = autotvm.task.extract_from_program(mod, { target = "llvm", params = params, ops = { "nn.conv2d" },
+                                                   layouts = false })
+  assert(#tasks >= 1 and not tasks[1].blocked, "layouts = false keeps the NCHW form")
+end
+
+print("test_x86_blocked_task: ok")
