@@ -95,6 +95,9 @@ function RPCRunner:set_task(task)
     return
   end
   if self.check_correctness then
+    -- a remote batch checks against one reference; a blocked task's configs take inputs of
+    -- their own blocks, so with check_correctness it measures its NCHW form
+    if task.blocked and task.set_blocked then task:set_blocked(false) end
     self.ref, self.ref_err = measure.build_reference(task)
     local ref = self.ref
     self.ref_guard = ref and ffi.gc(ffi.new("char[1]"), function() measure.cleanup({ ref }) end) or nil
