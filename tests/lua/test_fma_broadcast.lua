@@ -4,7 +4,8 @@
 -- built as a value of its own was broadcast, stored in pieces and reloaded once per use;
 -- the C backend prints vectors no wider than a register (both widths under #if) and a
 -- broadcast beside a vector as its scalar, so that the compiler broadcasts into a register.
--- The scan is checked first on that old idiom, which it must flag.
+-- The scan is checked first on that old idiom, which it must flag. The bench's AVX2 tile (4x16)
+-- compiled for haswell also reloads no vector from the stack among its FMAs (8x32 reloads 93).
 local tl = require "tunelua"
 local te = tl.te
 local measure = require "tunelua.autotvm.measure"
@@ -101,6 +102,45 @@ for _, march in ipairs({"haswell", "skylake-avx512"}) do
   assert(nfma > 0 and nbcast > 0, string.format("-march=%s: expected FMAs with broadcast operands, "
                                                 .. "found %d FMAs, %d broadcasts", march, nfma, nbcast))
   assert(sp == 0, string.format("-march=%s: %d stores of a broadcast register to the stack", march, sp))
+end
+
+-- the AVX2 tile of scripts/bench/matmul.lua (bm = 16 registers / 4 = 4 rows, bn = two 8-lane
+-- vectors): its 8 accumulators, 2 B vectors and the broadcast fit 16 ymm, so the FMA loop
+-- reloads nothing from the stack (8x32 kept 32 ymm accumulators there)
+do
+  local bm4, bn16 = 4, 16
+  local A2 = te.placeholder({M, K}, "float32", "A")
+  local B2 = te.placeholder({K, N}, "float32", "B")
+  local pB = te.compute({N / bn16, K, bn16}, function(x, y, z) return B2(y, x * bn16 + z) end, "packedB")
+  local k2 = te.reduce_axis({0, K}, "k")
+  local C2 = te.compute({M, N}, function(i, j)
+    return te.sum(A2(i, k2) * pB(te.floordiv(j, bn16), k2, te.floormod(j, bn16)), {k2})
+  end, "C")
+  local s2 = te.create_schedule(C2.op)
+  local CC2 = s2:cache_write(C2, "local")
+  local xo2, yo2 = s2[C2]:tile(C2.op.axis[1], C2.op.axis[2], bm4, bn16)
+  s2[CC2]:compute_at(s2[C2], yo2)
+  local ko2, ki2 = s2[CC2]:split(s2[CC2].op.reduce_axis[1], {factor = kf})
+  s2[CC2]:reorder(ko2, ki2, s2[CC2].op.axis[1], s2[CC2].op.axis[2])
+  s2[CC2]:unroll(ki2)
+  s2[CC2]:unroll(s2[CC2].op.axis[1])
+  s2[CC2]:vectorize(s2[CC2].op.axis[2])
+  local asm = objdump(measure.source_of(tl.lower(s2, {A2, B2, C2})), "haswell")
+  local sp, nfma = scan(asm)
+  assert(nfma > 0 and sp == 0, string.format("4x16 on haswell: %d FMAs, %d broadcast spills", nfma, sp))
+  -- vector reloads from the stack in the blocks (between labels) that hold FMAs
+  local reloads, blk, fma = 0, 0, false
+  for line in (asm .. "\nend:\n"):gmatch("[^\n]+") do
+    if line:match("^%x+ <.*>:") or line:match("^%s*%x+:%s+j%a+") then
+      if fma then reloads = reloads + blk end
+      blk, fma = 0, false
+    else
+      local insn, ops = line:match("^%s*%x+:%s+(%S+)%s*(.*)$")
+      if insn and insn:match("^v") and ops:match("%(%%r[sb]p%)") and ops:match("%%ymm%d+$") then blk = blk + 1 end
+      if insn and insn:match("^vfn?m[as][du][db]") then fma = true end
+    end
+  end
+  assert(reloads == 0, string.format("4x16 on haswell: %d vector reloads from the stack among FMAs", reloads))
 end
 
 util.cleanup(dir)
