@@ -118,6 +118,47 @@ int tl_ansor_model_rounds(const tl_ansor_model *m);
 int tl_ansor_model_trained(const tl_ansor_model *m);
 int tl_ansor_model_save(tl_ctx *ctx, tl_ansor_model *m, const char *path);
 int tl_ansor_model_load(tl_ctx *ctx, tl_ansor_model *m, const char *path);
+/* ---- ansor: the search policy of one task (core/ansor/search.c) ----------
+** A policy holds a task's compute DAG (copied), its hardware params and
+** whether GPU rules apply (thread binding, shared memory; else CPU rules).
+** Sketches are made on first use; tl_ansor_policy_sketch copies sketch i (its
+** split lengths are placeholders). tl_ansor_policy_sample draws n random
+** complete states, each lowered and checked. tl_ansor_policy_next_batch runs
+** one search round (initial population, evolutionary search scored by the
+** cost model m, or by random scores when m is NULL) and writes up to n new
+** states to out (the caller frees them); every state handed out counts as
+** measured. add_measured takes a measured state's steps (the §2.4 list) and
+** its throughput in flop/s (0: failed); update_model trains m on all of them.
+** Parameters go by their SketchPolicy names (tl_ansor_policy_set_param).
+** The trace holds why rules did not apply while making sketches. Lowering
+** arguments: num_args tensor ids of the schedules' DAG (placeholders, then
+** outputs). */
+
+typedef struct tl_ansor_policy tl_ansor_policy;
+struct tl_ansor_model;              /* the cost model (core/ansor/feature.h) */
+
+int tl_ansor_policy_new(tl_ctx *ctx, const tl_dag *dag, const tl_ansor_hw *hw, int gpu,
+                        uint64_t seed, tl_ansor_policy **out);
+void tl_ansor_policy_free(tl_ansor_policy *p);
+int tl_ansor_policy_set_param(tl_ctx *ctx, tl_ansor_policy *p, const char *name, double value);
+int tl_ansor_policy_get_param(const tl_ansor_policy *p, const char *name, double *value);
+int tl_ansor_policy_num_sketches(tl_ctx *ctx, tl_ansor_policy *p);
+int tl_ansor_policy_sketch(tl_ctx *ctx, tl_ansor_policy *p, int i, tl_sched **out);
+const char *tl_ansor_policy_trace(tl_ansor_policy *p);
+int tl_ansor_policy_num_args(const tl_ansor_policy *p);
+int tl_ansor_policy_arg(const tl_ansor_policy *p, int i);
+const tl_sched *tl_ansor_policy_init_state(const tl_ansor_policy *p);
+int tl_ansor_policy_check(tl_ctx *ctx, tl_ansor_policy *p, tl_sched *s);
+int tl_ansor_policy_sample(tl_ctx *ctx, tl_ansor_policy *p, int n, tl_sched **out, int *nout);
+int tl_ansor_policy_next_batch(tl_ctx *ctx, tl_ansor_policy *p, struct tl_ansor_model *m, int n,
+                               tl_sched **out, int *nout);
+double tl_ansor_policy_round_seconds(const tl_ansor_policy *p);
+int tl_ansor_policy_round_population(const tl_ansor_policy *p);
+int tl_ansor_policy_add_measured(tl_ctx *ctx, tl_ansor_policy *p, const char *steps_json,
+                                 double flops);
+int tl_ansor_policy_num_measured(const tl_ansor_policy *p);
+int tl_ansor_policy_is_measured(const tl_ansor_policy *p, const tl_sched *s);
+int tl_ansor_policy_update_model(tl_ctx *ctx, tl_ansor_policy *p, struct tl_ansor_model *m);
 
 /* cdef:end */
 

@@ -51,6 +51,89 @@ SearchTask.__index = SearchTask
 SearchTask.__tostring = function(t) return tostring(t.compute_dag) end
 auto_scheduler.SearchTask_mt = SearchTask
 
+-- The search (tunelua.auto_scheduler.search): tasks tune, explore and replay their best.
+local search = require "tunelua.auto_scheduler.search"
+local te = require "tunelua.te"
+local target_mod = require "tunelua.target"
+
+-- A task's hardware params, made on first use from its target when none were given.
+SearchTask.__index = function(t, k)
+  if k == "hardware_params" then
+    local hp = hardware_params.hardware_params_of(t.target)
+    rawset(t, "hardware_params", hp)
+    return hp
+  end
+  return SearchTask[k]
+end
+
+-- The policy that holds the task's sketches and lowering arguments (made on first use).
+function SearchTask:policy_handle()
+  if not rawget(self, "default_policy") then
+    rawset(self, "default_policy", search.SketchPolicy(self, { seed = 1 }))
+  end
+  return (self.policy or self.default_policy).handle
+end
+function SearchTask:tune(opts, policy) return search.tune(self, opts, policy) end
+function SearchTask:apply_best(log) return search.apply_best(self, log) end
+function SearchTask:print_best(log, kind) return search.print_best(self, log, kind) end
+function SearchTask:sketches()
+  self:policy_handle()
+  return (self.policy or self.default_policy):sketches()
+end
+function SearchTask:sample(n)
+  self:policy_handle()
+  return (self.policy or self.default_policy):sample(n)
+end
+
+--- SearchTask{compute_dag = dag | tensors, target = "llvm", hardware_params = hp}
+--- or SearchTask{func = fn, args = {...}, target = ...} (fn(unpack(args)) returns the output tensors)
+function auto_scheduler.SearchTask(o)
+  if type(o) ~= "table" then error("SearchTask: expected a table of options", 2) end
+  for k in pairs(o) do
+    if k ~= "compute_dag" and k ~= "func" and k ~= "args" and k ~= "target" and k ~= "hardware_params"
+       and k ~= "workload_key" then
+      error("SearchTask: unknown option '" .. tostring(k) .. "'", 2)
+    end
+  end
+  if o.target == nil then error("SearchTask: a target is required (e.g. 'llvm')", 2) end
+  local tgt = target_mod.parse(o.target, 2)
+  local d = o.compute_dag
+  if d == nil and o.func ~= nil then
+    if type(o.func) ~= "function" then error("SearchTask: func must be a function", 2) end
+    d = o.func(unpack(o.args or {}))
+  end
+  if d == nil then error("SearchTask: compute_dag or func is required", 2) end
+  local dag, owner = nil, d
+  if type(d) == "cdata" then dag = d
+  elseif type(d) == "table" and getmetatable(d) == ComputeDAG then dag = d.handle
+  elseif te.is_tensor(d) or (type(d) == "table" and te.is_tensor(d[1])) then
+    owner = te.extract(d)
+    dag = owner.dag
+  elseif type(d) == "table" and d.dag ~= nil then dag = d.dag
+  else error("SearchTask: compute_dag must be a ComputeDAG, a tl_dag or output tensors", 2) end
+  local cd = setmetatable({ handle = dag, owner = owner }, ComputeDAG)
+  local t = setmetatable({ workload_key = o.workload_key or cd:workload_key(), compute_dag = cd,
+                           dag = dag, target = tgt.str, flop = cd:flop(), desc = {} }, SearchTask)
+  if o.hardware_params ~= nil then
+    if getmetatable(o.hardware_params) ~= hardware_params.HardwareParams_mt then
+      error("SearchTask: hardware_params must be a HardwareParams", 2)
+    end
+    rawset(t, "hardware_params", o.hardware_params)
+  end
+  return t
+end
+
+auto_scheduler.SketchPolicy = search.SketchPolicy
+auto_scheduler.TuningOptions = search.TuningOptions
+auto_scheduler.RecordToFile = search.RecordToFile
+auto_scheduler.load_records = search.load_records
+--- RandomModel(): states scored at random (the policy's model before any measurement)
+function auto_scheduler.RandomModel() return { kind = "random" } end
+do
+  local am = require "tunelua.autotvm.measure"
+  auto_scheduler.LocalBuilder, auto_scheduler.LocalRunner = am.LocalBuilder, am.LocalRunner
+end
+
 auto_scheduler.analyze = analysis.analyze
 auto_scheduler.HardwareParams = hardware_params.HardwareParams
 auto_scheduler.hardware_params_of = hardware_params.hardware_params_of

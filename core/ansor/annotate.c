@@ -1,0 +1,511 @@
+/*
+** annotate.c -- random annotation of sketches and mutation of states
+** (algorithms spec B5 and B6).
+**
+** Annotation fills the open split lengths of a sketch with a factorization
+** drawn uniformly from all nested-divisor tuples of the split's extent whose
+** innermost length is at most max_innermost_split_factor, replays the steps
+** on a fresh DAG copy, then applies the init rules:
+**
+**   CPU  change compute location, parallel, auto-unroll pragma, vectorize
+**   GPU  thread binding (blockIdx / vthread / threadIdx, cooperative fetch of
+**        shared stages), auto-unroll pragma
+**
+** Mutations edit the step list (a tile size moved between two levels of one
+** split, an auto_unroll_max_step value, a compute location) and replay it.
+** A rule that finds the state invalid (a vthread extent over the limit, too
+** few threads) returns NULL with the reason in ctx.
+*/
+#include <stdio.h>
+
+#include "search.h"
+
+static const tl_te_op *op_of(const tl_sched *s, int st) {
+  return &s->dag->ops.v[s->stages.v[st].op];
+}
+static const tl_iter *leaf_of(const tl_sched *s, int st, int i) {
+  const tl_stage *sg = &s->stages.v[st];
+  return &sg->nodes.v[sg->leaves.v[i]];
+}
+static int attached_at(const tl_sched *s, int st, int node) {
+  for (int i = 0; i < s->stages.n; i++) {
+    const tl_stage *o = &s->stages.v[i];
+    if (o->compute_at == TL_CA_ITER && o->at_stage == st && (node < 0 || o->at_node == node))
+      return i;
+  }
+  return -1;
+}
+static int pick(uint64_t *rng, int n) { return n <= 1 ? 0 : (int)(tl_ansor_rand(rng) % (uint64_t)n); }
+
+/* ---- factorizations ---------------------------------------------------------------------- */
+
+static int divisors(int64_t n, int64_t *out, int cap) {
+  int k = 0, hi = 0;
+  int64_t big[128];
+  for (int64_t d = 1; d * d <= n; d++)
+    if (n % d == 0) {
+      if (k < cap) out[k++] = d;
+      if (d * d != n && hi < 128) big[hi++] = n / d;
+    }
+  for (int i = hi - 1; i >= 0 && k < cap; i--) out[k++] = big[i];
+  return k;
+}
+
+/* Tuples (l1..lk) with l1*..*lk dividing rem and lk <= maxin. */
+static double count_schemes(int64_t rem, int k, int64_t maxin) {
+  int64_t d[256];
+  int nd = divisors(rem, d, 256);
+  double c = 0;
+  for (int i = 0; i < nd; i++) {
+    if (k == 1) c += d[i] <= maxin;
+    else c += count_schemes(rem / d[i], k - 1, maxin);
+  }
+  return c;
+}
+
+static void nth_scheme(int64_t rem, int k, int64_t maxin, double r, int64_t *out) {
+  int64_t d[256];
+  int nd = divisors(rem, d, 256);
+  for (int i = 0; i < nd; i++) {
+    double c = k == 1 ? (d[i] <= maxin) : count_schemes(rem / d[i], k - 1, maxin);
+    if (r < c || i == nd - 1) {
+      out[0] = d[i];
+      if (k > 1) nth_scheme(rem / d[i], k - 1, maxin, r, out + 1);
+      return;
+    }
+    r -= c;
+  }
+}
+
+static void random_scheme(int64_t extent, int k, int64_t maxin, uint64_t *rng, int64_t *out) {
+  if (extent <= 0) extent = 1;
+  double total = count_schemes(extent, k, maxin);
+  if (total < 1) {
+    for (int i = 0; i < k; i++) out[i] = 1;
+    return;
+  }
+  double r = (double)(tl_ansor_rand(rng) % (uint64_t)total);
+  nth_scheme(extent, k, maxin, r, out);
+}
+
+/* ---- replay ------------------------------------------------------------------------------- */
+
+tl_sched *tl_ansor_replay(tl_ctx *ctx, const tl_sched *base, const tl_step *steps, int n) {
+  tl_sched *s;
+  if (tl_sched_fresh(ctx, base, &s)) return NULL;
+  for (int i = 0; i < n; i++)
+    if (tl_sched_apply(ctx, s, &steps[i])) {
+      tl_err_prefix(ctx, "replay: step %d: ", i);
+      tl_sched_free(s);
+      return NULL;
+    }
+  return s;
+}
+
+/* Shallow copies of a state's steps (ints replaced where a caller edits them). */
+static tl_step *steps_copy(const tl_sched *s) {
+  tl_step *v = tl_malloc(sizeof(tl_step) * (size_t)(s->steps.n + 1));
+  memcpy(v, s->steps.v, sizeof(tl_step) * (size_t)s->steps.n);
+  return v;
+}
+
+/* ---- init rules --------------------------------------------------------------------------- */
+
+/* Compute-location candidates of stage st: iterator positions of its single
+** consumer (through inlined stages). Returns the count; *target the consumer. */
+static int location_candidates(const tl_sched *s, int st, int *target, int *cand, int cap) {
+  *target = -1;
+  int ncons = 0, c = -1;
+  for (int o = st + 1; o < s->stages.n; o++) {
+    /* direct readers, or readers through inlined stages */
+    const tl_te_op *op = op_of(s, o);
+    int reads = 0;
+    for (int i = 0; i < op->ninputs && !reads; i++) {
+      int p = s->dag->tensors.v[op->inputs[i]].op;
+      if (p == st) reads = 1;
+    }
+    if (!reads || s->stages.v[o].compute_at == TL_CA_INLINED) {
+      if (reads) return 0;   /* read through an inlined stage: keep it simple */
+      continue;
+    }
+    ncons++;
+    c = o;
+  }
+  if (ncons != 1) return 0;
+  *target = c;
+  const tl_stage *tg = &s->stages.v[c];
+  int tiled = tl_ansor_stage_tiled(s, c), seen_reduce = 0, n = 0;
+  for (int i = 0; i < tg->leaves.n && n < cap; i++) {
+    const tl_iter *it = leaf_of(s, c, i);
+    if (it->kind == TL_ITER_REDUCE) {
+      if (!tiled) break;
+      seen_reduce = 1;
+    } else if (seen_reduce) {
+      break;
+    }
+    if (it->ann == TL_ANN_UNROLL) break;
+    if (it->extent == 1) continue;
+    size_t ln = strlen(it->name);
+    if (tg->compute_at == TL_CA_ITER && it->kind == TL_ITER_SPATIAL && ln > 2 &&
+        strcmp(it->name + ln - 2, ".0") == 0)
+      continue;
+    cand[n++] = i;
+    if (attached_at(s, c, tg->leaves.v[i]) >= 0) break;
+  }
+  return n;
+}
+
+static int change_compute_location(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s,
+                                   uint64_t *rng) {
+  if (env->p.disable_change_compute_location) return 0;
+  for (int st = s->stages.n - 1; st >= 0; st--) {
+    const tl_te_op *op = op_of(s, st);
+    const tl_stage *sg = &s->stages.v[st];
+    if (op->kind == TL_OP_PLACEHOLDER || sg->compute_at == TL_CA_INLINED || sg->is_output) continue;
+    if (tl_ansor_stage_tiled(s, st) || tl_ansor_needs_mlt(ctx, s, st) != 0) continue;
+    int cand[64], target;
+    int n = location_candidates(s, st, &target, cand, 64);
+    int choice = pick(rng, n + 2);
+    if (choice == 0) {
+      if (!op->nreduce && attached_at(s, st, -1) < 0) {
+        tl_ctx sub = {0};
+        tl_sched_compute_inline(&sub, s, st);   /* kept at root when not inlinable */
+      }
+    } else if (choice == 1) {
+      if (sg->compute_at != TL_CA_ROOT && tl_sched_step(ctx, s, TL_STEP_CR, (int64_t[]){st}, 1, NULL, 0, NULL, NULL))
+        return -1;
+    } else if (tl_sched_compute_at(ctx, s, st, target, cand[choice - 2])) {
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int annotate_parallel(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s, int st) {
+  const tl_stage *sg = &s->stages.v[st];
+  int64_t cores = env->hw.v[0] > 0 ? env->hw.v[0] : 1, prod = 1;
+  int n = 0;
+  for (int i = 0; i < sg->leaves.n; i++) {
+    const tl_iter *it = leaf_of(s, st, i);
+    if (it->kind != TL_ITER_SPATIAL || it->ann != TL_ANN_NONE) break;
+    prod *= it->extent > 0 ? it->extent : 1;
+    n++;
+    if (attached_at(s, st, sg->leaves.v[i]) >= 0 || prod > cores * 16) break;
+  }
+  if (n == 0) return 0;
+  if (n > 1) {
+    int ids[64];
+    for (int i = 0; i < n && i < 64; i++) ids[i] = i;
+    if (tl_sched_fuse(ctx, s, st, n > 64 ? 64 : n, ids)) return -1;
+  }
+  return tl_sched_annotate(ctx, s, st, 0, TL_ANN_PARALLEL);
+}
+
+static int init_parallel(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s) {
+  for (int st = 0; st < s->stages.n; st++) {
+    const tl_stage *sg = &s->stages.v[st];
+    if (op_of(s, st)->kind == TL_OP_PLACEHOLDER || sg->compute_at != TL_CA_ROOT) continue;
+    if (annotate_parallel(ctx, env, s, st)) return -1;
+  }
+  return 0;
+}
+
+static const int unroll_cpu[] = {0, 16, 64, 512}, unroll_gpu[] = {0, 16, 64, 512, 1024};
+
+static int init_unroll(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s, uint64_t *rng) {
+  for (int st = 0; st < s->stages.n; st++) {
+    const tl_te_op *op = op_of(s, st);
+    if (op->kind == TL_OP_PLACEHOLDER || s->stages.v[st].compute_at == TL_CA_INLINED) continue;
+    if (!op->nreduce || s->stages.v[st].leaves.n == 0) continue;
+    int v = env->gpu ? unroll_gpu[pick(rng, 5)] : unroll_cpu[pick(rng, 4)];
+    char text[48];
+    snprintf(text, sizeof text, "auto_unroll_max_step$%d", v);
+    if (tl_sched_step(ctx, s, TL_STEP_PR, (int64_t[]){st, 0}, 2, NULL, 0, text, NULL)) return -1;
+  }
+  return 0;
+}
+
+static int init_vectorize(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s, uint64_t *rng) {
+  for (int st = 0; st < s->stages.n; st++) {
+    const tl_te_op *op = op_of(s, st);
+    const tl_stage *sg = &s->stages.v[st];
+    if (op->kind == TL_OP_PLACEHOLDER || sg->compute_at == TL_CA_INLINED) continue;
+    int tiled = tl_ansor_stage_tiled(s, st), n = 0, nl = sg->leaves.n;
+    int64_t cum = 1;
+    for (int i = nl - 1; i >= 0; i--) {
+      const tl_iter *it = leaf_of(s, st, i);
+      if (attached_at(s, st, sg->leaves.v[i]) >= 0) break;
+      if (it->kind != TL_ITER_SPATIAL || it->ann != TL_ANN_NONE) break;
+      int64_t e = it->extent > 0 ? it->extent : 1;
+      if (cum * e > env->p.max_vectorize_size) break;
+      cum *= e;
+      n++;
+      if (tiled) break;
+    }
+    if (n == 0) continue;
+    if (n > 1) n = 1 + pick(rng, n - 1);
+    if (n > 1) {
+      int ids[64];
+      for (int i = 0; i < n; i++) ids[i] = nl - n + i;
+      if (tl_sched_fuse(ctx, s, st, n, ids)) return -1;
+    }
+    if (tl_sched_annotate(ctx, s, st, s->stages.v[st].leaves.n - 1, TL_ANN_VECTORIZE)) return -1;
+  }
+  return 0;
+}
+
+/* Fuse leaves [first, first+n) of st (nothing for one) and bind the result. */
+static int fuse_bind(tl_ctx *ctx, tl_sched *s, int st, int first, int n, int ann, int64_t *ext) {
+  if (n > 1) {
+    int ids[64];
+    for (int i = 0; i < n; i++) ids[i] = first + i;
+    if (tl_sched_fuse(ctx, s, st, n, ids)) return -1;
+  }
+  *ext = leaf_of(s, st, first)->extent;
+  return tl_sched_annotate(ctx, s, st, first, ann);
+}
+
+static int init_thread_bind(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s) {
+  int64_t warp = env->hw.v[7] > 0 ? env->hw.v[7] : 1;
+  int64_t max_threads = env->hw.v[5] > 0 ? env->hw.v[5] : 1024;
+  int64_t max_vthread = env->hw.v[6] > 0 ? env->hw.v[6] : 1;
+  /* the root of every multi-level tiled stage */
+  uint8_t *mlt_root = tl_calloc((size_t)s->stages.n + 1, 1);
+  for (int st = 0; st < s->stages.n; st++) {
+    if (op_of(s, st)->kind == TL_OP_PLACEHOLDER || !tl_ansor_stage_tiled(s, st)) continue;
+    if (tl_ansor_needs_mlt(ctx, s, st) != 1) continue;
+    const tl_stage *sg = &s->stages.v[st];
+    mlt_root[sg->compute_at == TL_CA_ITER ? sg->at_stage : st] = 1;
+  }
+  int rc = 0;
+  for (int st = s->stages.n - 1; st >= 0 && !rc; st--) {
+    const tl_te_op *op = op_of(s, st);
+    const tl_stage *sg = &s->stages.v[st];
+    if (op->kind == TL_OP_PLACEHOLDER || sg->compute_at == TL_CA_INLINED) continue;
+    int bound = 0;
+    for (int i = 0; i < sg->leaves.n; i++) bound |= leaf_of(s, st, i)->ann == TL_ANN_THREAD_X;
+    if (bound) continue;
+    if (sg->compute_at == TL_CA_ROOT && !mlt_root[st]) {
+      int n = 0;
+      while (n < sg->leaves.n && leaf_of(s, st, n)->kind == TL_ITER_SPATIAL &&
+             leaf_of(s, st, n)->ann == TL_ANN_NONE)
+        n++;
+      if (n == 0) continue;
+      if (n > 1) {
+        int ids[64];
+        for (int i = 0; i < n && i < 64; i++) ids[i] = i;
+        if ((rc = tl_sched_fuse(ctx, s, st, n > 64 ? 64 : n, ids)) != 0) break;
+      }
+      int64_t e = leaf_of(s, st, 0)->extent;
+      if (e <= warp) {
+        rc = tl_sched_annotate(ctx, s, st, 0, TL_ANN_THREAD_X);
+      } else {
+        int64_t w = warp;
+        if ((rc = tl_sched_split(ctx, s, st, 0, 1, &w, 1)) != 0) break;
+        rc = tl_sched_annotate(ctx, s, st, 0, TL_ANN_BLOCK_X);
+        if (!rc) rc = tl_sched_annotate(ctx, s, st, 1, TL_ANN_THREAD_X);
+      }
+    } else if (sg->compute_at == TL_CA_ROOT) {
+      int nsp = op->ndim;
+      if (nsp < 1 || nsp > 64 || sg->leaves.n < 3 * nsp) {
+        rc = tl_err(ctx, TL_E_SCHED, "thread bind: stage '%s' is not tiled in three spatial levels",
+                    op->name);
+        break;
+      }
+      for (int i = 0; i < 3 * nsp; i++)
+        if (leaf_of(s, st, i)->kind != TL_ITER_SPATIAL) {
+          rc = tl_err(ctx, TL_E_SCHED, "thread bind: stage '%s': iterator '%s' is not spatial",
+                      op->name, leaf_of(s, st, i)->name);
+          break;
+        }
+      if (rc) break;
+      int64_t total = 1;
+      for (int d = 0; d < nsp; d++) total *= op->shape[d];
+      int64_t eb, ev, et;
+      if ((rc = fuse_bind(ctx, s, st, 0, nsp, TL_ANN_BLOCK_X, &eb)) != 0) break;
+      if ((rc = fuse_bind(ctx, s, st, 1, nsp, TL_ANN_VTHREAD, &ev)) != 0) break;
+      if (ev > max_vthread) {
+        rc = tl_err(ctx, TL_E_SCHED, "thread bind: stage '%s': vthread extent %lld exceeds %lld",
+                    op->name, (long long)ev, (long long)max_vthread);
+        break;
+      }
+      if ((rc = fuse_bind(ctx, s, st, 2, nsp, TL_ANN_THREAD_X, &et)) != 0) break;
+      if (et < warp && total > 2 * warp) {
+        rc = tl_err(ctx, TL_E_SCHED, "thread bind: stage '%s': %lld threads, fewer than the warp (%lld)",
+                    op->name, (long long)et, (long long)warp);
+        break;
+      }
+      if (et > max_threads) {
+        rc = tl_err(ctx, TL_E_SCHED, "thread bind: stage '%s': %lld threads exceed %lld", op->name,
+                    (long long)et, (long long)max_threads);
+        break;
+      }
+    } else if (sg->scope == TL_SCOPE_SHARED) {
+      /* cooperative fetch: fused, a vector part, the rest spread over the threads */
+      int n = sg->leaves.n;
+      if (n > 1) {
+        int ids[64];
+        if (n > 64) { rc = tl_err(ctx, TL_E_SCHED, "thread bind: too many iterators"); break; }
+        for (int i = 0; i < n; i++) ids[i] = i;
+        if ((rc = tl_sched_fuse(ctx, s, st, n, ids)) != 0) break;
+      }
+      int64_t one = 1;
+      if ((rc = tl_sched_split(ctx, s, st, 0, 1, &one, 1)) != 0) break;
+      if ((rc = tl_sched_annotate(ctx, s, st, 1, TL_ANN_VECTORIZE)) != 0) break;
+      int sp[64];
+      int nsp = tl_ansor_spatial_split_steps(s, sg->at_stage, sp, 64);
+      if (nsp == 0) { rc = tl_err(ctx, TL_E_SCHED, "thread bind: stage '%s' has no tiles to follow", tl_sched_stage_name(s, sg->at_stage)); break; }
+      int64_t ids[64];
+      for (int i = 0; i < nsp; i++) ids[i] = sp[i];
+      int64_t args[4] = {st, 0, 1, 1};   /* stage, iter, level, factor */
+      if ((rc = tl_sched_step(ctx, s, TL_STEP_FFSP, args, 4, ids, nsp, NULL, NULL)) != 0) break;
+      rc = tl_sched_annotate(ctx, s, st, 1, TL_ANN_THREAD_X);
+    }
+  }
+  free(mlt_root);
+  return rc;
+}
+
+tl_sched *tl_ansor_annotate(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk,
+                            uint64_t *rng) {
+  const tl_sched *k = sk->s;
+  tl_step *steps = steps_copy(k);
+  int64_t *store = tl_malloc(sizeof(int64_t) * 16 * (size_t)(sk->open.n + 1));
+  for (int i = 0; i < sk->open.n; i++) {
+    tl_step *t = &steps[sk->open.v[i]];
+    int64_t *l = store + 16 * i;
+    random_scheme(t->extent, t->nints, env->p.max_innermost_split_factor, rng, l);
+    t->ints = l;
+  }
+  tl_sched *s = tl_ansor_replay(ctx, k, steps, k->steps.n);
+  free(steps);
+  free(store);
+  if (!s) return NULL;
+  int rc;
+  if (env->gpu) {
+    rc = init_thread_bind(ctx, env, s);
+    if (!rc) rc = init_unroll(ctx, env, s, rng);
+  } else {
+    rc = change_compute_location(ctx, env, s, rng);
+    if (!rc) rc = init_parallel(ctx, env, s);
+    if (!rc) rc = init_unroll(ctx, env, s, rng);
+    if (!rc) rc = init_vectorize(ctx, env, s, rng);
+  }
+  if (rc) {
+    tl_sched_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* ---- mutations ------------------------------------------------------------------------------ */
+
+static tl_sched *mutate_tile(tl_ctx *ctx, const tl_ansor_env *env, const tl_sched *s, uint64_t *rng) {
+  int cand[512], n = 0;
+  int64_t maxin = env->p.max_innermost_split_factor;
+  for (int i = 0; i < s->steps.n && n < 512; i++) {
+    const tl_step *t = &s->steps.v[i];
+    if (t->kind == TL_STEP_SP && t->extent > 1 && t->nints > 0 && t->nints < 16 &&
+        t->ints[t->nints - 1] <= maxin && t->inner_to_outer)
+      cand[n++] = i;
+  }
+  if (!n) { tl_err(ctx, TL_E_SCHED, "mutate tile size: no split to mutate"); return NULL; }
+  int si = cand[pick(rng, n)];
+  const tl_step *t = &s->steps.v[si];
+  int k = t->nints + 1;
+  int64_t len[17], prod = 1;
+  for (int i = 0; i < t->nints; i++) prod *= t->ints[i];
+  if (prod <= 0 || t->extent % prod) { tl_err(ctx, TL_E_SCHED, "mutate tile size: inexact split"); return NULL; }
+  len[0] = t->extent / prod;
+  for (int i = 0; i < t->nints; i++) len[i + 1] = t->ints[i];
+  int perm[17];
+  for (int i = 0; i < k; i++) perm[i] = i;
+  for (int i = k - 1; i > 0; i--) {
+    int j = pick(rng, i + 1), x = perm[i];
+    perm[i] = perm[j];
+    perm[j] = x;
+  }
+  for (int pi = 0; pi < k; pi++) {
+    int src = perm[pi], dst = perm[(pi + 1) % k];
+    if (len[src] <= 1 || src == dst) continue;
+    int64_t d[256], f[256];
+    int nd = divisors(len[src], d, 256), nf = 0;
+    for (int i = 1; i < nd; i++) {   /* divisors > 1 */
+      if (dst == k - 1 && d[i] * len[dst] > maxin) continue;
+      f[nf++] = d[i];
+    }
+    if (!nf) continue;
+    int64_t g = f[pick(rng, nf)];
+    len[src] /= g;
+    len[dst] *= g;
+    tl_step *steps = steps_copy(s);
+    steps[si].ints = len + 1;
+    tl_sched *out = tl_ansor_replay(ctx, s, steps, s->steps.n);
+    free(steps);
+    return out;
+  }
+  tl_err(ctx, TL_E_SCHED, "mutate tile size: no length can move");
+  return NULL;
+}
+
+static tl_sched *mutate_unroll(tl_ctx *ctx, const tl_ansor_env *env, const tl_sched *s, uint64_t *rng) {
+  int cand[256], n = 0;
+  for (int i = 0; i < s->steps.n && n < 256; i++) {
+    const tl_step *t = &s->steps.v[i];
+    if (t->kind == TL_STEP_PR && t->str && strncmp(t->str, "auto_unroll_max_step$", 21) == 0)
+      cand[n++] = i;
+  }
+  if (!n) { tl_err(ctx, TL_E_SCHED, "mutate auto-unroll: no pragma"); return NULL; }
+  int si = cand[pick(rng, n)];
+  int v = env->gpu ? unroll_gpu[pick(rng, 5)] : unroll_cpu[pick(rng, 4)];
+  char text[48];
+  snprintf(text, sizeof text, "auto_unroll_max_step$%d", v);
+  tl_step *steps = steps_copy(s);
+  steps[si].str = text;
+  tl_sched *out = tl_ansor_replay(ctx, s, steps, s->steps.n);
+  free(steps);
+  return out;
+}
+
+static tl_sched *mutate_location(tl_ctx *ctx, const tl_ansor_env *env, const tl_sched *s, uint64_t *rng) {
+  (void)env;
+  int cand[256], n = 0;
+  for (int i = 0; i < s->steps.n && n < 256; i++) {
+    const tl_step *t = &s->steps.v[i];
+    if (t->kind != TL_STEP_CA) continue;
+    if (tl_ansor_stage_tiled(s, t->stage_id) || tl_ansor_needs_mlt(ctx, s, t->stage_id) != 0) continue;
+    cand[n++] = i;
+  }
+  if (!n) { tl_err(ctx, TL_E_SCHED, "mutate compute location: no movable stage"); return NULL; }
+  int si = cand[pick(rng, n)];
+  tl_sched *pre = tl_ansor_replay(ctx, s, s->steps.v, si);
+  if (!pre) return NULL;
+  int loc[64], target;
+  int nl = location_candidates(pre, s->steps.v[si].stage_id, &target, loc, 64);
+  tl_sched_free(pre);
+  if (nl == 0 || target != s->steps.v[si].target_stage_id) {
+    tl_err(ctx, TL_E_SCHED, "mutate compute location: no other location");
+    return NULL;
+  }
+  int it = loc[pick(rng, nl)];
+  if (it == s->steps.v[si].target_iter_id) {
+    tl_err(ctx, TL_E_SCHED, "mutate compute location: same location drawn");
+    return NULL;
+  }
+  tl_step *steps = steps_copy(s);
+  steps[si].target_iter_id = it;
+  tl_sched *out = tl_ansor_replay(ctx, s, steps, s->steps.n);
+  free(steps);
+  return out;
+}
+
+tl_sched *tl_ansor_mutate(tl_ctx *ctx, const tl_ansor_env *env, const tl_sched *state,
+                          uint64_t *rng) {
+  /* weights: CPU tile 0.90, unroll 0.04, location 0.05 (parallel 0.01 folded into tile);
+  ** GPU tile 0.90, unroll 0.10 */
+  double u = tl_ansor_uniform(rng);
+  if (env->gpu) return u < 0.90 ? mutate_tile(ctx, env, state, rng) : mutate_unroll(ctx, env, state, rng);
+  if (u < 0.91) return mutate_tile(ctx, env, state, rng);
+  if (u < 0.95) return mutate_unroll(ctx, env, state, rng);
+  return mutate_location(ctx, env, state, rng);
+}

@@ -1,0 +1,89 @@
+/*
+** search.h -- the auto-scheduler's search over one task (core/ansor):
+** sketches (sketch.c), random annotation and mutation (annotate.c), and the
+** policy that samples, evolves and hands out states to measure (search.c).
+**
+** A state is a tl_sched (its step list replays to it). A sketch is a state
+** whose tile sizes are still open: the split steps listed in `open` were
+** made with placeholder lengths (all 1) that the annotation replaces by a
+** factorization of the split's extent before anything else is added:
+**
+**   sketch  = steps of the sketch rules (inline, cache, tile, follow, compute_at)
+**   state   = sketch steps with filled lengths, replayed on a fresh DAG copy
+**           + annotation steps (compute location, parallel, vectorize,
+**             unroll pragma, thread binding) applied to the replayed state
+**
+** Nothing here calls back into Lua: the policy is driven by tl_ansor_policy_*
+** (core/tunelua_ansor.h), which hands out states and takes measured results.
+*/
+#ifndef TL_ANSOR_SEARCH_H
+#define TL_ANSOR_SEARCH_H
+
+#include "ansor.h"
+#include "../te/schedule.h"
+
+/* The search parameters (SketchPolicy's params; names as in the policy's
+** parameter table of search.c). */
+typedef struct tl_ansor_params {
+  double eps_greedy;
+  int retry_search_one_round_on_empty;
+  int sample_init_min_population;
+  double sample_init_use_measured_ratio;
+  int evolutionary_search_population;
+  int evolutionary_search_num_iters;
+  double evolutionary_search_mutation_prob;
+  int max_innermost_split_factor;
+  int max_vectorize_size;
+  int disable_change_compute_location;
+} tl_ansor_params;
+
+typedef struct tl_ansor_sketch {
+  tl_sched *s;
+  TL_VEC(int) open;               /* ids of split steps with open lengths */
+} tl_ansor_sketch;
+
+/* What the rules read: the task's kind and limits. */
+typedef struct tl_ansor_env {
+  int gpu;                        /* GPU rules (thread binding, shared memory) */
+  const char *structure;          /* "SSRSRS" (CPU) or "SSSRRSRS" (GPU) */
+  struct tl_ansor_hw hw;
+  tl_ansor_params p;
+  tl_buf *trace;                  /* why rules did not apply (may be NULL) */
+} tl_ansor_env;
+
+/* A small deterministic generator (splitmix64); one per thread of work. */
+static inline uint64_t tl_ansor_rand(uint64_t *st) {
+  uint64_t z = (*st += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+static inline double tl_ansor_uniform(uint64_t *st) {
+  return (double)(tl_ansor_rand(st) >> 11) / 9007199254740992.0;
+}
+
+typedef TL_VEC(tl_ansor_sketch) tl_ansor_sketch_vec;
+
+/* sketch.c: the sketches of the schedule init (no steps), appended to
+** *out. Returns 0, or an error with the message in ctx. */
+int tl_ansor_gen_sketches(tl_ctx *ctx, const tl_ansor_env *env, const tl_sched *init,
+                          tl_ansor_sketch_vec *out);
+void tl_ansor_sketch_free(tl_ansor_sketch *sk);
+
+/* Stage queries the rules and annotations share (sketch.c). */
+int tl_ansor_stage_tiled(const tl_sched *s, int st);      /* leaves != op axes */
+int tl_ansor_spatial_split_steps(const tl_sched *s, int st, int *out, int cap);
+int tl_ansor_needs_mlt(tl_ctx *ctx, const tl_sched *s, int st);
+
+/* annotate.c: a random complete state from a sketch (NULL when a rule found
+** it invalid; ctx then says why). rng is advanced. */
+tl_sched *tl_ansor_annotate(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk,
+                            uint64_t *rng);
+/* A mutation of state (tile size, auto-unroll, compute location); NULL if
+** the drawn mutation does not apply. */
+tl_sched *tl_ansor_mutate(tl_ctx *ctx, const tl_ansor_env *env, const tl_sched *state,
+                          uint64_t *rng);
+/* Replay steps (n of them) on a fresh copy of base's DAG; NULL on error. */
+tl_sched *tl_ansor_replay(tl_ctx *ctx, const tl_sched *base, const tl_step *steps, int n);
+
+#endif

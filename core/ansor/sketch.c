@@ -1,0 +1,436 @@
+/*
+** sketch.c -- sketch generation: the auto-scheduler's rules applied to a
+** compute DAG, breadth-first over (state, stage), from the last stage to
+** the first (algorithms spec B4).
+**
+**   CPU: always-inline, add-cache-write, multi-level tiling with fusion of
+**        the consumer, multi-level tiling ("SSRSRS"), skip
+**   GPU: add-cache-read (shared), always-inline, add-cache-write,
+**        multi-level tiling with fusion, multi-level tiling ("SSSRRSRS"), skip
+**
+** Each rule answers skip, apply, or apply-and-skip-the-rest for (state,
+** stage) and produces (new state, next stage). The rules read the static
+** analysis of the state's current DAG (cache stages included) and the
+** state's inlined stages. A sketch's split steps get placeholder lengths
+** (1) and are listed as open; annotate.c fills them. A rule that cannot
+** apply writes why to the trace and the search goes on without it.
+*/
+#include <stdio.h>
+
+#include "search.h"
+
+enum { R_SKIP = 0, R_APPLY, R_APPLY_SKIP_REST };
+
+typedef struct work {
+  tl_ansor_sketch sk;
+  int sid;
+} work;
+
+typedef TL_VEC(work) workvec;
+
+void tl_ansor_sketch_free(tl_ansor_sketch *sk) {
+  tl_sched_free(sk->s);
+  sk->s = NULL;
+  TL_VEC_FREE(sk->open);
+}
+
+static int sketch_copy(tl_ctx *ctx, const tl_ansor_sketch *src, tl_ansor_sketch *dst) {
+  memset(dst, 0, sizeof *dst);
+  if (tl_sched_copy(ctx, src->s, &dst->s)) return -1;
+  for (int i = 0; i < src->open.n; i++) TL_VEC_PUSH(dst->open, src->open.v[i]);
+  return 0;
+}
+
+static void trace(const tl_ansor_env *env, const tl_sched *s, int st, const char *rule,
+                  const char *why) {
+  if (!env->trace) return;
+  tl_buf_printf(env->trace, "%s: stage '%s': %s\n", rule, tl_sched_stage_name(s, st), why);
+}
+
+/* ---- stage queries -------------------------------------------------------------------------- */
+
+static const tl_te_op *op_of(const tl_sched *s, int st) {
+  return &s->dag->ops.v[s->stages.v[st].op];
+}
+
+int tl_ansor_stage_tiled(const tl_sched *s, int st) {
+  const tl_te_op *op = op_of(s, st);
+  if (op->kind == TL_OP_PLACEHOLDER) return 0;
+  return s->stages.v[st].leaves.n != op->ndim + op->nreduce || s->stages.v[st].rels.n > 0;
+}
+
+/* The state's analysis and its inlined stages (one byte per stage). */
+typedef struct view {
+  tl_ansor_analysis *a;
+  uint8_t *inl;
+} view;
+
+static int view_make(tl_ctx *ctx, const tl_sched *s, view *v) {
+  v->a = NULL;
+  v->inl = tl_calloc((size_t)s->stages.n + 1, 1);
+  for (int i = 0; i < s->stages.n; i++) v->inl[i] = s->stages.v[i].compute_at == TL_CA_INLINED;
+  if (tl_ansor_analyze(ctx, s->dag, &v->a)) {
+    free(v->inl);
+    return -1;
+  }
+  return 0;
+}
+
+static void view_free(view *v) {
+  tl_ansor_analysis_free(v->a);
+  free(v->inl);
+}
+
+int tl_ansor_needs_mlt(tl_ctx *ctx, const tl_sched *s, int st) {
+  view v;
+  if (view_make(ctx, s, &v)) return -1;
+  int r = tl_ansor_needs_multi_level_tiling(v.a, st) == 1;
+  view_free(&v);
+  return r;
+}
+
+/* The split steps of stage st's spatial axes, as the stage was when they were
+** made (stage ids shift with later cache stages: walk back through them). */
+int tl_ansor_spatial_split_steps(const tl_sched *s, int st, int *out, int cap) {
+  int id = st, n = 0;
+  int ndim = op_of(s, st)->ndim;
+  int found[256];
+  int nf = 0;
+  for (int i = s->steps.n - 1; i >= 0; i--) {
+    const tl_step *t = &s->steps.v[i];
+    if (t->kind == TL_STEP_CHR) {
+      if (t->stage_id + 1 <= id) id--;
+    } else if (t->kind == TL_STEP_CHW || t->kind == TL_STEP_RF) {
+      if (t->stage_id <= id) id--;
+    } else if (t->kind == TL_STEP_SP && t->stage_id == id && nf < 256) {
+      found[nf++] = i;
+    }
+  }
+  /* splits of the spatial axes come first (oldest first) */
+  for (int k = nf - 1; k >= 0 && n < ndim && n < cap; k--) out[n++] = found[k];
+  return n;
+}
+
+static int has_cache_write(const tl_sched *s, int st) {
+  return s->stages.v[st].scope == TL_SCOPE_LOCAL;
+}
+
+/* ---- multi-level tiling ---------------------------------------------------------------------- */
+
+/* Split every axis of untiled stage st by the structure (nS parts per spatial
+** axis, nR per reduction axis) and reorder level by level. The spatial split
+** step ids go to sp (op->ndim of them). */
+static int do_mlt(tl_ctx *ctx, tl_ansor_sketch *sk, int st, const char *fmt, int *sp) {
+  tl_sched *s = sk->s;
+  const tl_te_op *op = op_of(s, st);
+  int ndim = op->ndim, nr = op->nreduce, nax = ndim + nr;
+  int nS = 0, nR = 0;
+  for (const char *c = fmt; *c; c++) nS += *c == 'S', nR += *c == 'R';
+  if (nax > 64 || nS > 16 || nR > 16)
+    return tl_err(ctx, TL_E_SCHED, "multi-level tiling: stage '%s' has too many axes", op->name);
+  int node[64][16];
+  int pos = 0;
+  for (int a = 0; a < nax; a++) {
+    int parts = a < ndim ? nS : nR;
+    if (parts > 1) {
+      int64_t ones[16];
+      for (int k = 0; k < parts - 1; k++) ones[k] = 1;
+      if (tl_sched_split(ctx, s, st, pos, parts - 1, ones, 1)) return -1;
+      TL_VEC_PUSH(sk->open, s->steps.n - 1);
+      if (a < ndim) sp[a] = s->steps.n - 1;
+    } else if (a < ndim) {
+      sp[a] = -1;
+    }
+    for (int k = 0; k < (parts > 1 ? parts : 1); k++)
+      node[a][k] = s->stages.v[st].leaves.v[pos + k];
+    pos += parts > 1 ? parts : 1;
+  }
+  int order[64 * 16], n = 0, ls = 0, lr = 0;
+  for (const char *c = fmt; *c; c++) {
+    if (*c == 'S') {
+      for (int a = 0; a < ndim; a++)
+        if (ls < (nS > 1 ? nS : 1)) order[n++] = tl_sched_leaf_pos(s, st, node[a][ls]);
+      ls++;
+    } else if (*c == 'R') {
+      for (int a = ndim; a < nax; a++)
+        if (lr < (nR > 1 ? nR : 1)) order[n++] = tl_sched_leaf_pos(s, st, node[a][lr]);
+      lr++;
+    }
+  }
+  if (n != s->stages.v[st].leaves.n)
+    return tl_err(ctx, TL_E_INTERNAL, "multi-level tiling: stage '%s': %d of %d iterators ordered",
+                  op->name, n, s->stages.v[st].leaves.n);
+  return tl_sched_reorder(ctx, s, st, n, order);
+}
+
+/* Tile consumer c like its producer's spatial splits sp (n_split levels plus
+** the rest), reordered level by level. */
+static int follow_tiling(tl_ctx *ctx, tl_sched *s, int c, const int *sp, int nsp, int n_split) {
+  const tl_te_op *op = op_of(s, c);
+  if (op->ndim != nsp || op->nreduce || tl_ansor_stage_tiled(s, c))
+    return tl_err(ctx, TL_E_SCHED, "follow tiling: stage '%s' does not match its producer's tiles",
+                  op->name);
+  int node[64][8], pos = 0;
+  if (nsp > 64 || n_split > 7) return tl_err(ctx, TL_E_SCHED, "follow tiling: too many levels");
+  for (int a = 0; a < nsp; a++) {
+    if (sp[a] < 0) return tl_err(ctx, TL_E_SCHED, "follow tiling: axis %d was not split", a);
+    int64_t args[4] = {c, pos, sp[a], n_split};
+    if (tl_sched_step(ctx, s, TL_STEP_FSP, args, 4, NULL, 0, NULL, NULL)) return -1;
+    for (int k = 0; k <= n_split; k++) node[a][k] = s->stages.v[c].leaves.v[pos + k];
+    pos += n_split + 1;
+  }
+  int order[64 * 8], n = 0;
+  for (int k = 0; k <= n_split; k++)
+    for (int a = 0; a < nsp; a++) order[n++] = tl_sched_leaf_pos(s, c, node[a][k]);
+  return tl_sched_reorder(ctx, s, c, n, order);
+}
+
+/* ---- the rules ----------------------------------------------------------------------------- */
+
+typedef struct rule {
+  const char *name;
+  int (*cond)(const tl_ansor_env *env, const tl_sched *s, const view *v, int st);
+  /* appends (state, next stage) pairs; returns 0 or -1 (the rule did not apply) */
+  int (*apply)(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk, const view *v,
+               int st, workvec *out);
+} rule;
+
+static int push(workvec *out, tl_ansor_sketch *sk, int sid) {
+  work w = {*sk, sid};
+  TL_VEC_PUSH(*out, w);
+  return 0;
+}
+
+/* skip */
+static int c_skip(const tl_ansor_env *env, const tl_sched *s, const view *v, int st) {
+  (void)env, (void)s, (void)v, (void)st;
+  return R_APPLY;
+}
+static int a_skip(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk, const view *v,
+                  int st, workvec *out) {
+  (void)env, (void)v;
+  tl_ansor_sketch n;
+  if (sketch_copy(ctx, sk, &n)) return -1;
+  return push(out, &n, st - 1);
+}
+
+/* always inline */
+static int c_inline(const tl_ansor_env *env, const tl_sched *s, const view *v, int st) {
+  const tl_te_op *op = op_of(s, st);
+  const tl_stage *sg = &s->stages.v[st];
+  if (op->kind == TL_OP_PLACEHOLDER || sg->compute_at != TL_CA_ROOT || sg->is_output) return R_SKIP;
+  if (op->nreduce || op->nout != 1 || tl_ansor_stage_tiled(s, st)) return R_SKIP;
+  if (sg->scope != TL_SCOPE_GLOBAL) return R_SKIP;
+  if (env->gpu) return R_APPLY_SKIP_REST;
+  return tl_ansor_is_strictly_inlinable(v->a, st) == 1 ? R_APPLY_SKIP_REST : R_SKIP;
+}
+static int a_inline(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk, const view *v,
+                    int st, workvec *out) {
+  (void)v;
+  tl_ansor_sketch n;
+  if (sketch_copy(ctx, sk, &n)) return -1;
+  if (tl_sched_compute_inline(ctx, n.s, st)) {
+    trace(env, n.s, st, "always-inline", ctx->msg);
+    tl_ansor_sketch_free(&n);
+    return -1;
+  }
+  return push(out, &n, st - 1);
+}
+
+/* add cache write */
+static int c_cache_write(const tl_ansor_env *env, const tl_sched *s, const view *v, int st) {
+  if (op_of(s, st)->kind == TL_OP_PLACEHOLDER || s->stages.v[st].compute_at != TL_CA_ROOT)
+    return R_SKIP;
+  if (tl_ansor_needs_multi_level_tiling(v->a, st) != 1 || tl_ansor_stage_tiled(s, st)) return R_SKIP;
+  if (tl_ansor_elementwise_consumer(v->a, st, v->inl, NULL) == 1) return R_SKIP;
+  return env->gpu ? R_APPLY_SKIP_REST : R_APPLY;
+}
+static int a_cache_write(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk,
+                         const view *v, int st, workvec *out) {
+  (void)v;
+  tl_ansor_sketch n;
+  if (sketch_copy(ctx, sk, &n)) return -1;
+  if (tl_sched_cache_write(ctx, n.s, st, "local", NULL)) {
+    trace(env, n.s, st, "add-cache-write", ctx->msg);
+    tl_ansor_sketch_free(&n);
+    return -1;
+  }
+  return push(out, &n, st);   /* st now names the ".local" stage */
+}
+
+/* multi-level tiling with fusion of the element-wise consumer */
+static int c_mlt_fuse(const tl_ansor_env *env, const tl_sched *s, const view *v, int st) {
+  if (op_of(s, st)->kind == TL_OP_PLACEHOLDER || s->stages.v[st].compute_at != TL_CA_ROOT)
+    return R_SKIP;
+  if (tl_ansor_needs_multi_level_tiling(v->a, st) != 1 || tl_ansor_stage_tiled(s, st)) return R_SKIP;
+  int c;
+  if (tl_ansor_elementwise_consumer(v->a, st, v->inl, &c) != 1) return R_SKIP;
+  if (s->stages.v[c].scope == TL_SCOPE_SHARED || tl_ansor_stage_tiled(s, c)) return R_SKIP;
+  return has_cache_write(s, st) || env->gpu ? R_APPLY_SKIP_REST : R_APPLY;
+}
+static int a_mlt_fuse(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk,
+                      const view *v, int st, workvec *out) {
+  int c;
+  tl_ansor_elementwise_consumer(v->a, st, v->inl, &c);
+  const char *fmt = env->structure;
+  int nsp = op_of(sk->s, st)->ndim, made = 0;
+  for (int level = 1; level <= 3; level++) {
+    if (env->gpu ? level != 3 : level > 2) continue;
+    if ((int)strlen(fmt) < level || fmt[level - 1] != 'S') continue;
+    tl_ansor_sketch n;
+    if (sketch_copy(ctx, sk, &n)) return -1;
+    int sp[64];
+    if (nsp > 64 || do_mlt(ctx, &n, st, fmt, sp) || follow_tiling(ctx, n.s, c, sp, nsp, level) ||
+        tl_sched_compute_at(ctx, n.s, st, c, level * nsp - 1)) {
+      trace(env, n.s, st, "multi-level-tiling-with-fusion", ctx->msg);
+      tl_ansor_sketch_free(&n);
+      continue;
+    }
+    push(out, &n, st - 1);
+    made++;
+  }
+  return made ? 0 : -1;
+}
+
+/* plain multi-level tiling */
+static int c_mlt(const tl_ansor_env *env, const tl_sched *s, const view *v, int st) {
+  (void)env;
+  if (op_of(s, st)->kind == TL_OP_PLACEHOLDER || s->stages.v[st].compute_at != TL_CA_ROOT)
+    return R_SKIP;
+  if (tl_ansor_needs_multi_level_tiling(v->a, st) != 1 || tl_ansor_stage_tiled(s, st)) return R_SKIP;
+  return R_APPLY_SKIP_REST;
+}
+static int a_mlt(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk, const view *v,
+                 int st, workvec *out) {
+  (void)v;
+  tl_ansor_sketch n;
+  if (sketch_copy(ctx, sk, &n)) return -1;
+  int sp[64];
+  if (op_of(n.s, st)->ndim > 64 || do_mlt(ctx, &n, st, env->structure, sp)) {
+    trace(env, n.s, st, "multi-level-tiling", ctx->msg);
+    tl_ansor_sketch_free(&n);
+    return -1;
+  }
+  return push(out, &n, st - 1);
+}
+
+/* GPU: cache the inputs of a tiled stage in shared memory, fetched at the
+** outermost reduction tile. */
+static int c_cache_read(const tl_ansor_env *env, const tl_sched *s, const view *v, int st) {
+  if (!env->gpu || s->stages.v[st].compute_at == TL_CA_INLINED) return R_SKIP;
+  if (s->stages.v[st].scope != TL_SCOPE_GLOBAL || op_of(s, st)->nout != 1) return R_SKIP;
+  int cons[512];
+  if (v->a->nops > 512) return R_SKIP;
+  int n = tl_ansor_consumers_through(v->a, st, v->inl, cons);
+  if (n == 0) return R_SKIP;
+  if (tl_ansor_needs_multi_level_tiling(v->a, cons[0]) != 1) return R_SKIP;
+  /* a direct producer of that consumer */
+  const tl_te_op *c = op_of(s, cons[0]), *p = op_of(s, st);
+  int direct = 0;
+  for (int i = 0; i < c->ninputs; i++) direct |= c->inputs[i] == p->out_tensors[0];
+  return direct ? R_APPLY_SKIP_REST : R_SKIP;
+}
+static int a_cache_read(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk,
+                        const view *v, int st, workvec *out) {
+  tl_ansor_sketch n;
+  if (sketch_copy(ctx, sk, &n)) return -1;
+  int cons[512];
+  int nc = tl_ansor_consumers_through(v->a, st, v->inl, cons);
+  int tensor = op_of(n.s, st)->out_tensors[0];
+  for (int k = 0; k < nc; k++) {   /* each cache stage shifts the consumers by one */
+    int c = cons[k] + k;
+    const tl_te_op *cop = op_of(n.s, c);
+    int direct = 0;
+    for (int i = 0; i < cop->ninputs; i++) direct |= cop->inputs[i] == tensor;
+    if (!direct) {
+      trace(env, n.s, st, "add-cache-read", "a consumer reads it through an inlined stage");
+      tl_ansor_sketch_free(&n);
+      return -1;
+    }
+    int64_t readers[1] = {c};
+    int64_t args[1] = {st};
+    if (tl_sched_step(ctx, n.s, TL_STEP_CHR, args, 1, readers, 1, "shared", NULL)) goto fail;
+    int cs = c + 1, cache = st + 1;
+    /* the last iterator of the reader's outermost reduction tile */
+    const tl_stage *sg = &n.s->stages.v[cs];
+    int first = -1;
+    for (int i = 0; i < sg->leaves.n && first < 0; i++)
+      if (sg->nodes.v[sg->leaves.v[i]].kind == TL_ITER_REDUCE) first = i;
+    if (first < 0) {
+      tl_err(ctx, TL_E_SCHED, "stage '%s' has no reduction tile", tl_sched_stage_name(n.s, cs));
+      goto fail;
+    }
+    int at = first + op_of(n.s, cs)->nreduce - 1;
+    if (at >= sg->leaves.n) at = sg->leaves.n - 1;
+    if (tl_sched_compute_at(ctx, n.s, cache, cs, at)) goto fail;
+  }
+  return push(out, &n, st);
+fail:
+  trace(env, n.s, st, "add-cache-read", ctx->msg);
+  tl_ansor_sketch_free(&n);
+  return -1;
+}
+
+static const rule cpu_rules[] = {
+  {"always-inline", c_inline, a_inline},
+  {"add-cache-write", c_cache_write, a_cache_write},
+  {"multi-level-tiling-with-fusion", c_mlt_fuse, a_mlt_fuse},
+  {"multi-level-tiling", c_mlt, a_mlt},
+  {"skip", c_skip, a_skip},
+};
+
+static const rule gpu_rules[] = {
+  {"add-cache-read", c_cache_read, a_cache_read},
+  {"always-inline", c_inline, a_inline},
+  {"add-cache-write", c_cache_write, a_cache_write},
+  {"multi-level-tiling-with-fusion", c_mlt_fuse, a_mlt_fuse},
+  {"multi-level-tiling", c_mlt, a_mlt},
+  {"skip", c_skip, a_skip},
+};
+
+/* ---- breadth-first generation -------------------------------------------------------------- */
+
+int tl_ansor_gen_sketches(tl_ctx *ctx, const tl_ansor_env *env, const tl_sched *init,
+                          tl_ansor_sketch_vec *out) {
+  const rule *rules = env->gpu ? gpu_rules : cpu_rules;
+  int nrules = env->gpu ? (int)TL_ARRAY_SIZE(gpu_rules) : (int)TL_ARRAY_SIZE(cpu_rules);
+  workvec cur = {0}, next = {0};
+  tl_ansor_sketch first = {0};
+  if (tl_sched_copy(ctx, init, &first.s)) return -1;
+  push(&cur, &first, init->stages.n - 1);
+  int rc = 0;
+  while (cur.n && !rc) {
+    for (int w = 0; w < cur.n; w++) {
+      work *it = &cur.v[w];
+      if (it->sid < 0) {
+        TL_VEC_PUSH(*out, it->sk);
+        it->sk.s = NULL;
+        continue;
+      }
+      view v;
+      if (view_make(ctx, it->sk.s, &v)) {
+        rc = -1;
+        break;
+      }
+      for (int r = 0; r < nrules; r++) {
+        int c = rules[r].cond(env, it->sk.s, &v, it->sid);
+        if (c == R_SKIP) continue;
+        tl_ctx sub = {0};
+        int ok = rules[r].apply(&sub, env, &it->sk, &v, it->sid, &next) == 0;
+        if (c == R_APPLY_SKIP_REST && ok) break;
+      }
+      view_free(&v);
+      tl_ansor_sketch_free(&it->sk);
+    }
+    for (int w = 0; w < cur.n; w++)
+      if (cur.v[w].sk.s) tl_ansor_sketch_free(&cur.v[w].sk);
+    cur.n = 0;
+    workvec t = cur;
+    cur = next;
+    next = t;
+  }
+  for (int w = 0; w < cur.n; w++) tl_ansor_sketch_free(&cur.v[w].sk);
+  TL_VEC_FREE(cur);
+  TL_VEC_FREE(next);
+  return rc;
+}

@@ -1,0 +1,106 @@
+-- The auto-scheduler's random states, checked numerically (tunelua.auto_scheduler over
+-- core/ansor/sketch.c and annotate.c): for one small DAG per task type (conv2d NCHW and
+-- NHWC with a fused bias/relu, depthwise conv2d, dense + bias, max pooling, global average
+-- pooling, softmax), N random states from the CPU rules are built with the C backend and
+-- run on random data; the output must match the unscheduled DAG built the same way. With
+-- an OpenCL device (pocl in the suite) a few states per type from the GPU rules (thread
+-- binding, shared-memory tiles, cooperative fetching) run there against the same reference.
+--
+--   TUNELUA_ANSOR_N=n      CPU states per task type (default 12; the property run uses 200)
+--   TUNELUA_ANSOR_GPU_N=n  OpenCL states per task type (default 2)
+local te = require "tunelua.te"
+local topi = require "tunelua.topi"
+local nd = require "tunelua.nd"
+local auto_scheduler = require "tunelua.auto_scheduler"
+local search = require "tunelua.auto_scheduler.search"
+local ocl = require "tunelua.opencl"
+
+local N = tonumber(os.getenv("TUNELUA_ANSOR_N") or "") or 12
+local GPU_N = tonumber(os.getenv("TUNELUA_ANSOR_GPU_N") or "") or 2
+
+local function ph(shape, name) return te.placeholder(shape, "float32", name) end
+
+local types = {
+  { "conv2d_nchw_bias_relu", function()
+      local x, w, b = ph({ 1, 4, 9, 9 }, "x"), ph({ 8, 4, 3, 3 }, "w"), ph({ 1, 8, 1, 1 }, "b")
+      local y = topi.nn.conv2d_nchw(x, w, { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 })
+      return topi.nn.relu(topi.add(y, b))
+    end },
+  { "conv2d_nhwc_stride2", function()
+      local x, w = ph({ 1, 10, 10, 4 }, "x"), ph({ 3, 3, 4, 6 }, "w")
+      return topi.nn.conv2d_nhwc(x, w, { strides = 2, padding = { 1, 1, 1, 1 }, dilation = 1 })
+    end },
+  { "depthwise_conv2d", function()
+      local x, w = ph({ 1, 6, 8, 8 }, "x"), ph({ 6, 1, 3, 3 }, "w")
+      return topi.nn.depthwise_conv2d_nchw(x, w, { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 })
+    end },
+  { "dense_bias", function()
+      local x, w, b = ph({ 4, 24 }, "x"), ph({ 20, 24 }, "w"), ph({ 20 }, "b")
+      return topi.nn.dense(x, w, b)
+    end },
+  { "max_pool2d", function()
+      local x = ph({ 1, 4, 9, 9 }, "x")
+      return topi.nn.max_pool2d(x, { pool_size = { 3, 3 }, strides = { 2, 2 }, padding = { 1, 1, 1, 1 } })
+    end },
+  { "global_avg_pool", function()
+      local x = ph({ 1, 8, 7, 7 }, "x")
+      return topi.nn.global_pool(x, "avg", "NCHW")
+    end },
+  { "softmax", function()
+      local x = ph({ 3, 40 }, "x")
+      return topi.nn.softmax(x, { axis = -1 })
+    end },
+}
+
+local function close(a, b, what)
+  local fa, fb = a:flat(), b:flat()
+  assert(#fa == #fb, what .. ": sizes differ")
+  local maxd, maxv = 0, 0
+  for i = 1, #fa do
+    maxd = math.max(maxd, math.abs(fa[i] - fb[i]))
+    maxv = math.max(maxv, math.abs(fb[i]))
+  end
+  if maxd > 1e-4 * math.max(1, maxv) then error(string.format("%s: max difference %g", what, maxd), 2) end
+end
+
+local function run(f, args, device)
+  local dev = {}
+  for i, a in ipairs(args) do dev[i] = device and a:copyto(device) or a:copyto("cpu") end
+  f(unpack(dev))
+  return dev[#dev]:copyto("cpu")
+end
+
+local total, gpu_total = 0, 0
+local have_ocl = ocl.available()
+for _, ty in ipairs(types) do
+  local name, make = ty[1], ty[2]
+  local cpu = auto_scheduler.SearchTask{ compute_dag = make(), target = "llvm" }
+  local args = search.random_args(cpu, nil, 11)
+  local init = require("ffi").cast("tl_sched *", require("tunelua.core").C.tl_ansor_policy_init_state(cpu:policy_handle()))
+  local ref_state = setmetatable({ handle = init, task = cpu }, search.State_mt)
+  local ref = run(ref_state:build(), args)
+  local policy = auto_scheduler.SketchPolicy(cpu, { seed = 5 })
+  local states = policy:sample(N)
+  assert(#states == N, name .. ": sampled " .. #states)
+  local distinct = {}
+  for i, st in ipairs(states) do
+    local ok, err = pcall(function() close(run(st:build(nil, { cflags = "-O1" }), args), ref, name .. " state " .. i) end)
+    if not ok then error(tostring(err) .. "\nsteps: " .. st:steps()) end
+    distinct[st:steps()] = true
+    total = total + 1
+  end
+  local nd_ = 0
+  for _ in pairs(distinct) do nd_ = nd_ + 1 end
+  assert(nd_ > math.min(N, 3) / 2, name .. ": too few distinct states")
+  if have_ocl and GPU_N > 0 then
+    local gpu = auto_scheduler.SearchTask{ compute_dag = cpu.compute_dag, target = "opencl" }
+    local gp = auto_scheduler.SketchPolicy(gpu, { seed = 9 })
+    for i, st in ipairs(gp:sample(GPU_N)) do
+      local ok, err = pcall(function() close(run(st:build(), args, "opencl:0"), ref, name .. " opencl state " .. i) end)
+      if not ok then error(tostring(err) .. "\nsteps: " .. st:steps()) end
+      gpu_total = gpu_total + 1
+    end
+  end
+end
+print(string.format("test_ansor_states: %d CPU states and %d OpenCL states match the unscheduled DAGs",
+                    total, gpu_total))
