@@ -1,0 +1,122 @@
+-- The auto-scheduler's search from Lua (tunelua.auto_scheduler over core/ansor/search.c):
+-- sketches of network tasks lower and verify under the CPU and the GPU rules, a small real
+-- search writes records in the auto-scheduler format and replays its best, a rerun with
+-- the same log resumes, and bad input gives clear errors (unknown target, hardware params
+-- that allow no threads, a DAG with no reduction, a malformed record line).
+local ffi = require "ffi"
+local te = require "tunelua.te"
+local topi = require "tunelua.topi"
+local json = require "tunelua.json"
+local auto_scheduler = require "tunelua.auto_scheduler"
+local search = require "tunelua.auto_scheduler.search"
+local networks = require "networks"
+local util = require "tests.lua.lib.util"
+
+local dir = util.tmpdir("ansor-search")
+
+-- ---- every sketch of every resnet-18, mobilenet and inception_v3 task lowers ------------------
+local nsk, ntasks = 0, 0
+for _, net in ipairs({ { "resnet-18", "NHWC" }, { "mobilenet", "NCHW" }, { "inception_v3", "NCHW" } }) do
+  local mod, params = networks.get_network(net[1], { layout = net[2], batch_size = 1 })
+  for _, tgt in ipairs({ "llvm", "opencl -device=mali" }) do
+    local tasks = auto_scheduler.extract_tasks(mod, params, tgt)
+    assert(#tasks > 0, net[1] .. " " .. tgt .. ": no tasks")
+    for _, t in ipairs(tasks) do
+      local sk = t:sketches()
+      assert(#sk >= 1, net[1] .. ": task " .. t.workload_key .. " has no sketch")
+      for _, s in ipairs(sk) do
+        local ok, err = pcall(s.lower, s)
+        if not ok then error(net[1] .. " " .. tgt .. ": a sketch does not lower: " .. tostring(err) .. "\n" .. s:steps()) end
+        nsk = nsk + 1
+      end
+      ntasks = ntasks + 1
+    end
+  end
+end
+
+-- GPU sketches tile in shared memory and CPU ones cache-write or fuse the consumer
+local function conv_task(tgt, hp)
+  local x = te.placeholder({ 1, 8, 10, 10 }, "float32", "data")
+  local w = te.placeholder({ 16, 8, 3, 3 }, "float32", "kernel")
+  local y = topi.nn.relu(topi.nn.conv2d(x, w, { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 }))
+  return auto_scheduler.SearchTask{ compute_dag = y, target = tgt, hardware_params = hp }
+end
+local cpu_sk = conv_task("llvm"):sketches()
+assert(#cpu_sk == 3, "conv2d + relu: CPU sketches " .. #cpu_sk)
+assert(cpu_sk[1]:steps():find('"FSP"') and cpu_sk[3]:steps():find('"RE"'), "CPU sketches tile and fuse")
+local gpu_sk = conv_task("opencl -device=mali"):sketches()
+assert(#gpu_sk == 1 and gpu_sk[1]:steps():find('"CHR", %d+, "shared"'), "GPU sketch caches reads in shared memory")
+
+-- ---- a small search: records, best replay, resume ----------------------------------------------
+local task = conv_task("llvm")
+local log = dir .. "/conv.json"
+local function tune(n, seed)
+  local policy = auto_scheduler.SketchPolicy(task, { seed = seed, program_cost_model = auto_scheduler.RandomModel(),
+    params = { evolutionary_search_population = 64, sample_init_min_population = 16 } })
+  return task:tune(auto_scheduler.TuningOptions{ num_measure_trials = n, num_measures_per_round = 4, verbose = 0,
+    runner = auto_scheduler.LocalRunner({ number = 1, check_correctness = true }),
+    measure_callbacks = { auto_scheduler.RecordToFile(log) } }, policy)
+end
+local r1 = tune(8, 1)
+assert(r1.trials == 8 and r1.best_cost < math.huge, "first run")
+local lines = {}
+for l in io.lines(log) do lines[#lines + 1] = l end
+assert(#lines == 8, "8 record lines, got " .. #lines)
+local rec = json.decode(lines[1])
+assert(rec.v == "v0.6" and #rec.i[1] == 6 and rec.i[1][1] == task.workload_key and rec.i[1][2] == "llvm",
+       "record task fields: " .. lines[1])
+assert(lines[1]:find('^{"i": %[%["') and lines[1]:find('"r": %[%[') , "record layout")
+local r2 = tune(12, 2)
+assert(r2.trials == 12, "resumed run counts the log: " .. r2.trials)
+local seen, n = {}, 0
+for l in io.lines(log) do
+  local s = json.encode(json.decode(l).i[2][2])
+  assert(not seen[s], "a state was measured twice")
+  seen[s] = true
+  n = n + 1
+end
+assert(n == 12, "resume appended 4 lines, log has " .. n)
+assert(r2.best_cost <= r1.best_cost, "resume keeps the best")
+local best = task:apply_best(log)
+local args = search.random_args(task, nil, 3)
+local init = ffi.cast("tl_sched *", require("tunelua.core").C.tl_ansor_policy_init_state(task:policy_handle()))
+local ref_args = search.random_args(task, nil, 3)
+setmetatable({ handle = init, task = task }, search.State_mt):build()(unpack(ref_args))
+best:build()(unpack(args))
+local a, b = args[#args]:flat(), ref_args[#ref_args]:flat()
+for i = 1, #a do assert(math.abs(a[i] - b[i]) < 1e-3, "best state matches the reference") end
+assert(task:print_best(log, "c"):find("default_function"), "print_best C")
+assert(task:print_best(log, "opencl"):find("__kernel"), "print_best OpenCL")
+
+-- ---- bad input ---------------------------------------------------------------------------------
+local function fails(fn, pat, what)
+  local ok, err = pcall(fn)
+  assert(not ok, what .. ": no error")
+  assert(tostring(err):find(pat), what .. ": " .. tostring(err))
+end
+fails(function() conv_task("nosuchtarget") end, "nosuchtarget", "unknown target")
+local hp0 = auto_scheduler.HardwareParams{ target = "opencl -device=mali", max_threads_per_block = 0 }
+fails(function() auto_scheduler.SketchPolicy(conv_task("opencl -device=mali", hp0), {}) end,
+      "allow no threads %(max_threads_per_block 0", "hardware params allowing nothing")
+fails(function() auto_scheduler.SketchPolicy(task, { params = { nope = 1 } }) end, "unknown parameter 'nope'", "param")
+fails(function() auto_scheduler.SketchPolicy(task, { params = { max_vectorize_size = 0 } }) end,
+      "max_vectorize_size = 0 is out of range", "param range")
+-- a DAG with no reduction: no tiling rule applies, and the one sketch samples fine
+local x = te.placeholder({ 4, 33 }, "float32", "x")
+local ew = auto_scheduler.SearchTask{ compute_dag = topi.nn.relu(x), target = "llvm" }
+local esk = ew:sketches()
+assert(#esk == 1 and not esk[1]:steps():find('"SP"'), "element-wise DAG: one untiled sketch")
+assert(#ew:sample(4) == 4, "element-wise DAG samples")
+-- a malformed line in a resumed log is skipped with a warning naming it; the rest load
+local bad = dir .. "/bad.json"
+local f = assert(io.open(bad, "w"))
+f:write(lines[1], "\n", "{\"i\": [garbage\n", lines[2], "\n", '{"i": [], "r": [], "x": 1}', "\n")
+f:close()
+local warnings = {}
+local recs = search.load_records(bad, { warn = function(m) warnings[#warnings + 1] = m end })
+assert(#recs == 2, "two good records, got " .. #recs)
+assert(#warnings == 2 and warnings[1]:find(bad .. ":2: skipped a malformed record line", 1, true), tostring(warnings[1]))
+assert(warnings[2]:find(":4:", 1, true), tostring(warnings[2]))
+
+util.cleanup(dir)
+print(string.format("test_ansor_search: %d sketches of %d tasks lower; search, records, resume and errors ok", nsk, ntasks))
