@@ -76,7 +76,8 @@ for l in io.lines(log) do
   n = n + 1
 end
 assert(n == 12, "resume appended 4 lines, log has " .. n)
-assert(r2.best_cost <= r1.best_cost, "resume keeps the best")
+-- (the log holds costs to 6 significant digits)
+assert(r2.best_cost <= r1.best_cost * (1 + 1e-5), "resume keeps the best")
 local best = task:apply_best(log)
 local args = search.random_args(task, nil, 3)
 local init = ffi.cast("tl_sched *", require("tunelua.core").C.tl_ansor_policy_init_state(task:policy_handle()))
