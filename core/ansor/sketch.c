@@ -3,8 +3,8 @@
 ** compute DAG, breadth-first over (state, stage), from the last stage to
 ** the first (algorithms spec B4).
 **
-**   CPU: always-inline, add-cache-write, multi-level tiling with fusion of
-**        the consumer, multi-level tiling ("SSRSRS"), skip
+**   CPU: always-inline, add-rfactor, add-cache-write, multi-level tiling with
+**        fusion of the consumer, multi-level tiling ("SSRSRS"), skip
 **   GPU: add-cache-read (shared), always-inline, add-cache-write,
 **        multi-level tiling with fusion, multi-level tiling ("SSSRRSRS"), skip
 **
@@ -371,8 +371,64 @@ fail:
   return -1;
 }
 
+/* rfactor: a reduction with little parallel space and a long reduction (CPU).
+** Only a stage with one reduction axis: the schedule factors an iterator of
+** a split, not of a fused reduction. */
+static int c_rfactor(const tl_ansor_env *env, const tl_sched *s, const view *v, int st) {
+  const tl_te_op *op = op_of(s, st);
+  if (env->gpu || op->kind == TL_OP_PLACEHOLDER || !op->nreduce) return R_SKIP;
+  if (s->stages.v[st].compute_at != TL_CA_ROOT || tl_ansor_stage_tiled(s, st)) return R_SKIP;
+  if (has_cache_write(s, st) || s->stages.v[st].scope != TL_SCOPE_GLOBAL) return R_SKIP;
+  int64_t space = 1, reduce = 1, cores = env->hw.v[0];
+  for (int i = 0; i < op->ndim; i++) space *= op->shape[i];
+  for (int i = 0; i < op->nreduce; i++) reduce *= op->reduce_axis[i].extent;
+  int need;
+  if (tl_ansor_needs_multi_level_tiling(v->a, st) == 1)
+    need = cores > 0 && space <= reduce && space <= cores * 16;
+  else
+    need = reduce > 1 && reduce > cores;
+  if (!need) return R_SKIP;
+  if (op->nreduce != 1) {
+    trace(env, s, st, "add-rfactor", "several reduction axes (a fused reduction is not factored)");
+    return R_SKIP;
+  }
+  return R_APPLY;
+}
+static int a_rfactor(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk,
+                     const view *v, int st, workvec *out) {
+  (void)v;
+  int ndim = op_of(sk->s, st)->ndim, made = 0;
+  for (int inner = 0; inner < 2; inner++) {
+    tl_ansor_sketch n;
+    if (sketch_copy(ctx, sk, &n)) return -1;
+    int64_t one = 1;
+    int ok = tl_sched_split(ctx, n.s, st, ndim, 1, &one, 1) == 0;
+    if (ok) TL_VEC_PUSH(n.open, n.s->steps.n - 1);
+    ok = ok && tl_sched_rfactor(ctx, n.s, st, ndim + inner, ndim, NULL) == 0;
+    if (ok && inner) {
+      /* the factored axis innermost, for vectorization */
+      int nl = n.s->stages.v[st].leaves.n, order[66];
+      for (int i = 0; i < nl; i++) order[i] = i;
+      if (nl >= 2 && nl <= 66) {
+        order[nl - 1] = ndim;
+        for (int i = ndim; i < nl - 1; i++) order[i] = i + 1;
+        ok = tl_sched_reorder(ctx, n.s, st, nl, order) == 0;
+      }
+    }
+    if (!ok) {
+      trace(env, n.s, st, "add-rfactor", ctx->msg);
+      tl_ansor_sketch_free(&n);
+      continue;
+    }
+    push(out, &n, st - 1);   /* st is the ".rf" stage; the reduction moved to st + 1 */
+    made++;
+  }
+  return made ? 0 : -1;
+}
+
 static const rule cpu_rules[] = {
   {"always-inline", c_inline, a_inline},
+  {"add-rfactor", c_rfactor, a_rfactor},
   {"add-cache-write", c_cache_write, a_cache_write},
   {"multi-level-tiling-with-fusion", c_mlt_fuse, a_mlt_fuse},
   {"multi-level-tiling", c_mlt, a_mlt},
