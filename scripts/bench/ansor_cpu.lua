@@ -7,7 +7,8 @@
 --   autotvm   the x86 AutoTVM template's best after the same N trials with the XGB tuner
 --             (conv2d_NCHWc.x86 on the same layer, NCHW; the matmul has no template)
 --   peer      PyTorch conv2d (a /usr/bin/python3 subprocess, same threads; TUNELUA_PYTHON
---             names another interpreter) or OpenBLAS sgemm (the matmul, in this process)
+--             names another interpreter) or OpenBLAS sgemm (the matmul, in this process);
+--             on OpenCL, cuDNN fp32 with TF32 off (scripts/device/torch_conv.py)
 --
 -- and the time of one search round (population P, 4 generations with the xgb model; 2 with
 -- random scores) per task. Ratios are peer time / ours (> 1: ours is faster).
@@ -173,7 +174,37 @@ print(string.format("auto-scheduler on %s: %d trials per workload, population %d
                     TGT, N, P, opts.model, THREADS))
 print(string.format("%-28s %8s %9s %11s %11s %11s %9s %9s", "workload", "GFLOP", "round s",
                     "ansor ms", "autotvm ms", "peer ms", "peer/an", "atvm/an"))
-local torch = (GPU or opts["no-peer"]) and {} or torch_times()
+-- the cuDNN peer on the accelerator machine (scripts/device/torch_conv.py): kernel time of a
+-- CUDA-graph replay when available (like our OpenCL event times), else the eager call
+local function cudnn_times()
+  local json = require "tunelua.json"
+  local shapes = {}
+  for _, i in ipairs(which) do
+    local L = LAYERS[i]
+    shapes[#shapes + 1] = { key = tostring(i), n = 1, ci = L[1], h = L[2], w = L[2], co = L[3], kh = L[4],
+      kw = L[4], sh = L[5], sw = L[5], pt = L[6], pl = L[6], pb = L[6], pr = L[6], dh = 1, dw = 1 }
+  end
+  local path = dir .. "/shapes.json"
+  local f = assert(io.open(path, "w"))
+  f:write(json.encode(shapes))
+  f:close()
+  local script = (debug.getinfo(1, "S").source:sub(2):gsub("bench/ansor_cpu%.lua$", "device/torch_conv.py"))
+  local p = io.popen(PYTHON .. " " .. script .. " " .. path .. " 2>/dev/null")
+  local ok, v = pcall(json.decode, p:read("*a"))
+  p:close()
+  local out = {}
+  if not ok or type(v) ~= "table" or not v.ok then
+    print("cuDNN peer: n/a (" .. tostring(ok and type(v) == "table" and v.reason or "no output") .. ")")
+    return out
+  end
+  print(string.format("cuDNN peer: torch %s, cudnn %s, %s", tostring(v.torch), tostring(v.cudnn), tostring(v.device)))
+  for k, r in ipairs(v.results) do
+    local ms = r.graph_ms ~= json.null and r.graph_ms or r.ms
+    out[k] = type(ms) == "number" and ms / 1e3 or nil
+  end
+  return out
+end
+local torch = opts["no-peer"] and {} or (GPU and cudnn_times() or torch_times())
 local logs = { peer = 0, atvm = 0, np = 0, na = 0, rounds = {} }
 local function row(name, flop, round_s, ta, tt, tp)
   local function ms(t) return t and string.format("%.3f", t * 1e3) or "-" end

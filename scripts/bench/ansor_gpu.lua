@@ -1,9 +1,10 @@
 -- Benchmark: the auto-scheduler's search on resnet-18's conv2d layers (NHWC) and a 1024^3
 -- matmul on OpenCL device 0 (on the accelerator machine: the GPU through its OpenCL driver):
--- scripts/bench/ansor_cpu.lua with --target=opencl (hardware params from the device). The
--- cuDNN peer (fp32, TF32 off) is scripts/device/torch_conv.py, run beside it by
--- scripts/device/bench_h200.sh's pattern: the ratios are computed from the two tables.
+-- scripts/bench/ansor_cpu.lua with --target=opencl (hardware params from the device), against
+-- cuDNN fp32 with TF32 off (scripts/device/torch_conv.py) in the same run. On the accelerator
+-- machine, as scripts/device/bench_h200.sh runs opencl_gpu.lua:
 --
+--   sh scripts/device/run_h200.sh scripts/bench/ansor_gpu.lua 64 --model=xgb
 --   tunelua scripts/bench/ansor_gpu.lua [N=64] [--population=2048] [--model=xgb|random] [--layers=...]
 local args = { "--target=opencl" }
 for _, a in ipairs(arg) do args[#args + 1] = a end
