@@ -18,9 +18,16 @@ local dir = util.tmpdir("ansor-search")
 local nsk, ntasks = 0, 0
 for _, net in ipairs({ { "resnet-18", "NHWC" }, { "mobilenet", "NCHW" }, { "inception_v3", "NCHW" } }) do
   local mod, params = networks.get_network(net[1], { layout = net[2], batch_size = 1 })
+  local cpu_tasks = auto_scheduler.extract_tasks(mod, params, "llvm")
+  assert(#cpu_tasks > 0, net[1] .. ": no tasks")
   for _, tgt in ipairs({ "llvm", "opencl -device=mali" }) do
-    local tasks = auto_scheduler.extract_tasks(mod, params, tgt)
-    assert(#tasks > 0, net[1] .. " " .. tgt .. ": no tasks")
+    local tasks = cpu_tasks
+    if tgt ~= "llvm" then   -- the same DAGs under the GPU rules
+      tasks = {}
+      for i, t in ipairs(cpu_tasks) do
+        tasks[i] = auto_scheduler.SearchTask{ compute_dag = t.compute_dag, target = tgt }
+      end
+    end
     for _, t in ipairs(tasks) do
       local sk = t:sketches()
       assert(#sk >= 1, net[1] .. ": task " .. t.workload_key .. " has no sketch")
