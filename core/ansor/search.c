@@ -34,25 +34,40 @@
 
 struct tl_ansor_model;
 
-/* The cost model's side (search_model.c): scores of lowered states and
-** training on measured ones. Weak fallbacks below say that this build has no
-** cost model; the model kind "random" never reaches them. */
-int tl_ansor_search_score(tl_ctx *ctx, struct tl_ansor_model *m, const struct tl_ansor_hw *hw,
-                          int n, tl_lowered **f, double *scores);
-int tl_ansor_search_train(tl_ctx *ctx, struct tl_ansor_model *m, const struct tl_ansor_hw *hw,
-                          int n, tl_lowered **f, const double *flops);
+/* The cost model's side (search_model.c): the feature rows of one lowered
+** state (n rows of TL_ANSOR_NFEAT floats, malloc'd; returns n or -1), and
+** prediction and training over rows packed per state (row_off: n + 1
+** offsets). Weak fallbacks below say that this build has no cost model; the
+** model kind "random" never reaches them. */
+#define NFEAT 164
+int tl_ansor_search_rows(tl_ctx *ctx, const struct tl_ansor_hw *hw, const tl_lowered *f,
+                         float **rows);
+int tl_ansor_search_predict(tl_ctx *ctx, struct tl_ansor_model *m, int n, const float *rows,
+                            const int *row_off, double *scores);
+int tl_ansor_search_update(tl_ctx *ctx, struct tl_ansor_model *m, int n, const float *rows,
+                           const int *row_off, const double *flops);
 
-__attribute__((weak)) int tl_ansor_search_score(tl_ctx *ctx, struct tl_ansor_model *m,
-                                                const struct tl_ansor_hw *hw, int n,
-                                                tl_lowered **f, double *scores) {
-  (void)m, (void)hw, (void)n, (void)f, (void)scores;
+static int no_model(tl_ctx *ctx) {
   return tl_err(ctx, TL_E_ARG, "search: this build has no cost model (core/ansor/feature.h)");
 }
-__attribute__((weak)) int tl_ansor_search_train(tl_ctx *ctx, struct tl_ansor_model *m,
-                                                const struct tl_ansor_hw *hw, int n,
-                                                tl_lowered **f, const double *flops) {
-  (void)m, (void)hw, (void)n, (void)f, (void)flops;
-  return tl_err(ctx, TL_E_ARG, "search: this build has no cost model (core/ansor/feature.h)");
+__attribute__((weak)) int tl_ansor_search_rows(tl_ctx *ctx, const struct tl_ansor_hw *hw,
+                                               const tl_lowered *f, float **rows) {
+  (void)hw, (void)f;
+  *rows = NULL;
+  no_model(ctx);
+  return -1;
+}
+__attribute__((weak)) int tl_ansor_search_predict(tl_ctx *ctx, struct tl_ansor_model *m, int n,
+                                                  const float *rows, const int *row_off,
+                                                  double *scores) {
+  (void)m, (void)n, (void)rows, (void)row_off, (void)scores;
+  return no_model(ctx);
+}
+__attribute__((weak)) int tl_ansor_search_update(tl_ctx *ctx, struct tl_ansor_model *m, int n,
+                                                 const float *rows, const int *row_off,
+                                                 const double *flops) {
+  (void)m, (void)n, (void)rows, (void)row_off, (void)flops;
+  return no_model(ctx);
 }
 
 /* ---- the measured set ------------------------------------------------------------------- */
@@ -331,7 +346,8 @@ typedef struct cand {
   tl_sched *s;
   uint64_t hash;
   double score;
-  tl_lowered *f;                  /* when lowered */
+  float *rows;                    /* feature rows, when featurized */
+  int nrows;                      /* -1: the state does not lower or check */
 } cand;
 
 typedef TL_VEC(cand) candvec;
@@ -339,7 +355,7 @@ typedef TL_VEC(cand) candvec;
 static void cands_free(candvec *v) {
   for (int i = 0; i < v->n; i++) {
     tl_sched_free(v->v[i].s);
-    tl_lowered_free(v->v[i].f);
+    free(v->v[i].rows);
   }
   TL_VEC_FREE(*v);
 }
@@ -421,7 +437,7 @@ static int init_population(tl_ctx *ctx, tl_ansor_policy *p, candvec *pop) {
         continue;
       }
       hset_add(&local, h);
-      cand c = {b[i], h, 0, NULL};
+      cand c = {b[i], h, 0, NULL, 0};
       TL_VEC_PUSH(*pop, c);
       added++;
     }
@@ -456,7 +472,7 @@ static int init_population(tl_ctx *ctx, tl_ansor_policy *p, candvec *pop) {
         tl_sched_free(s);
         continue;
       }
-      cand c = {s, p->meas.v[idx[a]].hash, 0, NULL};
+      cand c = {s, p->meas.v[idx[a]].hash, 0, NULL, 0};
       TL_VEC_PUSH(*pop, c);
     }
     free(idx);
@@ -472,14 +488,43 @@ typedef struct lower_job {
   cand *c;
 } lower_job;
 
-static void lower_one(int64_t i, void *arg) {
+/* Lower, check and featurize one state (rows freed by cands_free). */
+static void featurize_one(int64_t i, void *arg) {
   lower_job *j = arg;
+  cand *c = &j->c[i];
+  if (c->rows || c->nrows < 0) return;
   tl_ctx ctx = {0};
-  if (!j->c[i].f && lower_check(&ctx, j->p, j->c[i].s, &j->c[i].f)) j->c[i].f = NULL;
+  tl_lowered *f;
+  c->nrows = -1;
+  if (lower_check(&ctx, j->p, c->s, &f)) return;
+  int n = tl_ansor_search_rows(&ctx, &j->p->env.hw, f, &c->rows);
+  tl_lowered_free(f);
+  if (n >= 0) c->nrows = n;
 }
 
-/* Scores of the population: the model's prediction (lowered states only;
-** a state that does not lower or check gets -inf), or random. */
+/* The rows of the featurized states of v packed per state; map[k] = index in v. */
+static int pack_rows(const candvec *v, float **rows, int **off, int **map) {
+  int total = 0, k = 0;
+  for (int i = 0; i < v->n; i++)
+    if (v->v[i].nrows >= 0) total += v->v[i].nrows;
+  *rows = tl_malloc(sizeof(float) * NFEAT * (size_t)(total + 1));
+  *off = tl_malloc(sizeof(int) * (size_t)(v->n + 1));
+  *map = tl_malloc(sizeof(int) * (size_t)(v->n + 1));
+  int at = 0;
+  for (int i = 0; i < v->n; i++) {
+    const cand *c = &v->v[i];
+    if (c->nrows < 0) continue;
+    (*off)[k] = at;
+    if (c->nrows) memcpy(*rows + (size_t)at * NFEAT, c->rows, sizeof(float) * NFEAT * (size_t)c->nrows);
+    at += c->nrows;
+    (*map)[k++] = i;
+  }
+  (*off)[k] = at;
+  return k;
+}
+
+/* Scores of the population: the model's prediction (a state that does not
+** lower or check gets -inf), or random. */
 static int score_population(tl_ctx *ctx, tl_ansor_policy *p, struct tl_ansor_model *m,
                             candvec *pop) {
   if (!m) {
@@ -487,20 +532,18 @@ static int score_population(tl_ctx *ctx, tl_ansor_policy *p, struct tl_ansor_mod
     return 0;
   }
   lower_job j = {p, pop->v};
-  tl_pool_for(tl_pool_global(), pop->n, lower_one, &j);
-  tl_lowered **fs = tl_malloc(sizeof(tl_lowered *) * (size_t)(pop->n + 1));
-  int *map = tl_malloc(sizeof(int) * (size_t)(pop->n + 1));
-  int k = 0;
-  for (int i = 0; i < pop->n; i++) {
-    pop->v[i].score = -INFINITY;
-    if (pop->v[i].f) map[k] = i, fs[k++] = pop->v[i].f;
-  }
+  tl_pool_for(tl_pool_global(), pop->n, featurize_one, &j);
+  for (int i = 0; i < pop->n; i++) pop->v[i].score = -INFINITY;
+  float *rows;
+  int *off, *map;
+  int k = pack_rows(pop, &rows, &off, &map);
   double *sc = tl_malloc(sizeof(double) * (size_t)(k + 1));
-  int rc = k ? tl_ansor_search_score(ctx, m, &p->env.hw, k, fs, sc) : 0;
+  int rc = k ? tl_ansor_search_predict(ctx, m, k, rows, off, sc) : 0;
   for (int i = 0; !rc && i < k; i++) pop->v[map[i]].score = sc[i];
   free(sc);
+  free(rows);
+  free(off);
   free(map);
-  free(fs);
   return rc;
 }
 
@@ -573,7 +616,8 @@ static void mutate_one(int64_t i, void *arg) {
   }
   j->out[i].s = child;
   j->out[i].hash = child ? tl_sched_hash(child) : 0;
-  j->out[i].f = NULL;
+  j->out[i].rows = NULL;
+  j->out[i].nrows = 0;
   j->out[i].score = 0;
 }
 
@@ -710,12 +754,11 @@ TL_EXPORT int tl_ansor_policy_is_measured(const tl_ansor_policy *p, const tl_sch
   return hset_has(&p->seen, tl_sched_hash(s));
 }
 
-/* Train the model on every measured state (lowered again here). */
+/* Train the model on every measured state (lowered and featurized again). */
 TL_EXPORT int tl_ansor_policy_update_model(tl_ctx *ctx, tl_ansor_policy *p, struct tl_ansor_model *m) {
   if (!m || !p->meas.n) return 0;
   candvec v = {0};
   double *fl = tl_malloc(sizeof(double) * (size_t)p->meas.n);
-  int k = 0;
   for (int i = 0; i < p->meas.n; i++) {
     tl_ctx sub = {0};
     tl_sched *s;
@@ -724,20 +767,22 @@ TL_EXPORT int tl_ansor_policy_update_model(tl_ctx *ctx, tl_ansor_policy *p, stru
       tl_sched_free(s);
       continue;
     }
-    cand c = {s, p->meas.v[i].hash, 0, NULL};
+    cand c = {s, p->meas.v[i].hash, 0, NULL, 0};
+    fl[v.n] = p->meas.v[i].flops;
     TL_VEC_PUSH(v, c);
-    fl[k++] = p->meas.v[i].flops;
   }
   lower_job j = {p, v.v};
-  tl_pool_for(tl_pool_global(), v.n, lower_one, &j);
-  tl_lowered **fs = tl_malloc(sizeof(tl_lowered *) * (size_t)(v.n + 1));
-  double *fl2 = tl_malloc(sizeof(double) * (size_t)(v.n + 1));
-  int n = 0;
-  for (int i = 0; i < v.n; i++)
-    if (v.v[i].f) fs[n] = v.v[i].f, fl2[n++] = fl[i];
-  int rc = n ? tl_ansor_search_train(ctx, m, &p->env.hw, n, fs, fl2) : 0;
-  free(fs);
-  free(fl2);
+  tl_pool_for(tl_pool_global(), v.n, featurize_one, &j);
+  float *rows;
+  int *off, *map;
+  int k = pack_rows(&v, &rows, &off, &map);
+  double *fk = tl_malloc(sizeof(double) * (size_t)(k + 1));
+  for (int i = 0; i < k; i++) fk[i] = fl[map[i]];
+  int rc = k ? tl_ansor_search_update(ctx, m, k, rows, off, fk) : 0;
+  free(fk);
+  free(rows);
+  free(off);
+  free(map);
   free(fl);
   cands_free(&v);
   return rc;

@@ -370,7 +370,8 @@ function M.RecordToFile(path)
   return { kind = "record_to_file", path = path }
 end
 
--- The measure task the AutoTVM builder and runners take: config index k = states[k].
+-- The measure task the AutoTVM builder and runners take: config index k = states[k]; its
+-- reference (check_correctness) is the task's unscheduled DAG.
 local function measure_task(task)
   local mt = { target = task.target, states = {}, name = "auto_scheduler", args = {} }
   function mt.lower(self, idx)
@@ -384,6 +385,7 @@ local function measure_task(task)
   end
   return mt
 end
+M.measure_task = measure_task
 
 local function say(opts, ...) if (opts.verbose or 1) >= 1 then io.write(string.format(...)) io.flush() end end
 
