@@ -417,6 +417,18 @@ static void add_guard(lw *L, lstage *ls, tl_ref cond, int spatial) {
   TL_VEC_PUSH(ls->guards, g);
 }
 
+/* Whether node's loop may run shorter than its split length: a leaf that is not
+** bound to a thread, or a node split further (fused ones keep their length). */
+static int clampable(const tl_stage *sg, int node) {
+  for (int r = 0; r < sg->rels.n; r++) {
+    const tl_rel *rel = &sg->rels.v[r];
+    for (int i = 0; i < rel->nin; i++)
+      if (rel->in[i] == node) return rel->kind == TL_REL_SPLIT;
+  }
+  int ann = sg->nodes.v[node].ann;
+  return ann == TL_ANN_NONE || ann == TL_ANN_UNROLL || ann == TL_ANN_VECTORIZE;
+}
+
 static int infer_stage(lw *L, int st) {
   tl_sched *s = L->s;
   tl_ir *ir = L->ir;
@@ -447,6 +459,20 @@ static int infer_stage(lw *L, int st) {
       int64_t e = ls->next[rel->in[0]], prod = 1;
       for (int k = 0; k < rel->nlengths; k++) prod *= rel->lengths[k];
       int64_t rest = (e + prod - 1) / prod;
+      if (rel->inner_to_outer && sg->compute_at == TL_CA_ITER && prod > e) {
+        /* an attached stage's region may be smaller than its tiles (a consumer's inner
+        ** tile): a factor over what remains of the region shrinks to it, innermost
+        ** first, so the outer tile loops run once instead of idling under guards */
+        int64_t rem = e;
+        for (int c = rel->nout - 1; c >= 1; c--) {
+          int64_t l = rel->lengths[c - 1];
+          int64_t x = l > rem && clampable(sg, rel->out[c]) ? rem : l;
+          ls->next[rel->out[c]] = x;
+          rem = (rem + x - 1) / x;
+        }
+        ls->next[rel->out[0]] = rem;
+        continue;
+      }
       for (int c = 0; c < rel->nout; c++) {
         int64_t x;
         if (rel->inner_to_outer) x = c == 0 ? rest : rel->lengths[c - 1];
