@@ -8,7 +8,9 @@
 **                region of each stage (whole tensor at root; at an attach
 **                point, the union of what its consumers read there, with the
 **                loops outside the attach point fixed and those inside
-**                relaxed), the loop extents through the iterator graph, the
+**                relaxed), the loop extents through the iterator graph (an
+**                attached stage's factor larger than what remains of its region
+**                shrinks to it, innermost first), the
 **                value of every op axis from the loop vars, the guards, and
 **                the body imported into the function's IR with inlined
 **                producers substituted into their loads
