@@ -12,11 +12,13 @@
 **        shared stages), auto-unroll pragma
 **
 ** Mutations edit the step list (a tile size moved between two levels of one
-** split, an auto_unroll_max_step value, a compute location) and replay it.
+** split, an auto_unroll_max_step value, a compute location, the number of
+** outer iterators fused into a parallel loop) and replay it.
 ** A rule that finds the state invalid (a vthread extent over the limit, too
 ** few threads) returns NULL with the reason in ctx.
 */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "search.h"
 
@@ -457,7 +459,12 @@ static tl_sched *mutate_unroll(tl_ctx *ctx, const tl_ansor_env *env, const tl_sc
   }
   if (!n) { tl_err(ctx, TL_E_SCHED, "mutate auto-unroll: no pragma"); return NULL; }
   int si = cand[pick(rng, n)];
-  int v = env->gpu ? unroll_gpu[pick(rng, 5)] : unroll_cpu[pick(rng, 4)];
+  /* another value than the current one */
+  const int *vals = env->gpu ? unroll_gpu : unroll_cpu;
+  int nv = env->gpu ? 5 : 4, cur = atoi(s->steps.v[si].str + 21), other[5], no = 0;
+  for (int i = 0; i < nv; i++)
+    if (vals[i] != cur) other[no++] = vals[i];
+  int v = other[pick(rng, no)];
   char text[48];
   snprintf(text, sizeof text, "auto_unroll_max_step$%d", v);
   tl_step *steps = steps_copy(s);
@@ -499,13 +506,89 @@ static tl_sched *mutate_location(tl_ctx *ctx, const tl_ansor_env *env, const tl_
   return out;
 }
 
+/* A new fuse length for a parallel loop made by fusing the outer iterators:
+** the later steps of that stage shift their iterator positions. */
+static tl_sched *mutate_parallel(tl_ctx *ctx, const tl_ansor_env *env, const tl_sched *s,
+                                 uint64_t *rng) {
+  (void)env;
+  int cand[256], n = 0;
+  for (int i = 1; i < s->steps.n && n < 256; i++) {
+    const tl_step *a = &s->steps.v[i], *f = &s->steps.v[i - 1];
+    if (a->kind == TL_STEP_AN && a->annotation == TL_ANN_PARALLEL && a->iter_id == 0 &&
+        f->kind == TL_STEP_FU && f->stage_id == a->stage_id && f->nints > 0 && f->ints[0] == 0)
+      cand[n++] = i - 1;
+  }
+  if (!n) { tl_err(ctx, TL_E_SCHED, "mutate parallel: no fused parallel loop"); return NULL; }
+  int fi = cand[pick(rng, n)], st = s->steps.v[fi].stage_id, old = s->steps.v[fi].nints;
+  tl_sched *pre = tl_ansor_replay(ctx, s, s->steps.v, fi);
+  if (!pre) return NULL;
+  int maxf = 0;
+  const tl_stage *sg = &pre->stages.v[st];
+  for (int i = 0; i < sg->leaves.n && i < 64; i++) {
+    const tl_iter *it = leaf_of(pre, st, i);
+    if (it->kind != TL_ITER_SPATIAL || it->ann != TL_ANN_NONE) break;
+    maxf++;
+    if (attached_at(pre, st, sg->leaves.v[i]) >= 0) break;
+  }
+  tl_sched_free(pre);
+  int len = maxf ? 1 + pick(rng, maxf) : 0;
+  if (len == old || len == 0) {
+    tl_err(ctx, TL_E_SCHED, "mutate parallel: same fuse length drawn");
+    return NULL;
+  }
+  int delta = old - len;   /* later positions of the stage move by this much */
+  tl_step *steps = steps_copy(s);
+  size_t need = (size_t)len + 1;
+  for (int i = fi + 2; i < s->steps.n; i++) need += (size_t)(s->steps.v[i].nints > 0 ? s->steps.v[i].nints : 0);
+  int64_t *ids = tl_malloc(sizeof(int64_t) * need);
+  int used = 0;
+  int64_t *fids = ids + used;
+  for (int i = 0; i < len; i++) fids[i] = i;
+  used += len;
+  steps[fi].ints = fids;
+  steps[fi].nints = len;
+  for (int i = fi + 2; i < s->steps.n; i++) {
+    tl_step *t = &steps[i];
+    if (t->stage_id != st) continue;
+    if ((t->kind == TL_STEP_AN || t->kind == TL_STEP_PR || t->kind == TL_STEP_SP) && t->iter_id > 0)
+      t->iter_id += delta;
+    else if (t->kind == TL_STEP_FU && t->nints > 0 && t->ints[0] > 0 && t->nints <= 64) {
+      int64_t *v = ids + used;
+      for (int k = 0; k < t->nints; k++) v[k] = t->ints[k] + delta;
+      used += t->nints;
+      t->ints = v;
+    } else if (t->kind != TL_STEP_AN && t->kind != TL_STEP_PR && t->kind != TL_STEP_FU) {
+      free(ids);
+      free(steps);
+      tl_err(ctx, TL_E_SCHED, "mutate parallel: a later %s step on the stage", tl_step_name(t->kind));
+      return NULL;
+    }
+  }
+  tl_sched *out = tl_ansor_replay(ctx, s, steps, s->steps.n);
+  free(ids);
+  free(steps);
+  return out;
+}
+
+tl_sched *tl_ansor_mutate_kind(tl_ctx *ctx, const tl_ansor_env *env, const tl_sched *state,
+                               int kind, uint64_t *rng) {
+  switch (kind) {
+  case TL_ANSOR_MUT_TILE: return mutate_tile(ctx, env, state, rng);
+  case TL_ANSOR_MUT_UNROLL: return mutate_unroll(ctx, env, state, rng);
+  case TL_ANSOR_MUT_LOCATION: return mutate_location(ctx, env, state, rng);
+  case TL_ANSOR_MUT_PARALLEL: return mutate_parallel(ctx, env, state, rng);
+  default: tl_err(ctx, TL_E_ARG, "mutate: unknown mutation %d", kind); return NULL;
+  }
+}
+
 tl_sched *tl_ansor_mutate(tl_ctx *ctx, const tl_ansor_env *env, const tl_sched *state,
                           uint64_t *rng) {
-  /* weights: CPU tile 0.90, unroll 0.04, location 0.05 (parallel 0.01 folded into tile);
+  /* weights: CPU tile 0.90, unroll 0.04, compute location 0.05, parallel 0.01;
   ** GPU tile 0.90, unroll 0.10 */
   double u = tl_ansor_uniform(rng);
-  if (env->gpu) return u < 0.90 ? mutate_tile(ctx, env, state, rng) : mutate_unroll(ctx, env, state, rng);
-  if (u < 0.91) return mutate_tile(ctx, env, state, rng);
-  if (u < 0.95) return mutate_unroll(ctx, env, state, rng);
-  return mutate_location(ctx, env, state, rng);
+  int kind;
+  if (env->gpu) kind = u < 0.90 ? TL_ANSOR_MUT_TILE : TL_ANSOR_MUT_UNROLL;
+  else kind = u < 0.90 ? TL_ANSOR_MUT_TILE : u < 0.94 ? TL_ANSOR_MUT_UNROLL
+            : u < 0.99 ? TL_ANSOR_MUT_LOCATION : TL_ANSOR_MUT_PARALLEL;
+  return tl_ansor_mutate_kind(ctx, env, state, kind, rng);
 }

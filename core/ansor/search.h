@@ -83,6 +83,10 @@ tl_sched *tl_ansor_annotate(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor
 ** the drawn mutation does not apply. */
 tl_sched *tl_ansor_mutate(tl_ctx *ctx, const tl_ansor_env *env, const tl_sched *state,
                           uint64_t *rng);
+/* One mutation of a given kind. */
+enum { TL_ANSOR_MUT_TILE = 0, TL_ANSOR_MUT_UNROLL, TL_ANSOR_MUT_LOCATION, TL_ANSOR_MUT_PARALLEL };
+tl_sched *tl_ansor_mutate_kind(tl_ctx *ctx, const tl_ansor_env *env, const tl_sched *state,
+                               int kind, uint64_t *rng);
 /* Replay steps (n of them) on a fresh copy of base's DAG; NULL on error. */
 tl_sched *tl_ansor_replay(tl_ctx *ctx, const tl_sched *base, const tl_step *steps, int n);
 

@@ -73,16 +73,19 @@ local rec = json.decode(lines[1])
 assert(rec.v == "v0.6" and #rec.i[1] == 6 and rec.i[1][1] == task.workload_key and rec.i[1][2] == "llvm",
        "record task fields: " .. lines[1])
 assert(lines[1]:find('^{"i": %[%["') and lines[1]:find('"r": %[%[') , "record layout")
-local r2 = tune(12, 2)
-assert(r2.trials == 12, "resumed run counts the log: " .. r2.trials)
+local r2 = tune(16, 2)
+assert(r2.trials == 16, "resumed run counts the log: " .. r2.trials)
 local seen, n = {}, 0
 for l in io.lines(log) do
-  local s = json.encode(json.decode(l).i[2][2])
+  local rr = json.decode(l)
+  -- measured with check_correctness: evolved (mutated) states compute what the DAG does
+  assert(rr.r[2] == 0, "a measured state failed: " .. l)
+  local s = json.encode(rr.i[2][2])
   assert(not seen[s], "a state was measured twice")
   seen[s] = true
   n = n + 1
 end
-assert(n == 12, "resume appended 4 lines, log has " .. n)
+assert(n == 16, "resume appended 8 lines, log has " .. n)
 -- (the log holds costs to 6 significant digits)
 assert(r2.best_cost <= r1.best_cost * (1 + 1e-5), "resume keeps the best")
 local best = task:apply_best(log)
