@@ -30,45 +30,12 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "feature.h"
 #include "search.h"
 
 struct tl_ansor_model;
 
-/* The cost model's side (search_model.c): the feature rows of one lowered
-** state (n rows of TL_ANSOR_NFEAT floats, malloc'd; returns n or -1), and
-** prediction and training over rows packed per state (row_off: n + 1
-** offsets). Weak fallbacks below say that this build has no cost model; the
-** model kind "random" never reaches them. */
-#define NFEAT 164
-int tl_ansor_search_rows(tl_ctx *ctx, const struct tl_ansor_hw *hw, const tl_lowered *f,
-                         float **rows);
-int tl_ansor_search_predict(tl_ctx *ctx, struct tl_ansor_model *m, int n, const float *rows,
-                            const int *row_off, double *scores);
-int tl_ansor_search_update(tl_ctx *ctx, struct tl_ansor_model *m, int n, const float *rows,
-                           const int *row_off, const double *flops);
-
-static int no_model(tl_ctx *ctx) {
-  return tl_err(ctx, TL_E_ARG, "search: this build has no cost model (core/ansor/feature.h)");
-}
-__attribute__((weak)) int tl_ansor_search_rows(tl_ctx *ctx, const struct tl_ansor_hw *hw,
-                                               const tl_lowered *f, float **rows) {
-  (void)hw, (void)f;
-  *rows = NULL;
-  no_model(ctx);
-  return -1;
-}
-__attribute__((weak)) int tl_ansor_search_predict(tl_ctx *ctx, struct tl_ansor_model *m, int n,
-                                                  const float *rows, const int *row_off,
-                                                  double *scores) {
-  (void)m, (void)n, (void)rows, (void)row_off, (void)scores;
-  return no_model(ctx);
-}
-__attribute__((weak)) int tl_ansor_search_update(tl_ctx *ctx, struct tl_ansor_model *m, int n,
-                                                 const float *rows, const int *row_off,
-                                                 const double *flops) {
-  (void)m, (void)n, (void)rows, (void)row_off, (void)flops;
-  return no_model(ctx);
-}
+#define NFEAT TL_ANSOR_NFEAT
 
 /* ---- the measured set ------------------------------------------------------------------- */
 

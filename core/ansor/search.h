@@ -87,6 +87,18 @@ tl_sched *tl_ansor_mutate(tl_ctx *ctx, const tl_ansor_env *env, const tl_sched *
 enum { TL_ANSOR_MUT_TILE = 0, TL_ANSOR_MUT_UNROLL, TL_ANSOR_MUT_LOCATION, TL_ANSOR_MUT_PARALLEL };
 tl_sched *tl_ansor_mutate_kind(tl_ctx *ctx, const tl_ansor_env *env, const tl_sched *state,
                                int kind, uint64_t *rng);
+/* The cost model's side (search_model.c): the feature rows of one lowered
+** state (n rows of TL_ANSOR_NFEAT floats, malloc'd; returns n or -1), and
+** prediction and training over rows packed per state (row_off: n + 1
+** offsets). */
+struct tl_ansor_model;
+int tl_ansor_search_rows(tl_ctx *ctx, const struct tl_ansor_hw *hw, const tl_lowered *f,
+                         float **rows);
+int tl_ansor_search_predict(tl_ctx *ctx, struct tl_ansor_model *m, int n, const float *rows,
+                            const int *row_off, double *scores);
+int tl_ansor_search_update(tl_ctx *ctx, struct tl_ansor_model *m, int n, const float *rows,
+                           const int *row_off, const double *flops);
+
 /* Replay steps (n of them) on a fresh copy of base's DAG; NULL on error. */
 tl_sched *tl_ansor_replay(tl_ctx *ctx, const tl_sched *base, const tl_step *steps, int n);
 

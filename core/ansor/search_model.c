@@ -1,11 +1,9 @@
 /*
 ** search_model.c -- the search's use of the cost model: the per-store feature
 ** rows of a lowered state (feature.h, tl_ansor_features), and the model's
-** prediction and update over rows packed per state. Compiled when
-** core/ansor/feature.h is part of the tree; these definitions replace
-** search.c's fallbacks, which answer that the build has no cost model.
+** prediction and update over rows packed per state (core/tuner/ansor_model.c
+** through the public tl_ansor_model_*).
 */
-#if __has_include("feature.h")
 #include "feature.h"
 #include "search.h"
 
@@ -23,4 +21,3 @@ int tl_ansor_search_update(tl_ctx *ctx, struct tl_ansor_model *m, int n, const f
                            const int *row_off, const double *flops) {
   return tl_ansor_model_update(ctx, m, n, rows, row_off, flops);
 }
-#endif

@@ -127,8 +127,6 @@ auto_scheduler.SketchPolicy = search.SketchPolicy
 auto_scheduler.TuningOptions = search.TuningOptions
 auto_scheduler.RecordToFile = search.RecordToFile
 auto_scheduler.load_records = search.load_records
---- RandomModel(): states scored at random (the policy's model before any measurement)
-function auto_scheduler.RandomModel() return { kind = "random" } end
 do
   local am = require "tunelua.autotvm.measure"
   auto_scheduler.LocalBuilder, auto_scheduler.LocalRunner = am.LocalBuilder, am.LocalRunner

@@ -3,7 +3,7 @@
 --
 --   local auto_scheduler = require "tunelua.auto_scheduler"
 --   local task = auto_scheduler.SearchTask{compute_dag = dag_or_tensors, target = "llvm"}
---   local policy = auto_scheduler.SketchPolicy(task, {program_cost_model = auto_scheduler.RandomModel(), seed = 1})
+--   local policy = auto_scheduler.SketchPolicy(task, {program_cost_model = auto_scheduler.XGBModel(), seed = 1})
 --   task:tune(auto_scheduler.TuningOptions{num_measure_trials = 64, num_measures_per_round = 16,
 --             measure_callbacks = {auto_scheduler.RecordToFile("conv.json")}}, policy)
 --   local state = task:apply_best("conv.json")     -- a State: :build(), :source(), :lower()
@@ -148,7 +148,8 @@ local PARAMS = {
   "disable_change_compute_location",
 }
 
---- SketchPolicy(task, {program_cost_model = XGBModel() | RandomModel() | nil, seed = n,
+--- SketchPolicy(task, {program_cost_model = XGBModel() | RandomModel() | nil (random scores
+---                     without features), seed = n,
 ---                     params = {evolutionary_search_population = 2048, ...}, verbose = 1})
 function M.SketchPolicy(task, opts)
   opts = opts or {}
@@ -171,8 +172,8 @@ function M.SketchPolicy(task, opts)
     check(C.tl_ansor_policy_set_param(ctx, p.handle, tostring(k), v), 2)
   end
   local m = p.model
-  if m ~= nil and (type(m) ~= "table" or (m.kind ~= "random" and m.handle == nil)) then
-    error("SketchPolicy: program_cost_model must be RandomModel() or XGBModel()", 2)
+  if m ~= nil and (type(m) ~= "table" or type(m.handle) ~= "cdata") then
+    error("SketchPolicy: program_cost_model must be auto_scheduler.XGBModel{...} or RandomModel{...}", 2)
   end
   return p
 end
@@ -186,11 +187,8 @@ function SketchPolicy:param(name)
 end
 M.PARAMS = PARAMS
 
--- The model handle for C (NULL: random scores).
-local function model_handle(m)
-  if m == nil or m.kind == "random" or m.handle == nil then return nil end
-  return m.handle
-end
+-- The model handle for C (nil: no model, random scores without features).
+local function model_handle(m) return m and m.handle or nil end
 
 --- policy:sketches() -> States (split lengths are placeholders)
 function SketchPolicy:sketches()
@@ -392,7 +390,8 @@ local function say(opts, ...) if (opts.verbose or 1) >= 1 then io.write(string.f
 --- task:tune(TuningOptions{...}[, policy]) -> {best_cost, best_steps, trials, rounds, round_seconds}
 function M.tune(task, opts, policy)
   if getmetatable(opts) ~= nil or type(opts) ~= "table" then error("tune: expected TuningOptions", 2) end
-  policy = policy or task.policy or M.SketchPolicy(task, {})
+  policy = policy or task.policy or
+           M.SketchPolicy(task, { program_cost_model = require("tunelua.auto_scheduler.cost_model").XGBModel() })
   task.policy = policy
   local ameasure = require "tunelua.autotvm.measure"
   local builder = opts.builder or ameasure.LocalBuilder()
