@@ -247,10 +247,8 @@ local function hw_list(hp)
   return "[" .. table.concat(r, ", ") .. "]"
 end
 
-local function g6(v)
-  local s = string.format("%.6g", v)
-  return s
-end
+-- floats as the C++ writer prints them: 6 significant digits
+local function g6(v) return (string.format("%.6g", v)) end
 
 --- record line of one measurement (no newline)
 function M.encode_record(task, steps, res)
@@ -288,7 +286,6 @@ function M.load_records(path, opts)
       elseif type(r.r[1]) ~= "table" or type(r.r[2]) ~= "number" then why = "\"r\" is not [costs, error_no, ...]"
       end
       if not why then
-        for _, k in pairs(r) do end
         for k in pairs(r) do
           if k ~= "i" and k ~= "r" and k ~= "v" then why = "unknown key '" .. tostring(k) .. "'" end
         end
@@ -310,9 +307,7 @@ function M.load_records(path, opts)
 end
 
 -- A decoded step list back to JSON text (what tl_sched_apply_json reads).
-local function steps_text(list)
-  return json.encode(list)
-end
+local function steps_text(list) return json.encode(list) end
 M.steps_text = steps_text
 
 local function mean(costs)
