@@ -71,12 +71,15 @@ function measure.MeasureResult(costs, error_no, all_cost, timestamp, error_msg)
            error_msg = error_msg }
 end
 
+--- config_index(inp) -> the config index of a MeasureInput (its config an index or an object
+--- with .index), or nil.
 local function config_index(inp)
   local c = inp.config
   if type(c) == "number" then return c end
   if type(c) == "table" or type(c) == "cdata" then return c.index end
   return nil
 end
+measure.config_index = config_index
 
 local function opt(o, name, default, kind, lvl)
   local v = o[name]

@@ -21,12 +21,7 @@ local M = {}
 
 local function now() return tonumber(C.tl_now()) end
 
-local function config_index(inp)
-  local c = inp.config
-  if type(c) == "number" then return c end
-  if type(c) == "table" or type(c) == "cdata" then return c.index end
-  return nil
-end
+local config_index = measure.config_index
 
 -- The VTA task (tunelua.vta) of an AutoTVM task, made once per task.
 local vta_tasks = setmetatable({}, { __mode = "k" })
