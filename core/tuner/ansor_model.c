@@ -210,18 +210,7 @@ static int fit(tl_ctx *ctx, tl_ansor_model *m) {
     }
   }
   /* the trees up to the best checked round (best_it rounds were applied) */
-  int have = 0;
-  XGBoosterBoostedRounds(b, &have);
-  int keep = TL_MIN(TL_MAX(best_it, 1), have);
-  if (keep < have) {
-    BoosterHandle sl = NULL;
-    if (XGBoosterSlice(b, 0, keep, 1, &sl) == 0 && sl) {
-      XGBoosterFree(b);
-      b = sl;
-    } else {
-      keep = have;
-    }
-  }
+  int keep = tl_xgb_keep_rounds((void **)&b, TL_MAX(best_it, 1));
   if (m->bst) XGBoosterFree(m->bst);
   m->bst = b;
   b = NULL;

@@ -232,11 +232,23 @@ static int booster_predict(tl_ctx *ctx, BoosterHandle b, int bcol, const float *
   return rc ? xgb_err(ctx, "predict") : TL_OK;
 }
 
-/* The two helpers above, for the auto-scheduler's model (ansor_model.c). */
+/* The two helpers above and tl_xgb_keep_rounds, for ansor_model.c too (tuner.h). */
 int tl_xgb_error(tl_ctx *ctx, const char *what) { return xgb_err(ctx, what); }
 int tl_xgb_predict(tl_ctx *ctx, void *booster, int bcol, const float *x, int nrow, int ncol,
                    int margin, double *out) {
   return booster_predict(ctx, (BoosterHandle)booster, bcol, x, nrow, ncol, margin, out);
+}
+
+int tl_xgb_keep_rounds(void **booster, int keep) {
+  BoosterHandle b = (BoosterHandle)*booster;
+  int have = 0;
+  XGBoosterBoostedRounds(b, &have);
+  if (keep >= have) return have;
+  BoosterHandle sl = NULL;
+  if (XGBoosterSlice(b, 0, keep, 1, &sl) != 0 || !sl) return have;
+  XGBoosterFree(b);
+  *booster = sl;
+  return keep;
 }
 
 /* a-recall@N: the mean over i < N of the fraction of the i+1 best-predicted
@@ -339,21 +351,9 @@ static int train(tl_ctx *ctx, tl_tune_model *m, const float *x0, int nrow, int n
     }
   }
   /* keep the trees up to the best round */
-  int keep = best_it + 1;
-  int have = 0;
-  XGBoosterBoostedRounds(b, &have);
-  if (keep < have) {
-    BoosterHandle sl = NULL;
-    if (XGBoosterSlice(b, 0, keep, 1, &sl) == 0 && sl) {
-      XGBoosterFree(b);
-      b = sl;
-    }
-  } else {
-    keep = have;
-  }
+  *out_rounds = tl_xgb_keep_rounds((void **)&b, best_it + 1);
   *out = b;
   b = NULL;
-  *out_rounds = keep;
 done:
   if (b) XGBoosterFree(b);
   if (d) XGDMatrixFree(d);

@@ -64,5 +64,9 @@ int tl_sa_search(tl_ctx *ctx, tl_tune_sa *sa, tl_score_fn score, void *ud, int n
 int tl_xgb_error(tl_ctx *ctx, const char *what);
 int tl_xgb_predict(tl_ctx *ctx, void *booster, int bcol, const float *x, int nrow, int ncol,
                    int margin, double *out);
+/* tl_xgb_keep_rounds cuts *booster (a BoosterHandle) to its first keep boosted
+** rounds (at most the rounds it has, freeing the uncut one); it returns the
+** rounds *booster keeps: all of them where slicing fails. */
+int tl_xgb_keep_rounds(void **booster, int keep);
 
 #endif
