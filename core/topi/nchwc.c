@@ -87,27 +87,6 @@ static json_t *nchwc_attrs_json(const nchwc_attrs *a) {
   return j;
 }
 
-static tl_ref win(tl_ir *ir, tl_ref y, int64_t s, tl_ref r, int64_t d) {
-  return tl_add(ir, tl_mul(ir, y, tl_int(ir, s)), tl_mul(ir, r, tl_int(ir, d)));
-}
-
-static int nchwc_emit(tl_topi_call *c, int data, const nchwc_attrs *a, const char *tag,
-                      const int64_t *oshape, const tl_ref *ax, tl_ref lhs, tl_ref rhs,
-                      const tl_ref *rv, int nrv) {
-  tl_ir *ir = c->dag->ir;
-  if (!tl_type_eq(tl_topi_dtype(c->dag, data), a->out_dtype)) {
-    lhs = tl_cast(ir, a->out_dtype, lhs);
-    rhs = tl_cast(ir, a->out_dtype, rhs);
-  }
-  json_t *aj = nchwc_attrs_json(a);
-  int out;
-  int rc = tl_topi_emit(c, tag, tag, "out_elemwise_fusable", 5, oshape, ax, tl_mul(ir, lhs, rhs),
-                        TL_RED_SUM, rv, nrv, 0, aj, &out);
-  json_decref(aj);
-  if (rc) return rc;
-  return tl_topi_push_out(c, out);
-}
-
 int tl_topi_conv2d_nchwc(tl_topi_call *c) {
   int rc;
   if ((rc = tl_topi_nin(c, 2, 2))) return rc;
@@ -134,14 +113,17 @@ int tl_topi_conv2d_nchwc(tl_topi_call *c) {
   tl_te_axis_vars(dag, 5, names, ax);
   tl_ref rco = tl_te_reduce_axis(dag, "ic_outer", C1), ry = tl_te_reduce_axis(dag, "kh", KH),
          rx = tl_te_reduce_axis(dag, "kw", KW), rci = tl_te_reduce_axis(dag, "ic_inner", ib);
-  tl_ref di[5] = {ax[0], rco, win(ir, ax[2], a.stride[0], ry, a.dil[0]),
-                  win(ir, ax[3], a.stride[1], rx, a.dil[1]), rci};
-  if (nchw) di[1] = rci, di[2] = win(ir, ax[2], a.stride[0], ry, a.dil[0]), di[3] = win(ir, ax[3], a.stride[1], rx, a.dil[1]);
+  tl_ref di[5] = {ax[0], rco, tl_topi_window(dag, ax[2], a.stride[0], ry, a.dil[0]),
+                  tl_topi_window(dag, ax[3], a.stride[1], rx, a.dil[1]), rci};
+  if (nchw)
+    di[1] = rci, di[2] = tl_topi_window(dag, ax[2], a.stride[0], ry, a.dil[0]),
+    di[3] = tl_topi_window(dag, ax[3], a.stride[1], rx, a.dil[1]);
   tl_ref ki[5] = {ax[1], nchw ? rci : tl_add(ir, tl_mul(ir, rco, tl_int(ir, ib)), rci), ry, rx, ax[4]};
   int64_t oshape[5] = {N, O1, OH, OW, ob};
   tl_ref rv[4] = {rco, ry, rx, rci};
-  return nchwc_emit(c, data, &a, "conv2d_NCHWc", oshape, ax, tl_te_load(dag, pad, di, nchw ? 4 : 5),
-                    tl_te_load(dag, kernel, ki, 5), rv, 4);
+  return tl_topi_conv_sum(c, data, a.out_dtype, "conv2d_NCHWc", 5, oshape, ax,
+                          tl_te_load(dag, pad, di, nchw ? 4 : 5), tl_te_load(dag, kernel, ki, 5), rv,
+                          4, nchwc_attrs_json(&a));
 }
 
 int tl_topi_depthwise_conv2d_nchwc(tl_topi_call *c) {
@@ -165,11 +147,12 @@ int tl_topi_depthwise_conv2d_nchwc(tl_topi_call *c) {
   tl_ref ax[5];
   tl_te_axis_vars(dag, 5, names, ax);
   tl_ref ry = tl_te_reduce_axis(dag, "kh", ks[2]), rx = tl_te_reduce_axis(dag, "kw", ks[3]);
-  tl_ref di[5] = {ax[0], ax[1], win(ir, ax[2], a.stride[0], ry, a.dil[0]),
-                  win(ir, ax[3], a.stride[1], rx, a.dil[1]), ax[4]};
+  tl_ref di[5] = {ax[0], ax[1], tl_topi_window(dag, ax[2], a.stride[0], ry, a.dil[0]),
+                  tl_topi_window(dag, ax[3], a.stride[1], rx, a.dil[1]), ax[4]};
   tl_ref ki[5] = {ax[1], tl_int(ir, 0), ry, rx, ax[4]};
   int64_t oshape[5] = {ds[0], ds[1], OH, OW, ds[4]};
   tl_ref rv[2] = {ry, rx};
-  return nchwc_emit(c, data, &a, "depthwise_conv2d_NCHWc", oshape, ax, tl_te_load(dag, pad, di, 5),
-                    tl_te_load(dag, kernel, ki, 5), rv, 2);
+  return tl_topi_conv_sum(c, data, a.out_dtype, "depthwise_conv2d_NCHWc", 5, oshape, ax,
+                          tl_te_load(dag, pad, di, 5), tl_te_load(dag, kernel, ki, 5), rv, 2,
+                          nchwc_attrs_json(&a));
 }

@@ -150,25 +150,23 @@ static int conv_pad(tl_topi_call *c, int data, const conv_attrs *a, int nhwc, in
   return tl_topi_pad_stage(c, data, before, pshape, 0, name, pad);
 }
 
-/* The convolution stage: sum over rv of lhs * rhs (both cast to out_dtype
-** when the inputs are of another type), tagged tag, with attrs aj (consumed). */
-static int conv_emit_sum(tl_topi_call *c, int data, const conv_attrs *a, const char *tag,
-                         const int64_t *oshape, const tl_ref *ax, tl_ref lhs, tl_ref rhs,
-                         const tl_ref *rv, int nrv, json_t *aj) {
+int tl_topi_conv_sum(tl_topi_call *c, int data, tl_type out_dtype, const char *tag, int ndim,
+                     const int64_t *oshape, const tl_ref *ax, tl_ref lhs, tl_ref rhs,
+                     const tl_ref *rv, int nrv, json_t *aj) {
   tl_ir *ir = c->dag->ir;
-  if (!tl_type_eq(tl_topi_dtype(c->dag, data), a->out_dtype)) {
-    lhs = tl_cast(ir, a->out_dtype, lhs);
-    rhs = tl_cast(ir, a->out_dtype, rhs);
+  if (!tl_type_eq(tl_topi_dtype(c->dag, data), out_dtype)) {
+    lhs = tl_cast(ir, out_dtype, lhs);
+    rhs = tl_cast(ir, out_dtype, rhs);
   }
   int out;
-  int rc = tl_topi_emit(c, tag, tag, "out_elemwise_fusable", 4, oshape, ax, tl_mul(ir, lhs, rhs),
-                        TL_RED_SUM, rv, nrv, 0, aj, &out);
+  int rc = tl_topi_emit(c, tag, tag, "out_elemwise_fusable", ndim, oshape, ax,
+                        tl_mul(ir, lhs, rhs), TL_RED_SUM, rv, nrv, 0, aj, &out);
   json_decref(aj);
   if (rc) return rc;
   return tl_topi_push_out(c, out);
 }
 
-static tl_ref idx_win(tl_dag *dag, tl_ref y, int64_t s, tl_ref r, int64_t d) {
+tl_ref tl_topi_window(tl_dag *dag, tl_ref y, int64_t s, tl_ref r, int64_t d) {
   tl_ir *ir = dag->ir;
   return tl_add(ir, tl_mul(ir, y, tl_int(ir, s)), tl_mul(ir, r, tl_int(ir, d)));
 }
@@ -217,7 +215,7 @@ int tl_topi_conv2d(tl_topi_call *c) {
   tl_ref n = ax[0], f = nhwc ? ax[3] : ax[1], y = nhwc ? ax[1] : ax[2], x = nhwc ? ax[2] : ax[3];
   tl_ref ci = rcv;
   if (g > 1) ci = tl_add(ir, tl_mul(ir, tl_floordiv(ir, f, tl_int(ir, O / g)), tl_int(ir, CG)), rcv);
-  tl_ref iy = idx_win(dag, y, a.stride[0], ry, a.dil[0]), ix = idx_win(dag, x, a.stride[1], rx, a.dil[1]);
+  tl_ref iy = tl_topi_window(dag, y, a.stride[0], ry, a.dil[0]), ix = tl_topi_window(dag, x, a.stride[1], rx, a.dil[1]);
   tl_ref di[4], ki[4];
   if (nhwc) {
     di[0] = n, di[1] = iy, di[2] = ix, di[3] = ci;
@@ -233,7 +231,7 @@ int tl_topi_conv2d(tl_topi_call *c) {
   char tag[32];
   snprintf(tag, sizeof tag, "%sconv2d_%s", g > 1 ? "group_" : "", nhwc ? "nhwc" : "nchw");
   int64_t ksz[2] = {KH, KW};
-  return conv_emit_sum(c, data, &a, tag, oshape, ax, tl_te_load(dag, pad, di, 4),
+  return tl_topi_conv_sum(c, data, a.out_dtype, tag, 4, oshape, ax, tl_te_load(dag, pad, di, 4),
                        tl_te_load(dag, kernel, ki, 4), rv, 3, conv_attrs_json(&a, ksz));
 }
 
@@ -293,7 +291,6 @@ int tl_topi_conv2d_packed(tl_topi_call *c) {
   int64_t H = ds[2], W = ds[3], KH = ks[2], KW = ks[3], OH = 0, OW = 0;
   if ((rc = conv_out_hw(c, &a, H, W, KH, KW, &OH, &OW))) return rc;
   tl_dag *dag = c->dag;
-  tl_ir *ir = dag->ir;
   int64_t before[6] = {0, 0, a.pad[0], a.pad[1], 0, 0};
   int64_t pshape[6] = {ds[0], ds[1], H + a.pad[0] + a.pad[2], W + a.pad[1] + a.pad[3], ds[4], ds[5]};
   int pad;
@@ -303,25 +300,17 @@ int tl_topi_conv2d_packed(tl_topi_call *c) {
   tl_te_axis_vars(dag, 6, names, ax);
   tl_ref ko = tl_te_reduce_axis(dag, "k_o", ds[1]), dy = tl_te_reduce_axis(dag, "d_i", KH),
          dx = tl_te_reduce_axis(dag, "d_j", KW), ki = tl_te_reduce_axis(dag, "k_i", bc);
-  tl_ref di[6] = {ax[0], ko, idx_win(dag, ax[2], a.stride[0], dy, a.dil[0]),
-                  idx_win(dag, ax[3], a.stride[1], dx, a.dil[1]), ax[4], ki};
+  tl_ref di[6] = {ax[0], ko, tl_topi_window(dag, ax[2], a.stride[0], dy, a.dil[0]),
+                  tl_topi_window(dag, ax[3], a.stride[1], dx, a.dil[1]), ax[4], ki};
   tl_ref kidx[6] = {ax[1], ko, dy, dx, ax[5], ki};
   tl_ref lhs = tl_te_load(dag, pad, di, 6), rhs = tl_te_load(dag, kernel, kidx, 6);
-  if (!tl_type_eq(tl_topi_dtype(dag, data), a.out_dtype)) {
-    lhs = tl_cast(ir, a.out_dtype, lhs);
-    rhs = tl_cast(ir, a.out_dtype, rhs);
-  }
   tl_ref rv[4] = {ko, dy, dx, ki};
   int64_t oshape[6] = {ds[0], ks[0], OH, OW, bn, bo};
   int64_t ksz[2] = {KH, KW};
   json_t *aj = conv_attrs_json(&a, ksz);
   json_object_set_new(aj, "kernel_layout", json_string(kl));
-  int out;
-  rc = tl_topi_emit(c, "conv2d_packed", "conv2d_packed", "out_elemwise_fusable", 6, oshape, ax,
-                    tl_mul(ir, lhs, rhs), TL_RED_SUM, rv, 4, 0, aj, &out);
-  json_decref(aj);
-  if (rc) return rc;
-  return tl_topi_push_out(c, out);
+  return tl_topi_conv_sum(c, data, a.out_dtype, "conv2d_packed", 6, oshape, ax, lhs, rhs, rv, 4,
+                          aj);
 }
 
 /* ---- depthwise conv2d ------------------------------------------------------ */
@@ -359,7 +348,7 @@ int tl_topi_depthwise_conv2d(tl_topi_call *c) {
   tl_ref ch = nhwc ? ax[3] : ax[1], y = nhwc ? ax[1] : ax[2], x = nhwc ? ax[2] : ax[3];
   tl_ref ic = M == 1 ? ch : tl_floordiv(ir, ch, tl_int(ir, M));
   tl_ref mm = M == 1 ? tl_int(ir, 0) : tl_floormod(ir, ch, tl_int(ir, M));
-  tl_ref iy = idx_win(dag, y, a.stride[0], di, a.dil[0]), ix = idx_win(dag, x, a.stride[1], dj, a.dil[1]);
+  tl_ref iy = tl_topi_window(dag, y, a.stride[0], di, a.dil[0]), ix = tl_topi_window(dag, x, a.stride[1], dj, a.dil[1]);
   tl_ref dI[4], kI[4];
   if (nhwc) {
     dI[0] = ax[0], dI[1] = iy, dI[2] = ix, dI[3] = ic;
@@ -376,7 +365,7 @@ int tl_topi_depthwise_conv2d(tl_topi_call *c) {
   json_t *aj = conv_attrs_json(&a, ksz);
   json_object_set_new(aj, "channel_multiplier", json_integer(M));
   tl_ref rv[2] = {di, dj};
-  return conv_emit_sum(c, data, &a, tag, oshape, ax, tl_te_load(dag, pad, dI, 4),
+  return tl_topi_conv_sum(c, data, a.out_dtype, tag, 4, oshape, ax, tl_te_load(dag, pad, dI, 4),
                        tl_te_load(dag, kernel, kI, 4), rv, 2, aj);
 }
 
@@ -474,8 +463,8 @@ int tl_topi_conv2d_transpose(tl_topi_call *c) {
   }
   tl_ref pi[4], ki[4];
   pi[0] = ax[0], pi[cd] = ci;
-  pi[hd] = idx_win(dag, ax[hd], 1, dh, a.dil[0]);
-  pi[wd] = idx_win(dag, ax[wd], 1, dw, a.dil[1]);
+  pi[hd] = tl_topi_window(dag, ax[hd], 1, dh, a.dil[0]);
+  pi[wd] = tl_topi_window(dag, ax[wd], 1, dw, a.dil[1]);
   tl_ref fy = tl_sub(ir, tl_int(ir, KH - 1), dh), fx = tl_sub(ir, tl_int(ir, KW - 1), dw);
   if (hwoi) ki[0] = fy, ki[1] = fx, ki[2] = ko, ki[3] = ci;
   else ki[0] = ci, ki[1] = ko, ki[2] = fy, ki[3] = fx;
@@ -487,7 +476,7 @@ int tl_topi_conv2d_transpose(tl_topi_call *c) {
   json_object_set_new(aj, "kernel_layout", json_string(kl));
   tl_ref rv[3] = {dc, dh, dw};
   const char *tag = nhwc ? "conv2d_transpose_nhwc" : "conv2d_transpose_nchw";
-  return conv_emit_sum(c, data, &a, tag, oshape, ax, tl_te_load(dag, pad, pi, 4),
+  return tl_topi_conv_sum(c, data, a.out_dtype, tag, 4, oshape, ax, tl_te_load(dag, pad, pi, 4),
                        tl_te_load(dag, kernel, ki, 4), rv, 3, aj);
 }
 

@@ -111,6 +111,14 @@ int tl_topi_conv2d_transpose(tl_topi_call *c);
 int tl_topi_dense(tl_topi_call *c);
 int tl_topi_batch_matmul(tl_topi_call *c);
 int tl_topi_matmul(tl_topi_call *c);
+/* The convolution stage of ndim output axes ax: the sum over rv of lhs * rhs (both
+** cast to out_dtype when data is of another type), named and tagged tag, with
+** attrs aj (consumed); pushed as the output. */
+int tl_topi_conv_sum(tl_topi_call *c, int data, tl_type out_dtype, const char *tag, int ndim,
+                     const int64_t *oshape, const tl_ref *ax, tl_ref lhs, tl_ref rhs,
+                     const tl_ref *rv, int nrv, json_t *aj);
+/* A convolution window's input index: y * s + r * d. */
+tl_ref tl_topi_window(tl_dag *dag, tl_ref y, int64_t s, tl_ref r, int64_t d);
 /* nchwc.c (the channel-blocked layout NCHW[x]c) */
 int tl_topi_conv2d_nchwc(tl_topi_call *c);
 int tl_topi_depthwise_conv2d_nchwc(tl_topi_call *c);
