@@ -14,6 +14,7 @@ local networks = require "networks"
 local quantize = require "tunelua.relay.quantize"
 local graph_pack = require "tunelua.relay.graph_pack"
 local executor = require "tunelua.graph.executor"
+local testing = require "tunelua.testing"
 
 local o = { network = "resnet18_v1", inputs = 16, image_size = 224, global_scale = 8,
             init = "xavier", seed = 0, packed = false }
@@ -60,14 +61,8 @@ for s = 1, o.inputs do
   fm:set_input("data", x); fm:run()
   qm:set_input("data", x); qm:run()
   local a, b = fm:get_output(0):flat(), qm:get_output(0):flat()
-  local am, bm, num, den = 1, 1, 0, 0
-  for k = 1, #a do
-    if a[k] > a[am] then am = k end
-    if b[k] > b[bm] then bm = k end
-    num, den = num + (a[k] - b[k]) ^ 2, den + a[k] ^ 2
-  end
-  if am == bm then agree = agree + 1 end
-  local e = math.sqrt(num / den)
+  local same, e = testing.compare_logits(a, b)
+  if same then agree = agree + 1 end
   sum, lo, hi = sum + e, math.min(lo, e), math.max(hi, e)
   if pm then
     pm:set_input("data", x); pm:run()

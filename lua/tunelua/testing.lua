@@ -169,4 +169,17 @@ function testing.assert_equal(actual, desired, opts)
   if d then error(prefix .. "not equal: " .. d, 2) end
 end
 
+--- testing.compare_logits(a, b) -> same_top1, rel_err: whether the logits a and b (lists of
+--- numbers, such as nd's :flat()) are largest at the same index (the first one on ties), and
+--- the relative error ||a - b|| / ||a|| (2-norms).
+function testing.compare_logits(a, b)
+  local am, bm, num, den = 1, 1, 0, 0
+  for k = 1, #a do
+    if a[k] > a[am] then am = k end
+    if b[k] > b[bm] then bm = k end
+    num, den = num + (a[k] - b[k]) ^ 2, den + a[k] ^ 2
+  end
+  return am == bm, math.sqrt(num / den)
+end
+
 return testing

@@ -8,6 +8,7 @@ local nd = require "tunelua.nd"
 local networks = require "networks"
 local quantize = require "tunelua.relay.quantize"
 local executor = require "tunelua.graph.executor"
+local testing = require "tunelua.testing"
 
 local function raises(f, pat)
   local ok, err = pcall(f)
@@ -26,6 +27,15 @@ do
   raises(function() quantize.qconfig { calibrate_mode = "kl_divergence" } end, "calibrate_mode must be")
   raises(function() quantize.qconfig { skip_conv_layers = { -1 } } end, "skip_conv_layers[1]")
   raises(function() quantize.qconfig { nbit_weight = 4 } end, "nbit_weight/dtype_weight")
+end
+
+-- ---- comparing logits (the network check below) ------------------------------------------
+do
+  local same, e = testing.compare_logits({ 1, 3, 3, 2 }, { 1, 3, 3, 2 })
+  assert(same and e == 0)
+  same, e = testing.compare_logits({ 3, 4, 0 }, { 3, 4, 5 })   -- ||(0, 0, -5)|| / ||(3, 4, 0)||
+  assert(not same and e == 1, "top-1 2 vs 3, error 1, got " .. tostring(e))
+  assert(testing.compare_logits({ 2, 2, 1 }, { 2, 1, 2 }), "ties: the first index")
 end
 
 -- ---- weights ----------------------------------------------------------------------------
@@ -146,15 +156,9 @@ do
     local x = nd.random_uniform({ 1, 3, 224, 224 }, { seed = 100 + s, low = -1, high = 1 })
     fm:set_input("data", x); fm:run()
     qm:set_input("data", x); qm:run()
-    local a, b = fm:get_output(0):flat(), qm:get_output(0):flat()
-    local am, bm, num, den = 1, 1, 0, 0
-    for i = 1, #a do
-      if a[i] > a[am] then am = i end
-      if b[i] > b[bm] then bm = i end
-      num, den = num + (a[i] - b[i]) ^ 2, den + a[i] ^ 2
-    end
-    if am == bm then agree = agree + 1 end
-    errsum = errsum + math.sqrt(num / den)
+    local same, e = testing.compare_logits(fm:get_output(0):flat(), qm:get_output(0):flat())
+    if same then agree = agree + 1 end
+    errsum = errsum + e
   end
   print(string.format("resnet18_v1 int8 vs float32 (224x224, %d random inputs): top-1 agreement " ..
                       "%d/%d, mean relative logits error %.4f", n, agree, n, errsum / n))
