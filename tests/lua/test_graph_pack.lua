@@ -13,12 +13,7 @@ local graph_pack = require "tunelua.relay.graph_pack"
 local extract = require "tunelua.graph.extract"
 local executor = require "tunelua.graph.executor"
 local vta = require "tunelua.vta"
-
-local function raises(f, pat)
-  local ok, err = pcall(f)
-  assert(not ok, "expected an error matching " .. pat)
-  assert(tostring(err):find(pat, 1, true), "error '" .. tostring(err) .. "' lacks '" .. pat .. "'")
-end
+local raises = require("tests.lua.lib.util").raises
 
 local function run(mod, inputs)
   local m = executor.GraphModule(executor.build(mod, { target = "llvm", quiet = true }))

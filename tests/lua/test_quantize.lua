@@ -9,12 +9,7 @@ local networks = require "networks"
 local quantize = require "tunelua.relay.quantize"
 local executor = require "tunelua.graph.executor"
 local testing = require "tunelua.testing"
-
-local function raises(f, pat)
-  local ok, err = pcall(f)
-  assert(not ok, "expected an error matching " .. pat)
-  assert(tostring(err):find(pat, 1, true), "error '" .. tostring(err) .. "' lacks '" .. pat .. "'")
-end
+local raises = require("tests.lua.lib.util").raises
 
 -- ---- qconfig ----------------------------------------------------------------------------
 do

@@ -1,5 +1,6 @@
 -- Shared by the Lua tests (required by path as "tests.lua.lib.util", not a test of its own):
--- a private temporary directory, reading a whole file, running a command for its output.
+-- a private temporary directory, reading a whole file, running a command for its output,
+-- checking an error message.
 local file = require "tunelua.file"
 
 local M = {}
@@ -17,6 +18,13 @@ function M.read(path)
   local s = f:read("*a")
   f:close()
   return s
+end
+
+--- M.raises(f, pat): f() must raise an error whose message contains pat (plain text)
+function M.raises(f, pat)
+  local ok, err = pcall(f)
+  assert(not ok, "expected an error matching " .. pat)
+  assert(tostring(err):find(pat, 1, true), "error '" .. tostring(err) .. "' lacks '" .. pat .. "'")
 end
 
 --- M.sh(cmd) -> output (stdout and stderr), ok: for tools the tests drive (cc, objdump)
