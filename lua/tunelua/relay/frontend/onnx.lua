@@ -324,6 +324,14 @@ local function to_2d_attrs(k, s, d, p)
   return { 1, k[1] }, { 1, s[1] }, { 1, d[1] }, { 0, p[1], 0, p[2] }
 end
 
+-- A 1-D op through its 2-D form: e of shape (N, C, W) as (N, C, 1, W) given to f, the unit
+-- height of f's result dropped again.
+local function via_2d(e, shape, f)
+  local y = f(relay.reshape(e, { shape[1], shape[2], 1, shape[3] }))
+  local t = y.type.shape
+  return relay.reshape(y, { t[1], t[2], t[4] })
+end
+
 conv.Conv = function(self, n, ins)
   local x, w, b = ins[1], ins[2], opt_in(ins, 3)
   if not w then self:fail(n, "needs the weight input W") end
@@ -341,13 +349,12 @@ conv.Conv = function(self, n, ins)
     local xe, we = es[1], es[2]
     local y
     if nd_ == 1 then
-      xe = relay.reshape(xe, { x.shape[1], x.shape[2], 1, x.shape[3] })
-      we = relay.reshape(we, { w.shape[1], w.shape[2], 1, w.shape[3] })
       local k2, s2, d2, p2 = to_2d_attrs(kernel, strides_, dil, pads)
-      y = relay.nn.conv2d(xe, we, { strides = s2, padding = p2, dilation = d2, groups = group,
-                                    channels = out_ch, kernel_size = k2 })
-      local t = y.type.shape
-      y = relay.reshape(y, { t[1], t[2], t[4] })
+      y = via_2d(xe, x.shape, function(x2)
+        return relay.nn.conv2d(x2, relay.reshape(we, { w.shape[1], w.shape[2], 1, w.shape[3] }),
+                               { strides = s2, padding = p2, dilation = d2, groups = group,
+                                 channels = out_ch, kernel_size = k2 })
+      end)
     elseif nd_ == 2 then
       y = relay.nn.conv2d(xe, we, { strides = strides_, padding = pads, dilation = dil, groups = group,
                                     channels = out_ch, kernel_size = kernel })
@@ -396,13 +403,12 @@ conv.ConvTranspose = function(self, n, ins)
     local xe, we = es[1], es[2]
     local y
     if nd_ == 1 then
-      xe = relay.reshape(xe, { x.shape[1], x.shape[2], 1, x.shape[3] })
-      we = relay.reshape(we, { w.shape[1], w.shape[2], 1, w.shape[3] })
-      y = relay.nn.conv2d_transpose(xe, we, { strides = { 1, strides_[1] }, padding = { 0, pads[1], 0, pads[2] },
-        dilation = { 1, dil[1] }, groups = group, channels = out_ch, kernel_size = { 1, kernel[1] },
-        output_padding = { 0, outpad[1] } })
-      local t = y.type.shape
-      y = relay.reshape(y, { t[1], t[2], t[4] })
+      local k2, s2, d2, p2 = to_2d_attrs(kernel, strides_, dil, pads)
+      y = via_2d(xe, x.shape, function(x2)
+        return relay.nn.conv2d_transpose(x2, relay.reshape(we, { w.shape[1], w.shape[2], 1, w.shape[3] }),
+          { strides = s2, padding = p2, dilation = d2, groups = group, channels = out_ch,
+            kernel_size = k2, output_padding = { 0, outpad[1] } })
+      end)
     else
       y = relay.nn.conv2d_transpose(xe, we, { strides = strides_, padding = pads, dilation = dil,
         groups = group, channels = out_ch, kernel_size = kernel, output_padding = outpad })
@@ -712,9 +718,7 @@ local function pool(kind)
         local k2, s2, d2, p2 = to_2d_attrs(kernel, strides_, dil, pads)
         local b = { pool_size = k2, strides = s2, dilation = d2, padding = p2, ceil_mode = ceil,
                     count_include_pad = a.count_include_pad }
-        local y = f(relay.reshape(es[1], { x.shape[1], x.shape[2], 1, x.shape[3] }), b)
-        local t = y.type.shape
-        return relay.reshape(y, { t[1], t[2], t[4] })
+        return via_2d(es[1], x.shape, function(x2) return f(x2, b) end)
       end
       return f(es[1], a)
     end) }
@@ -731,8 +735,7 @@ local function global_pool(kind)
       if r == 4 then return relay.nn["global_" .. kind .. "_pool2d"](es[1]) end
       if r == 5 then return relay.nn["global_" .. kind .. "_pool3d"](es[1]) end
       if r == 3 then
-        local y = relay.nn["global_" .. kind .. "_pool2d"](relay.reshape(es[1], { x.shape[1], x.shape[2], 1, x.shape[3] }))
-        return relay.reshape(y, { x.shape[1], x.shape[2], 1 })
+        return via_2d(es[1], x.shape, relay.nn["global_" .. kind .. "_pool2d"])
       end
       self:fail(n, "a %d-D input is not supported", r)
     end) }
