@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ansor/feature.h"
+#include "conv_dag.h"
 #include "te/schedule.h"
 #include "tl_test.h"
 #include "tuner/tuner.h"
@@ -225,40 +226,6 @@ TL_TEST(ansor_feature_gpu_binding) {
 
 /* ---- a tiled conv2d: invariants and time ------------------------------------------ */
 
-static int mk_conv2d(tl_dag *dag, tl_ctx *ctx, int64_t CI, int64_t H, int64_t CO) {
-  tl_ir *ir = dag->ir;
-  int tx = -1, tw = -1;
-  int64_t sx[4] = {1, CI, H, H}, sw[4] = {CO, CI, 3, 3};
-  CHECK_EQ_INT(tl_te_placeholder(ctx, dag, "X", 4, sx, TL_T_F32, &tx), 0);
-  CHECK_EQ_INT(tl_te_placeholder(ctx, dag, "W", 4, sw, TL_T_F32, &tw), 0);
-  const char *pn[4] = {"n", "c", "h", "w"};
-  tl_ref pv[4];
-  tl_te_axis_vars(dag, 4, pn, pv);
-  tl_ref p = tl_int(ir, 1);
-  tl_ref cond = tl_and(ir, tl_and(ir, tl_binary(ir, TL_IR_GE, pv[2], p), tl_lt(ir, pv[2], tl_int(ir, H + 1))),
-                       tl_and(ir, tl_binary(ir, TL_IR_GE, pv[3], p), tl_lt(ir, pv[3], tl_int(ir, H + 1))));
-  tl_ref xi[4] = {pv[0], pv[1], tl_sub(ir, pv[2], p), tl_sub(ir, pv[3], p)};
-  tl_ref pbody = tl_if_then_else(ir, cond, tl_te_load(dag, tx, xi, 4), tl_imm_float(ir, TL_T_F32, 0));
-  int64_t sp[4] = {1, CI, H + 2, H + 2};
-  int tp = -1;
-  CHECK_EQ_INT(tl_te_compute(ctx, dag, "pad", "", 4, sp, pv, 1, &pbody, TL_RED_NONE, NULL, 0, 0, &tp), 0);
-  const char *cn[4] = {"n", "f", "y", "x"};
-  tl_ref cv[4];
-  tl_te_axis_vars(dag, 4, cn, cv);
-  tl_ref r[3] = {tl_te_reduce_axis(dag, "rc", CI), tl_te_reduce_axis(dag, "ry", 3), tl_te_reduce_axis(dag, "rx", 3)};
-  tl_ref pi[4] = {cv[0], r[0], tl_add(ir, cv[2], r[1]), tl_add(ir, cv[3], r[2])};
-  tl_ref wi[4] = {cv[1], r[0], r[1], r[2]};
-  tl_ref body = tl_mul(ir, tl_te_load(dag, tp, pi, 4), tl_te_load(dag, tw, wi, 4));
-  int64_t so[4] = {1, CO, H, H};
-  int to = -1;
-  CHECK_EQ_INT(tl_te_compute(ctx, dag, "conv", "conv2d_nchw", 4, so, cv, 1, &body, TL_RED_SUM, r, 3, 0, &to), 0);
-  return to;
-}
-
-static int tid(tl_sched *s, const char *name) {
-  return tl_sched_stage_tensor(s, tl_sched_stage_find(s, name), 0);
-}
-
 static int count_stores(const tl_ir *ir, tl_ref s) {
   if (!s) return 0;
   int op = tl_ir_op(ir, s), n = 0;
@@ -270,11 +237,12 @@ static int count_stores(const tl_ir *ir, tl_ref s) {
 
 static tl_lowered *conv_lowered(tl_ctx *ctx, tl_dag **dag_out, tl_sched **s_out, const char *steps) {
   tl_dag *dag = tl_dag_new();
-  int o = mk_conv2d(dag, ctx, 64, 56, 64);
+  int x, w;
+  int o = tl_test_conv2d(dag, ctx, 1, 64, 56, 56, 64, 3, 1, 1, &x, &w);
   tl_sched *s;
   CHECK_EQ_INT(tl_sched_new(ctx, dag, &o, 1, &s), 0);
   CHECK_MSG(tl_sched_apply_json(ctx, s, steps) == 0, "%s", tl_errmsg(ctx));
-  int args[3] = {tid(s, "X"), tid(s, "W"), tid(s, "conv")};
+  int args[3] = {tl_test_tensor(s, "X"), tl_test_tensor(s, "W"), tl_test_tensor(s, "conv")};
   tl_lowered *f = NULL;
   CHECK_MSG(tl_lower(ctx, s, args, 3, "conv2d", &f) == 0, "%s", tl_errmsg(ctx));
   *dag_out = dag;
@@ -282,20 +250,11 @@ static tl_lowered *conv_lowered(tl_ctx *ctx, tl_dag **dag_out, tl_sched **s_out,
   return f;
 }
 
-static const char *CONV_SKETCH =
-    "[[\"CHW\", 3, \"local\"],"
-    " [\"SP\", 4, 1, 64, [8, 4], 1], [\"SP\", 4, 4, 56, [7, 2], 1], [\"SP\", 4, 7, 56, [8], 1],"
-    " [\"RE\", 4, [0, 1, 4, 7, 2, 5, 8, 3, 6]],"
-    " [\"FU\", 4, [0, 1, 2, 3]], [\"AN\", 4, 0, 3],"
-    " [\"CA\", 3, 4, 0],"
-    " [\"SP\", 3, 4, 64, [16], 1], [\"RE\", 3, [4, 5, 6, 7, 0, 1, 2, 3]],"
-    " [\"CA\", 1, 3, 0], [\"AN\", 3, 7, 2], [\"PR\", 3, 0, \"auto_unroll_max_step$16\"]]";
-
 TL_TEST(ansor_feature_conv2d) {
   tl_ctx *ctx = tl_ctx_new();
   tl_dag *dag;
   tl_sched *s;
-  tl_lowered *f = conv_lowered(ctx, &dag, &s, CONV_SKETCH);
+  tl_lowered *f = conv_lowered(ctx, &dag, &s, TL_TEST_CONV_SKETCH);
   float *r = NULL;
   int n = tl_ansor_features(ctx, f, NULL, &r);
   CHECK_MSG(n >= 0, "%s", tl_errmsg(ctx));

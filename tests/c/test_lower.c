@@ -6,47 +6,9 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "conv_dag.h"
 #include "te/schedule.h"
 #include "tl_test.h"
-
-/* pad(n, c, h, w) = X[n, c, h - p, w - p] inside, 0 outside;
-** conv(n, f, y, x) = sum_{rc, ry, rx} pad(n, rc, y*s + ry, x*s + rx) * W(f, rc, ry, rx) */
-static int mk_conv2d(tl_dag *dag, tl_ctx *ctx, int64_t N, int64_t CI, int64_t H, int64_t W, int64_t CO,
-                     int64_t K, int64_t pad, int64_t stride, int *tx, int *tw) {
-  tl_ir *ir = dag->ir;
-  int64_t sx[4] = {N, CI, H, W}, sw[4] = {CO, CI, K, K};
-  CHECK_EQ_INT(tl_te_placeholder(ctx, dag, "X", 4, sx, TL_T_F32, tx), 0);
-  CHECK_EQ_INT(tl_te_placeholder(ctx, dag, "W", 4, sw, TL_T_F32, tw), 0);
-  const char *pn[4] = {"n", "c", "h", "w"};
-  tl_ref pv[4];
-  tl_te_axis_vars(dag, 4, pn, pv);
-  tl_ref p = tl_int(ir, pad);
-  tl_ref cond = tl_and(ir, tl_and(ir, tl_binary(ir, TL_IR_GE, pv[2], p), tl_lt(ir, pv[2], tl_int(ir, H + pad))),
-                       tl_and(ir, tl_binary(ir, TL_IR_GE, pv[3], p), tl_lt(ir, pv[3], tl_int(ir, W + pad))));
-  tl_ref xi[4] = {pv[0], pv[1], tl_sub(ir, pv[2], p), tl_sub(ir, pv[3], p)};
-  tl_ref pbody = tl_if_then_else(ir, cond, tl_te_load(dag, *tx, xi, 4), tl_imm_float(ir, TL_T_F32, 0));
-  int64_t sp[4] = {N, CI, H + 2 * pad, W + 2 * pad};
-  int tp = -1;
-  CHECK_EQ_INT(tl_te_compute(ctx, dag, "pad", "", 4, sp, pv, 1, &pbody, TL_RED_NONE, NULL, 0, 0, &tp), 0);
-  const char *cn[4] = {"n", "f", "y", "x"};
-  tl_ref cv[4];
-  tl_te_axis_vars(dag, 4, cn, cv);
-  tl_ref r[3] = {tl_te_reduce_axis(dag, "rc", CI), tl_te_reduce_axis(dag, "ry", K), tl_te_reduce_axis(dag, "rx", K)};
-  tl_ref s = tl_int(ir, stride);
-  tl_ref pi[4] = {cv[0], r[0], tl_add(ir, tl_mul(ir, cv[2], s), r[1]), tl_add(ir, tl_mul(ir, cv[3], s), r[2])};
-  tl_ref wi[4] = {cv[1], r[0], r[1], r[2]};
-  tl_ref body = tl_mul(ir, tl_te_load(dag, tp, pi, 4), tl_te_load(dag, *tw, wi, 4));
-  int64_t OH = (H + 2 * pad - K) / stride + 1, OW = (W + 2 * pad - K) / stride + 1;
-  int64_t so[4] = {N, CO, OH, OW};
-  int to = -1;
-  CHECK_EQ_INT(tl_te_compute(ctx, dag, "conv", "conv2d_nchw", 4, so, cv, 1, &body, TL_RED_SUM, r, 3, 0, &to), 0);
-  return to;
-}
-
-/* tensor id of op `name` in the schedule's (extracted) dag */
-static int tid(tl_sched *s, const char *name) {
-  return tl_sched_stage_tensor(s, tl_sched_stage_find(s, name), 0);
-}
 
 static int apply(tl_ctx *ctx, tl_sched *s, const char *json) {
   int rc = tl_sched_apply_json(ctx, s, json);
@@ -77,20 +39,13 @@ TL_TEST(lower_conv2d_time) {
   tl_ctx *ctx = tl_ctx_new();
   tl_dag *dag = tl_dag_new();
   int x, w;
-  int o = mk_conv2d(dag, ctx, 1, 64, 56, 56, 64, 3, 1, 1, &x, &w);
+  int o = tl_test_conv2d(dag, ctx, 1, 64, 56, 56, 64, 3, 1, 1, &x, &w);
   tl_sched *s;
   CHECK_EQ_INT(tl_sched_new(ctx, dag, &o, 1, &s), 0);
   /* stages: X pad W conv -> X pad W conv.local conv; an Ansor-like CPU
   ** sketch: cache_write, multi-level tiles, pad computed per tile */
-  apply(ctx, s,
-        "[[\"CHW\", 3, \"local\"],"
-        " [\"SP\", 4, 1, 64, [8, 4], 1], [\"SP\", 4, 4, 56, [7, 2], 1], [\"SP\", 4, 7, 56, [8], 1],"
-        " [\"RE\", 4, [0, 1, 4, 7, 2, 5, 8, 3, 6]],"
-        " [\"FU\", 4, [0, 1, 2, 3]], [\"AN\", 4, 0, 3],"
-        " [\"CA\", 3, 4, 0],"
-        " [\"SP\", 3, 4, 64, [16], 1], [\"RE\", 3, [4, 5, 6, 7, 0, 1, 2, 3]],"
-        " [\"CA\", 1, 3, 0], [\"AN\", 3, 7, 2], [\"PR\", 3, 0, \"auto_unroll_max_step$16\"]]");
-  int args[3] = {tid(s, "X"), tid(s, "W"), tid(s, "conv")};
+  apply(ctx, s, TL_TEST_CONV_SKETCH);
+  int args[3] = {tl_test_tensor(s, "X"), tl_test_tensor(s, "W"), tl_test_tensor(s, "conv")};
   tl_lowered *f = NULL;
   double best_lower = 1e9, best_emit = 1e9;
   for (int rep = 0; rep < 5; rep++) {
@@ -123,11 +78,12 @@ TL_TEST(lower_arguments) {
   tl_ctx *ctx = tl_ctx_new();
   tl_dag *dag = tl_dag_new();
   int x, w;
-  int o = mk_conv2d(dag, ctx, 1, 2, 6, 6, 2, 3, 1, 1, &x, &w);
+  int o = tl_test_conv2d(dag, ctx, 1, 2, 6, 6, 2, 3, 1, 1, &x, &w);
   tl_sched *s;
   CHECK_EQ_INT(tl_sched_new(ctx, dag, &o, 1, &s), 0);
   tl_lowered *f = NULL;
-  int X = tid(s, "X"), Wt = tid(s, "W"), P = tid(s, "pad"), O = tid(s, "conv");
+  int X = tl_test_tensor(s, "X"), Wt = tl_test_tensor(s, "W"), P = tl_test_tensor(s, "pad"),
+      O = tl_test_tensor(s, "conv");
   int a1[2] = {Wt, O};
   CHECK_EQ_INT(tl_lower(ctx, s, a1, 2, "f", &f), TL_E_ARG);
   CHECK_STREQ(tl_errmsg(ctx), "lower: placeholder 'X' is not among the arguments");
@@ -181,7 +137,7 @@ TL_TEST(lower_attach_outside_consumer) {
   CHECK_EQ_INT(tl_te_compute(ctx, dag, "C", "", 2, sh, v, 1, &body, TL_RED_NONE, NULL, 0, 0, &c), 0);
   tl_sched *s;
   CHECK_EQ_INT(tl_sched_new(ctx, dag, &c, 1, &s), 0);
-  int args[2] = {tid(s, "A"), tid(s, "C")};
+  int args[2] = {tl_test_tensor(s, "A"), tl_test_tensor(s, "C")};
   tl_lowered *f = NULL;
   CHECK_EQ_INT(tl_sched_compute_at(ctx, s, 1, 2, 0), 0);
   CHECK_EQ_INT(tl_lower(ctx, s, args, 2, "f", &f), TL_E_SCHED);
@@ -205,11 +161,11 @@ TL_TEST(lower_mixed_fuse_refused) {
   tl_ctx *ctx = tl_ctx_new();
   tl_dag *dag = tl_dag_new();
   int x, w;
-  int o = mk_conv2d(dag, ctx, 1, 2, 6, 6, 2, 3, 1, 1, &x, &w);
+  int o = tl_test_conv2d(dag, ctx, 1, 2, 6, 6, 2, 3, 1, 1, &x, &w);
   tl_sched *s;
   CHECK_EQ_INT(tl_sched_new(ctx, dag, &o, 1, &s), 0);
   apply(ctx, s, "[[\"FU\", 3, [3, 4]]]");
-  int args[3] = {tid(s, "X"), tid(s, "W"), tid(s, "conv")};
+  int args[3] = {tl_test_tensor(s, "X"), tl_test_tensor(s, "W"), tl_test_tensor(s, "conv")};
   tl_lowered *f = NULL;
   int rc = tl_lower(ctx, s, args, 3, "f", &f);
   CHECK_STREQ(tl_errmsg(ctx), "lower: stage 'conv' fuses spatial and reduction iterators ('x.rc.fused')");
