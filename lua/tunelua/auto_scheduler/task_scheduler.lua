@@ -28,10 +28,12 @@
 --                                          error_no, all_cost, timestamp}
 -- (it proposes, measures and learns from n new states) and optionally
 --   policy:restore(recs)   -- the task's records of load_log_file: measured, warm-start
--- tune's second argument is the list of policies, one per task. Every result is appended to
--- each RecordToFile(path) of measure_callbacks as one record line, synced, before the next
--- round starts, so a killed run loses at most the round in flight, and load_log_file restores
--- the best costs, the trial counts (the budget counts the restored trials) and the policies.
+-- tune's second argument is the list of policies, one per task, or the options of the
+-- auto-scheduler's own (tunelua.auto_scheduler.sketch_rounds over SketchPolicy, the
+-- default). Every result is appended to each RecordToFile(path) of measure_callbacks as one
+-- record line, synced, before the next round starts, so a killed run loses at most the round
+-- in flight, and load_log_file restores the best costs, the trial counts (the budget counts
+-- the restored trials) and the policies.
 --
 -- Callbacks (opts.callbacks, default {PrintTableInfo()}): objects with pre_tune(tuner,
 -- task_idx) and/or post_tune(tuner, task_idx); PrintTableInfo prints seed 003's table before
@@ -386,8 +388,9 @@ local function pick_next(self, last)
   return best
 end
 
---- tuner:tune(TuningOptions{num_measure_trials, num_measures_per_round = 64, early_stopping},
----            policies[, {per_task_early_stopping = n}]) -> tuner
+--- tuner:tune(TuningOptions{num_measure_trials, num_measures_per_round = 64, early_stopping,
+---            builder, runner, measure_callbacks}[, policies | {program_cost_model = "xgb" |
+---            "random", seed = 1, params = {...}}[, {per_task_early_stopping = n}]]) -> tuner
 function TaskScheduler:tune(opts, policies, extra)
   extra = extra or {}
   if type(opts) ~= "table" then error("tune: expected TuningOptions", 2) end
@@ -400,6 +403,11 @@ function TaskScheduler:tune(opts, policies, extra)
   if per_round <= 0 then
     error(string.format("tune: num_measure_trials (%d) must be at least the number of tasks (%d): " ..
       "each round gives one task num_measure_trials / tasks trials", budget, n), 2)
+  end
+  if policies == nil or (type(policies) == "table" and policies[1] == nil) then
+    -- the auto-scheduler's sketch policies, options {program_cost_model = "xgb" | "random",
+    -- seed, params} (tunelua.auto_scheduler.sketch_rounds)
+    policies = require("tunelua.auto_scheduler.sketch_rounds").policies(self.tasks, opts, policies)
   end
   if type(policies) ~= "table" or #policies ~= n then
     error(string.format("tune: expected one search policy per task (%d), got %s", n,
