@@ -1,0 +1,178 @@
+--- tunelua.auto_scheduler.flow: seed 003's whole-network auto-scheduling flow, shared by
+--- scripts/tune_network_mali.lua and scripts/tune_network_x86.lua.
+--
+--   require("tunelua.auto_scheduler.flow").main(arg, {target = "llvm"}, "scripts/tune_network_x86.lua")
+--
+-- Extract the network's search tasks (with the hardware params of the device: a local OpenCL
+-- device is queried, a CPU target reads this host), let the task scheduler share the trial
+-- budget between them (every measurement appended to the log), compile the network with the
+-- best record of each task (ApplyHistoryBest) and print its mean inference time. --resume
+-- (or re-running with the same --log) continues from the log. With --tracker, trials are
+-- measured on a device of the tracker (RPCRunner) and the compiled network runs there.
+local flow = {}
+
+flow.defaults = {
+  network = "mobilenet", layout = "NHWC", target = "llvm", batch_size = 1, dtype = "float32",
+  n_trial = nil,            -- nil: 2 trials per task (a short demonstration run)
+  per_round = 64,           -- num_measures_per_round (at most n_trial / tasks)
+  log = nil, resume = false, tracker = nil, key = "rk3399", image_size = nil,
+  strategy = "gradient", model = "xgb", seed = 1,
+  number = 3, runner_repeat = 1, min_repeat_ms = 100, timeout = 10,
+  ["repeat"] = 3, bench_number = 10,
+  -- --seed-settings: the seed's own (num_measure_trials = 200; RPCRunner repeat = 3,
+  -- timeout = 50; the end-to-end time_evaluator repeat = 3, min_repeat_ms = 500)
+  seed_settings = { n_trial = 200, runner_repeat = 3, timeout = 50, ["repeat"] = 3, bench_number = nil,
+                    min_repeat_ms_e2e = 500 },
+}
+
+flow.usage = [[
+usage: tunelua %s [options]
+  --network NAME      mobilenet, resnet-18, resnet-50, vgg-16, squeezenet_v1.1, inception_v3
+                      (default %s)
+  --layout L          NHWC (the auto-scheduler's choice) or NCHW (default %s)
+  --target TARGET     default "%s"
+  --n-trial N         trials for the whole network (default: 2 per task)
+  --per-round N       trials per task scheduler round (default %d; at most n-trial / tasks)
+  --strategy S        gradient or round-robin (default %s)
+  --model M           xgb or random: the search's cost model (default %s)
+  --log FILE          the log (default <network>-<layout>-B<batch>-<target kind>.json)
+  --resume            continue from the log (re-running with the same log does it too)
+  --tracker HOST:PORT measure on devices of an RPC tracker, run the network there
+  --key KEY           device key at the tracker (default %s)
+  --image-size N      input height and width (default: the network's)
+  --repeat N          end-to-end measurements (default %d)
+  --seed-settings     the seed's settings: 200 trials, RPCRunner repeat 3 and timeout 50, the
+                      end-to-end time of repeat 3 x at least 500 ms (options given still win)
+]]
+
+function flow.parse_args(argv, defaults, script)
+  local o = {}
+  for k, v in pairs(flow.defaults) do o[k] = v end
+  for k, v in pairs(defaults or {}) do o[k] = v end
+  local strings = { ["--network"] = "network", ["--layout"] = "layout", ["--target"] = "target",
+    ["--log"] = "log", ["--tracker"] = "tracker", ["--key"] = "key", ["--strategy"] = "strategy",
+    ["--model"] = "model" }
+  local counts = { ["--n-trial"] = "n_trial", ["--per-round"] = "per_round", ["--image-size"] = "image_size",
+    ["--repeat"] = "repeat" }
+  local given, seed = {}, false
+  local i = 1
+  while i <= #argv do
+    local a = argv[i]
+    if strings[a] or counts[a] then
+      local v = argv[i + 1]
+      if v == nil then error(a .. ": expected a value", 0) end
+      if counts[a] then
+        local n = tonumber(v)
+        if not n or n < 1 or n % 1 ~= 0 then error(string.format("%s: expected a positive integer, got %q", a, v), 0) end
+        v = n
+      end
+      o[strings[a] or counts[a]] = v
+      given[strings[a] or counts[a]] = true
+      i = i + 2
+    elseif a == "--resume" then o.resume = true; i = i + 1
+    elseif a == "--seed-settings" then seed = true; i = i + 1
+    elseif a == "-h" or a == "--help" then
+      io.write(string.format(flow.usage, script or "script.lua", o.network, o.layout, o.target, o.per_round,
+        o.strategy, o.model, o.key, o["repeat"]))
+      os.exit(0)
+    else
+      error(string.format("unknown option %q (see --help)", a), 0)
+    end
+  end
+  if seed then
+    for k, v in pairs(o.seed_settings) do if not given[k] then o[k] = v end end
+  end
+  if o.layout ~= "NHWC" and o.layout ~= "NCHW" then error("--layout: expected NHWC or NCHW, got " .. o.layout, 0) end
+  if o.strategy ~= "gradient" and o.strategy ~= "round-robin" then
+    error("--strategy: expected gradient or round-robin, got " .. o.strategy, 0)
+  end
+  if o.model ~= "xgb" and o.model ~= "random" then error("--model: expected xgb or random, got " .. o.model, 0) end
+  if o.tracker and not o.tracker:match("^[^:]+:%d+$") then error("--tracker: expected HOST:PORT, got " .. o.tracker, 0) end
+  local tgt = require("tunelua.target").parse(o.target, 0)
+  o.log = o.log or string.format("%s-%s-B%d-%s.json", o.network, o.layout, o.batch_size, tgt.kind)
+  return o
+end
+
+local function tracker_addr(o)
+  local host, port = o.tracker:match("^([^:]+):(%d+)$")
+  return host, tonumber(port)
+end
+
+--- run(o): the flow; returns {tasks, tuner, lib, result}
+function flow.run(o)
+  local tl = require "tunelua"
+  local networks = require "networks"
+  local relay = require "tunelua.relay"
+  local executor = require "tunelua.graph.executor"
+  local auto_scheduler = require "tunelua.auto_scheduler"
+  local ameasure = require "tunelua.autotvm.measure"
+  local tgt = require("tunelua.target").parse(o.target, 0)
+
+  print("Extract tasks...")
+  local mod, params, input_shape = networks.get_network(o.network, { batch_size = o.batch_size, dtype = o.dtype,
+    layout = o.layout, image_size = o.image_size })
+  local tasks, weights = auto_scheduler.extract_tasks(mod, params, o.target)
+  if #tasks == 0 then error(string.format("no search task in %s for %s", o.network, o.target), 0) end
+  -- the device's hardware params: a local OpenCL device is asked (in a child process: this
+  -- process leaves the device to the measurements until tuning ends); a tracker's device is
+  -- not reachable before tuning, so its family's table serves
+  local hp
+  if tgt.on_device and not o.tracker then
+    hp = auto_scheduler.hardware_params_of(o.target, { device = require("tunelua.target").device_id(tgt) or 0 })
+  else
+    hp = auto_scheduler.hardware_params_of(o.target)
+  end
+  print("Hardware params: " .. tostring(hp))
+  for idx, task in ipairs(tasks) do
+    rawset(task, "hardware_params", hp)
+    print(string.format("========== Task %d  (workload key: %s) ==========", idx - 1, task.workload_key))
+    print(task.compute_dag)
+  end
+
+  local n_trial = o.n_trial or 2 * #tasks
+  local runner
+  if o.tracker then
+    local host, port = tracker_addr(o)
+    runner = tl.autotvm.RPCRunner(o.key, host, port, { number = o.number, ["repeat"] = o.runner_repeat,
+      min_repeat_ms = o.min_repeat_ms, timeout = o.timeout })
+  else
+    runner = ameasure.LocalRunner({ number = o.number, ["repeat"] = o.runner_repeat, min_repeat_ms = o.min_repeat_ms,
+      timeout = o.timeout })
+  end
+  print("Begin tuning...")
+  local tuner = auto_scheduler.TaskScheduler(tasks, weights, { strategy = o.strategy,
+    load_log_file = (o.resume or io.open(o.log, "r") ~= nil) and o.log or nil })
+  local tune_option = auto_scheduler.TuningOptions{
+    num_measure_trials = n_trial, num_measures_per_round = o.per_round,
+    builder = ameasure.LocalBuilder({ timeout = 15 }), runner = runner,
+    measure_callbacks = { auto_scheduler.RecordToFile(o.log) },
+  }
+  tuner:tune(tune_option, { program_cost_model = o.model, seed = o.seed })
+
+  print("Compile...")
+  local lib = relay.build(mod, { target = o.target, params = params,
+                                 history = auto_scheduler.ApplyHistoryBest(o.log) })
+  local module, remote
+  if o.tracker then
+    print("=============== Request Remote ===============")
+    local host, port = tracker_addr(o)
+    remote = tl.rpc.request_remote(o.key, host, port, { timeout = 10000 })
+    module = remote:graph_module(lib)
+  else
+    module = executor.GraphModule(lib)
+  end
+  local data = tl.nd.random_uniform(input_shape, { low = 0, high = 1, seed = 1, dtype = o.dtype })
+  module:set_input("data", data)
+  print("Evaluate inference time cost...")
+  local r = module:benchmark({ number = o.bench_number or 1, repeats = o["repeat"],
+                               min_repeat_ms = o.min_repeat_ms_e2e })
+  if remote then remote:close() end
+  return { tasks = tasks, tuner = tuner, lib = lib, result = r }
+end
+
+--- The scripts' entry point.
+function flow.main(argv, defaults, script)
+  flow.run(flow.parse_args(argv or {}, defaults, script))
+end
+
+return flow

@@ -1,0 +1,11 @@
+--- Auto-schedule a whole network for a Mali GPU (target `opencl -device=mali`): seed 003.
+--
+--   tunelua scripts/tune_network_mali.lua                        -- this machine's OpenCL device
+--   tunelua scripts/tune_network_mali.lua --tracker 127.0.0.1:9190 --key rk3399
+--   tunelua scripts/tune_network_mali.lua --seed-settings        -- the seed's 200 trials, ...
+--   tunelua scripts/tune_network_mali.lua --resume               -- continue from the log
+--
+-- With no tracker the trials run on the local OpenCL device (pocl on a CPU, or a GPU) with no
+-- setup. Prints the task table per round and "Mean inference time (std dev): X ms (Y ms)".
+-- docs/tutorials/tune_network_mali.md tells the story; docs/auto_scheduler.md the details.
+require("tunelua.auto_scheduler.flow").main(arg, { target = "opencl -device=mali" }, "scripts/tune_network_mali.lua")
