@@ -152,22 +152,30 @@ function flow.run(o)
   print("Compile...")
   local lib = relay.build(mod, { target = o.target, params = params,
                                  history = auto_scheduler.ApplyHistoryBest(o.log) })
-  local module, remote
+  -- the same network with the default schedules, measured beside it
+  local untuned_lib = relay.build(mod, { target = o.target, params = params, history = auto_scheduler.ApplyHistoryBest({}),
+                                         quiet = true })
+  local module, untuned, remote
   if o.tracker then
     print("=============== Request Remote ===============")
     local host, port = tracker_addr(o)
     remote = tl.rpc.request_remote(o.key, host, port, { timeout = 10000 })
-    module = remote:graph_module(lib)
+    module, untuned = remote:graph_module(lib), remote:graph_module(untuned_lib)
   else
-    module = executor.GraphModule(lib)
+    module, untuned = executor.GraphModule(lib), executor.GraphModule(untuned_lib)
   end
   local data = tl.nd.random_uniform(input_shape, { low = 0, high = 1, seed = 1, dtype = o.dtype })
   module:set_input("data", data)
+  untuned:set_input("data", data)
   print("Evaluate inference time cost...")
+  local u = untuned:benchmark({ number = o.bench_number or 1, repeats = o["repeat"],
+                                min_repeat_ms = o.min_repeat_ms_e2e, quiet = true })
   local r = module:benchmark({ number = o.bench_number or 1, repeats = o["repeat"],
                                min_repeat_ms = o.min_repeat_ms_e2e })
+  print(string.format("Default schedules: %.2f ms (%.2f ms); auto-scheduled: %.2fx of that time", u.mean * 1e3,
+                      u.std * 1e3, r.mean / u.mean))
   if remote then remote:close() end
-  return { tasks = tasks, tuner = tuner, lib = lib, result = r }
+  return { tasks = tasks, tuner = tuner, lib = lib, result = r, untuned = u }
 end
 
 --- The scripts' entry point.
