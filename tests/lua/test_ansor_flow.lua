@@ -41,7 +41,7 @@ local bad = {
   { { "--model", "mlp" }, "--model: expected xgb or random, got mlp" },
   { { "--tracker", "nohost" }, "--tracker: expected HOST:PORT, got nohost" },
   { { "--frobnicate" }, 'unknown option "--frobnicate" (see --help)' },
-  { { "--target", "cuda" }, "cuda" },
+  { { "--target", "cuda" }, "--target: unknown target 'cuda'" },
 }
 for _, b in ipairs(bad) do
   local ok, err = pcall(flow.parse_args, b[1], { target = "llvm" })

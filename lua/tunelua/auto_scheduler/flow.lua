@@ -88,7 +88,8 @@ function flow.parse_args(argv, defaults, script)
   end
   if o.model ~= "xgb" and o.model ~= "random" then error("--model: expected xgb or random, got " .. o.model, 0) end
   if o.tracker and not o.tracker:match("^[^:]+:%d+$") then error("--tracker: expected HOST:PORT, got " .. o.tracker, 0) end
-  local tgt = require("tunelua.target").parse(o.target, 0)
+  local tgt, why = require("tunelua.target").try_parse(o.target)
+  if not tgt then error("--target: " .. why, 0) end
   o.log = o.log or string.format("%s-%s-B%d-%s.json", o.network, o.layout, o.batch_size, tgt.kind)
   return o
 end
