@@ -6,6 +6,9 @@
 --   tunelua scripts/bench/network_cpu.lua --n-trial 32 --threads 2 --repeat 30
 --   tunelua scripts/bench/network_cpu.lua --target "llvm -mcpu=core-avx2" --log none
 --                                       -- (default target "llvm": the host CPU's vectors)
+--   tunelua scripts/bench/network_cpu.lua --ansor-trials 2000  -- an "auto-sched" column: NHWC,
+--                                       -- auto-scheduled with that trial budget per network
+--                                       -- (log network_cpu.<net>.ansor.json; re-runs resume)
 --   tunelua scripts/bench/network_cpu.lua --log none --layouts both
 --                                       -- each column also with layouts = false (every
 --                                       -- activation NCHW between convs): before/after of
@@ -32,7 +35,8 @@ local executor = require "tunelua.graph.executor"
 local networks = require "networks"
 
 local opts = { networks = "resnet-18,mobilenet", threads = 2, ["repeat"] = 30, n_trial = 16,
-               log = nil, target = "llvm", python = "/usr/bin/python3", layouts = "blocked", rounds = 5 }
+               log = nil, target = "llvm", python = "/usr/bin/python3", layouts = "blocked", rounds = 5,
+               ansor_trials = nil }
 do
   local i = 1
   while i <= #arg do
@@ -46,6 +50,7 @@ do
     elseif a == "--python" then opts.python = v
     elseif a == "--layouts" then opts.layouts = v
     elseif a == "--rounds" then opts.rounds = tonumber(v)
+    elseif a == "--ansor-trials" then opts.ansor_trials = tonumber(v)
     else error("network_cpu: unknown option " .. tostring(a) .. " (see the header of this script)", 0) end
     if v == nil then error("network_cpu: " .. a .. " expects a value", 0) end
     i = i + 2
@@ -128,6 +133,18 @@ for name in opts.networks:gmatch("[^,]+") do
                           b = build(mod, params, autotvm.apply_history_best(log), true, v.layouts) }
     end
   end
+  if opts.ansor_trials then
+    -- the auto-scheduler's flow on the NHWC network (the layout it prefers): the task
+    -- scheduler over the whole budget, then the best record of each task
+    local auto_scheduler = require "tunelua.auto_scheduler"
+    local nmod, nparams = networks.get_network(name, { batch_size = 1, layout = "NHWC" })
+    local alog = string.format("network_cpu.%s.ansor.json", name)
+    local tasks, weights = auto_scheduler.extract_tasks(nmod, nparams, opts.target)
+    local tuner = auto_scheduler.TaskScheduler(tasks, weights, { load_log_file = alog, verbose = 0, callbacks = {} })
+    tuner:tune(auto_scheduler.TuningOptions{ num_measure_trials = opts.ansor_trials, num_measures_per_round = 64,
+                                             measure_callbacks = { auto_scheduler.RecordToFile(alog) } })
+    cols[#cols + 1] = { name = "auto-sched", b = build(nmod, nparams, auto_scheduler.ApplyHistoryBest(alog), false, true) }
+  end
   local t = time_all(cols)
   local torch, tver = peer_ms(name, "torch")
   local ort, over = peer_ms(name, "onnxruntime")
@@ -148,6 +165,7 @@ for _, v in ipairs(variants) do
   heads[#heads + 1] = "TopHub" .. v.suffix
   heads[#heads + 1] = "tuned" .. v.suffix
 end
+if opts.ansor_trials then heads[#heads + 1] = "auto-sched" end
 local line = { string.format("%-12s", "network") }
 for _, h in ipairs(heads) do line[#line + 1] = string.format("%12s", h) end
 line[#line + 1] = string.format("%9s %9s %9s %7s", "PyTorch", "ORT", "xPyTorch", "xORT")
@@ -175,8 +193,10 @@ for _, r in ipairs(rows) do
 end
 for _, r in ipairs(rows) do
   if r.torch or r.ort then
-    print(string.format("PyTorch %s; ONNX Runtime %s; tuned records: %s", r.torch_ver or "n/a",
-                        r.ort_ver or "n/a", r.log or "none"))
+    print(string.format("PyTorch %s; ONNX Runtime %s; tuned records: %s%s", r.torch_ver or "n/a",
+                        r.ort_ver or "n/a", r.log or "none", opts.ansor_trials and string.format(
+                        "; auto-sched: NHWC, %d trials of the task scheduler (network_cpu.<net>.ansor.json)",
+                        opts.ansor_trials) or ""))
     break
   end
 end
