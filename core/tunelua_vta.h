@@ -84,6 +84,19 @@ int tl_vta_task_run(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, i
 ** simulator's output copied to out (checked against the CPU reference too). */
 int tl_vta_task_run_data(tl_ctx *ctx, tl_vta_task *t, int64_t index, const void *data,
                          const void *kernel, void *out, char **stats_json);
+/* A network's fused group on VTA: the conv of config index followed by its
+** own ending instead of the template's right_shift 8, clip(0, 127):
+** epilogue_json lists ops in order, [op] or [op, integer], op one of add,
+** shr, shl, min, max (ALU immediates), bias (add bias, int32 of shape
+** (CO/BLOCK, 1, 1, 1, BLOCK), through an accumulator load) and res (add
+** residual, int8 shaped as the output, loaded into the accumulator and shifted
+** left by the integer); the int8 cast ends it. The stream comes from the loop
+** IR (docs/vta.md). data, kernel, bias, residual NULL: random (seed); out may
+** be NULL; with check, the result is compared with the CPU reference. */
+int tl_vta_task_run_fused(tl_ctx *ctx, tl_vta_task *t, int64_t index, const char *epilogue_json,
+                          const void *data, const void *kernel, const void *bias,
+                          const void *residual, void *out, uint64_t seed, int check,
+                          char **stats_json);
 /* Bytes of the data (0), kernel (1) and output (2) tensors. */
 int64_t tl_vta_task_nbytes(const tl_vta_task *t, int which);
 /* The config's instruction stream, disassembled (*out: tl_vta_free). */

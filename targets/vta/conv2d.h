@@ -56,6 +56,36 @@ int tl_vta_conv2d_emit_ir(tl_vta_cmd *q, tl_ctx *ctx, const tl_vta_config *c,
                           const tl_vta_conv2d *w, const tl_vta_knobs *k, uint32_t data,
                           uint32_t kernel, uint32_t out);
 
+/* A fused ending of the conv (the ops between the int32 conv and the int8 cast of a
+** network's fused group), in order: immediates (add, right and left shift, min, max), the
+** per-channel bias (an int32 (COo, 1, 1, 1, B) tensor) and the residual (an int8 tensor
+** shaped as the output, cast to int32 and shifted left by imm). */
+enum { TL_VTA_EPI_ADD = 0, TL_VTA_EPI_SHR, TL_VTA_EPI_SHL, TL_VTA_EPI_MIN, TL_VTA_EPI_MAX,
+       TL_VTA_EPI_BIAS, TL_VTA_EPI_RES };
+#define TL_VTA_EPI_NOPS 16
+typedef struct tl_vta_epilogue {
+  int n, bias, res;
+  int kind[TL_VTA_EPI_NOPS];
+  int64_t imm[TL_VTA_EPI_NOPS];
+} tl_vta_epilogue;
+
+int tl_vta_epilogue_parse(tl_ctx *ctx, const char *json, tl_vta_epilogue *e);
+/* The conv and its ending as a tensor expression: in = data, kernel, then bias and residual
+** when the ending has them; out: the int8 result. */
+int tl_vta_conv2d_fused_compute(tl_ctx *ctx, const tl_vta_conv2d *w, const tl_vta_epilogue *e,
+                                tl_dag *dag, const int *in, int *out);
+int tl_vta_conv2d_fused_lower(tl_ctx *ctx, const tl_vta_conv2d *w, const tl_vta_epilogue *e,
+                              const tl_vta_knobs *k, tl_lowered **out);
+/* phys: data, kernel, [bias], [residual], out. */
+int tl_vta_conv2d_fused_emit(tl_vta_cmd *q, tl_ctx *ctx, const tl_vta_config *c,
+                             const tl_vta_conv2d *w, const tl_vta_epilogue *e,
+                             const tl_vta_knobs *k, const uint32_t *phys);
+/* The CPU reference of the fused group (bias, res: NULL when the ending has none). */
+void tl_vta_conv2d_fused_reference(const tl_vta_config *c, const tl_vta_conv2d *w,
+                                   const tl_vta_epilogue *e, const int8_t *data,
+                                   const int8_t *kernel, const int32_t *bias, const int8_t *res,
+                                   int8_t *out);
+
 /* A task's config run on a fresh simulator and checked against the CPU
 ** reference through the IR route (direct 0) or the direct generator of
 ** conv2d.c (direct 1, kept as the tests' cross-check); disasm: the stream's

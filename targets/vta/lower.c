@@ -64,27 +64,60 @@ static int cache_read(tl_ctx *ctx, tl_sched *s, int st, int reader, int *out) {
   return tl_sched_step(ctx, s, TL_STEP_CHR, a, 1, r, 1, "local", out);
 }
 
+/* The n-th placeholder stage (0-based), -1 if none. */
+static int nth_placeholder(tl_sched *s, int n) {
+  for (int i = 0; i < tl_sched_num_stages(s); i++)
+    if (tl_sched_stage_op_kind(s, i) == TL_DAG_PLACEHOLDER && n-- == 0) return i;
+  return -1;
+}
+
+/* The first stage reading stage st, -1 if none. */
+static int first_consumer(tl_sched *s, int st) {
+  int c[256];
+  tl_dag *dag = tl_sched_dag(s);
+  if (tl_dag_consumers(dag, st, NULL) > 256) return -1;
+  return tl_dag_consumers(dag, st, c) > 0 ? c[0] : -1;
+}
+
+/* A stage inserted at p moves every tracked index at p or later up by one. */
+static void bump(int *idx, int n, int p) {
+  for (int i = 0; i < n; i++)
+    if (idx[i] >= p) idx[i]++;
+}
+
 int tl_vta_conv2d_ir_schedule(tl_ctx *ctx, const tl_vta_knobs *k, tl_sched *s) {
   int C = tl_atvm_stage_by_tag(s, "conv2d_dense");
   if (C < 0) return tl_err(ctx, TL_E_SCHED, "conv2d_packed.vta: no conv2d_dense stage");
-  /* the conv's producers: data (padded or not) and kernel */
-  int pad = -1, data = -1, kern = -1;
-  for (int i = 0; i < C; i++) {
+  /* the conv's producers: data (padded or not) and kernel, the first two placeholders */
+  int pad = -1, data = nth_placeholder(s, 0), kern = nth_placeholder(s, 1);
+  for (int i = 0; i < C; i++)
     if (tl_sched_stage_op_kind(s, i) != TL_DAG_PLACEHOLDER) pad = i;
-    else if (data < 0) data = i;
-    else kern = i;
-  }
-  if (data < 0 || kern < 0)
+  if (data < 0 || kern < 0 || kern > C)
     return tl_err(ctx, TL_E_SCHED, "conv2d_packed.vta: the conv has no data and kernel inputs");
-  int in = pad >= 0 ? pad : data, inl, kl;
-  /* a stage inserted at position p moves every stage at p or later up by one */
-  TRY(cache_read(ctx, s, in, C, &inl));
-  if (kern >= inl) kern++;
-  C++;
-  TRY(cache_read(ctx, s, kern, C, &kl));
-  if (inl >= kl) inl++;
-  if (pad >= kl) pad++;
-  C++;
+  int in = pad >= 0 ? pad : data;
+  /* tracked: pad, kernel, conv, the input cache, the kernel cache, then the caches of the
+  ** ending's tensor operands (bias, residual) */
+  enum { T_PAD, T_KERN, T_C, T_INL, T_KL, T_EXTRA };
+  int tr[T_EXTRA + 2] = {pad, kern, C, -1, -1, -1, -1}, ntr = T_EXTRA, p;
+  TRY(cache_read(ctx, s, in, tr[T_C], &p));
+  bump(tr, ntr, p);
+  tr[T_INL] = p;
+  TRY(cache_read(ctx, s, tr[T_KERN], tr[T_C], &p));
+  bump(tr, T_KL, p);
+  tr[T_KL] = p;
+  /* a bias or a residual (placeholders after data and kernel) is read by one stage of the
+  ** ending: copied into the accumulator there */
+  for (int n = 2; n < 4; n++) {
+    int ph = nth_placeholder(s, n);
+    if (ph < 0) break;
+    int rd = first_consumer(s, ph);
+    if (rd < 0) return tl_err(ctx, TL_E_SCHED, "conv2d_packed.vta: input %d is read by no stage of the ending", n);
+    TRY(cache_read(ctx, s, ph, rd, &p));
+    bump(tr, ntr, p);
+    tr[ntr++] = p;
+  }
+  pad = tr[T_PAD], C = tr[T_C];
+  int inl = tr[T_INL], kl = tr[T_KL];
   if (pad >= 0) TRY(tl_sched_compute_inline(ctx, s, pad));
   int O = tl_sched_num_stages(s) - 1;
   int t[3], co0, co1, i0, i1, j0, j1, tx = -1, ty = -1;
@@ -113,10 +146,27 @@ int tl_vta_conv2d_ir_schedule(tl_ctx *ctx, const tl_vta_knobs *k, tl_sched *s) {
   }
   if (vt >= 0) TRY(tl_sched_annotate(ctx, s, O, pos(s, O, vt), TL_ANN_VTHREAD));
   /* the conv and the element-wise stages per output tile, in the accumulator: each is
-  ** computed at the outermost loop (bo, extent 1) of its consumer, the last at j0 */
-  for (int st = O - 1; st >= C; st--) {
-    TRY(tl_sched_compute_at(ctx, s, st, st + 1, st + 1 == O ? pos(s, O, j0) : 0));
-    if (st > C) TRY(pragma(ctx, s, st, 1, "alu"));
+  ** computed at the outermost loop (bo, extent 1) of its consumer, the last at j0. The chain
+  ** is C .. O without the caches; the residual's shift is consumed by the stage after it,
+  ** and the stage before it by that one too. */
+  int chain[64], nc = 0, shift = tl_atvm_stage_by_tag(s, "vta_residual_shift");
+  for (int st = C; st <= O && nc < 64; st++) {
+    int cache = tl_sched_stage_op_kind(s, st) == TL_DAG_PLACEHOLDER;
+    for (int q = T_INL; q < ntr; q++) cache |= tr[q] == st;
+    if (!cache) chain[nc++] = st;
+  }
+  for (int i = nc - 2; i >= 0; i--) {
+    int tg = i + 1;
+    if (chain[tg] == shift && chain[i] != shift) tg++;
+    int st = chain[i], to = chain[tg];
+    TRY(tl_sched_compute_at(ctx, s, st, to, to == O ? pos(s, O, j0) : 0));
+    if (st != C) TRY(pragma(ctx, s, st, 1, "alu"));
+  }
+  for (int q = T_EXTRA; q < ntr; q++) {
+    int rd = first_consumer(s, tr[q]);
+    if (rd < 0) return tl_err(ctx, TL_E_SCHED, "conv2d_packed.vta: %s", "a cache stage with no reader");
+    TRY(tl_sched_compute_at(ctx, s, tr[q], rd, 0));
+    TRY(pragma(ctx, s, tr[q], 0, "dma_copy"));
   }
   TRY(pragma(ctx, s, O, co1, "dma_copy"));
   /* conv: bo, ko0, co, ko1, di, dj, i, j | bi, ci, ki (the GEMM block) */
@@ -195,6 +245,7 @@ typedef struct lw {
   TL_VEC(kcache) kern;
   TL_VEC(struct memo) memo;
   TL_VEC(struct dplan *) dplans;  /* dma_copy regions analysed */      /* kernel regions already built, by their free variables */
+  int acc2[8], nacc2;             /* buffers read as an ALU's second tensor operand */
   int rc;
 } lw;
 
@@ -367,7 +418,7 @@ static action *new_action(lw *L, int kind, int t, int module) {
 
 /* ---- DMA: a copy between an argument (DRAM) and an SRAM buffer ------------------- */
 
-static tl_ref strip_cast(tl_ir *ir, tl_ref e) {
+static tl_ref strip_cast(const tl_ir *ir, tl_ref e) {
   while (tl_ir_op(ir, e) == TL_IR_CAST) e = tl_ir_kid(ir, e, 0);
   return e;
 }
@@ -768,7 +819,22 @@ static int gemm_site(lw *L, tl_ref site, const int *active) {
   return L->rc;
 }
 
-/* An ALU kernel: dst[i] = op(src[i], imm) over the region, in place. */
+/* The operand an ALU stage's value updates in place: the first load among its operands
+** (a load under a cast only when no operand is a plain load); 0 if none. */
+static tl_ref inplace_operand(const tl_ir *ir, tl_ref v) {
+  if (tl_ir_op(ir, strip_cast(ir, v)) == TL_IR_LOAD) return strip_cast(ir, v);
+  int n = tl_ir_op(ir, v) == TL_IR_LOAD ? 0 : tl_ir_nkids(ir, v);
+  for (int i = 0; i < n; i++)
+    if (tl_ir_op(ir, tl_ir_kid(ir, v, i)) == TL_IR_LOAD) return tl_ir_kid(ir, v, i);
+  for (int i = 0; i < n; i++)
+    if (tl_ir_op(ir, strip_cast(ir, tl_ir_kid(ir, v, i))) == TL_IR_LOAD)
+      return strip_cast(ir, tl_ir_kid(ir, v, i));
+  return 0;
+}
+
+/* An ALU kernel over the region, in place: dst[i] = op(src[i], imm), or with a tensor
+** operand dst[i] = op(src[i], other[j]) (the ALU's second accumulator operand; j may
+** broadcast, as a per-channel bias does). */
 static int alu_site(lw *L, tl_ref site, const int *active) {
   tl_ir *ir = L->ir;
   nest N;
@@ -777,27 +843,60 @@ static int alu_site(lw *L, tl_ref site, const int *active) {
   if (tl_ir_op(ir, st) != TL_IR_STORE)
     return fail(L, TL_E_UNSUPPORTED, "vta lower: %s", "an alu region must be a loop nest around one store");
   int dst = (int)tl_ir_node(ir, st)->imm.u;
-  tl_ref v = tl_ir_kid(ir, st, 0), di = tl_ir_kid(ir, st, 1), ld = 0;
-  int op = TL_VTA_ALU_SHR;
+  tl_ref v = tl_ir_kid(ir, st, 0), di = tl_ir_kid(ir, st, 1), ld = 0, ld2 = 0;
+  int op = TL_VTA_ALU_SHR, use_imm = 1;
   int64_t imm = 0;
   int vop = tl_ir_op(ir, v);
-  if (vop == TL_IR_LOAD) ld = v;
-  else if (vop == TL_IR_SHR || vop == TL_IR_SHL || vop == TL_IR_MIN || vop == TL_IR_MAX ||
-           vop == TL_IR_ADD || vop == TL_IR_MUL) {
+  if (tl_ir_op(ir, strip_cast(ir, v)) == TL_IR_LOAD) ld = strip_cast(ir, v);
+  else if (vop == TL_IR_SUB && tl_ir_op(ir, tl_ir_kid(ir, v, 0)) == TL_IR_LOAD &&
+           tl_ir_is_int(ir, tl_ir_kid(ir, v, 1), &imm)) {
+    ld = tl_ir_kid(ir, v, 0), op = TL_VTA_ALU_ADD, imm = -imm;   /* x - c: ADD -c */
+  } else if (vop == TL_IR_SHR || vop == TL_IR_SHL || vop == TL_IR_MIN || vop == TL_IR_MAX ||
+             vop == TL_IR_ADD || vop == TL_IR_MUL) {
+    tl_ref in = inplace_operand(ir, v);
     for (int i = 0; i < 2; i++) {
-      tl_ref a = tl_ir_kid(ir, v, i), b = tl_ir_kid(ir, v, 1 - i);
-      if (tl_ir_op(ir, a) == TL_IR_LOAD && tl_ir_is_int(ir, b, &imm) &&
-          (i == 0 || (tl_ir_opflags[vop] & TL_IRF_C)))
-        ld = a;
+      tl_ref a = strip_cast(ir, tl_ir_kid(ir, v, i)), b = tl_ir_kid(ir, v, 1 - i);
+      if (a != in || !(i == 0 || (tl_ir_opflags[vop] & TL_IRF_C))) continue;
+      if (tl_ir_is_int(ir, b, &imm)) ld = a;
+      else if (vop != TL_IR_SHR && vop != TL_IR_SHL &&
+               tl_ir_op(ir, strip_cast(ir, b)) == TL_IR_LOAD)
+        ld = a, ld2 = strip_cast(ir, b), use_imm = 0;
     }
     op = vop == TL_IR_MIN ? TL_VTA_ALU_MIN : vop == TL_IR_MAX ? TL_VTA_ALU_MAX
        : vop == TL_IR_ADD ? TL_VTA_ALU_ADD : vop == TL_IR_MUL ? TL_VTA_ALU_MUL : TL_VTA_ALU_SHR;
     if (vop == TL_IR_SHL) imm = -imm;
   }
   if (!ld || imm < -32768 || imm > 32767)
-    return fail(L, TL_E_UNSUPPORTED, "vta lower: %s", "an alu stage must be op(acc, 16-bit immediate) with op add, mul, min, max or a shift");
-  int src = (int)tl_ir_node(ir, ld)->imm.u;
-  tl_ref si = tl_ir_kid(ir, ld, 0);
+    return fail(L, TL_E_UNSUPPORTED, "vta lower: %s", "an alu stage must be op(acc, 16-bit immediate) with op add, mul, min, max or a shift, or op(acc, acc) with op add, mul, min or max");
+  if (ld2) {
+    int r = (int)tl_ir_node(ir, ld2)->imm.u;
+    while (L->b[r].alias >= 0) r = L->b[r].alias;
+    if (L->b[r].role != R_ACC)
+      return fail(L, TL_E_UNSUPPORTED, "vta lower: alu operand %s is not in the accumulator",
+                  tl_ir_buffer(ir, (int)tl_ir_node(ir, ld2)->imm.u)->name);
+  }
+  /* the ALU's src operand: the immediate's source is the in-place one (src = dst); with a
+  ** tensor operand, dst is read and updated in place and src is the other tensor */
+  int src = (int)tl_ir_node(ir, ld2 ? ld2 : ld)->imm.u;
+  tl_ref si = tl_ir_kid(ir, ld2 ? ld2 : ld, 0);
+  if (ld2) {
+    int a = (int)tl_ir_node(ir, ld)->imm.u, b = dst;
+    while (L->b[a].alias >= 0) a = L->b[a].alias;
+    while (L->b[b].alias >= 0) b = L->b[b].alias;
+    if (a != b || tl_ir_kid(ir, ld, 0) != di) {
+      /* the in-place operand must be dst itself, element for element */
+      int64_t x, y;
+      int same = a == b;
+      for (int i = 0; i < N.n && same; i++) {
+        TRY(coef(L, &N, i, di, &x));
+        TRY(coef(L, &N, i, tl_ir_kid(ir, ld, 0), &y));
+        same = x == y;
+      }
+      if (same) { zero_vars(L, &N); same = ev(L, di) == ev(L, tl_ir_kid(ir, ld, 0)); }
+      if (!same)
+        return fail(L, TL_E_UNSUPPORTED, "vta lower: %s", "an alu stage with two tensor operands must update one of them in place");
+    }
+  }
   int64_t vec = vec_of(L->c, R_ACC), prod = 1;
   int lane = N.n;
   while (lane > 0 && prod < vec) {
@@ -831,13 +930,14 @@ static int alu_site(lw *L, tl_ref site, const int *active) {
     zero_vars(L, &N);
     uint32_t u[1][3] = {{(uint32_t)(sram_addr(L, dst, t) + ev(L, di) / vec),
                          (uint32_t)(sram_addr(L, src, t) + ev(L, si) / vec), 0}};
-    int32_t key[16] = {1, op, (int32_t)imm, n, (int32_t)u[0][0], (int32_t)u[0][1]};
+    int32_t key[16] = {1, op, use_imm ? (int32_t)imm : INT32_MIN, n, (int32_t)u[0][0], (int32_t)u[0][1]};
     for (int i = 0; i < n; i++)
       for (int j = 0; j < 3; j++) key[6 + i * 3 + j] = (int32_t)lp[i][j];
     action *a = new_action(L, A_KERNEL, t, TL_VTA_STAGE_COMPUTE);
-    a->kernel = kernel_for(L, key, 6 + n * 3, 1, 0, op, 1, (int32_t)imm, n,
+    a->kernel = kernel_for(L, key, 6 + n * 3, 1, 0, op, use_imm, (int32_t)imm, n,
                            (const int64_t(*)[4])lp, (const uint32_t(*)[3])u, 1);
     a->rd[a->nrd++] = key_of(L, src, t);
+    if (ld2) a->rd[a->nrd++] = key_of(L, dst, t);
     a->wr = key_of(L, dst, t);
   }
   return L->rc;
@@ -1044,12 +1144,15 @@ static int plan_visit(const tl_ir *ir, tl_ref r, void *ud) {
       s = tl_ir_kid(ir, s, tl_ir_op(ir, s) == TL_IR_FOR ? 3 : 1);
     if (tl_ir_op(ir, s) == TL_IR_STORE) {
       int dst = (int)tl_ir_node(ir, s)->imm.u, src = -1;
-      tl_ref v = tl_ir_kid(ir, s, 0);
-      if (tl_ir_op(ir, v) == TL_IR_LOAD) src = (int)tl_ir_node(ir, v)->imm.u;
-      for (int i = 0; i < tl_ir_nkids(ir, v) && src < 0 && tl_ir_op(ir, v) != TL_IR_LOAD; i++)
-        if (tl_ir_op(ir, tl_ir_kid(ir, v, i)) == TL_IR_LOAD)
-          src = (int)tl_ir_node(ir, tl_ir_kid(ir, v, i))->imm.u;
+      tl_ref v = tl_ir_kid(ir, s, 0), in = inplace_operand(ir, v);
+      if (in) src = (int)tl_ir_node(ir, in)->imm.u;
       if (src >= 0 && src != dst && tl_ir_buffer(ir, dst)->arg < 0) L->b[dst].alias = src;   /* in place */
+      /* a second tensor operand is in the accumulator too */
+      for (int i = 0; in && tl_ir_op(ir, v) != TL_IR_LOAD && i < tl_ir_nkids(ir, v); i++) {
+        tl_ref o = strip_cast(ir, tl_ir_kid(ir, v, i));
+        if (o != in && tl_ir_op(ir, o) == TL_IR_LOAD && L->nacc2 < 8)
+          L->acc2[L->nacc2++] = (int)tl_ir_node(ir, o)->imm.u;
+      }
     }
   }
   return 1;
@@ -1214,6 +1317,11 @@ int tl_vta_lower_emit(tl_vta_cmd *q, tl_ctx *ctx, const tl_vta_config *c, tl_low
   for (int i = 0; i < nbuf; i++) L.b[i].alias = -1;
   L.env = tl_calloc((size_t)f->ir->vars.n + 1, sizeof *L.env);
   tl_ir_visit(f->ir, f->body, plan_visit, &L);
+  for (int i = 0; i < L.nacc2; i++) {
+    int r = L.acc2[i];
+    while (L.b[r].alias >= 0) r = L.b[r].alias;
+    if (L.b[r].role == R_NONE && tl_ir_buffer(f->ir, r)->arg < 0) L.b[r].role = R_ACC;
+  }
   if (!L.rc) tl_ir_visit(f->ir, f->body, alloc_visit, &L);
   static const char *const names[4] = {"", "input", "weight", "accumulator"};
   const int depth[4] = {0, c->inp_depth, c->wgt_depth, c->acc_depth};
@@ -1310,4 +1418,101 @@ int tl_vta_conv2d_emit_ir(tl_vta_cmd *q, tl_ctx *ctx, const tl_vta_config *c,
   rc = tl_vta_lower_emit(q, ctx, c, f, phys);
   tl_lowered_free(f);
   return rc;
+}
+
+/* ---- a network's fused group: the conv and its own ending ------------------------------- */
+
+int tl_vta_conv2d_fused_lower(tl_ctx *ctx, const tl_vta_conv2d *w, const tl_vta_epilogue *e,
+                              const tl_vta_knobs *k, tl_lowered **out) {
+  *out = NULL;
+  tl_dag *dag = tl_dag_new();
+  tl_sched *s = NULL;
+  int in[4], nin = 2, o, rc;
+  int64_t ds[6] = {w->No, w->CIo, w->H, w->W, w->b, w->B},
+          ks[6] = {w->COo, w->CIo, w->KH, w->KW, w->B, w->B},
+          bs[5] = {w->COo, 1, 1, 1, w->B}, rs[6] = {w->No, w->COo, w->OH, w->OW, w->b, w->B};
+  if (e->bias && w->b != 1) {
+    rc = tl_err(ctx, TL_E_UNSUPPORTED, "conv2d_packed.vta: a bias add needs BATCH 1 (the ALU adds one accumulator vector per channel block; got batch block %lld)", (long long)w->b);
+    goto done;
+  }
+  if ((rc = tl_dag_placeholder(ctx, dag, "data", 6, ds, TL_INT8, &in[0])) ||
+      (rc = tl_dag_placeholder(ctx, dag, "kernel", 6, ks, TL_INT8, &in[1])) ||
+      (e->bias && (rc = tl_dag_placeholder(ctx, dag, "bias", 5, bs, TL_INT32, &in[nin++]))) ||
+      (e->res && (rc = tl_dag_placeholder(ctx, dag, "residual", 6, rs, TL_INT8, &in[nin++]))) ||
+      (rc = tl_vta_conv2d_fused_compute(ctx, w, e, dag, in, &o)) ||
+      (rc = tl_sched_new(ctx, dag, &o, 1, &s)) || (rc = tl_vta_conv2d_ir_schedule(ctx, k, s)))
+    goto done;
+  int st = tl_sched_num_stages(s) - 1;
+  int targs[5], na = 0;
+  static const char *const names[4] = {"data", "kernel", "bias", "residual"};
+  for (int n = 0; n < 4; n++)
+    for (int i = 0; i < st; i++)
+      if (tl_sched_stage_op_kind(s, i) == TL_DAG_PLACEHOLDER && !strcmp(tl_sched_stage_name(s, i), names[n]))
+        targs[na++] = tl_sched_stage_tensor(s, i, 0);
+  if (na != nin) {
+    rc = tl_err(ctx, TL_E_INTERNAL, "conv2d_packed.vta: %d of %d inputs found", na, nin);
+    goto done;
+  }
+  targs[na++] = tl_sched_stage_tensor(s, st, 0);
+  rc = tl_lower(ctx, s, targs, na, "conv2d_packed_fused_vta", out);
+done:
+  tl_sched_free(s);
+  tl_dag_free(dag);
+  return rc;
+}
+
+int tl_vta_conv2d_fused_emit(tl_vta_cmd *q, tl_ctx *ctx, const tl_vta_config *c,
+                             const tl_vta_conv2d *w, const tl_vta_epilogue *e,
+                             const tl_vta_knobs *k, const uint32_t *phys) {
+  int rc = tl_vta_conv2d_check(ctx, c, w, k);
+  if (rc) return rc;
+  tl_lowered *f = NULL;
+  if ((rc = tl_vta_conv2d_fused_lower(ctx, w, e, k, &f))) return rc;
+  rc = tl_vta_lower_emit(q, ctx, c, f, phys);
+  tl_lowered_free(f);
+  return rc;
+}
+
+static int32_t shift(int32_t x, int64_t k) {   /* k > 0 right, k < 0 left; C's int32 ops */
+  return k >= 0 ? x >> k : (int32_t)((uint32_t)x << -k);
+}
+
+void tl_vta_conv2d_fused_reference(const tl_vta_config *c, const tl_vta_conv2d *w,
+                                   const tl_vta_epilogue *e, const int8_t *data,
+                                   const int8_t *kernel, const int32_t *bias, const int8_t *res,
+                                   int8_t *out) {
+  (void)c;
+  int64_t b = w->b, B = w->B;
+  for (int64_t n = 0; n < w->No; n++)
+    for (int64_t co = 0; co < w->COo; co++)
+      for (int64_t i = 0; i < w->OH; i++)
+        for (int64_t j = 0; j < w->OW; j++)
+          for (int64_t bi = 0; bi < b; bi++)
+            for (int64_t ci = 0; ci < B; ci++) {
+              uint32_t acc = 0;
+              for (int64_t ko = 0; ko < w->CIo; ko++)
+                for (int64_t di = 0; di < w->KH; di++)
+                  for (int64_t dj = 0; dj < w->KW; dj++) {
+                    int64_t y = i * w->sh + di - w->ph, x = j * w->sw + dj - w->pw;
+                    if (y < 0 || y >= w->H || x < 0 || x >= w->W) continue;
+                    for (int64_t ki = 0; ki < B; ki++)
+                      acc += (uint32_t)((int32_t)data[((((n * w->CIo + ko) * w->H + y) * w->W + x) * b + bi) * B + ki] *
+                                        (int32_t)kernel[((((co * w->CIo + ko) * w->KH + di) * w->KW + dj) * B + ci) * B + ki]);
+                  }
+              int64_t o = ((((n * w->COo + co) * w->OH + i) * w->OW + j) * b + bi) * B + ci;
+              int32_t v = (int32_t)acc;
+              for (int q = 0; q < e->n; q++) {
+                int64_t m = e->imm[q];
+                switch (e->kind[q]) {
+                case TL_VTA_EPI_ADD: v = (int32_t)((uint32_t)v + (uint32_t)m); break;
+                case TL_VTA_EPI_SHR: v = shift(v, m); break;
+                case TL_VTA_EPI_SHL: v = shift(v, -m); break;
+                case TL_VTA_EPI_MIN: v = v < m ? v : (int32_t)m; break;
+                case TL_VTA_EPI_MAX: v = v > m ? v : (int32_t)m; break;
+                case TL_VTA_EPI_BIAS: v = (int32_t)((uint32_t)v + (uint32_t)bias[co * B + ci]); break;
+                case TL_VTA_EPI_RES: v = (int32_t)((uint32_t)v + (uint32_t)shift(res[o], -m)); break;
+                }
+              }
+              out[o] = (int8_t)v;
+            }
 }

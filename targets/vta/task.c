@@ -108,9 +108,22 @@ static uint32_t lcg(uint64_t *s) {
 
 /* Build and run config index on a fresh simulator; disasm: also return the
 ** stream's disassembly instead of running it. */
+static int run_epi(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, int check,
+                   const void *in_data, const void *in_kernel, void *out_data, char **stats,
+                   char **disasm, int direct, const tl_vta_epilogue *epi, const void *in_bias,
+                   const void *in_res);
+
 static int run(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, int check,
                const void *in_data, const void *in_kernel, void *out_data, char **stats,
                char **disasm, int direct) {
+  return run_epi(ctx, t, index, seed, check, in_data, in_kernel, out_data, stats, disasm, direct,
+                 NULL, NULL, NULL);
+}
+
+static int run_epi(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, int check,
+                   const void *in_data, const void *in_kernel, void *out_data, char **stats,
+                   char **disasm, int direct, const tl_vta_epilogue *epi, const void *in_bias,
+                   const void *in_res) {
   const tl_vta_config *c = &t->cfg;
   const tl_vta_conv2d *w = &t->wl;
   tl_vta_knobs k;
@@ -119,12 +132,16 @@ static int run(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, int ch
   if ((rc = tl_vta_conv2d_check(ctx, c, w, &k))) return rc;
   int64_t nd = tl_vta_conv2d_bytes(c, w, 0), nk = tl_vta_conv2d_bytes(c, w, 1),
           no = tl_vta_conv2d_bytes(c, w, 2);
-  size_t dram = (size_t)(nd + nk + no) + ((size_t)64 << 20);
+  int64_t nb = epi && epi->bias ? w->COo * w->B * 4 : 0, nr = epi && epi->res ? no : 0;
+  size_t dram = (size_t)(nd + nk + no + nb + nr) + ((size_t)64 << 20);
   tl_vta_sim *sim = NULL;
   tl_vta_cmd *q = NULL;
   int8_t *ref = NULL;
   if ((rc = tl_vta_sim_new(ctx, c, dram, &sim))) return rc;
-  uint32_t pd, pk, po;
+  uint32_t pd, pk, po, pb = 0, pr = 0;
+  if ((nb && (rc = tl_vta_sim_alloc(ctx, sim, (size_t)nb, &pb))) ||
+      (nr && (rc = tl_vta_sim_alloc(ctx, sim, (size_t)nr, &pr))))
+    goto done;
   if ((rc = tl_vta_sim_alloc(ctx, sim, (size_t)nd, &pd)) ||
       (rc = tl_vta_sim_alloc(ctx, sim, (size_t)nk, &pk)) ||
       (rc = tl_vta_sim_alloc(ctx, sim, (size_t)no, &po)))
@@ -136,10 +153,24 @@ static int run(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, int ch
   else for (int64_t i = 0; i < nd; i++) d[i] = (int8_t)(lcg(&st) % 256 - 128);
   if (in_kernel) memcpy(kk, in_kernel, (size_t)nk);
   else for (int64_t i = 0; i < nk; i++) kk[i] = (int8_t)(lcg(&st) % 256 - 128);
+  int32_t *bias = nb ? tl_vta_sim_host_ptr(sim, pb, (size_t)nb) : NULL;
+  int8_t *res = nr ? tl_vta_sim_host_ptr(sim, pr, (size_t)nr) : NULL;
+  if (bias && in_bias) memcpy(bias, in_bias, (size_t)nb);
+  else for (int64_t i = 0; bias && i < nb / 4; i++) bias[i] = (int32_t)(lcg(&st) % 65536) - 32768;
+  if (res && in_res) memcpy(res, in_res, (size_t)nr);
+  else for (int64_t i = 0; res && i < nr; i++) res[i] = (int8_t)(lcg(&st) % 256 - 128);
   memset(o, 0x5a, (size_t)no);   /* a pattern the kernel must overwrite */
   tl_vta_cmd_new(ctx, sim, &q);
-  if ((rc = direct ? tl_vta_conv2d_emit(q, ctx, c, w, &k, pd, pk, po)
-                   : tl_vta_conv2d_emit_ir(q, ctx, c, w, &k, pd, pk, po)))
+  if (epi) {
+    uint32_t phys[5];
+    int np = 0;
+    phys[np++] = pd, phys[np++] = pk;
+    if (nb) phys[np++] = pb;
+    if (nr) phys[np++] = pr;
+    phys[np++] = po;
+    if ((rc = tl_vta_conv2d_fused_emit(q, ctx, c, w, epi, &k, phys))) goto done;
+  } else if ((rc = direct ? tl_vta_conv2d_emit(q, ctx, c, w, &k, pd, pk, po)
+                          : tl_vta_conv2d_emit_ir(q, ctx, c, w, &k, pd, pk, po)))
     goto done;
   if (disasm) {
     tl_buf b = {0}, txt = {0};
@@ -153,7 +184,8 @@ static int run(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, int ch
   if ((rc = tl_vta_cmd_sync(q))) goto done;
   if (check) {
     ref = tl_malloc((size_t)no);
-    tl_vta_conv2d_reference(c, w, d, kk, ref);
+    if (epi) tl_vta_conv2d_fused_reference(c, w, epi, d, kk, bias, res, ref);
+    else tl_vta_conv2d_reference(c, w, d, kk, ref);
     for (int64_t i = 0; i < no; i++)
       if (ref[i] != o[i]) {
         rc = tl_err(ctx, TL_E_RUNTIME,
@@ -199,6 +231,18 @@ TL_EXPORT int tl_vta_task_run_data(tl_ctx *ctx, tl_vta_task *t, int64_t index, c
   if (!data || !kernel || !out)
     return tl_err(ctx, TL_E_ARG, "conv2d_packed.vta: run_data needs data, kernel and out");
   return run(ctx, t, index, 0, 1, data, kernel, out, stats_json, NULL, 0);
+}
+
+TL_EXPORT int tl_vta_task_run_fused(tl_ctx *ctx, tl_vta_task *t, int64_t index,
+                                    const char *epilogue_json, const void *data,
+                                    const void *kernel, const void *bias, const void *residual,
+                                    void *out, uint64_t seed, int check, char **stats_json) {
+  *stats_json = NULL;
+  tl_vta_epilogue e;
+  int rc = tl_vta_epilogue_parse(ctx, epilogue_json, &e);
+  if (rc) return rc;
+  return run_epi(ctx, t, index, seed, check, data, kernel, out, stats_json, NULL, 0, &e, bias,
+                 residual);
 }
 
 TL_EXPORT int64_t tl_vta_task_nbytes(const tl_vta_task *t, int which) {

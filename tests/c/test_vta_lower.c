@@ -297,3 +297,61 @@ TL_TEST(vta_lower_tophub) {
          run, records, fewer, equal, more, ratio_sum / run, rmin, rmax, cyc_ir / cyc_dir);
   tl_ctx_free(ctx);
 }
+
+/* A network's fused groups on VTA: random configs of several layer shapes, each with an
+** ending of the packed network (bias, relu, the rounding add, a right shift, the clip; with
+** and without a residual shifted left, or added as it is), run through the IR route on the
+** simulator and equal to the CPU reference of the conv and the same ending bit for bit
+** (run_fused checks every output byte); the stream loads the bias and the residual into the
+** accumulator (ACC and ACC8) and uses ALU tensor ADDs. */
+TL_TEST(vta_lower_fused_endings) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_vta_config d;
+  CHECK(tl_vta_config_parse(ctx, default_json, "test", &d) == 0);
+  static const char *const wl[] = {
+      "[[\"TENSOR\",[1,2,8,8,1,16],\"int8\"],[\"TENSOR\",[2,2,3,3,16,16],\"int8\"],[1,1],[1,1,1,1],[1,1],\"NCHW1n16c\",\"int32\"]",
+      "[[\"TENSOR\",[1,3,9,7,1,16],\"int8\"],[\"TENSOR\",[4,3,3,3,16,16],\"int8\"],[2,2],[1,1,1,1],[1,1],\"NCHW1n16c\",\"int32\"]",
+      "[[\"TENSOR\",[1,2,8,8,1,16],\"int8\"],[\"TENSOR\",[4,2,1,1,16,16],\"int8\"],[2,2],[0,0,0,0],[1,1],\"NCHW1n16c\",\"int32\"]",
+  };
+  static const char *const ends[] = {
+      "[[\"bias\"],[\"max\",0],[\"add\",512],[\"shr\",10],[\"max\",-127],[\"min\",127]]",
+      "[[\"bias\"],[\"res\",3],[\"max\",0],[\"add\",256],[\"shr\",9],[\"max\",-127],[\"min\",127]]",
+      "[[\"bias\"],[\"res\",0],[\"max\",0],[\"shr\",7],[\"min\",127]]",
+      "[[\"add\",-5],[\"shl\",1],[\"shr\",6],[\"max\",-127],[\"min\",127]]",
+  };
+  uint64_t st = 11;
+  int checked = 0, tries = 0;
+  while (checked < 24 && tries < 400) {
+    int w = (int)(rnd(&st) % TL_ARRAY_SIZE(wl)), e = checked % (int)TL_ARRAY_SIZE(ends);
+    tl_vta_task *t = NULL;
+    CHECK_MSG(tl_vta_task_new(ctx, &d, wl[w], &t) == 0, "%s", tl_errmsg(ctx));
+    int64_t idx = checked < 4 ? 0 : (int64_t)(rnd(&st) % (uint32_t)tl_vta_task_space_len(t));
+    tries++;
+    if (tl_vta_task_check(ctx, t, idx) == 0) {
+      char *stats = NULL;
+      int rc = tl_vta_task_run_fused(ctx, t, idx, ends[e], NULL, NULL, NULL, NULL, NULL,
+                                     (uint64_t)tries, 1, &stats);
+      CHECK_MSG(rc == 0, "workload %d, config %lld, ending %d: %s", w, (long long)idx, e,
+                tl_errmsg(ctx));
+      CHECK(stat_of(stats, "cycles") > 0);
+      free(stats);
+      checked++;
+    }
+    tl_clearerr(ctx);
+    tl_vta_task_free(t);
+  }
+  CHECK_EQ_INT(checked, 24);
+  /* a bad ending is refused naming the op */
+  tl_vta_task *t = NULL;
+  CHECK(tl_vta_task_new(ctx, &d, wl[0], &t) == 0);
+  char *stats = NULL;
+  CHECK(tl_vta_task_run_fused(ctx, t, 0, "[[\"sqrt\"]]", NULL, NULL, NULL, NULL, NULL, 1, 1,
+                              &stats) != 0);
+  CHECK(strstr(tl_errmsg(ctx), "sqrt") != NULL);
+  tl_clearerr(ctx);
+  CHECK(tl_vta_task_run_fused(ctx, t, 0, "[[\"shr\",40]]", NULL, NULL, NULL, NULL, NULL, 1, 1,
+                              &stats) != 0);
+  tl_clearerr(ctx);
+  tl_vta_task_free(t);
+  tl_ctx_free(ctx);
+}
