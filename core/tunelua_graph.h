@@ -152,6 +152,14 @@ int tl_graph_exec_add_kernel_ocl_lib(tl_ctx *ctx, tl_graph_exec *e, tl_graph_ocl
 
 /* cdef:end */
 
+/* A kernel that is a host function over the step's arrays (an accelerator's
+** kernel driven from the host: the function copies its inputs to the device,
+** runs it and copies the result back). ud must outlive e; a failure returns
+** an error code with the message in ctx, reported naming the step. */
+typedef int (*tl_graph_host_fn)(void *ud, tl_ctx *ctx, tl_array *const *args, int nargs);
+int tl_graph_exec_add_kernel_host(tl_ctx *ctx, tl_graph_exec *e, const char *name,
+                                  tl_graph_host_fn fn, void *ud, int *kernel);
+
 #ifdef __cplusplus
 }
 #endif

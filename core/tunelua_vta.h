@@ -97,6 +97,22 @@ int tl_vta_task_run_fused(tl_ctx *ctx, tl_vta_task *t, int64_t index, const char
                           const void *data, const void *kernel, const void *bias,
                           const void *residual, void *out, uint64_t seed, int check,
                           char **stats_json);
+/* A network's packed conv group as a graph executor kernel: config index of
+** task t with the group's ending (epilogue_json as for run_fused), its stream
+** built once on sim (shared by the network's groups; it must outlive the
+** group), in DRAM buffers of its own. Attached to an executor, a step runs it
+** on arrays data, kernel[, bias][, residual], out: copied in, the stream run
+** on the simulator, the int8 output copied back. Cycles: of the last run, or
+** (total) summed over the group's runs. */
+typedef struct tl_vta_group tl_vta_group;
+int tl_vta_group_new(tl_ctx *ctx, tl_vta_sim *sim, tl_vta_task *t, int64_t index,
+                     const char *epilogue_json, tl_vta_group **out);
+void tl_vta_group_free(tl_vta_group *g);
+int tl_vta_group_attach(tl_ctx *ctx, tl_vta_group *g, tl_graph_exec *e, const char *name,
+                        int *kernel);
+int tl_vta_group_num_args(const tl_vta_group *g);
+uint64_t tl_vta_group_cycles(const tl_vta_group *g, int total);
+uint64_t tl_vta_group_runs(const tl_vta_group *g);
 /* Bytes of the data (0), kernel (1) and output (2) tensors. */
 int64_t tl_vta_task_nbytes(const tl_vta_task *t, int which);
 /* The config's instruction stream, disassembled (*out: tl_vta_free). */

@@ -21,6 +21,8 @@ typedef const char *(*kernel_err_fn)(void);
 typedef struct {
   kernel_fn fn;
   kernel_err_fn err;
+  tl_graph_host_fn hfn;            /* a host function kernel (fn NULL), e.g. an accelerator's */
+  void *hud;
   char *name;
   tl_ocl_module *ocl;              /* an OpenCL module (fn NULL), not owned */
   struct tl_graph_ocl_lib *olib;   /* or a group of a one-program library, not owned */
@@ -172,6 +174,17 @@ TL_EXPORT int tl_graph_exec_add_kernel(tl_ctx *ctx, tl_graph_exec *e, tl_module 
   return TL_OK;
 }
 
+TL_EXPORT int tl_graph_exec_add_kernel_host(tl_ctx *ctx, tl_graph_exec *e, const char *name,
+                                            tl_graph_host_fn fn, void *ud, int *kernel) {
+  if (!e || !fn || !name)
+    return tl_err(ctx, TL_E_ARG, "tl_graph_exec_add_kernel_host: NULL argument");
+  gkernel k = {0};
+  k.hfn = fn, k.hud = ud, k.name = tl_strdup(name);
+  TL_VEC_PUSH(e->kernels, k);
+  if (kernel) *kernel = e->kernels.n - 1;
+  return TL_OK;
+}
+
 TL_EXPORT int tl_graph_exec_add_step(tl_ctx *ctx, tl_graph_exec *e, int kernel, const int *slots,
                                      int nslots) {
   if (!e) return tl_err(ctx, TL_E_ARG, "tl_graph_exec_add_step: executor is NULL");
@@ -222,10 +235,25 @@ static int run_ocl(tl_ctx *ctx, tl_graph_exec *e, int i, const gstep *st, const 
   return rc;
 }
 
+/* A host function step: the function runs on the slots' arrays. */
+static int run_host(tl_ctx *ctx, tl_graph_exec *e, int i, const gstep *st, const gkernel *k) {
+  int rc = k->hfn(k->hud, ctx, e->arrv + st->first, st->nargs);
+  if (!rc) return TL_OK;
+  char *msg = tl_strdup(tl_errmsg(ctx));
+  rc = tl_err(ctx, rc, "graph executor: step %d (kernel %s) failed: %s", i, k->name, msg);
+  free(msg);
+  return rc;
+}
+
 static int run_steps(tl_ctx *ctx, tl_graph_exec *e) {
   const gstep *st = e->steps.v;
   for (int i = 0, n = e->steps.n; i < n; i++) {
     const gkernel *k = &e->kernels.v[st[i].kernel];
+    if (k->hfn) {
+      int rc = run_host(ctx, e, i, &st[i], k);
+      if (rc) return rc;
+      continue;
+    }
     if (k->olib) {
       int rc = ocl_lib_launch(ctx, k->olib, k->ogroup, e->arrv + st[i].first, i);
       if (rc) {
@@ -296,6 +324,12 @@ TL_EXPORT int tl_graph_exec_profile(tl_ctx *ctx, tl_graph_exec *e, int number, d
       if (kk->olib) {
         rc = ocl_lib_launch(ctx, kk->olib, kk->ogroup, e->arrv + st->first, i);
         if (!rc) rc = ocl_lib_finish(ctx, kk->olib);
+        secs_out[i] += tl_now() - t0;
+        if (rc) return rc;
+        continue;
+      }
+      if (kk->hfn) {
+        rc = run_host(ctx, e, i, st, kk);
         secs_out[i] += tl_now() - t0;
         if (rc) return rc;
         continue;

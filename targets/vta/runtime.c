@@ -47,6 +47,7 @@ struct tl_vta_cmd {
   TL_VEC(tl_vta_kernel *) kernels;
   int uop_ptr, gen;
   uint32_t insn_buf;              /* DRAM staging of the instructions */
+  int closed;                     /* instructions of the last closed stream there */
   size_t insn_cap;
 };
 
@@ -261,7 +262,7 @@ void tl_vta_push_kernel(tl_vta_cmd *q, tl_vta_kernel *k) {
 
 /* ---- synchronisation ------------------------------------------------------------------ */
 
-int tl_vta_cmd_sync(tl_vta_cmd *q) {
+int tl_vta_cmd_close(tl_vta_cmd *q) {
   if (q->err) return q->err;
   /* a compute NOP that waits for the last store and the last load, then FINISH */
   tl_vta_dep_push(q, 3, 2);
@@ -285,13 +286,25 @@ int tl_vta_cmd_sync(tl_vta_cmd *q) {
   for (int i = 0; i < q->insns.n; i++)
     if (tl_vta_insn_encode(q->ctx, q->c, &q->insns.v[i], dst + 16 * (size_t)i))
       return q->err = tl_err_prefix(q->ctx, "vta runtime: instruction %d: ", i);
-  int rc = tl_vta_sim_run(q->ctx, q->sim, q->insn_buf, q->insns.n);
+  q->closed = q->insns.n;
   q->insns.n = 0;
   memset(q->pending, 0, sizeof q->pending);
   q->gen++;   /* every kernel reloads in the next run */
   q->uop_ptr = 0;
+  return TL_OK;
+}
+
+int tl_vta_cmd_rerun(tl_vta_cmd *q) {
+  if (q->err) return q->err;
+  if (!q->closed) return tl_err(q->ctx, TL_E_ARG, "vta runtime: %s", "no closed stream to run");
+  int rc = tl_vta_sim_run(q->ctx, q->sim, q->insn_buf, q->closed);
   if (rc) q->err = rc;
   return rc;
+}
+
+int tl_vta_cmd_sync(tl_vta_cmd *q) {
+  int rc = tl_vta_cmd_close(q);
+  return rc ? rc : tl_vta_cmd_rerun(q);
 }
 
 /* The encoded stream so far (for the disassembler and golden tests). */

@@ -49,6 +49,11 @@ void tl_vta_push_kernel(tl_vta_cmd *q, tl_vta_kernel *k);
 /* Close the stream (wait for the last load and store, FINISH), run it on the
 ** simulator, and start a new one. */
 int tl_vta_cmd_sync(tl_vta_cmd *q);
+/* sync in two halves: close the stream (the final waits and FINISH) into DRAM
+** without running it; run the last closed stream (again: it loads its own
+** micro-ops, so it can run any number of times while q lives). */
+int tl_vta_cmd_close(tl_vta_cmd *q);
+int tl_vta_cmd_rerun(tl_vta_cmd *q);
 
 const tl_vta_config *tl_vta_sim_config(const tl_vta_sim *s);
 
