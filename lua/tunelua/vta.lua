@@ -227,6 +227,60 @@ function Task:run_data(index, data, kernel, outbuf)
   return json.decode(take_string(out))
 end
 
+--- task:run_fused(index, epilogue[, opts]) -> stats: the conv of config index with a
+-- network group's own ending (epilogue: a list of {op[, value]}, op add, shr, shl, min,
+-- max, bias, res (int8 residual) or res32 (int32 residual); docs/vta.md), through the IR
+-- route on a fresh simulator. opts: data, kernel, bias, residual, out (nd arrays or
+-- pointers; absent inputs are random from opts.seed), check (default true: compared with
+-- the CPU reference of the same group).
+function Task:run_fused(index, epilogue, opts)
+  opts = opts or {}
+  local nd = require "tunelua.nd"
+  local function ptr(x)
+    if x == nil then return nil end
+    if nd.is_array(x) then return x:data_ptr() end
+    return x
+  end
+  local text = type(epilogue) == "string" and epilogue or json.encode(epilogue)
+  local out = ffi.new("char *[1]")
+  core.check(C.tl_vta_task_run_fused(core.ctx, self.handle, index, text, ptr(opts.data),
+                                     ptr(opts.kernel), ptr(opts.bias), ptr(opts.residual),
+                                     ptr(opts.out), opts.seed or 1,
+                                     opts.check == false and 0 or 1, out), 2)
+  return json.decode(take_string(out))
+end
+
+--- vta.simulator(env[, dram_bytes]) -> a vta-sim of env's configuration (DRAM default 256 MiB
+-- of address space), shared by a network's groups
+function vta.simulator(env, dram_bytes)
+  local h = ffi.new("tl_vta_sim *[1]")
+  core.check(C.tl_vta_sim_new(core.ctx, env.handle, dram_bytes or 2 ^ 28, h), 2)
+  -- the groups built on it are freed with it, before it (they use its DRAM)
+  local groups = {}
+  local handle = ffi.gc(h[0], function(p)
+    for _, g in ipairs(groups) do C.tl_vta_group_free(g) end
+    C.tl_vta_sim_free(p)
+  end)
+  return { handle = handle, env = env, groups = groups }
+end
+
+--- vta.group(sim, task, index, epilogue) -> a network's packed conv group on sim: config
+-- index of task with the group's ending, its stream built once; group.handle attaches to a
+-- graph executor (C.tl_vta_group_attach); group:cycles([total]) gives the simulated cycles
+-- of its last run (or of all its runs)
+local Group = {}
+Group.__index = Group
+function vta.group(sim, task, index, epilogue)
+  local text = type(epilogue) == "string" and epilogue or json.encode(epilogue)
+  local h = ffi.new("tl_vta_group *[1]")
+  core.check(C.tl_vta_group_new(core.ctx, sim.handle, task.handle, index, text, h), 2)
+  sim.groups[#sim.groups + 1] = h[0]
+  return setmetatable({ handle = h[0], sim = sim, task = task, index = index, epilogue = text },
+                      Group)
+end
+function Group:cycles(total) return tonumber(C.tl_vta_group_cycles(self.handle, total and 1 or 0)) end
+function Group:runs() return tonumber(C.tl_vta_group_runs(self.handle)) end
+
 --- task:disasm(index) -> the config's instruction stream, one line per instruction
 function Task:disasm(index)
   local out = ffi.new("char *[1]")

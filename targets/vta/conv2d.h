@@ -65,6 +65,7 @@ enum { TL_VTA_EPI_ADD = 0, TL_VTA_EPI_SHR, TL_VTA_EPI_SHL, TL_VTA_EPI_MIN, TL_VT
 #define TL_VTA_EPI_NOPS 16
 typedef struct tl_vta_epilogue {
   int n, bias, res;
+  int res_bits;                  /* the residual's element: 8 (int8) or 32 (int32) */
   int kind[TL_VTA_EPI_NOPS];
   int64_t imm[TL_VTA_EPI_NOPS];
 } tl_vta_epilogue;
@@ -83,7 +84,7 @@ int tl_vta_conv2d_fused_emit(tl_vta_cmd *q, tl_ctx *ctx, const tl_vta_config *c,
 /* The CPU reference of the fused group (bias, res: NULL when the ending has none). */
 void tl_vta_conv2d_fused_reference(const tl_vta_config *c, const tl_vta_conv2d *w,
                                    const tl_vta_epilogue *e, const int8_t *data,
-                                   const int8_t *kernel, const int32_t *bias, const int8_t *res,
+                                   const int8_t *kernel, const int32_t *bias, const void *res,
                                    int8_t *out);
 
 /* A task's config run on a fresh simulator and checked against the CPU

@@ -49,7 +49,7 @@ TL_EXPORT int tl_vta_group_new(tl_ctx *ctx, tl_vta_sim *sim, tl_vta_task *t, int
   g->bytes[g->nin++] = tl_vta_conv2d_bytes(sc, &g->w, 0);
   g->bytes[g->nin++] = tl_vta_conv2d_bytes(sc, &g->w, 1);
   if (g->e.bias) g->bytes[g->nin++] = g->w.COo * g->w.B * 4;
-  if (g->e.res) g->bytes[g->nin++] = tl_vta_conv2d_bytes(sc, &g->w, 2);
+  if (g->e.res) g->bytes[g->nin++] = tl_vta_conv2d_bytes(sc, &g->w, 2) * (g->e.res_bits / 8);
   g->bytes[g->nin] = tl_vta_conv2d_bytes(sc, &g->w, 2);
   for (int i = 0; i <= g->nin; i++)
     if ((rc = tl_vta_sim_alloc(ctx, sim, (size_t)g->bytes[i], &g->phys[i]))) goto fail;

@@ -1438,7 +1438,7 @@ int tl_vta_conv2d_fused_lower(tl_ctx *ctx, const tl_vta_conv2d *w, const tl_vta_
   if ((rc = tl_dag_placeholder(ctx, dag, "data", 6, ds, TL_INT8, &in[0])) ||
       (rc = tl_dag_placeholder(ctx, dag, "kernel", 6, ks, TL_INT8, &in[1])) ||
       (e->bias && (rc = tl_dag_placeholder(ctx, dag, "bias", 5, bs, TL_INT32, &in[nin++]))) ||
-      (e->res && (rc = tl_dag_placeholder(ctx, dag, "residual", 6, rs, TL_INT8, &in[nin++]))) ||
+      (e->res && (rc = tl_dag_placeholder(ctx, dag, "residual", 6, rs, e->res_bits == 32 ? TL_INT32 : TL_INT8, &in[nin++]))) ||
       (rc = tl_vta_conv2d_fused_compute(ctx, w, e, dag, in, &o)) ||
       (rc = tl_sched_new(ctx, dag, &o, 1, &s)) || (rc = tl_vta_conv2d_ir_schedule(ctx, k, s)))
     goto done;
@@ -1479,7 +1479,7 @@ static int32_t shift(int32_t x, int64_t k) {   /* k > 0 right, k < 0 left; C's i
 
 void tl_vta_conv2d_fused_reference(const tl_vta_config *c, const tl_vta_conv2d *w,
                                    const tl_vta_epilogue *e, const int8_t *data,
-                                   const int8_t *kernel, const int32_t *bias, const int8_t *res,
+                                   const int8_t *kernel, const int32_t *bias, const void *res,
                                    int8_t *out) {
   (void)c;
   int64_t b = w->b, B = w->B;
@@ -1510,7 +1510,11 @@ void tl_vta_conv2d_fused_reference(const tl_vta_config *c, const tl_vta_conv2d *
                 case TL_VTA_EPI_MIN: v = v < m ? v : (int32_t)m; break;
                 case TL_VTA_EPI_MAX: v = v > m ? v : (int32_t)m; break;
                 case TL_VTA_EPI_BIAS: v = (int32_t)((uint32_t)v + (uint32_t)bias[co * B + ci]); break;
-                case TL_VTA_EPI_RES: v = (int32_t)((uint32_t)v + (uint32_t)shift(res[o], -m)); break;
+                case TL_VTA_EPI_RES: {
+                  int32_t r = e->res_bits == 32 ? ((const int32_t *)res)[o] : ((const int8_t *)res)[o];
+                  v = (int32_t)((uint32_t)v + (uint32_t)shift(r, -m));
+                  break;
+                }
                 }
               }
               out[o] = (int8_t)v;

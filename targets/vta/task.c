@@ -132,7 +132,7 @@ static int run_epi(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, in
   if ((rc = tl_vta_conv2d_check(ctx, c, w, &k))) return rc;
   int64_t nd = tl_vta_conv2d_bytes(c, w, 0), nk = tl_vta_conv2d_bytes(c, w, 1),
           no = tl_vta_conv2d_bytes(c, w, 2);
-  int64_t nb = epi && epi->bias ? w->COo * w->B * 4 : 0, nr = epi && epi->res ? no : 0;
+  int64_t nb = epi && epi->bias ? w->COo * w->B * 4 : 0, nr = epi && epi->res ? no * (epi->res_bits / 8) : 0;
   size_t dram = (size_t)(nd + nk + no + nb + nr) + ((size_t)64 << 20);
   tl_vta_sim *sim = NULL;
   tl_vta_cmd *q = NULL;
@@ -158,6 +158,8 @@ static int run_epi(tl_ctx *ctx, tl_vta_task *t, int64_t index, uint64_t seed, in
   if (bias && in_bias) memcpy(bias, in_bias, (size_t)nb);
   else for (int64_t i = 0; bias && i < nb / 4; i++) bias[i] = (int32_t)(lcg(&st) % 65536) - 32768;
   if (res && in_res) memcpy(res, in_res, (size_t)nr);
+  else if (res && epi->res_bits == 32)
+    for (int64_t i = 0; i < nr / 4; i++) ((int32_t *)res)[i] = (int32_t)(lcg(&st) % 262144) - 131072;
   else for (int64_t i = 0; res && i < nr; i++) res[i] = (int8_t)(lcg(&st) % 256 - 128);
   memset(o, 0x5a, (size_t)no);   /* a pattern the kernel must overwrite */
   tl_vta_cmd_new(ctx, sim, &q);

@@ -190,7 +190,7 @@ int tl_vta_conv2d_fused_compute(tl_ctx *ctx, const tl_vta_conv2d *w, const tl_vt
 ** max (an immediate), bias (add the bias tensor) and res (add the residual shifted left by
 ** the integer). */
 int tl_vta_epilogue_parse(tl_ctx *ctx, const char *text, tl_vta_epilogue *e) {
-  static const char *const names[7] = {"add", "shr", "shl", "min", "max", "bias", "res"};
+  static const char *const names[8] = {"add", "shr", "shl", "min", "max", "bias", "res", "res32"};
   memset(e, 0, sizeof *e);
   json_error_t err;
   json_t *j = json_loads(text ? text : "", 0, &err);
@@ -209,10 +209,12 @@ int tl_vta_epilogue_parse(tl_ctx *ctx, const char *text, tl_vta_epilogue *e) {
     json_t *o = json_array_get(j, i);
     const char *nm = json_string_value(json_array_get(o, 0));
     int k = -1;
-    for (int q = 0; q < 7 && nm; q++)
+    for (int q = 0; q < 8 && nm; q++)
       if (!strcmp(nm, names[q])) k = q;
+    int bits = 8;
+    if (k == 7) k = TL_VTA_EPI_RES, bits = 32;
     if (k < 0) {
-      rc = tl_err(ctx, TL_E_ARG, "vta epilogue: op %d: expected add, shr, shl, min, max, bias or res, got %s",
+      rc = tl_err(ctx, TL_E_ARG, "vta epilogue: op %d: expected add, shr, shl, min, max, bias, res or res32, got %s",
                   (int)i, nm ? nm : "no name");
       goto done;
     }
@@ -233,7 +235,7 @@ int tl_vta_epilogue_parse(tl_ctx *ctx, const char *text, tl_vta_epilogue *e) {
       goto done;
     }
     if (k == TL_VTA_EPI_BIAS) e->bias = 1;
-    if (k == TL_VTA_EPI_RES) e->res = 1;
+    if (k == TL_VTA_EPI_RES) e->res = 1, e->res_bits = bits;
     e->kind[e->n] = k, e->imm[e->n++] = imm;
   }
 done:

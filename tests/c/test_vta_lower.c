@@ -318,14 +318,15 @@ TL_TEST(vta_lower_fused_endings) {
       "[[\"bias\"],[\"res\",3],[\"max\",0],[\"add\",256],[\"shr\",9],[\"max\",-127],[\"min\",127]]",
       "[[\"bias\"],[\"res\",0],[\"max\",0],[\"shr\",7],[\"min\",127]]",
       "[[\"add\",-5],[\"shl\",1],[\"shr\",6],[\"max\",-127],[\"min\",127]]",
+      "[[\"bias\"],[\"res32\",0],[\"max\",0],[\"add\",1024],[\"shr\",11],[\"max\",-127],[\"min\",127]]",
   };
   uint64_t st = 11;
   int checked = 0, tries = 0;
-  while (checked < 24 && tries < 400) {
+  while (checked < 25 && tries < 400) {
     int w = (int)(rnd(&st) % TL_ARRAY_SIZE(wl)), e = checked % (int)TL_ARRAY_SIZE(ends);
     tl_vta_task *t = NULL;
     CHECK_MSG(tl_vta_task_new(ctx, &d, wl[w], &t) == 0, "%s", tl_errmsg(ctx));
-    int64_t idx = checked < 4 ? 0 : (int64_t)(rnd(&st) % (uint32_t)tl_vta_task_space_len(t));
+    int64_t idx = checked < 5 ? 0 : (int64_t)(rnd(&st) % (uint32_t)tl_vta_task_space_len(t));
     tries++;
     if (tl_vta_task_check(ctx, t, idx) == 0) {
       char *stats = NULL;
@@ -340,7 +341,7 @@ TL_TEST(vta_lower_fused_endings) {
     tl_clearerr(ctx);
     tl_vta_task_free(t);
   }
-  CHECK_EQ_INT(checked, 24);
+  CHECK_EQ_INT(checked, 25);
   /* a bad ending is refused naming the op */
   tl_vta_task *t = NULL;
   CHECK(tl_vta_task_new(ctx, &d, wl[0], &t) == 0);

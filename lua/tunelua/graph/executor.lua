@@ -24,6 +24,11 @@
 -- OpenCL targets ("opencl", "opencl -device=mali"): Mali templates (fallback config when
 -- no record) or tl_topi_default_schedule_gpu, then tunelua.graph.opencl: storage slots on
 -- the device, one OpenCL program for all groups, the same C run loop (docs/executor.md).
+-- VTA (opts.vta = {env = vta env[, config = function(task, match) -> index]}): the packed
+-- conv groups that VTA can run whole (tunelua.graph.vta_groups) become kernels on one
+-- vta-sim (their streams built once through targets/vta's IR route), every other group
+-- runs on the host target, all in the same C run loop; lib:vta_cycles() gives each VTA
+-- group's simulated cycles of the last run (docs/vta_network.md).
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local nd = require "tunelua.nd"
@@ -34,6 +39,8 @@ local extract = require "tunelua.graph.extract"
 local ocl = require "tunelua.graph.opencl"
 local targets = require "tunelua.target"
 local stats = require "tunelua.stats"
+local vta = require "tunelua.vta"
+local vta_groups = require "tunelua.graph.vta_groups"
 
 local C, ctx, check = core.C, core.ctx, core.check
 
@@ -460,6 +467,17 @@ function executor.build(mod, opts)
     end
     val[p] = { b }
   end
+  local vopt = opts.vta
+  local vsim, vkernels = nil, {}
+  if vopt then
+    if type(vopt) ~= "table" or type(vopt.env) ~= "table" or not vopt.env.handle then
+      error("executor.build: opts.vta must be {env = vta.get_env(), config = ...}", 2)
+    end
+    if device_finish[tgt.backend] then
+      error("executor.build: opts.vta needs a CPU host target ('llvm' or 'c'), got '" .. tgt.str .. "'", 2)
+    end
+    vsim = vta.simulator(vopt.env, vopt.dram_bytes)
+  end
   local cache = {}       -- workload key -> compiled kernel record
   local kernels = {}
   local ntuned, ngroups = 0, 0
@@ -481,6 +499,32 @@ function executor.build(mod, opts)
       for _, a in ipairs(n.args) do
         for _, b in ipairs(val[a]) do args[#args + 1] = b end
       end
+      local vm = vopt and vta_groups.match(n)
+      if vm then
+        -- a VTA group: the conv of the chosen config with the group's own ending
+        local task = vta.task(vopt.env, vm.args)
+        local index = vopt.config and vopt.config(task, vm) or 0
+        local vg = vta.group(vsim, task, index, vm.epilogue)
+        ngroups = ngroups + 1
+        local k = { vta = vg, name = string.format("vta_conv2d_packed_%d", #vkernels),
+                    key = vm.args, index = index, task = task, epilogue = vm.epilogue }
+        vkernels[#vkernels + 1] = k
+        local sargs = {}
+        for _, i in ipairs(vm.inputs) do sargs[#sargs + 1] = args[i] end
+        local out = new_buf({ shape = walk.ttype(n).shape, dtype = "int8" }, "inter")
+        sargs[#sargs + 1] = out
+        local si = #steps + 1
+        for _, b in ipairs(sargs) do
+          if b.kind == "inter" then
+            b.first = b.first or si
+            b.last = si
+          end
+        end
+        steps[si] = { kernel = k, args = sargs, name = k.name, vta = vg }
+        val[n] = { out }
+        goto next_node
+      end
+      do
       local g, s, how, fallback
       if ansor then
         g, s, how = ansor_group(n, tgt, ansor, ansor_tasks)
@@ -559,7 +603,9 @@ function executor.build(mod, opts)
       end
       steps[si] = { kernel = k, args = sargs, name = g.name }
       val[n] = outs
+      end
     end
+    ::next_node::
   end
   local outputs = val[main.body]
   for _, b in ipairs(outputs) do
@@ -653,6 +699,11 @@ function executor.build(mod, opts)
     end
   end
   -- the lowered kernels stay for export_library (compiled again with the target's toolchain)
+  for i, k in ipairs(vkernels) do
+    local kid = int1()
+    check(C.tl_vta_group_attach(ctx, k.vta.handle, e, string.format("vta_%d", i - 1), kid), 2)
+    k.id = kid[0]
+  end
   for _, st in ipairs(steps) do
     local ids = intarr(#st.args)
     for i, b in ipairs(st.args) do ids[i - 1] = b.slot end
@@ -664,9 +715,29 @@ function executor.build(mod, opts)
     outputs = outputs, target = tgt.str, cross = cross, planned_bytes = arena, intermediate_bytes = sum, bufs = bufs,
     weight_bytes = weight_bytes, io_bytes = io_bytes,
     num_groups = ngroups, num_tuned = ntuned, build_seconds = C.tl_now() - t0,
+    vta_sim = vsim, vta_kernels = #vkernels > 0 and vkernels or nil, vta_env = vopt and vopt.env,
   }, Lib)
   if not opts.quiet then report_tuned(ansor, ansor_tasks, ngroups, ntuned) end
   return lib
+end
+
+--- lib:vta_cycles() -> the VTA groups of the last run: a list of {name, step, cycles,
+--- index, args, epilogue} in step order, and the total simulated cycles and seconds (the
+--- cycle model at the configuration's clock); nil when the lib has no VTA group.
+function Lib:vta_cycles()
+  local ks = rawget(self, "vta_kernels")
+  if not ks then return nil end
+  local rows, total = {}, 0
+  for si, st in ipairs(self.steps) do
+    if st.vta then
+      local c = st.vta:cycles()
+      rows[#rows + 1] = { name = st.name, step = si, cycles = c, index = st.kernel.index,
+                          args = st.kernel.key, epilogue = st.kernel.epilogue }
+      total = total + c
+    end
+  end
+  local mhz = self.vta_env.CLOCK_MHZ or 100
+  return rows, total, total / (mhz * 1e6)
 end
 
 --- executor.plan_memory(mod, {target, params}) -> {planned, intermediates, groups, buffers,
@@ -852,6 +923,7 @@ end
 --- executor.exportable(lib) -> true when lib can be exported (a network executor.build made).
 function executor.exportable(lib)
   if getmetatable(lib) ~= Lib or lib.exec == nil or lib.bufs == nil then return false end
+  if rawget(lib, "vta_kernels") then return false end   -- VTA groups live in this process's simulator
   if lib.device then
     for _, k in ipairs(lib.kernels) do if not k.ocl_source then return false end end
   end

@@ -1,0 +1,133 @@
+--- tunelua.graph.vta_groups: which fused groups of a packed network run on VTA, and how.
+--
+-- A group runs on VTA when it is a packed conv2d (data layout NCHW{b}n{c}c, int8 x int8 ->
+-- int32, symmetric padding, dilation 1) followed by an ending VTA's ALU computes in the
+-- accumulator and a cast to int8, the only element VTA stores:
+--
+--   add(bias (C/c, 1, 1, 1, c) int32)         -> LOAD ACC + ALU ADD (tensor)      "bias"
+--   add(residual, shaped as the output, int32)-> LOAD ACC + ALU ADD (tensor)      "res32"
+--   add(scalar), right_shift, left_shift      -> ALU ADD / SHR immediates         "add" "shr" "shl"
+--   nn.relu, clip(lo, hi)                     -> ALU MAX 0; MAX lo, MIN hi
+--   cast(int8)                                -> the STORE's truncation (last)
+--
+-- vta_groups.match(call) -> nil, or { args = conv2d_packed.vta task args, epilogue = list of
+-- {op[, value]}, inputs = {data, kernel[, bias][, residual]} as indices into the call's
+-- arguments }. Groups that end in int32 (a conv whose output feeds a residual add, a block's
+-- sum before its requantization) stay on the CPU: VTA stores 8-bit values only.
+local walk = require "tunelua.graph.walk"
+local strategy = require "tunelua.graph.strategy"
+
+local vta_groups = {}
+
+local function scalar(node)
+  if not node or node.kind ~= "const" then return nil end
+  local t = walk.ttype(node)
+  if t and #t.shape > 0 then
+    local n = 1
+    for _, d in ipairs(t.shape) do n = n * d end
+    if n ~= 1 then return nil end
+  end
+  local v = node.value
+  if type(v) == "number" then return v end
+  local f = v:flat()
+  local x = f[1]
+  if x ~= math.floor(x) then return nil end
+  return x
+end
+
+local function same_shape(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do if a[i] ~= b[i] then return false end end
+  return true
+end
+
+function vta_groups.match(call)
+  if not walk.is_fused_call(call) then return nil end
+  local f = call.op
+  local pidx = {}
+  for i, p in ipairs(f.params) do pidx[p] = i end
+  -- the chain from the body down to the conv, each op's first argument the chain
+  local chain, x = {}, f.body
+  while x and x.kind == "call" and x.op ~= "nn.conv2d" do
+    if type(x.op) ~= "string" then return nil end
+    -- add is commutative: the chain is the operand that is a call
+    local first, other = x.args[1], x.args[2]
+    if x.op == "add" and first and first.kind ~= "call" and other and other.kind == "call" then
+      first, other = other, first
+    end
+    chain[#chain + 1] = { node = x, other = other }
+    x = first
+  end
+  if not x or x.kind ~= "call" or x.op ~= "nn.conv2d" then return nil end
+  local conv = x
+  local args = strategy.packed_conv_args(conv)
+  if not args then return nil end
+  local a = conv.attrs or {}
+  local pad = strategy.pad4(a.padding)
+  if pad[1] ~= pad[3] or pad[2] ~= pad[4] or (a.groups or 1) ~= 1 then return nil end
+  for _, d in ipairs(args[5]) do if d ~= 1 then return nil end end
+  local dt, kt = walk.ttype(conv.args[1]), walk.ttype(conv.args[2])
+  if dt.dtype ~= "int8" or kt.dtype ~= "int8" or (a.out_dtype or "int32") ~= "int32" then return nil end
+  local di, ki = pidx[conv.args[1]], pidx[conv.args[2]]
+  if not di or not ki then return nil end
+  local out_t = walk.ttype(conv)
+  local inputs = { di, ki }
+  local epi, bias, res = {}, nil, nil
+  -- the chain from the conv upwards (the last op is the cast)
+  for i = #chain, 1, -1 do
+    local n, other = chain[i].node, chain[i].other
+    local op = n.op
+    if i == 1 then
+      if op ~= "cast" or (n.attrs.dtype ~= "int8") then return nil end
+      break
+    end
+    if op == "add" then
+      local s = scalar(other)
+      if s then
+        epi[#epi + 1] = { "add", s }
+      elseif other.kind == "var" and pidx[other] then
+        local t = walk.ttype(other)
+        if t.dtype ~= "int32" then return nil end
+        -- a per-channel bias: (C/c, 1, 1, 1, c), or with a leading 1 as constant folding
+        -- leaves it; one accumulator vector per channel block (batch block 1)
+        local bs = t.shape
+        if #bs == 6 and bs[1] == 1 then bs = { bs[2], bs[3], bs[4], bs[5], bs[6] } end
+        if #bs == 5 and not bias and bs[1] == out_t.shape[2] and bs[5] == out_t.shape[6]
+           and bs[2] == 1 and bs[3] == 1 and bs[4] == 1 and out_t.shape[5] == 1 then
+          bias = pidx[other]
+          epi[#epi + 1] = { "bias" }
+        elseif not res and same_shape(t.shape, out_t.shape) then
+          res = pidx[other]
+          epi[#epi + 1] = { "res32", 0 }
+        else
+          return nil
+        end
+      else
+        return nil
+      end
+    elseif op == "right_shift" or op == "left_shift" then
+      local s = scalar(other)
+      if not s or s < 0 or s > 31 then return nil end
+      epi[#epi + 1] = { op == "right_shift" and "shr" or "shl", s }
+    elseif op == "nn.relu" then
+      epi[#epi + 1] = { "max", 0 }
+    elseif op == "clip" then
+      local lo, hi = n.attrs.a_min, n.attrs.a_max
+      if lo ~= math.floor(lo) or hi ~= math.floor(hi) then return nil end
+      epi[#epi + 1] = { "max", lo }
+      epi[#epi + 1] = { "min", hi }
+    else
+      return nil
+    end
+  end
+  for _, e in ipairs(epi) do
+    if e[2] and (e[2] < -32768 or e[2] > 32767) then return nil end
+  end
+  if bias then inputs[#inputs + 1] = bias end
+  if res then inputs[#inputs + 1] = res end
+  -- every parameter of the group is one of the inputs
+  if #inputs ~= #f.params then return nil end
+  return { args = args, epilogue = epi, inputs = inputs, conv = conv }
+end
+
+return vta_groups
