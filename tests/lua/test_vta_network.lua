@@ -1,0 +1,139 @@
+-- A packed network with its conv groups on VTA (targets/vta's IR route, vta-sim) and the rest
+-- on the host CPU, one run loop: each group's own ending (bias, relu, the rounding shift,
+-- the clip, a residual) run on VTA equals topi's CPU conv2d_packed with the same ending bit
+-- for bit on random data for several layer shapes; resnet18_v1 (small input) run with its
+-- VTA-able groups on the simulator equals the CPU-only packed run, element for element, and
+-- reports per-group simulated cycles.
+local relay = require "tunelua.relay"
+local nd = require "tunelua.nd"
+local networks = require "networks"
+local quantize = require "tunelua.relay.quantize"
+local graph_pack = require "tunelua.relay.graph_pack"
+local executor = require "tunelua.graph.executor"
+local extract = require "tunelua.graph.extract"
+local walk = require "tunelua.graph.walk"
+local vta_groups = require "tunelua.graph.vta_groups"
+local vta = require "tunelua.vta"
+
+local env = vta.get_env()
+
+local function same(a, b, what)
+  local x, y = a:flat(), b:flat()
+  assert(#x == #y, what .. ": sizes")
+  for i = 1, #x do
+    if x[i] ~= y[i] then error(string.format("%s: element %d: %s vs %s", what, i, x[i], y[i]), 2) end
+  end
+end
+
+local function build(body, opts)
+  opts.target, opts.quiet = "llvm", true
+  local lib = executor.build(relay.Module(body), opts)
+  return lib, executor.GraphModule(lib)
+end
+
+-- ---- one group: the conv and its ending on VTA against topi on the CPU --------------------
+-- The group is a relay graph; the VTA executor finds it VTA-able (vta_groups.match) and runs
+-- it on the simulator; the CPU executor runs topi conv2d_packed and the element-wise ops.
+for ci, case in ipairs {
+  { c = 2, o = 2, h = 8, k = 3, s = 1, p = 1, res = false, shift = 9 },
+  { c = 2, o = 4, h = 9, k = 3, s = 2, p = 1, res = false, shift = 10 },
+  { c = 3, o = 2, h = 6, k = 1, s = 2, p = 0, res = false, shift = 7 },
+  { c = 2, o = 2, h = 7, k = 3, s = 1, p = 1, res = true, shift = 10 },
+} do
+  local B = 16
+  local oh = math.floor((case.h + 2 * case.p - case.k) / case.s) + 1
+  local x = nd.random_uniform({ 1, case.c, case.h, case.h, 1, B }, { seed = 10 + ci, low = -128, high = 128 }):astype("int8")
+  local w = nd.random_uniform({ case.o, case.c, case.k, case.k, B, B }, { seed = 20 + ci, low = -128, high = 128 }):astype("int8")
+  local bias = nd.random_uniform({ case.o, 1, 1, 1, B }, { seed = 30 + ci, low = -30000, high = 30000 }):astype("int32")
+  local data = relay.var("data", { shape = x:shape(), dtype = "int8" })
+  local e = relay.nn.conv2d(data, relay.const(w), { channels = case.o * B, kernel_size = case.k,
+    strides = case.s, padding = case.p, out_dtype = "int32", data_layout = "NCHW1n16c",
+    kernel_layout = "OIHW16o16i" })
+  e = relay.add(e, relay.const(bias))
+  local inputs = { data = x }
+  if case.res then
+    local r = nd.random_uniform({ 1, case.o, oh, oh, 1, B }, { seed = 40 + ci, low = -200000, high = 200000 }):astype("int32")
+    e = relay.add(e, relay.var("res", { shape = r:shape(), dtype = "int32" }))
+    inputs.res = r
+  end
+  e = relay.nn.relu(e)
+  e = relay.add(e, relay.const(2 ^ (case.shift - 1), "int32"))
+  e = relay.right_shift(e, relay.const(case.shift, "int32"))
+  e = relay.cast(relay.clip(e, -127, 127), "int8")
+  local _, cpu = build(e, {})
+  local lib, dev = build(e, { vta = { env = env } })
+  for _, m in ipairs { cpu, dev } do
+    m:set_input(inputs)
+    m:run()
+  end
+  local rows, total = lib:vta_cycles()
+  assert(#rows == 1 and total > 0, string.format("case %d: the group runs on VTA (%d VTA groups)", ci, #rows))
+  same(cpu:get_output(0), dev:get_output(0), string.format("case %d: VTA vs topi", ci))
+  -- the output is not trivially zero
+  local nz = 0
+  for _, v in ipairs(dev:get_output(0):flat()) do if v ~= 0 then nz = nz + 1 end end
+  assert(nz > 0, "case " .. ci .. ": an all-zero output checks nothing")
+end
+
+-- the same endings through task:run_fused against the C reference, at several configs
+do
+  local t = vta.task(env, { { "TENSOR", { 1, 2, 8, 8, 1, 16 }, "int8" }, { "TENSOR", { 2, 2, 3, 3, 16, 16 }, "int8" },
+                            { 1, 1 }, { 1, 1 }, { 1, 1 }, "NCHW1n16c", "int32" })
+  for _, i in ipairs { 0, 5, t:len() - 1 } do
+    if t:check(i) then
+      local s = t:run_fused(i, { { "bias" }, { "res", 2 }, { "max", 0 }, { "add", 512 }, { "shr", 10 },
+                                 { "max", -127 }, { "min", 127 } }, { seed = i })
+      assert(s.cycles > 0 and s.alu_counter > 0)
+    end
+  end
+  local ok, err = pcall(t.run_fused, t, 0, { { "sqrt" } })
+  assert(not ok and tostring(err):find("sqrt", 1, true), tostring(err))
+end
+
+-- ---- resnet18_v1: VTA groups on the simulator, the rest on the CPU ------------------------
+do
+  local mod, params = networks.get_network("resnet18_v1", { image_size = 32 })
+  local pmod = graph_pack.graph_pack(quantize.quantize(mod, params), { env = env,
+    start_name = "nn.max_pool2d", stop_name = "nn.global_avg_pool2d" })
+  -- which groups VTA runs: the packed convs whose group ends in int8 (the others end in int32
+  -- values a block's residual reads, which VTA cannot store)
+  local nvta, npacked = 0, 0
+  for _, n in ipairs(walk.postorder(walk.main(extract.optimize(pmod, { target = "llvm" })).body)) do
+    if walk.is_fused_call(n) then
+      local has = false
+      walk.each_op_call(n.op.body, function(c)
+        if c.op == "nn.conv2d" and c.attrs.data_layout == "NCHW1n16c" then has = true end
+      end)
+      if has then npacked = npacked + 1 end
+      if vta_groups.match(n) then nvta = nvta + 1 end
+    end
+  end
+  assert(npacked == 19 and nvta == 11, string.format("%d packed conv groups, %d on VTA", npacked, nvta))
+  local cpu = executor.GraphModule(executor.build(pmod, { target = "llvm", quiet = true }))
+  local lib = executor.build(pmod, { target = "llvm", quiet = true, vta = { env = env } })
+  local m = executor.GraphModule(lib)
+  for s = 1, 2 do
+    local x = nd.random_uniform({ 1, 3, 32, 32 }, { seed = 50 + s, low = -1, high = 1 })
+    cpu:set_input("data", x)
+    cpu:run()
+    m:set_input("data", x)
+    m:run()
+    same(cpu:get_output(0), m:get_output(0), "resnet18_v1: VTA + CPU vs CPU")
+  end
+  local rows, total, secs = lib:vta_cycles()
+  assert(#rows == 11)
+  local sum = 0
+  for _, r in ipairs(rows) do
+    assert(r.cycles > 0, r.name)
+    sum = sum + r.cycles
+  end
+  assert(sum == total and math.abs(secs - total / (env.CLOCK_MHZ * 1e6)) < 1e-12)
+end
+
+-- ---- bad input ----------------------------------------------------------------------------
+do
+  local ok, err = pcall(executor.build, relay.Module(relay.var("x", { shape = { 1 }, dtype = "int8" })),
+                        { target = "llvm", quiet = true, vta = { env = "pynq" } })
+  assert(not ok and tostring(err):find("opts.vta must be", 1, true), tostring(err))
+end
+print("test_vta_network: ok")
