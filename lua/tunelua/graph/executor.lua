@@ -503,11 +503,13 @@ function executor.build(mod, opts)
       if vm then
         -- a VTA group: the conv of the chosen config with the group's own ending
         local task = vta.task(vopt.env, vm.args)
-        local index = vopt.config and vopt.config(task, vm) or 0
+        local index, source = 0, "default"
+        if vopt.config then index, source = vopt.config(task, vm) end
         local vg = vta.group(vsim, task, index, vm.epilogue)
         ngroups = ngroups + 1
         local k = { vta = vg, name = string.format("vta_conv2d_packed_%d", #vkernels),
-                    key = vm.args, index = index, task = task, epilogue = vm.epilogue }
+                    key = vm.args, index = index, task = task, epilogue = vm.epilogue,
+                    source = source or "given" }
         vkernels[#vkernels + 1] = k
         local sargs = {}
         for _, i in ipairs(vm.inputs) do sargs[#sargs + 1] = args[i] end
@@ -722,7 +724,7 @@ function executor.build(mod, opts)
 end
 
 --- lib:vta_cycles() -> the VTA groups of the last run: a list of {name, step, cycles,
---- index, args, epilogue} in step order, and the total simulated cycles and seconds (the
+--- index, source, args, epilogue, macs} in step order, and the total simulated cycles and seconds (the
 --- cycle model at the configuration's clock); nil when the lib has no VTA group.
 function Lib:vta_cycles()
   local ks = rawget(self, "vta_kernels")
@@ -732,7 +734,8 @@ function Lib:vta_cycles()
     if st.vta then
       local c = st.vta:cycles()
       rows[#rows + 1] = { name = st.name, step = si, cycles = c, index = st.kernel.index,
-                          args = st.kernel.key, epilogue = st.kernel.epilogue }
+                          args = st.kernel.key, epilogue = st.kernel.epilogue,
+                          source = st.kernel.source, macs = st.kernel.task:flop() / 2 }
       total = total + c
     end
   end

@@ -130,4 +130,48 @@ function vta_groups.match(call)
   return { args = args, epilogue = epi, inputs = inputs, conv = conv }
 end
 
+-- A workload key: data and kernel shapes, strides, padding (top, left).
+local function workload_key(args)
+  local json = require "tunelua.json"
+  local pad = args[4] or {}
+  return json.encode({ args[1][2], args[2][2], args[3], { pad[1], pad[2] } })
+end
+vta_groups.workload_key = workload_key
+
+--- vta_groups.config_picker({log = path, tophub = path}) -> function(task, match) -> index,
+--- source: the config a VTA group uses: the best valid record of the tuned log for the
+--- workload, else TopHub's vta record (the `tophub` log, as tunelua.vta.tophub_map reads
+--- it), else config 0 (TVM's fallback: every tile 1), with "tuned", "tophub" or "default".
+function vta_groups.config_picker(opts)
+  local record = require "tunelua.autotvm.record"
+  local vta = require "tunelua.vta"
+  local tuned, tophub = {}, {}
+  if opts.log then
+    for _, r in ipairs(record.load_from_file(opts.log)) do
+      if r.inp.task_name == "conv2d_packed.vta" and r.res.error_no == 0 then
+        local k = workload_key(r.inp.args)
+        local c = record.mean_cost(r.res)
+        if not tuned[k] or c < tuned[k].cost then tuned[k] = { cost = c, entity = r.inp.config.entity } end
+      end
+    end
+  end
+  if opts.tophub then
+    for _, e in ipairs(vta.tophub_map(opts.tophub).entries) do
+      local k = workload_key(e.record.input[3])
+      tophub[e.task.env.BITSTREAM .. k] = e.record.config.entity
+    end
+  end
+  return function(task, m)
+    local k = workload_key(m.args)
+    for _, src in ipairs { { "tuned", tuned[k] and tuned[k].entity },
+                           { "tophub", tophub[task.env.BITSTREAM .. k] } } do
+      if src[2] then
+        local ok, idx = pcall(task.index_of, task, src[2])
+        if ok and task:check(idx) then return idx, src[1] end
+      end
+    end
+    return 0, "default"
+  end
+end
+
 return vta_groups
