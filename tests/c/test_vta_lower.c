@@ -298,12 +298,13 @@ TL_TEST(vta_lower_tophub) {
   tl_ctx_free(ctx);
 }
 
-/* A network's fused groups on VTA: random configs of several layer shapes, each with an
-** ending of the packed network (bias, relu, the rounding add, a right shift, the clip; with
-** and without a residual shifted left, or added as it is), run through the IR route on the
-** simulator and equal to the CPU reference of the conv and the same ending bit for bit
-** (run_fused checks every output byte); the stream loads the bias and the residual into the
-** accumulator (ACC and ACC8) and uses ALU tensor ADDs. */
+/* A network's fused groups on VTA: random configs (both virtual threads among them) of three
+** layer shapes, each with an ending of the packed network (bias, relu, the rounding add, a
+** right shift, the clip; an int8 residual shifted left, an int8 residual as it is, an int32
+** residual; immediates only), run through the IR route on the simulator and equal to the C
+** reference of the conv and the same ending bit for bit (run_fused checks every output
+** byte); the stream loads the bias and the residual into the accumulator (ACC, ACC8) and uses
+** ALU tensor ADDs. A bad ending is refused naming the op. */
 TL_TEST(vta_lower_fused_endings) {
   tl_ctx *ctx = tl_ctx_new();
   tl_vta_config d;
