@@ -505,7 +505,18 @@ function executor.build(mod, opts)
         local task = vta.task(vopt.env, vm.args)
         local index, source = 0, "default"
         if vopt.config then index, source = vopt.config(task, vm) end
-        local vg = vta.group(vsim, task, index, vm.epilogue)
+        -- the ending's bias and residual tiles share the accumulator with the conv's: a
+        -- config chosen for the plain template may not fit them, and then config 0 does
+        local ok, vg = pcall(vta.group, vsim, task, index, vm.epilogue)
+        if not ok and index ~= 0 and tostring(vg):find("accumulator", 1, true) then
+          if not opts.quiet then
+            io.stderr:write(string.format("executor: VTA group %d: config %d (%s) does not fit with its ending; config 0\n",
+                                          #vkernels, index, source or "given"))
+          end
+          index, source = 0, "default"
+          ok, vg = pcall(vta.group, vsim, task, index, vm.epilogue)
+        end
+        if not ok then error("executor.build: VTA group " .. #vkernels .. ": " .. tostring(vg), 2) end
         ngroups = ngroups + 1
         local k = { vta = vg, name = string.format("vta_conv2d_packed_%d", #vkernels),
                     key = vm.args, index = index, task = task, epilogue = vm.epilogue,
