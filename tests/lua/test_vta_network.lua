@@ -142,6 +142,37 @@ do
   assert(sum == total and math.abs(secs - total / (env.CLOCK_MHZ * 1e6)) < 1e-12)
 end
 
+-- ---- the config picker: tuned log, then TopHub, then config 0 ------------------------------
+do
+  local json = require "tunelua.json"
+  local args = { { "TENSOR", { 1, 4, 56, 56, 1, 16 }, "int8" }, { "TENSOR", { 4, 4, 3, 3, 16, 16 }, "int8" },
+                 { 1, 1 }, { 1, 1 }, { 1, 1 }, "NCHW1n16c", "int32" }
+  local task = vta.task(env, args)
+  local idx = 7
+  assert(task:check(idx))
+  local path = os.tmpname()
+  local f = assert(io.open(path, "w"))
+  for _, r in ipairs { { idx, 1e-3, 0 }, { 3, 5e-3, 0 }, { 11, 1e-4, 4 } } do   -- the last failed
+    f:write(json.encode { input = { env.target, "conv2d_packed.vta", args, {} },
+      config = { index = r[1], code_hash = json.null, entity = task:entity(r[1]) },
+      result = { { r[2] }, r[3], 0.1, 0 }, version = 0.2, tvm_version = "0.8.0" }, "\n")
+  end
+  f:close()
+  local tophub = require("tunelua.autotvm.tophub").dir() .. "/vta_v0.10.log"
+  local pick = vta_groups.config_picker { log = path, tophub = tophub }
+  local i, src = pick(task, { args = args })
+  assert(i == idx and src == "tuned", string.format("%s %s", i, src))
+  os.remove(path)
+  -- no log: TopHub has this resnet18_v1 layer
+  i, src = vta_groups.config_picker { tophub = tophub } (task, { args = args })
+  assert(src == "tophub" and i > 0 and task:check(i), src)
+  -- neither: config 0
+  local small = { { "TENSOR", { 1, 2, 8, 8, 1, 16 }, "int8" }, { "TENSOR", { 2, 2, 3, 3, 16, 16 }, "int8" },
+                  { 1, 1 }, { 1, 1 }, { 1, 1 }, "NCHW1n16c", "int32" }
+  i, src = pick(vta.task(env, small), { args = small })
+  assert(i == 0 and src == "default")
+end
+
 -- ---- bad input ----------------------------------------------------------------------------
 do
   local ok, err = pcall(executor.build, relay.Module(relay.var("x", { shape = { 1 }, dtype = "int8" })),
