@@ -150,7 +150,8 @@ int tl_vta_conv2d_ir_schedule(tl_ctx *ctx, const tl_vta_knobs *k, tl_sched *s) {
   ** is C .. O without the caches; the residual's shift is consumed by the stage after it,
   ** and the stage before it by that one too. */
   int chain[64], nc = 0, shift = tl_atvm_stage_by_tag(s, "vta_residual_shift");
-  for (int st = C; st <= O && nc < 64; st++) {
+  if (O - C >= 64) return tl_err(ctx, TL_E_SCHED, "conv2d_packed.vta: %d stages after the conv, at most 63", O - C);
+  for (int st = C; st <= O; st++) {
     int cache = tl_sched_stage_op_kind(s, st) == TL_DAG_PLACEHOLDER;
     for (int q = T_INL; q < ntr; q++) cache |= tr[q] == st;
     if (!cache) chain[nc++] = st;

@@ -163,9 +163,8 @@ int tl_vta_conv2d_fused_compute(tl_ctx *ctx, const tl_vta_conv2d *w, const tl_vt
         TRY(tl_dag_compute(ctx, dag, "residual_shift", "vta_residual_shift", 6, oshape, ax, 1,
                            &body, TL_REDUCE_NONE, 0, NULL, 0, &r));
         /* int32 already: add it without the cast */
-        static const char *const nm2[6] = {"bo", "co", "i", "j", "bi", "ci"};
         uint32_t bx[6], lx, lr, sum;
-        for (int j = 0; j < 6; j++) TRY(var(ctx, dag, nm2[j], &bx[j]));
+        for (int j = 0; j < 6; j++) TRY(var(ctx, dag, nm[j], &bx[j]));
         TRY(tl_dag_load(ctx, dag, x, 6, bx, &lx));
         TRY(tl_dag_load(ctx, dag, r, 6, bx, &lr));
         TRY(tl_dag_binary(ctx, dag, TL_EXPR_ADD, lx, lr, &sum));
