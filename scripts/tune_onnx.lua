@@ -3,15 +3,17 @@
 --   tunelua scripts/tune_onnx.lua resnet18.onnx --input input:1x3x224x224
 --   tunelua scripts/tune_onnx.lua model.onnx --input x:1x3x96x96 --tuner random --n-trial 16
 --   tunelua scripts/tune_onnx.lua model.onnx --target "opencl -device=mali" --tracker HOST:9190 --key rk3399
---   tunelua scripts/tune_onnx.lua model.onnx --auto-scheduler   -- the auto-scheduler's tasks
+--   tunelua scripts/tune_onnx.lua model.onnx --auto-scheduler --n-trial 64   -- auto-scheduled
 --
 -- MODEL.onnx is imported by relay.frontend.from_onnx (docs/onnx.md); --input NAME:DIMS gives an
 -- input's shape (needed where the model's is dynamic; repeat it for several inputs). Then the
 -- flow of scripts/tune_relay_x86.lua (tunelua.flow; the same options, --help lists them):
 -- extract the AutoTVM tasks of --ops, tune each with --tuner, compile with the best records,
 -- run on random input and print the mean inference time against the untuned network.
--- --auto-scheduler extracts and prints the auto-scheduler's tasks instead; its search is not
--- built yet, so the network is then compiled with the default schedules and timed.
+-- --auto-scheduler runs the auto-scheduler's flow instead (tunelua.auto_scheduler.flow, the
+-- options of scripts/tune_network_x86.lua): its search tasks, the task scheduler over
+-- --n-trial (default 2 per task) into --log, the network compiled with ApplyHistoryBest and
+-- timed beside the same network on default schedules.
 local flow = require "tunelua.flow"
 
 local USAGE = [[
@@ -19,7 +21,8 @@ usage: tunelua scripts/tune_onnx.lua MODEL.onnx [--input NAME:DIMS ...] [--auto-
   MODEL.onnx            an ONNX model file (e.g. torch.onnx.export's)
   --input NAME:DIMS     the shape of input NAME, e.g. input:1x3x224x224 (where the model's is
                         dynamic; repeatable)
-  --auto-scheduler      extract the auto-scheduler's tasks (and print them) instead of AutoTVM's
+  --auto-scheduler      tune with the auto-scheduler (its options: scripts/tune_network_x86.lua
+                        --help) instead of AutoTVM
 and the options of the tuning flow (tunelua.flow):
 ]]
 
@@ -79,22 +82,13 @@ local function get_network()
 end
 
 if ansor then
-  local o = flow.parse_args(argv, { target = "llvm", key = "local", network = network }, "scripts/tune_onnx.lua")
-  local tl = require "tunelua"
-  local executor = require "tunelua.graph.executor"
-  print("Extract tasks...")
-  local mod, params, shape, name = get_network()
-  local tasks, weights = require("tunelua.auto_scheduler").extract_tasks(mod, params, o.target)
-  print(string.format("%-3s  %-60s  %6s  %10s", "#", "auto-scheduler task", "weight", "MFLOP"))
-  for k, t in ipairs(tasks) do
-    print(string.format("%-3d  %-60s  %6d  %10.2f", k, table.concat(t.desc, ","):sub(1, 60), weights[k], t.flop / 1e6))
-  end
-  print("The auto-scheduler's search is not built yet: compile with the default schedules...")
-  local lib = executor.build(mod, { target = o.target, params = params, quiet = true })
-  local m = executor.GraphModule(lib)
-  m:set_input(name, tl.nd.random_uniform(shape, { low = 0, high = 1, seed = 1, dtype = o.dtype }))
-  print("Evaluate inference time cost...")
-  print(tostring(m:benchmark({ number = o.bench_number or 1, repeats = o["repeat"], quiet = true })))
+  -- the auto-scheduler's flow (tunelua.auto_scheduler.flow) on the imported model: tasks,
+  -- the task scheduler over --n-trial (default 2 per task), ApplyHistoryBest, the time
+  local aflow = require "tunelua.auto_scheduler.flow"
+  local o = aflow.parse_args(argv, { target = "llvm", key = "local", network = network, layout = "NCHW" },
+                             "scripts/tune_onnx.lua --auto-scheduler")
+  o.get_network = get_network
+  aflow.run(o)
   return
 end
 

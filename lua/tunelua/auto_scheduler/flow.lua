@@ -110,8 +110,16 @@ function flow.run(o)
   local tgt = require("tunelua.target").parse(o.target, 0)
 
   print("Extract tasks...")
-  local mod, params, input_shape = networks.get_network(o.network, { batch_size = o.batch_size, dtype = o.dtype,
-    layout = o.layout, image_size = o.image_size })
+  -- o.get_network (a script's own model, e.g. an imported ONNX file) -> mod, params, input
+  -- shape, input name; else the named network of networks/, whose input is "data"
+  local mod, params, input_shape, input_name
+  if o.get_network then
+    mod, params, input_shape, input_name = o.get_network()
+  else
+    mod, params, input_shape = networks.get_network(o.network, { batch_size = o.batch_size, dtype = o.dtype,
+      layout = o.layout, image_size = o.image_size })
+  end
+  input_name = input_name or "data"
   local tasks, weights = auto_scheduler.extract_tasks(mod, params, o.target)
   if #tasks == 0 then error(string.format("no search task in %s for %s", o.network, o.target), 0) end
   -- the device's hardware params: a local OpenCL device is asked (in a child process: this
@@ -166,8 +174,8 @@ function flow.run(o)
     module, untuned = executor.GraphModule(lib), executor.GraphModule(untuned_lib)
   end
   local data = tl.nd.random_uniform(input_shape, { low = 0, high = 1, seed = 1, dtype = o.dtype })
-  module:set_input("data", data)
-  untuned:set_input("data", data)
+  module:set_input(input_name, data)
+  untuned:set_input(input_name, data)
   print("Evaluate inference time cost...")
   local u = untuned:benchmark({ number = o.bench_number or 1, repeats = o["repeat"],
                                 min_repeat_ms = o.min_repeat_ms_e2e, quiet = true })
