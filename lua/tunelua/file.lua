@@ -10,6 +10,8 @@
 --   file.mkdirs(dir); file.remove(path) -- mkdir -p, rm -rf (never through a link)
 --   file.tmpdir(base, prefix)           -- a private <base>/<prefix>-<pid>-XXXXXX
 --   for line in file.lines(f) do ... end -- lines of an open file, NUL bytes and all
+--   file.exists(path)                   -- true when path opens for reading
+--   file.source_root()                  -- the source tree holding lua/tunelua, or nil
 --
 -- Every failure raises an error naming the file, the error and its errno name, without a
 -- Lua position: "cannot write 't.log': No space left on device (ENOSPC)". A failed write is
@@ -139,6 +141,21 @@ function file.tmpdir(base, prefix)
   local buf = ffi.new("char[?]", 4096)
   check(C.tl_tmpdir_make(ctx, base, prefix, buf, 4096))
   return ffi.string(buf)
+end
+
+--- file.exists(path) -> true when path can be opened for reading
+function file.exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() return true end
+  return false
+end
+
+--- file.source_root() -> the directory holding lua/tunelua (the source tree or the install
+--- prefix this module was loaded from), or nil when it was not loaded from a file
+function file.source_root()
+  local src = debug.getinfo(1, "S").source
+  if src:sub(1, 1) ~= "@" then return nil end
+  return src:sub(2):match("^(.*)/lua/tunelua/[^/]*$")
 end
 
 return file

@@ -9,6 +9,7 @@
 -- The configuration is read by the C side (jansson): TVM's keys, the cycle model's
 -- optional keys, the derived parameters. A bad file raises an error naming the key.
 local core = require "tunelua.core"
+local file = require "tunelua.file"
 local json = require "tunelua.json"
 local target = require "tunelua.target"
 
@@ -16,27 +17,15 @@ local ffi, C = core.ffi, core.C
 
 local vta = {}
 
-local function exists(path)
-  local f = io.open(path, "r")
-  if f then f:close() return true end
-  return false
-end
-
-local function source_root()
-  local src = debug.getinfo(1, "S").source
-  if src:sub(1, 1) ~= "@" then return nil end
-  return src:sub(2):match("^(.*)/lua/tunelua/[^/]*$")
-end
-
 --- vta.config_path() -> the default vta_config.json: $TUNELUA_VTA_CONFIG, else the source
 -- tree's targets/vta/vta_config.json, else the installed share/tunelua/vta/vta_config.json.
 function vta.config_path()
   local env = os.getenv("TUNELUA_VTA_CONFIG")
   if env and env ~= "" then return env end
-  local root = source_root()
+  local root = file.source_root()
   if root then
     for _, p in ipairs { root .. "/targets/vta/vta_config.json", root .. "/vta/vta_config.json" } do
-      if exists(p) then return p end
+      if file.exists(p) then return p end
     end
   end
   error("vta: no default vta_config.json (set TUNELUA_VTA_CONFIG)", 2)

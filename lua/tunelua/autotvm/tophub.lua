@@ -10,6 +10,7 @@
 -- disables TopHub. Nothing is downloaded. One file per target: the first
 -- known package among the target's -device (through the alias table), its
 -- keys, then its kind (formats §5.3).
+local file = require "tunelua.file"
 local record = require "tunelua.autotvm.record"
 local targets = require "tunelua.target"
 
@@ -24,24 +25,11 @@ for name, v in pairs({ cuda = "v0.10", rocm = "v0.05", intel_graphics = "v0.02",
 end
 tophub.ALIAS = { vtacpu = "vta", webgpu = "opencl", vulkan = "opencl", nvptx = "cuda" }
 
-local function exists(path)
-  local f = io.open(path, "r")
-  if f then f:close() return true end
-  return false
-end
-
-local function source_root()
-  local src = debug.getinfo(1, "S").source
-  if src:sub(1, 1) ~= "@" then return nil end
-  local dir = src:sub(2):match("^(.*)/lua/tunelua/autotvm/[^/]*$")
-  return dir
-end
-
 --- tophub.dir() -> the directory holding the TopHub logs, or nil
 function tophub.dir()
   local env = os.getenv("TUNELUA_TOPHUB_DIR")
   if env and env ~= "" then return env end
-  local root = source_root()
+  local root = file.source_root()
   local cands = {}
   if root then
     cands[#cands + 1] = root .. "/data/tophub"
@@ -50,7 +38,7 @@ function tophub.dir()
   cands[#cands + 1] = "data/tophub"
   cands[#cands + 1] = "../shared/data/tophub"
   for _, d in ipairs(cands) do
-    if exists(d .. "/llvm_" .. tophub.PACKAGE_VERSION.llvm .. ".log") then return d end
+    if file.exists(d .. "/llvm_" .. tophub.PACKAGE_VERSION.llvm .. ".log") then return d end
   end
   return nil
 end
@@ -77,7 +65,7 @@ function tophub.file_for(target)
     local v = tophub.PACKAGE_VERSION[name]
     if v then
       local path = dir .. "/" .. name .. "_" .. v .. ".log"
-      if exists(path) then return path end
+      if file.exists(path) then return path end
     end
   end
   return nil
