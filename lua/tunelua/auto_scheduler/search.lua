@@ -33,7 +33,7 @@ local target = require "tunelua.target"
 local file = require "tunelua.file"
 local build = require "tunelua.build"
 local nd = require "tunelua.nd"
-local hardware_params = require "tunelua.auto_scheduler.hardware_params"
+local records = require "tunelua.auto_scheduler.records"
 
 local C, ctx = core.C, core.ctx
 
@@ -47,7 +47,7 @@ end
 
 local function check(rc, lvl) if rc ~= 0 then fail(lvl + 1) end end
 
-M.LOG_VERSION = "v0.6"
+M.LOG_VERSION = records.LOG_VERSION
 
 -- ---- states -------------------------------------------------------------------------------------
 
@@ -241,80 +241,24 @@ end
 
 -- ---- records ------------------------------------------------------------------------------------
 
-local function hw_list(hp)
-  local r = {}
-  for i, f in ipairs(hardware_params.fields) do r[i] = string.format("%d", hp[f]) end
-  return "[" .. table.concat(r, ", ") .. "]"
-end
-
--- floats as the C++ writer prints them: 6 significant digits
-local function g6(v) return (string.format("%.6g", v)) end
-
---- record line of one measurement (no newline)
+--- record line of one measurement (no newline): records.encode of the task and the result
 function M.encode_record(task, steps, res)
-  local costs = {}
-  if (res.error_no or 0) ~= 0 or not res.costs or #res.costs == 0 then
-    costs = { "1e+10" }
-  else
-    for i, c in ipairs(res.costs) do costs[i] = g6(c) end
-  end
-  return string.format('{"i": [[%s, %s, %s, "", 0, []], [[], %s]], "r": [[%s], %d, %s, %d], "v": "%s"}',
-    json.quote(task.workload_key), json.quote(task.target), hw_list(task.hardware_params), steps,
-    table.concat(costs, ", "), res.error_no or 0, g6(res.all_cost or 0),
-    math.floor(res.timestamp or os.time()), M.LOG_VERSION)
+  return records.encode { workload_key = task.workload_key, target = task.target,
+                          hardware_params = task.hardware_params, steps = steps, costs = res.costs,
+                          error_no = res.error_no, all_cost = res.all_cost, timestamp = res.timestamp }
 end
 
---- load_records(path) -> list of {workload_key, target, hw, steps (JSON text), costs, error_no,
---- all_cost, timestamp, line}; malformed lines are skipped with a warning naming path:line
+--- load_records(path[, {warn = fn}]) -> records.load(path) (see there); a missing file has none
 function M.load_records(path, opts)
-  opts = opts or {}
-  local out = {}
-  local f = io.open(path, "r")
-  if not f then return out end
-  local warn = opts.warn or function(msg) io.stderr:write("warning: ", msg, "\n") end
-  local ln = 0
-  for line in f:lines() do
-    ln = ln + 1
-    local c = line:sub(1, 1)
-    if line ~= "" and c ~= "#" and c ~= " " then
-      local ok, r = pcall(json.decode, line)
-      local why
-      if not ok then why = tostring(r):gsub("^[^:]+:%d+: ", "")
-      elseif type(r) ~= "table" or type(r.i) ~= "table" or type(r.r) ~= "table" then why = "expected an object with \"i\" and \"r\""
-      elseif type(r.i[1]) ~= "table" or type(r.i[1][1]) ~= "string" or type(r.i[1][2]) ~= "string" then why = "\"i\" has no task"
-      elseif type(r.i[2]) ~= "table" or type(r.i[2][2]) ~= "table" then why = "\"i\" has no state"
-      elseif type(r.r[1]) ~= "table" or type(r.r[2]) ~= "number" then why = "\"r\" is not [costs, error_no, ...]"
-      end
-      if not why then
-        for k in pairs(r) do
-          if k ~= "i" and k ~= "r" and k ~= "v" then why = "unknown key '" .. tostring(k) .. "'" end
-        end
-      end
-      if why then
-        warn(string.format("%s:%d: skipped a malformed record line (%s)", path, ln, why))
-      else
-        local costs = {}
-        for i, v in ipairs(r.r[1]) do costs[i] = tonumber(v) or 1e10 end
-        -- the steps as the writer printed them: re-encode the decoded list
-        out[#out + 1] = { workload_key = r.i[1][1], target = r.i[1][2], steps_list = r.i[2][2],
-                          costs = costs, error_no = r.r[2], all_cost = r.r[3], timestamp = r.r[4],
-                          line = ln }
-      end
-    end
-  end
-  f:close()
-  return out
+  if not file.exists(path) then return {} end
+  return records.load(path, opts)
 end
 
 -- A decoded step list back to JSON text (what tl_sched_apply_json reads).
 local function steps_text(list) return json.encode(list) end
 M.steps_text = steps_text
 
-local function mean(costs)
-  local s = 0
-  for _, c in ipairs(costs) do s = s + c end
-  return #costs > 0 and s / #costs or math.huge
-end
+local mean = records.mean
 
 -- Records of this task (same workload key and target kind).
 local function task_records(task, path, opts)
@@ -358,10 +302,7 @@ function M.TuningOptions(o)
 end
 
 --- RecordToFile(path): appends one record line per measurement (flushed per line)
-function M.RecordToFile(path)
-  if type(path) ~= "string" or path == "" then error("RecordToFile: expected a file name", 2) end
-  return { kind = "record_to_file", path = path }
-end
+M.RecordToFile = records.RecordToFile
 
 -- The measure task the AutoTVM builder and runners take: config index k = states[k]; its
 -- reference (check_correctness) is the task's unscheduled DAG.
