@@ -27,6 +27,7 @@
 local json = require "tunelua.json"
 local file = require "tunelua.file"
 local target = require "tunelua.target"
+local record = require "tunelua.autotvm.record"
 
 local records = {}
 
@@ -267,26 +268,13 @@ end
 --- records.best_index(recs) -> by_key: [target key .. "\0" .. match_key] -> best record, and
 --- by_model: [model .. "\0" .. match_key] (formats §6.2)
 function records.best_index(recs)
-  local by_key, by_model = {}, {}
   local mk_cache = {}
-  for _, r in ipairs(recs) do
-    if r.error_no == 0 and r.cost < math.huge then
-      local mk = mk_cache[r.workload_key]
-      if not mk then mk = records.match_key(r.workload_key); mk_cache[r.workload_key] = mk end
-      local info = target.info(r.target)
-      for _, k in ipairs(info.keys) do
-        local id = k .. "\0" .. mk
-        local cur = by_key[id]
-        if not cur or r.cost < cur.cost then by_key[id] = r end
-      end
-      if info.model ~= "unknown" then
-        local id = info.model .. "\0" .. mk
-        local cur = by_model[id]
-        if not cur or r.cost < cur.cost then by_model[id] = r end
-      end
-    end
-  end
-  return by_key, by_model
+  return record.best_by_target(recs, function(r)
+    if r.error_no ~= 0 or r.cost >= math.huge then return nil end
+    local mk = mk_cache[r.workload_key]
+    if not mk then mk = records.match_key(r.workload_key); mk_cache[r.workload_key] = mk end
+    return r.target, mk
+  end)
 end
 
 --- records.distill(in_file | {files}, out_file) -> number of records written (formats §6.3):
@@ -294,18 +282,8 @@ end
 --- if it exists, without duplicates, grouped by target key then workload in first-seen order.
 --- out_file is replaced atomically (a failure leaves it as it was).
 function records.distill(in_file, out_file)
-  local ins = type(in_file) == "table" and in_file or { in_file }
-  if #ins == 0 or type(ins[1]) ~= "string" then error("records.distill: expected an input file name", 2) end
-  out_file = out_file or (ins[1] .. ".best.json")
-  local all = {}
-  for _, p in ipairs(ins) do
-    for _, r in ipairs(records.load(p)) do all[#all + 1] = r end
-  end
-  local fo = io.open(out_file, "r")
-  if fo then
-    fo:close()
-    for _, r in ipairs(records.load(out_file)) do all[#all + 1] = r end
-  end
+  local all
+  all, out_file = record.gather(in_file, out_file, records.load, "records.distill", ".best.json")
   -- winners per (key, workload), in the order keys and workloads are first seen
   local best, key_order, wl_order = {}, {}, {}
   for _, r in ipairs(all) do

@@ -261,46 +261,63 @@ local function str_key(inp)
 end
 record.measure_str_key = str_key
 
---- record.best_index(records) -> best_by_targetkey, best_by_model (formats §5.4)
-function record.best_index(records)
+--- record.best_by_target(list, ident) -> by_key, by_model: of the items r for which
+--- ident(r) gives a target string and a workload identity (nil: skip r), the lowest r.cost per
+--- [target key .. "\0" .. workload] and per [model .. "\0" .. workload] (formats §5.4, §6.2;
+--- the AutoTVM and the auto-scheduler logs both pick their best records so)
+function record.best_by_target(list, ident)
   local by_key, by_model = {}, {}
-  for _, r in ipairs(records) do
-    if r.res.error_no == 0 then
-      local info = record.target_info(r.inp.target)
-      local wk = canon(r.inp.workload)
-      local cost = record.mean_cost(r.res)
-      r.cost = cost
+  for _, r in ipairs(list) do
+    local tgt, wk = ident(r)
+    if tgt then
+      local info = record.target_info(tgt)
       for _, k in ipairs(info.keys) do
         local id = k .. "\0" .. wk
         local cur = by_key[id]
-        if not cur or cur.cost > cost then by_key[id] = r end
+        if not cur or r.cost < cur.cost then by_key[id] = r end
       end
       if info.model ~= "unknown" then
         local id = info.model .. "\0" .. wk
         local cur = by_model[id]
-        if not cur or cur.cost > cost then by_model[id] = r end
+        if not cur or r.cost < cur.cost then by_model[id] = r end
       end
     end
   end
   return by_key, by_model
 end
 
+--- record.best_index(records) -> best_by_targetkey, best_by_model (formats §5.4)
+function record.best_index(records)
+  return record.best_by_target(records, function(r)
+    if r.res.error_no ~= 0 then return nil end
+    r.cost = record.mean_cost(r.res)
+    return r.inp.target, canon(r.inp.workload)
+  end)
+end
+
+--- record.gather(in_file | {files}, out_file, load, what, suffix) -> all, out_file: the records
+--- load(path) gives for each input file, then for out_file when it exists (what the best-record
+--- writers read); out_file defaults to the first input .. suffix, what names the caller in errors
+function record.gather(in_file, out_file, load, what, suffix)
+  local ins = type(in_file) == "table" and in_file or { in_file }
+  if #ins == 0 or type(ins[1]) ~= "string" then error(what .. ": expected an input file name", 3) end
+  out_file = out_file or (ins[1] .. suffix)
+  local all = {}
+  for _, path in ipairs(ins) do
+    for _, r in ipairs(load(path)) do all[#all + 1] = r end
+  end
+  if require("tunelua.file").exists(out_file) then
+    for _, r in ipairs(load(out_file)) do all[#all + 1] = r end
+  end
+  return all, out_file
+end
+
 --- record.pick_best(in_file, out_file) -> number of records written (formats §6.1)
 --- in_file may be a list of file names. out_file is replaced atomically (temporary file,
 --- fsync, rename): a failure leaves it as it was.
 function record.pick_best(in_file, out_file)
-  local ins = type(in_file) == "table" and in_file or { in_file }
-  if #ins == 0 or type(ins[1]) ~= "string" then error("record.pick_best: expected an input file name", 2) end
-  out_file = out_file or (ins[1] .. ".best.log")
-  local all = {}
-  for _, path in ipairs(ins) do
-    for _, r in ipairs(record.load_from_file(path)) do all[#all + 1] = r end
-  end
-  local fo = io.open(out_file, "r")
-  if fo then
-    fo:close()
-    for _, r in ipairs(record.load_from_file(out_file)) do all[#all + 1] = r end
-  end
+  local all
+  all, out_file = record.gather(in_file, out_file, record.load_from_file, "record.pick_best", ".best.log")
   local by_key, by_model = record.best_index(all)
   local keep = {}
   for _, r in pairs(by_key) do keep[str_key(r.inp)] = true end
