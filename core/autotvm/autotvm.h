@@ -162,4 +162,31 @@ int tl_atvm_stage_by_tag(tl_sched *s, const char *tag_prefix);
 ** anchor, and pad stages; returns the output stage (last). */
 int tl_atvm_inline_injective(tl_ctx *ctx, tl_sched *s, int anchor);
 
+/* A 2-D NCHW convolution's arguments as the arm_cpu and mali templates take them: data
+** [N, C, H, W], kernel OIHW (depthwise: [C, M, KH, KW], O = C * M), then strides,
+** padding, dilation and, last, out_dtype (NULL when not a string); OH/OW the output size. */
+typedef struct tl_atvm_conv {
+  int64_t N, C, H, W, O, KH, KW, OH, OW, stride[2], pad[4], dil[2];
+  const char *out_dtype;
+} tl_atvm_conv;
+int tl_atvm_conv_of(tl_ctx *ctx, const tl_atvm_args *a, int depthwise, tl_atvm_conv *ci);
+/* The topi attributes of ci (strides, padding, dilation, out_dtype) with extra (",..." or
+** NULL) appended, into buf. */
+void tl_atvm_conv_attrs(const tl_atvm_conv *ci, const char *extra, char *buf, size_t cap);
+/* The topi conv2d (NCHW) and depthwise_conv2d computes of such arguments. */
+int tl_atvm_conv2d_nchw_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in,
+                                int nin, int *out, int max_out, int *nout);
+int tl_atvm_depthwise_nchw_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in,
+                                   int nin, int *out, int max_out, int *nout);
+/* The anchor stage (tag) and the stage holding the tile loops: the last stage when it has
+** the anchor's shape (the injective consumers between inlined), else a cache_write of the
+** anchor. *O: the tiled stage, *L: the accumulation stage computed inside it, *other: a last
+** stage of another shape (-1 if none); tmpl names the template in errors. */
+int tl_atvm_anchor_stages(tl_ctx *ctx, tl_sched *s, const char *tag, const char *tmpl, int *O,
+                          int *L, int *other);
+/* Inline the stage called name when it is a compute stage still at root (else nothing). */
+int tl_atvm_inline_named(tl_ctx *ctx, tl_sched *s, const char *name);
+/* Set knob name's fallback to the entity equal to ints (annotate/reorder knobs). */
+void tl_cfg_fallback_ints(tl_atvm_cfg *cfg, const char *name, const int64_t *ints);
+
 #endif

@@ -2,11 +2,14 @@
 ** sched_util.c -- helpers shared by the C templates of every device family
 ** (each family's templates.c under targets/): schedule steps addressed by stable iterator nodes,
 ** stages found by tag, injective stages inlined, and the dense operator's
-** arguments and compute.
+** arguments and compute, the NCHW convolutions' arguments, computes and anchor stages.
 */
 #include <stdio.h>
+#include <string.h>
 
 #include "autotvm.h"
+
+#define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
 
 int tl_atvm_split_node(tl_ctx *ctx, tl_sched *s, int st, int node, int n, const int64_t *f,
                        int *out) {
@@ -102,4 +105,104 @@ int tl_atvm_inline_injective(tl_ctx *ctx, tl_sched *s, int anchor) {
     if (rc) return rc;
   }
   return TL_OK;
+}
+
+/* ---- 2-D convolutions of the arm_cpu and mali templates ------------------------------ */
+
+int tl_atvm_conv_of(tl_ctx *ctx, const tl_atvm_args *a, int depthwise, tl_atvm_conv *ci) {
+  if (a->ntensors < 2 || json_array_size(a->json) < 5)
+    return tl_err(ctx, TL_E_ARG,
+                  "expected args [data, kernel, strides, padding, dilation, out_dtype] with 2 tensors, got %d tensors",
+                  a->ntensors);
+  if (a->ndim[0] != 4 || a->ndim[1] != 4)
+    return tl_err(ctx, TL_E_SHAPE, "data and kernel must be 4-D (NCHW, OIHW), got %d-D and %d-D",
+                  a->ndim[0], a->ndim[1]);
+  TRY(tl_atvm_args_ints(ctx, a, 2, 2, ci->stride, "strides"));
+  TRY(tl_atvm_args_ints(ctx, a, 3, 4, ci->pad, "padding"));
+  TRY(tl_atvm_args_ints(ctx, a, 4, 2, ci->dil, "dilation"));
+  size_t n = json_array_size(a->json);
+  ci->out_dtype = json_string_value(json_array_get(a->json, n - 1));
+  ci->N = a->shape[0][0], ci->C = a->shape[0][1], ci->H = a->shape[0][2], ci->W = a->shape[0][3];
+  ci->KH = a->shape[1][2], ci->KW = a->shape[1][3];
+  ci->O = depthwise ? a->shape[1][0] * a->shape[1][1] : a->shape[1][0];
+  if (!depthwise && a->shape[1][1] != ci->C)
+    return tl_err(ctx, TL_E_SHAPE, "data has %lld channels but the kernel expects %lld",
+                  (long long)ci->C, (long long)a->shape[1][1]);
+  if (depthwise && a->shape[1][0] != ci->C)
+    return tl_err(ctx, TL_E_SHAPE, "depthwise: data has %lld channels but the kernel has %lld",
+                  (long long)ci->C, (long long)a->shape[1][0]);
+  if (ci->stride[0] < 1 || ci->stride[1] < 1) return tl_err(ctx, TL_E_ARG, "strides must be positive");
+  if (ci->dil[0] < 1 || ci->dil[1] < 1) return tl_err(ctx, TL_E_ARG, "dilation must be positive");
+  int64_t KHd = (ci->KH - 1) * ci->dil[0] + 1, KWd = (ci->KW - 1) * ci->dil[1] + 1;
+  ci->OH = (ci->H + ci->pad[0] + ci->pad[2] - KHd) / ci->stride[0] + 1;
+  ci->OW = (ci->W + ci->pad[1] + ci->pad[3] - KWd) / ci->stride[1] + 1;
+  if (ci->OH < 1 || ci->OW < 1) return tl_err(ctx, TL_E_SHAPE, "the kernel is larger than the padded input");
+  return TL_OK;
+}
+
+void tl_atvm_conv_attrs(const tl_atvm_conv *ci, const char *extra, char *buf, size_t cap) {
+  snprintf(buf, cap,
+           "{\"strides\":[%lld,%lld],\"padding\":[%lld,%lld,%lld,%lld],\"dilation\":[%lld,%lld]%s%s%s%s}",
+           (long long)ci->stride[0], (long long)ci->stride[1], (long long)ci->pad[0],
+           (long long)ci->pad[1], (long long)ci->pad[2], (long long)ci->pad[3], (long long)ci->dil[0],
+           (long long)ci->dil[1], ci->out_dtype ? ",\"out_dtype\":\"" : "",
+           ci->out_dtype ? ci->out_dtype : "", ci->out_dtype ? "\"" : "", extra ? extra : "");
+}
+
+int tl_atvm_conv2d_nchw_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
+                      int *out, int max_out, int *nout) {
+  tl_atvm_conv ci;
+  TRY(tl_atvm_conv_of(ctx, a, 0, &ci));
+  char attrs[512];
+  tl_atvm_conv_attrs(&ci, ",\"layout\":\"NCHW\"", attrs, sizeof attrs);
+  return tl_topi_op(ctx, dag, "conv2d", in, 2, attrs, out, max_out, nout);
+}
+
+int tl_atvm_depthwise_nchw_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
+                      int *out, int max_out, int *nout) {
+  tl_atvm_conv ci;
+  TRY(tl_atvm_conv_of(ctx, a, 1, &ci));
+  char attrs[512];
+  tl_atvm_conv_attrs(&ci, NULL, attrs, sizeof attrs);
+  return tl_topi_op(ctx, dag, "depthwise_conv2d", in, 2, attrs, out, max_out, nout);
+}
+
+int tl_atvm_anchor_stages(tl_ctx *ctx, tl_sched *s, const char *tag, const char *tmpl, int *O,
+                         int *L, int *other) {
+  int C = tl_atvm_stage_by_tag(s, tag);
+  if (C < 0) return tl_err(ctx, TL_E_SCHED, "%s: no '%s' stage", tmpl, tag);
+  TRY(tl_atvm_inline_injective(ctx, s, C));
+  C = tl_atvm_stage_by_tag(s, tag);
+  char cname[128];
+  snprintf(cname, sizeof cname, "%s", tl_sched_stage_name(s, C));
+  int last = tl_sched_num_stages(s) - 1;
+  *other = -1;
+  if (last != C && tl_atvm_same_shape(s, C, last)) {
+    *O = last, *L = C;
+    return TL_OK;
+  }
+  int ns;
+  TRY(tl_sched_cache_write(ctx, s, C, "local", &ns));
+  *L = ns;
+  *O = tl_sched_stage_find(s, cname);
+  if (last != C) *other = tl_sched_num_stages(s) - 1;
+  return TL_OK;
+}
+
+int tl_atvm_inline_named(tl_ctx *ctx, tl_sched *s, const char *name) {
+  int p = tl_sched_stage_find(s, name);
+  if (p < 0 || tl_sched_stage_op_kind(s, p) != TL_DAG_COMPUTE) return TL_OK;
+  if (tl_sched_stage_compute_at(s, p, NULL, NULL) != TL_CA_ROOT) return TL_OK;
+  return tl_sched_compute_inline(ctx, s, p);
+}
+
+void tl_cfg_fallback_ints(tl_atvm_cfg *cfg, const char *name, const int64_t *ints) {
+  int k = tl_atvm_space_find(cfg->space, name);
+  if (k < 0) return;
+  tl_knob *kb = &cfg->space->knobs.v[k];
+  for (int64_t j = 0; j < kb->dim; j++)
+    if (memcmp(tl_knob_entity(kb, j), ints, (size_t)kb->width * sizeof(int64_t)) == 0) {
+      kb->fallback = j;
+      return;
+    }
 }

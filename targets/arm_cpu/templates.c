@@ -60,13 +60,6 @@ static int ann(tl_ctx *ctx, tl_sched *s, int st, int node, int a) {
   return tl_sched_annotate(ctx, s, st, p, a);
 }
 
-static int inline_named(tl_ctx *ctx, tl_sched *s, const char *name) {
-  int p = find(s, name);
-  if (p < 0 || tl_sched_stage_op_kind(s, p) != TL_DAG_COMPUTE) return TL_OK;
-  if (tl_sched_stage_compute_at(s, p, NULL, NULL) != TL_CA_ROOT) return TL_OK;
-  return tl_sched_compute_inline(ctx, s, p);
-}
-
 /* A stage kept at root with its two outer loops fused and parallel (the
 ** padded data: computed once per call, the inner loops read no guards). */
 static int root_parallel(tl_ctx *ctx, tl_sched *s, const char *name) {
@@ -132,18 +125,6 @@ static int move_innermost(tl_ctx *ctx, tl_sched *s, int st, int node) {
   return tl_sched_reorder(ctx, s, st, ni, order);
 }
 
-/* Set knob name's fallback to the entity equal to ints (annotate/reorder). */
-static void fallback_ints(tl_atvm_cfg *cfg, const char *name, const int64_t *ints) {
-  int k = tl_atvm_space_find(cfg->space, name);
-  if (k < 0) return;
-  tl_knob *kb = &cfg->space->knobs.v[k];
-  for (int64_t j = 0; j < kb->dim; j++)
-    if (memcmp(tl_knob_entity(kb, j), ints, (size_t)kb->width * sizeof(int64_t)) == 0) {
-      kb->fallback = j;
-      return;
-    }
-}
-
 static int define_split(tl_atvm_cfg *cfg, const char *name, int64_t len, int64_t max_factor) {
   int k = tl_atvm_space_define_split(cfg->ctx, cfg->space, name, len, "factors", 2, max_factor, -1,
                                      NULL, 0);
@@ -174,81 +155,6 @@ static int64_t inner_of(tl_atvm_cfg *cfg, const char *name) {
 /* float32 lanes of the target's vectors (4 for NEON). */
 #define LANES ((int64_t)(cfg->hw && cfg->hw->lanes > 0 ? cfg->hw->lanes : 4))
 
-/* ---- args -------------------------------------------------------------------------- */
-
-/* conv args: data, kernel, strides, padding, dilation, out_dtype */
-typedef struct conv_info {
-  int64_t N, C, H, W, O, KH, KW, OH, OW, stride[2], pad[4], dil[2];
-  const char *out_dtype;
-} conv_info;
-
-static int conv_info_of(tl_ctx *ctx, const tl_atvm_args *a, int depthwise, conv_info *ci) {
-  if (a->ntensors < 2 || json_array_size(a->json) < 5)
-    return tl_err(ctx, TL_E_ARG,
-                  "expected args [data, kernel, strides, padding, dilation, out_dtype] with 2 tensors, got %d tensors",
-                  a->ntensors);
-  if (a->ndim[0] != 4 || a->ndim[1] != 4)
-    return tl_err(ctx, TL_E_SHAPE, "data and kernel must be 4-D (NCHW, OIHW), got %d-D and %d-D",
-                  a->ndim[0], a->ndim[1]);
-  TRY(tl_atvm_args_ints(ctx, a, 2, 2, ci->stride, "strides"));
-  TRY(tl_atvm_args_ints(ctx, a, 3, 4, ci->pad, "padding"));
-  TRY(tl_atvm_args_ints(ctx, a, 4, 2, ci->dil, "dilation"));
-  size_t n = json_array_size(a->json);
-  ci->out_dtype = json_string_value(json_array_get(a->json, n - 1));
-  ci->N = a->shape[0][0], ci->C = a->shape[0][1], ci->H = a->shape[0][2], ci->W = a->shape[0][3];
-  ci->KH = a->shape[1][2], ci->KW = a->shape[1][3];
-  ci->O = depthwise ? a->shape[1][0] * a->shape[1][1] : a->shape[1][0];
-  if (!depthwise && a->shape[1][1] != ci->C)
-    return tl_err(ctx, TL_E_SHAPE, "data has %lld channels but the kernel expects %lld",
-                  (long long)ci->C, (long long)a->shape[1][1]);
-  if (depthwise && a->shape[1][0] != ci->C)
-    return tl_err(ctx, TL_E_SHAPE, "depthwise: data has %lld channels but the kernel has %lld",
-                  (long long)ci->C, (long long)a->shape[1][0]);
-  if (ci->stride[0] < 1 || ci->stride[1] < 1) return tl_err(ctx, TL_E_ARG, "strides must be positive");
-  if (ci->dil[0] < 1 || ci->dil[1] < 1) return tl_err(ctx, TL_E_ARG, "dilation must be positive");
-  int64_t KHd = (ci->KH - 1) * ci->dil[0] + 1, KWd = (ci->KW - 1) * ci->dil[1] + 1;
-  ci->OH = (ci->H + ci->pad[0] + ci->pad[2] - KHd) / ci->stride[0] + 1;
-  ci->OW = (ci->W + ci->pad[1] + ci->pad[3] - KWd) / ci->stride[1] + 1;
-  if (ci->OH < 1 || ci->OW < 1) return tl_err(ctx, TL_E_SHAPE, "the kernel is larger than the padded input");
-  return TL_OK;
-}
-
-static void conv_attrs(const conv_info *ci, const char *extra, char *buf, size_t cap) {
-  snprintf(buf, cap,
-           "{\"strides\":[%lld,%lld],\"padding\":[%lld,%lld,%lld,%lld],\"dilation\":[%lld,%lld]%s%s%s%s}",
-           (long long)ci->stride[0], (long long)ci->stride[1], (long long)ci->pad[0],
-           (long long)ci->pad[1], (long long)ci->pad[2], (long long)ci->pad[3], (long long)ci->dil[0],
-           (long long)ci->dil[1], ci->out_dtype ? ",\"out_dtype\":\"" : "",
-           ci->out_dtype ? ci->out_dtype : "", ci->out_dtype ? "\"" : "", extra ? extra : "");
-}
-
-/* The anchor stage and the stage holding the tile loops: the last stage
-** when it has the anchor's shape (the injective consumers between
-** inlined), else a cache_write of the anchor. *O: the tiled stage, *L: the
-** accumulation stage computed inside it, *other: a last stage of another
-** shape (-1 if none). */
-static int anchor_stages(tl_ctx *ctx, tl_sched *s, const char *tag, const char *tmpl, int *O,
-                         int *L, int *other) {
-  int C = tl_atvm_stage_by_tag(s, tag);
-  if (C < 0) return tl_err(ctx, TL_E_SCHED, "%s: no '%s' stage", tmpl, tag);
-  TRY(tl_atvm_inline_injective(ctx, s, C));
-  C = tl_atvm_stage_by_tag(s, tag);
-  char cname[128];
-  snprintf(cname, sizeof cname, "%s", tl_sched_stage_name(s, C));
-  int last = tl_sched_num_stages(s) - 1;
-  *other = -1;
-  if (last != C && tl_atvm_same_shape(s, C, last)) {
-    *O = last, *L = C;
-    return TL_OK;
-  }
-  int ns;
-  TRY(tl_sched_cache_write(ctx, s, C, "local", &ns));
-  *L = ns;
-  *O = find(s, cname);
-  if (last != C) *other = tl_sched_num_stages(s) - 1;
-  return TL_OK;
-}
-
 /* O's (n, c, h, w) tiled by inner sizes (vc, vh, vw): n, c/vc, h/vh, w/vw
 ** [outer order], then the inner tile in order inner (a permutation of
 ** {vh, vw, vc} as 0, 1, 2); (n, c/vc, h/vh) fused and parallel. Writes the
@@ -274,21 +180,21 @@ static int tile_outer(tl_ctx *ctx, tl_sched *s, int O, int64_t vc, int64_t vh, i
 
 /* The fallback register tile for 128-bit vectors: VC a multiple of the
 ** lanes where the channels allow (up to two vectors), VW up to 4, VH 1. */
-static void sp_fallback(tl_atvm_cfg *cfg, const conv_info *ci, const char *co_knob) {
+static void sp_fallback(tl_atvm_cfg *cfg, const tl_atvm_conv *ci, const char *co_knob) {
   int64_t vc = tl_atvm_largest_divisor(ci->O, 2 * LANES);
   int64_t vw = tl_atvm_largest_divisor(ci->OW, 4);
   if (fallback2(cfg, co_knob, vc) || fallback2(cfg, "tile_oh", 1) || fallback2(cfg, "tile_ow", vw))
     tl_clearerr(cfg->ctx);
   int64_t red[2] = {ci->KH <= MAX_UNROLL ? TL_AN_UNROLL : TL_AN_NONE,
                     ci->KW <= MAX_UNROLL ? TL_AN_UNROLL : TL_AN_NONE};
-  fallback_ints(cfg, "ann_reduce", red);
+  tl_cfg_fallback_ints(cfg, "ann_reduce", red);
   int64_t spa[3] = {TL_AN_NONE, vw <= MAX_UNROLL ? TL_AN_UNROLL : TL_AN_NONE, TL_AN_VEC};
-  fallback_ints(cfg, "ann_spatial", spa);
+  tl_cfg_fallback_ints(cfg, "ann_spatial", spa);
 }
 
 static int sp_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
-  conv_info ci;
-  TRY(conv_info_of(cfg->ctx, a, 0, &ci));
+  tl_atvm_conv ci;
+  TRY(tl_atvm_conv_of(cfg->ctx, a, 0, &ci));
   TRY(define_split(cfg, "tile_co", ci.O, 0));
   TRY(define_split(cfg, "tile_oh", ci.OH, 0));
   TRY(define_split(cfg, "tile_ow", ci.OW, 0));
@@ -301,21 +207,12 @@ static int sp_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   return TL_OK;
 }
 
-static int sp_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
-                      int *out, int max_out, int *nout) {
-  conv_info ci;
-  TRY(conv_info_of(ctx, a, 0, &ci));
-  char attrs[512];
-  conv_attrs(&ci, ",\"layout\":\"NCHW\"", attrs, sizeof attrs);
-  return tl_topi_op(ctx, dag, "conv2d", in, 2, attrs, out, max_out, nout);
-}
-
 /* The accumulation L computed at O's w/VW loop: its (n, c, h, w) split by
 ** (VC, VH, VW), ordered by the reorder knob over [n, c/VC, h/VH, w/VW,
 ** reduce..., vh, vw, vc] (nred reduce axes: ci, kh, kw or kh, kw), the
 ** reduce knob on (kh, kw), the spatial knob on (vh, vw, vc). */
 static int sp_inner(tl_atvm_cfg *cfg, tl_sched *s, int O, int attach, int L, int nred,
-                    int64_t vc, int64_t vh, int64_t vw, const conv_info *ci) {
+                    int64_t vc, int64_t vh, int64_t vw, const tl_atvm_conv *ci) {
   tl_ctx *ctx = cfg->ctx;
   char lname[128];
   snprintf(lname, sizeof lname, "%s", tl_sched_stage_name(s, L));
@@ -350,12 +247,12 @@ static int sp_inner(tl_atvm_cfg *cfg, tl_sched *s, int O, int attach, int L, int
 
 static int sp_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   tl_ctx *ctx = cfg->ctx;
-  conv_info ci;
-  TRY(conv_info_of(ctx, a, 0, &ci));
+  tl_atvm_conv ci;
+  TRY(tl_atvm_conv_of(ctx, a, 0, &ci));
   int64_t vc = inner_of(cfg, "tile_co"), vh = inner_of(cfg, "tile_oh"), vw = inner_of(cfg, "tile_ow");
   if (!vc || !vh || !vw) return tl_errcode(ctx);
   int O, L, other;
-  TRY(anchor_stages(ctx, s, "conv2d_nchw", "conv2d_nchw_spatial_pack.arm_cpu", &O, &L, &other));
+  TRY(tl_atvm_anchor_stages(ctx, s, "conv2d_nchw", "conv2d_nchw_spatial_pack.arm_cpu", &O, &L, &other));
   char oname[128], lname[128];
   snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
   snprintf(lname, sizeof lname, "%s", tl_sched_stage_name(s, L));
@@ -369,13 +266,13 @@ static int sp_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
 }
 
 const tl_atvm_template tl_arm_conv2d_spatial_pack = {"conv2d_nchw_spatial_pack.arm_cpu", sp_define,
-                                                     sp_compute, sp_schedule};
+                                                     tl_atvm_conv2d_nchw_compute, sp_schedule};
 
 /* ---- depthwise_conv2d_nchw_spatial_pack.arm_cpu ------------------------------------- */
 
 static int dsp_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
-  conv_info ci;
-  TRY(conv_info_of(cfg->ctx, a, 1, &ci));
+  tl_atvm_conv ci;
+  TRY(tl_atvm_conv_of(cfg->ctx, a, 1, &ci));
   TRY(define_split(cfg, "tile_co", ci.O, 0));
   TRY(define_split(cfg, "tile_oh", ci.OH, 0));
   TRY(define_split(cfg, "tile_ow", ci.OW, 0));
@@ -391,26 +288,17 @@ static int dsp_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   return TL_OK;
 }
 
-static int dw_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
-                      int *out, int max_out, int *nout) {
-  conv_info ci;
-  TRY(conv_info_of(ctx, a, 1, &ci));
-  char attrs[512];
-  conv_attrs(&ci, NULL, attrs, sizeof attrs);
-  return tl_topi_op(ctx, dag, "depthwise_conv2d", in, 2, attrs, out, max_out, nout);
-}
-
 static int dsp_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   tl_ctx *ctx = cfg->ctx;
-  conv_info ci;
-  TRY(conv_info_of(ctx, a, 1, &ci));
+  tl_atvm_conv ci;
+  TRY(tl_atvm_conv_of(ctx, a, 1, &ci));
   int64_t vc = inner_of(cfg, "tile_co"), vh = inner_of(cfg, "tile_oh"), vw = inner_of(cfg, "tile_ow");
   int w1;
   const int64_t *r1 = tl_cfg_ints(cfg, "reorder_1", &w1);
   if (!vc || !vh || !vw || !r1) return tl_errcode(ctx);
   if (w1 != 7) return tl_err(ctx, TL_E_INTERNAL, "reorder_1 has %d axes", w1);
   int O, L, other;
-  TRY(anchor_stages(ctx, s, "depthwise_conv2d_nchw", "depthwise_conv2d_nchw_spatial_pack.arm_cpu",
+  TRY(tl_atvm_anchor_stages(ctx, s, "depthwise_conv2d_nchw", "depthwise_conv2d_nchw_spatial_pack.arm_cpu",
                     &O, &L, &other));
   char oname[128], lname[128];
   snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
@@ -426,13 +314,13 @@ static int dsp_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
 }
 
 const tl_atvm_template tl_arm_depthwise_spatial_pack = {
-    "depthwise_conv2d_nchw_spatial_pack.arm_cpu", dsp_define, dw_compute, dsp_schedule};
+    "depthwise_conv2d_nchw_spatial_pack.arm_cpu", dsp_define, tl_atvm_depthwise_nchw_compute, dsp_schedule};
 
 /* ---- depthwise_conv2d_nchw.arm_cpu --------------------------------------------------- */
 
 static int dw_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
-  conv_info ci;
-  TRY(conv_info_of(cfg->ctx, a, 1, &ci));
+  tl_atvm_conv ci;
+  TRY(tl_atvm_conv_of(cfg->ctx, a, 1, &ci));
   TRY(define_split(cfg, "tile_c", ci.O, 0));
   TRY(define_split(cfg, "tile_h", ci.OH, 0));
   TRY(define_split(cfg, "tile_w", ci.OW, 0));
@@ -442,7 +330,7 @@ static int dw_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   TRY(fallback2(cfg, "tile_h", 1));
   TRY(fallback2(cfg, "tile_w", vw));
   int64_t spa[3] = {TL_AN_NONE, vw <= MAX_UNROLL ? TL_AN_UNROLL : TL_AN_NONE, TL_AN_VEC};
-  fallback_ints(cfg, "ann", spa);
+  tl_cfg_fallback_ints(cfg, "ann", spa);
   return TL_OK;
 }
 
@@ -451,7 +339,7 @@ static int dw_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   int64_t vc = inner_of(cfg, "tile_c"), vh = inner_of(cfg, "tile_h"), vw = inner_of(cfg, "tile_w");
   if (!vc || !vh || !vw) return tl_errcode(ctx);
   int O, L, other;
-  TRY(anchor_stages(ctx, s, "depthwise_conv2d_nchw", "depthwise_conv2d_nchw.arm_cpu", &O, &L, &other));
+  TRY(tl_atvm_anchor_stages(ctx, s, "depthwise_conv2d_nchw", "depthwise_conv2d_nchw.arm_cpu", &O, &L, &other));
   char oname[128], lname[128];
   snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
   snprintf(lname, sizeof lname, "%s", tl_sched_stage_name(s, L));
@@ -479,13 +367,13 @@ static int dw_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
 }
 
 const tl_atvm_template tl_arm_depthwise_conv2d = {"depthwise_conv2d_nchw.arm_cpu", dw_define,
-                                                  dw_compute, dw_schedule};
+                                                  tl_atvm_depthwise_nchw_compute, dw_schedule};
 
 /* ---- conv2d_nchw_winograd.arm_cpu ---------------------------------------------------- */
 
 #define WINO_M 4   /* output tile: F(4x4, 3x3), alpha = 6 */
 
-static int wino_check(tl_ctx *ctx, const conv_info *ci) {
+static int wino_check(tl_ctx *ctx, const tl_atvm_conv *ci) {
   if (ci->KH != 3 || ci->KW != 3 || ci->stride[0] != 1 || ci->stride[1] != 1 || ci->dil[0] != 1 ||
       ci->dil[1] != 1)
     return tl_err(ctx, TL_E_UNSUPPORTED,
@@ -496,8 +384,8 @@ static int wino_check(tl_ctx *ctx, const conv_info *ci) {
 }
 
 static int wino_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
-  conv_info ci;
-  TRY(conv_info_of(cfg->ctx, a, 0, &ci));
+  tl_atvm_conv ci;
+  TRY(tl_atvm_conv_of(cfg->ctx, a, 0, &ci));
   TRY(wino_check(cfg->ctx, &ci));
   int64_t nH = (ci.OH + WINO_M - 1) / WINO_M, nW = (ci.OW + WINO_M - 1) / WINO_M;
   int64_t P = ci.N * nH * nW;
@@ -510,19 +398,19 @@ static int wino_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   TRY(fallback2(cfg, "tile_k", tl_atvm_largest_divisor(ci.O, 2 * LANES)));
   TRY(fallback2(cfg, "tile_c", tl_atvm_largest_divisor(ci.C, 4)));
   int64_t red[1] = {TL_AN_UNROLL}, spa[2] = {TL_AN_UNROLL, TL_AN_VEC};
-  fallback_ints(cfg, "ann_reduce", red);
-  fallback_ints(cfg, "ann_spatial", spa);
+  tl_cfg_fallback_ints(cfg, "ann_reduce", red);
+  tl_cfg_fallback_ints(cfg, "ann_spatial", spa);
   return TL_OK;
 }
 
 static int wino_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
                         int *out, int max_out, int *nout) {
-  conv_info ci;
-  TRY(conv_info_of(ctx, a, 0, &ci));
+  tl_atvm_conv ci;
+  TRY(tl_atvm_conv_of(ctx, a, 0, &ci));
   TRY(wino_check(ctx, &ci));
   char extra[64], attrs[512];
   snprintf(extra, sizeof extra, ",\"tile_size\":%d", WINO_M);
-  conv_attrs(&ci, extra, attrs, sizeof attrs);
+  tl_atvm_conv_attrs(&ci, extra, attrs, sizeof attrs);
   return tl_topi_op(ctx, dag, "conv2d_winograd", in, 2, attrs, out, max_out, nout);
 }
 
@@ -555,7 +443,7 @@ static int wino_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   if (other >= 0) TRY(parallel_simple(ctx, s, other));
   char oname[128];
   snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
-  TRY(inline_named(ctx, s, "input_tile"));
+  TRY(tl_atvm_inline_named(ctx, s, "input_tile"));
   TRY(root_parallel(ctx, s, "data_pad"));
 
   /* weight transform U[eps, nu, co, ci] | r_kh r_kw: co ci eps nu r_kh r_kw, co parallel */

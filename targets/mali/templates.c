@@ -61,13 +61,6 @@ static int ann(tl_ctx *ctx, tl_sched *s, int st, int node, int a) {
   return tl_sched_annotate(ctx, s, st, p, a);
 }
 
-static int inline_named(tl_ctx *ctx, tl_sched *s, const char *name) {
-  int p = find(s, name);
-  if (p < 0 || tl_sched_stage_op_kind(s, p) != TL_DAG_COMPUTE) return TL_OK;
-  if (tl_sched_stage_compute_at(s, p, NULL, NULL) != TL_CA_ROOT) return TL_OK;
-  return tl_sched_compute_inline(ctx, s, p);
-}
-
 /* A root stage left without a tiling (an output of another shape than the
 ** anchor): its spatial axes fused and bound with 64 threads. */
 static int bind_simple(tl_ctx *ctx, tl_sched *s, int st) {
@@ -137,18 +130,6 @@ static int move_innermost(tl_ctx *ctx, tl_sched *s, int st, int node) {
     if (i != p) order[k++] = i;
   order[k] = p;
   return tl_sched_reorder(ctx, s, st, ni, order);
-}
-
-/* Set knob name's fallback to the entity equal to ints (annotate/reorder). */
-static void fallback_ints(tl_atvm_cfg *cfg, const char *name, const int64_t *ints) {
-  int k = tl_atvm_space_find(cfg->space, name);
-  if (k < 0) return;
-  tl_knob *kb = &cfg->space->knobs.v[k];
-  for (int64_t j = 0; j < kb->dim; j++)
-    if (memcmp(tl_knob_entity(kb, j), ints, (size_t)kb->width * sizeof(int64_t)) == 0) {
-      kb->fallback = j;
-      return;
-    }
 }
 
 /* The largest power of two <= cap dividing n. */
@@ -338,86 +319,14 @@ static void sanitize_ann(tl_atvm_cfg *cfg, const char *name, const int64_t *lens
         (want[i] == TL_AN_VEC && l != 1 && l != 2 && l != 4 && l != 8 && l != 16))
       want[i] = TL_AN_NONE, changed = 1;
   }
-  if (changed) fallback_ints(cfg, name, want);
-}
-
-/* ---- args -------------------------------------------------------------------------- */
-
-/* conv args: data, kernel, strides, padding, dilation, out_dtype */
-typedef struct conv_info {
-  int64_t N, C, H, W, O, KH, KW, OH, OW, stride[2], pad[4], dil[2];
-  const char *out_dtype;
-} conv_info;
-
-static int conv_info_of(tl_ctx *ctx, const tl_atvm_args *a, int depthwise, conv_info *ci) {
-  if (a->ntensors < 2 || json_array_size(a->json) < 5)
-    return tl_err(ctx, TL_E_ARG,
-                  "expected args [data, kernel, strides, padding, dilation, out_dtype] with 2 tensors, got %d tensors",
-                  a->ntensors);
-  if (a->ndim[0] != 4 || a->ndim[1] != 4)
-    return tl_err(ctx, TL_E_SHAPE, "data and kernel must be 4-D (NCHW, OIHW), got %d-D and %d-D",
-                  a->ndim[0], a->ndim[1]);
-  TRY(tl_atvm_args_ints(ctx, a, 2, 2, ci->stride, "strides"));
-  TRY(tl_atvm_args_ints(ctx, a, 3, 4, ci->pad, "padding"));
-  TRY(tl_atvm_args_ints(ctx, a, 4, 2, ci->dil, "dilation"));
-  size_t n = json_array_size(a->json);
-  ci->out_dtype = json_string_value(json_array_get(a->json, n - 1));
-  ci->N = a->shape[0][0], ci->C = a->shape[0][1], ci->H = a->shape[0][2], ci->W = a->shape[0][3];
-  ci->KH = a->shape[1][2], ci->KW = a->shape[1][3];
-  ci->O = depthwise ? a->shape[1][0] * a->shape[1][1] : a->shape[1][0];
-  if (!depthwise && a->shape[1][1] != ci->C)
-    return tl_err(ctx, TL_E_SHAPE, "data has %lld channels but the kernel expects %lld",
-                  (long long)ci->C, (long long)a->shape[1][1]);
-  if (ci->stride[0] < 1 || ci->stride[1] < 1) return tl_err(ctx, TL_E_ARG, "strides must be positive");
-  if (ci->dil[0] < 1 || ci->dil[1] < 1) return tl_err(ctx, TL_E_ARG, "dilation must be positive");
-  int64_t KHd = (ci->KH - 1) * ci->dil[0] + 1, KWd = (ci->KW - 1) * ci->dil[1] + 1;
-  ci->OH = (ci->H + ci->pad[0] + ci->pad[2] - KHd) / ci->stride[0] + 1;
-  ci->OW = (ci->W + ci->pad[1] + ci->pad[3] - KWd) / ci->stride[1] + 1;
-  if (ci->OH < 1 || ci->OW < 1) return tl_err(ctx, TL_E_SHAPE, "the kernel is larger than the padded input");
-  return TL_OK;
-}
-
-static void conv_attrs(const conv_info *ci, const char *extra, char *buf, size_t cap) {
-  snprintf(buf, cap,
-           "{\"strides\":[%lld,%lld],\"padding\":[%lld,%lld,%lld,%lld],\"dilation\":[%lld,%lld]%s%s%s%s}",
-           (long long)ci->stride[0], (long long)ci->stride[1], (long long)ci->pad[0],
-           (long long)ci->pad[1], (long long)ci->pad[2], (long long)ci->pad[3], (long long)ci->dil[0],
-           (long long)ci->dil[1], ci->out_dtype ? ",\"out_dtype\":\"" : "",
-           ci->out_dtype ? ci->out_dtype : "", ci->out_dtype ? "\"" : "", extra ? extra : "");
-}
-
-/* The anchor stage and the stage holding the final tile loop: the last
-** stage when it has the anchor's shape (the injective consumers between
-** inlined), else a cache_write of the anchor. *O: the tiled stage, *L: the
-** accumulation stage computed inside it, *other: a last stage of another
-** shape (-1 if none) left to bind_simple. */
-static int anchor_stages(tl_ctx *ctx, tl_sched *s, const char *tag, const char *tmpl, int *O,
-                         int *L, int *other) {
-  int C = tl_atvm_stage_by_tag(s, tag);
-  if (C < 0) return tl_err(ctx, TL_E_SCHED, "%s: no '%s' stage", tmpl, tag);
-  TRY(tl_atvm_inline_injective(ctx, s, C));
-  C = tl_atvm_stage_by_tag(s, tag);
-  char cname[128];
-  snprintf(cname, sizeof cname, "%s", tl_sched_stage_name(s, C));
-  int last = tl_sched_num_stages(s) - 1;
-  *other = -1;
-  if (last != C && tl_atvm_same_shape(s, C, last)) {
-    *O = last, *L = C;
-    return TL_OK;
-  }
-  int ns;
-  TRY(tl_sched_cache_write(ctx, s, C, "local", &ns));
-  *L = ns;
-  *O = find(s, cname);
-  if (last != C) *other = tl_sched_num_stages(s) - 1;
-  return TL_OK;
+  if (changed) tl_cfg_fallback_ints(cfg, name, want);
 }
 
 /* ---- conv2d_nchw_spatial_pack.mali ------------------------------------------------ */
 
 static int sp_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
-  conv_info ci;
-  TRY(conv_info_of(cfg->ctx, a, 0, &ci));
+  tl_atvm_conv ci;
+  TRY(tl_atvm_conv_of(cfg->ctx, a, 0, &ci));
   TRY(define_split(cfg, "tile_co", ci.O, 3, 0));
   TRY(define_split(cfg, "tile_oh", ci.OH, 3, 0));
   TRY(define_split(cfg, "tile_ow", ci.OW, 3, 0));
@@ -437,9 +346,9 @@ static int sp_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   TRY(tl_cfg_fallback_split(cfg, "tile_oh", sh, 3));
   TRY(tl_cfg_fallback_split(cfg, "tile_ow", sw, 3));
   int64_t red[2] = {ci.KH <= 16 ? TL_AN_UNROLL : TL_AN_NONE, ci.KW <= 16 ? TL_AN_UNROLL : TL_AN_NONE};
-  fallback_ints(cfg, "ann_reduce", red);
+  tl_cfg_fallback_ints(cfg, "ann_reduce", red);
   int64_t spa[3] = {TL_AN_UNROLL, TL_AN_UNROLL, TL_AN_VEC};
-  fallback_ints(cfg, "ann_spatial", spa);
+  tl_cfg_fallback_ints(cfg, "ann_spatial", spa);
   fallback_with_reference_log(cfg, "conv2d_nchw_spatial_pack.mali");
   const int64_t *fc = fallback_sizes(cfg, "tile_co"), *fh = fallback_sizes(cfg, "tile_oh"),
                 *fw = fallback_sizes(cfg, "tile_ow");
@@ -447,15 +356,6 @@ static int sp_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   sanitize_ann(cfg, "ann_reduce", rl, 2, 16);
   sanitize_ann(cfg, "ann_spatial", sl, 3, 16);
   return TL_OK;
-}
-
-static int sp_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
-                      int *out, int max_out, int *nout) {
-  conv_info ci;
-  TRY(conv_info_of(ctx, a, 0, &ci));
-  char attrs[512];
-  conv_attrs(&ci, ",\"layout\":\"NCHW\"", attrs, sizeof attrs);
-  return tl_topi_op(ctx, dag, "conv2d", in, 2, attrs, out, max_out, nout);
 }
 
 /* O's 4 axes (n, c, h, w) tiled by 3-level sizes: blocks (n fused into z),
@@ -484,16 +384,16 @@ static int tile_bind_3d(tl_ctx *ctx, tl_sched *s, int O, const int64_t *tc, cons
 
 static int sp_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   tl_ctx *ctx = cfg->ctx;
-  conv_info ci;
-  TRY(conv_info_of(ctx, a, 0, &ci));
+  tl_atvm_conv ci;
+  TRY(tl_atvm_conv_of(ctx, a, 0, &ci));
   const int64_t *tc = sizes_of(cfg, "tile_co", 3), *th = sizes_of(cfg, "tile_oh", 3),
                 *tw = sizes_of(cfg, "tile_ow", 3);
   int wr;
   const int64_t *re = tl_cfg_ints(cfg, "reorder_0", &wr);
   if (!tc || !th || !tw || !re) return tl_errcode(ctx);
   int O, L, other;
-  TRY(anchor_stages(ctx, s, "conv2d_nchw", "conv2d_nchw_spatial_pack.mali", &O, &L, &other));
-  TRY(inline_named(ctx, s, "pad_temp"));
+  TRY(tl_atvm_anchor_stages(ctx, s, "conv2d_nchw", "conv2d_nchw_spatial_pack.mali", &O, &L, &other));
+  TRY(tl_atvm_inline_named(ctx, s, "pad_temp"));
   if (other >= 0) TRY(bind_simple(ctx, s, other));
   int inner[3], txn;
   TRY(tile_bind_3d(ctx, s, O, tc, th, tw, inner, &txn));
@@ -522,11 +422,11 @@ static int sp_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
 }
 
 const tl_atvm_template tl_mali_conv2d_spatial_pack = {"conv2d_nchw_spatial_pack.mali", sp_define,
-                                                      sp_compute, sp_schedule};
+                                                      tl_atvm_conv2d_nchw_compute, sp_schedule};
 
 /* ---- conv2d_nchw_winograd.mali ------------------------------------------------------ */
 
-static int wino_check(tl_ctx *ctx, const conv_info *ci) {
+static int wino_check(tl_ctx *ctx, const tl_atvm_conv *ci) {
   if (ci->KH != 3 || ci->KW != 3 || ci->stride[0] != 1 || ci->stride[1] != 1 || ci->dil[0] != 1 ||
       ci->dil[1] != 1)
     return tl_err(ctx, TL_E_UNSUPPORTED,
@@ -536,11 +436,11 @@ static int wino_check(tl_ctx *ctx, const conv_info *ci) {
   return TL_OK;
 }
 
-static int64_t wino_tile(const conv_info *ci) { return ci->H % 4 == 0 ? 4 : 2; }
+static int64_t wino_tile(const tl_atvm_conv *ci) { return ci->H % 4 == 0 ? 4 : 2; }
 
 static int wino_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
-  conv_info ci;
-  TRY(conv_info_of(cfg->ctx, a, 0, &ci));
+  tl_atvm_conv ci;
+  TRY(tl_atvm_conv_of(cfg->ctx, a, 0, &ci));
   TRY(wino_check(cfg->ctx, &ci));
   char bna[64] = "[";
   static const int cand[5] = {1, 2, 4, 8, 16};
@@ -568,12 +468,12 @@ static int wino_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
 
 static int wino_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
                         int *out, int max_out, int *nout) {
-  conv_info ci;
-  TRY(conv_info_of(ctx, a, 0, &ci));
+  tl_atvm_conv ci;
+  TRY(tl_atvm_conv_of(ctx, a, 0, &ci));
   TRY(wino_check(ctx, &ci));
   char extra[64], attrs[512];
   snprintf(extra, sizeof extra, ",\"tile_size\":%lld", (long long)wino_tile(&ci));
-  conv_attrs(&ci, extra, attrs, sizeof attrs);
+  tl_atvm_conv_attrs(&ci, extra, attrs, sizeof attrs);
   return tl_topi_op(ctx, dag, "conv2d_winograd", in, 2, attrs, out, max_out, nout);
 }
 
@@ -581,8 +481,8 @@ static int is_vec_len(int64_t l) { return l == 2 || l == 4 || l == 8 || l == 16;
 
 static int wino_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   tl_ctx *ctx = cfg->ctx;
-  conv_info ci;
-  TRY(conv_info_of(ctx, a, 0, &ci));
+  tl_atvm_conv ci;
+  TRY(tl_atvm_conv_of(ctx, a, 0, &ci));
   int64_t m = wino_tile(&ci);
   int64_t bna = (int64_t)tl_cfg_other(cfg, "tile_bna"), bnb = (int64_t)tl_cfg_other(cfg, "tile_bnb"),
           yt = (int64_t)tl_cfg_other(cfg, "yt");
@@ -604,7 +504,7 @@ static int wino_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
     else other = last, O = W;
   }
   if (other >= 0) TRY(bind_simple(ctx, s, other));
-  TRY(inline_named(ctx, s, "data_pad"));
+  TRY(tl_atvm_inline_named(ctx, s, "data_pad"));
   char oname[128];
   snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
 
@@ -749,8 +649,8 @@ const tl_atvm_template tl_mali_conv2d_winograd = {"conv2d_nchw_winograd.mali", w
 /* ---- depthwise_conv2d_nchw.mali ------------------------------------------------------ */
 
 static int dw_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
-  conv_info ci;
-  TRY(conv_info_of(cfg->ctx, a, 1, &ci));
+  tl_atvm_conv ci;
+  TRY(tl_atvm_conv_of(cfg->ctx, a, 1, &ci));
   TRY(define_split(cfg, "tile_c", ci.O, 3, 0));
   TRY(define_split(cfg, "tile_y", ci.OH, 3, 0));
   TRY(define_split(cfg, "tile_x", ci.OW, 3, 0));
@@ -762,7 +662,7 @@ static int dw_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   TRY(tl_cfg_fallback_split(cfg, "tile_y", sy, 3));
   TRY(tl_cfg_fallback_split(cfg, "tile_x", sx, 3));
   int64_t spa[3] = {TL_AN_NONE, TL_AN_NONE, TL_AN_VEC};
-  fallback_ints(cfg, "ann_spatial", spa);
+  tl_cfg_fallback_ints(cfg, "ann_spatial", spa);
   fallback_with_reference_log(cfg, "depthwise_conv2d_nchw.mali");
   const int64_t *fc = fallback_sizes(cfg, "tile_c"), *fy = fallback_sizes(cfg, "tile_y"),
                 *fx = fallback_sizes(cfg, "tile_x");
@@ -771,23 +671,14 @@ static int dw_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   return TL_OK;
 }
 
-static int dw_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
-                      int *out, int max_out, int *nout) {
-  conv_info ci;
-  TRY(conv_info_of(ctx, a, 1, &ci));
-  char attrs[512];
-  conv_attrs(&ci, NULL, attrs, sizeof attrs);
-  return tl_topi_op(ctx, dag, "depthwise_conv2d", in, 2, attrs, out, max_out, nout);
-}
-
 static int dw_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   tl_ctx *ctx = cfg->ctx;
   const int64_t *tc = sizes_of(cfg, "tile_c", 3), *ty = sizes_of(cfg, "tile_y", 3),
                 *tx = sizes_of(cfg, "tile_x", 3);
   if (!tc || !ty || !tx) return tl_errcode(ctx);
   int O, L, other;
-  TRY(anchor_stages(ctx, s, "depthwise_conv2d_nchw", "depthwise_conv2d_nchw.mali", &O, &L, &other));
-  TRY(inline_named(ctx, s, "PaddedInput"));
+  TRY(tl_atvm_anchor_stages(ctx, s, "depthwise_conv2d_nchw", "depthwise_conv2d_nchw.mali", &O, &L, &other));
+  TRY(tl_atvm_inline_named(ctx, s, "PaddedInput"));
   if (other >= 0) TRY(bind_simple(ctx, s, other));
   char lname[128];
   snprintf(lname, sizeof lname, "%s", tl_sched_stage_name(s, L));
@@ -824,7 +715,7 @@ static int dw_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
 }
 
 const tl_atvm_template tl_mali_depthwise_conv2d = {"depthwise_conv2d_nchw.mali", dw_define,
-                                                   dw_compute, dw_schedule};
+                                                   tl_atvm_depthwise_nchw_compute, dw_schedule};
 
 /* ---- dense.mali ------------------------------------------------------------------------ */
 
@@ -850,7 +741,7 @@ static int dense_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) 
                 *cu = sizes_of(cfg, "c_unroll", 2);
   if (!ty || !tx || !cu) return tl_errcode(ctx);
   int O, L, other;
-  TRY(anchor_stages(ctx, s, "dense", "dense.mali", &O, &L, &other));
+  TRY(tl_atvm_anchor_stages(ctx, s, "dense", "dense.mali", &O, &L, &other));
   if (other >= 0) TRY(bind_simple(ctx, s, other));
   char lname[128];
   snprintf(lname, sizeof lname, "%s", tl_sched_stage_name(s, L));
