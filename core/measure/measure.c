@@ -543,6 +543,17 @@ int tl_measure_read_reply(const char *o, size_t olen, int repeat, double *costs,
   return 1;
 }
 
+void tl_measure_ok_reply(const tl_proc_result *res, int repeat, const char *who, double *costs,
+                         int *ncosts, int *error_no, char **msg) {
+  size_t olen = 0, elen = 0;
+  const char *o = tl_proc_stdout(res, &olen);
+  const char *e = tl_proc_stderr(res, &elen);
+  if (tl_measure_read_reply(o, olen, repeat, costs, ncosts, error_no, msg)) return;
+  *error_no = TL_MEASURE_RUNTIME_DEVICE;
+  *msg = tl_sprintf("%s ended without a result%s%.*s", who, elen ? ": " : "",
+                    (int)(elen > 2000 ? 2000 : elen), e ? e : "");
+}
+
 TL_EXPORT int tl_measure_run(tl_ctx *ctx, const char *so_path, const char *fname,
                              const char *sig_json, int number, int repeat, double min_repeat_ms,
                              int cache_flush, double timeout_s, const char *ref_so_path,
@@ -575,15 +586,11 @@ TL_EXPORT int tl_measure_run(tl_ctx *ctx, const char *so_path, const char *fname
   tl_proc_result *res = NULL;
   int rc = tl_proc_call(ctx, run_child, &ra, timeout_s, 1 << 16, &res);
   if (rc) return rc;
-  size_t olen = 0, elen = 0;
-  const char *o = tl_proc_stdout(res, &olen);
+  size_t elen = 0;
   const char *e = tl_proc_stderr(res, &elen);
   switch (tl_proc_status(res)) {
   case TL_PROC_OK:
-    if (tl_measure_read_reply(o, olen, repeat, costs, ncosts, error_no, msg)) break;
-    *error_no = TL_MEASURE_RUNTIME_DEVICE;
-    *msg = tl_sprintf("the measurement child ended without a result%s%.*s", elen ? ": " : "",
-                      (int)(elen > 2000 ? 2000 : elen), e ? e : "");
+    tl_measure_ok_reply(res, repeat, "the measurement child", costs, ncosts, error_no, msg);
     break;
   case TL_PROC_SIGNAL: {
     int sig = tl_proc_code(res);

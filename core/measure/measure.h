@@ -31,5 +31,9 @@ void tl_measure_child_reply(int fd, int error_no, int ncosts, const double *cost
 ** NULL), or 0 when o holds none. */
 int tl_measure_read_reply(const char *o, size_t olen, int repeat, double *costs, int *ncosts,
                           int *error_no, char **msg);
+/* The outcome of a child that ended by itself (TL_PROC_OK): its answer when it wrote one, else
+** error_no TL_MEASURE_RUNTIME_DEVICE and msg "<who> ended without a result[: its stderr]". */
+void tl_measure_ok_reply(const tl_proc_result *res, int repeat, const char *who, double *costs,
+                         int *ncosts, int *error_no, char **msg);
 
 #endif

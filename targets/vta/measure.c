@@ -64,15 +64,11 @@ TL_EXPORT int tl_vta_measure(tl_ctx *ctx, const char *config_json, const char *a
   tl_proc_result *res = NULL;
   int rc = tl_proc_call(ctx, measure_child, &m, timeout_s, (size_t)1 << 20, &res);
   if (rc) return rc;
-  size_t olen = 0, elen = 0;
-  const char *o = tl_proc_stdout(res, &olen);
+  size_t elen = 0;
   const char *e = tl_proc_stderr(res, &elen);
   switch (tl_proc_status(res)) {
   case TL_PROC_OK:
-    if (tl_measure_read_reply(o, olen, repeat, costs, ncosts, error_no, msg)) break;
-    *error_no = TL_MEASURE_RUNTIME_DEVICE;
-    *msg = tl_sprintf("vta measure: the child ended without a result%s%.*s", elen ? ": " : "",
-                      (int)(elen > 2000 ? 2000 : elen), e ? e : "");
+    tl_measure_ok_reply(res, repeat, "vta measure: the child", costs, ncosts, error_no, msg);
     break;
   case TL_PROC_TIMEOUT:
     *error_no = TL_MEASURE_RUN_TIMEOUT;
