@@ -105,10 +105,36 @@ function RPCRunner:set_task(task)
 end
 function RPCRunner:get_build_kwargs() return {} end
 
--- The MeasureResults of a measured batch from the C call's outputs (job j is input jobs[j]);
+-- One batch on the tracker's devices: call(rep, costs, nc, en, msgs) runs the C measure into
+-- output arrays for n jobs of self.repeats costs each. Returns the outputs {costs, nc, en, msgs,
+-- rep, per (seconds per job)} and the stop message (nil when the batch ran).
+function RPCRunner:measure_batch(n, call)
+  local rep = self.repeats
+  local b = { rep = rep, costs = ffi.new("double[?]", n * rep), nc = ffi.new("int[?]", n),
+              en = ffi.new("int[?]", n), msgs = ffi.new("char *[?]", n) }
+  local t0 = C.tl_now()
+  require("tunelua.rpc").use_auth_key(self.auth_key)
+  local rc = call(rep, b.costs, b.nc, b.en, b.msgs)
+  b.per = (C.tl_now() - t0) / n
+  local stopped
+  if rc ~= 0 then
+    stopped = core.errmsg()
+    C.tl_clearerr(ctx)
+  end
+  return b, stopped
+end
+
+-- The error that stops tuning when the devices (what: "devices", "a simulator") went away.
+function RPCRunner:stop(stopped, what)
+  error(string.format("RPCRunner: %s; tuning stopped. The log is intact: start %s " ..
+    "('tunelua rpc server --tracker %s:%d --key %s') and re-run the same tuning command with the " ..
+    "same log file to resume.", stopped, what, self.host, self.port, self.key), 0)
+end
+
+-- The MeasureResults of a measured batch b (RPCRunner:measure_batch; job j is input jobs[j]);
 -- frees the messages. With require_costs a success without costs is an error.
-local function collect_results(out, jobs, build_results, msgs, en, nc, costs, rep, per,
-                               require_costs)
+local function collect_results(out, jobs, build_results, b, require_costs)
+  local msgs, en, nc, costs, rep, per = b.msgs, b.en, b.nc, b.costs, b.rep, b.per
   local measure = require "tunelua.autotvm.measure"
   local E = measure.MeasureErrorNo
   for j, i in ipairs(jobs) do
@@ -145,11 +171,7 @@ function RPCRunner:run(inputs, build_results)
   if #jobs > 0 and build_results[jobs[1]].vta_config then
     local stopped = self:run_vta(jobs, build_results, out)
     measure.cleanup(build_results)
-    if stopped then
-      error(string.format("RPCRunner: %s; tuning stopped. The log is intact: start a simulator " ..
-        "('tunelua rpc server --tracker %s:%d --key %s') and re-run the same tuning command " ..
-        "with the same log file to resume.", stopped, self.host, self.port, self.key), 0)
-    end
+    if stopped then self:stop(stopped, "a simulator") end
     return out
   end
   if inputs[1] and is_opencl(inputs[1].task) then
@@ -200,11 +222,7 @@ function RPCRunner:run(inputs, build_results)
     end
   end
   measure.cleanup(build_results)
-  if stopped then
-    error(string.format("RPCRunner: %s; tuning stopped. The log is intact: start devices " ..
-      "('tunelua rpc server --tracker %s:%d --key %s') and re-run the same tuning command with the " ..
-      "same log file to resume.", stopped, self.host, self.port, self.key), 0)
-  end
+  if stopped then self:stop(stopped, "devices") end
   return out
 end
 
@@ -224,25 +242,16 @@ function RPCRunner:run_c(jobs, build_results, ref, out)
       so[j - 1], sg[j - 1] = br.so_path, br.sig
       if br.fname then keep[#keep + 1] = br.fname; fn[j - 1] = br.fname end
     end
-    local rep = self.repeats
-    local costs = ffi.new("double[?]", n * rep)
-    local nc = ffi.new("int[?]", n)
-    local en = ffi.new("int[?]", n)
-    local msgs = ffi.new("char *[?]", n)
-    local t0 = C.tl_now()
-    require("tunelua.rpc").use_auth_key(self.auth_key)
-    local rc = C.tl_rpc_measure_batch(ctx, self.host, self.port, self.key, self.priority, n, so, fn, sg,
-                                      self.number, rep, self.min_repeat_ms,
-                                      self.enable_cpu_cache_flush and 1 or 0, self.timeout,
-                                      self.n_parallel, self.cooldown_interval, self.wait_limit,
-                                      self.wait_report_interval, ref and ref.so_path or nil,
-                                      ref and ref.fname or nil, 1e-4, costs, nc, en, msgs)
-    local per = (C.tl_now() - t0) / n
-    if rc ~= 0 then
-      stopped = core.errmsg()
-      C.tl_clearerr(ctx)
-    end
-    collect_results(out, jobs, build_results, msgs, en, nc, costs, rep, per, false)
+    local b
+    b, stopped = self:measure_batch(n, function(rep, costs, nc, en, msgs)
+      return C.tl_rpc_measure_batch(ctx, self.host, self.port, self.key, self.priority, n, so, fn, sg,
+                                    self.number, rep, self.min_repeat_ms,
+                                    self.enable_cpu_cache_flush and 1 or 0, self.timeout,
+                                    self.n_parallel, self.cooldown_interval, self.wait_limit,
+                                    self.wait_report_interval, ref and ref.so_path or nil,
+                                    ref and ref.fname or nil, 1e-4, costs, nc, en, msgs)
+    end)
+    collect_results(out, jobs, build_results, b, false)
     keep = nil
   end
   return stopped
@@ -256,23 +265,13 @@ function RPCRunner:run_vta(jobs, build_results, out)
   local first = build_results[jobs[1]]
   local idx = ffi.new("int64_t[?]", n)
   for j, i in ipairs(jobs) do idx[j - 1] = build_results[i].index end
-  local rep = self.repeats
-  local costs = ffi.new("double[?]", n * rep)
-  local nc = ffi.new("int[?]", n)
-  local en = ffi.new("int[?]", n)
-  local msgs = ffi.new("char *[?]", n)
-  local t0 = C.tl_now()
-  require("tunelua.rpc").use_auth_key(self.auth_key)
-  local rc = C.tl_rpc_measure_batch_vta(ctx, self.host, self.port, self.key, self.priority, n,
-                                        first.vta_config, first.vta_args, idx, rep, self.timeout,
-                                        self.n_parallel, self.cooldown_interval, self.wait_limit,
-                                        self.wait_report_interval, costs, nc, en, msgs)
-  local per = (C.tl_now() - t0) / n
-  local stopped
-  if rc ~= 0 then
-    stopped = core.errmsg()
-    C.tl_clearerr(ctx)
-  end
+  local b, stopped = self:measure_batch(n, function(rep, costs, nc, en, msgs)
+    return C.tl_rpc_measure_batch_vta(ctx, self.host, self.port, self.key, self.priority, n,
+                                      first.vta_config, first.vta_args, idx, rep, self.timeout,
+                                      self.n_parallel, self.cooldown_interval, self.wait_limit,
+                                      self.wait_report_interval, costs, nc, en, msgs)
+  end)
+  local en, msgs = b.en, b.msgs
   -- on success the message is the simulator's counters, not an error
   local stats = {}
   for j = 1, n do
@@ -282,7 +281,7 @@ function RPCRunner:run_vta(jobs, build_results, out)
       msgs[j - 1] = nil
     end
   end
-  collect_results(out, jobs, build_results, msgs, en, nc, costs, rep, per, true)
+  collect_results(out, jobs, build_results, b, true)
   for j, i in ipairs(jobs) do
     if stats[j] then out[i].vta_stats = require("tunelua.json").decode(stats[j]) end
   end
@@ -326,27 +325,16 @@ function RPCRunner:run_opencl(jobs, build_results, ref, out)
   local dev = mo.device_of_target(self.task and self.task.target)
   local btime = 10
   for _, i in ipairs(jobs) do btime = build_results[i].build_timeout or btime end
-  local rep = self.repeats
-  local costs = ffi.new("double[?]", n * rep)
-  local nc = ffi.new("int[?]", n)
-  local en = ffi.new("int[?]", n)
-  local msgs = ffi.new("char *[?]", n)
-  local t0 = C.tl_now()
-  require("tunelua.rpc").use_auth_key(self.auth_key)
-  local rc = C.tl_rpc_measure_batch_opencl(ctx, self.host, self.port, self.key, self.priority, n,
-                                           srcs, mans, dev, self.number, rep, self.min_repeat_ms,
-                                           btime, self.timeout, self.n_parallel,
-                                           self.cooldown_interval, self.wait_limit,
-                                           self.wait_report_interval, rsrc, rman, 1e-4, costs, nc,
-                                           en, msgs)
-  local per = (C.tl_now() - t0) / n
+  local b, stopped = self:measure_batch(n, function(rep, costs, nc, en, msgs)
+    return C.tl_rpc_measure_batch_opencl(ctx, self.host, self.port, self.key, self.priority, n,
+                                         srcs, mans, dev, self.number, rep, self.min_repeat_ms,
+                                         btime, self.timeout, self.n_parallel,
+                                         self.cooldown_interval, self.wait_limit,
+                                         self.wait_report_interval, rsrc, rman, 1e-4, costs, nc,
+                                         en, msgs)
+  end)
   for _, p in ipairs(files) do os.remove(p) end
-  local stopped
-  if rc ~= 0 then
-    stopped = core.errmsg()
-    C.tl_clearerr(ctx)
-  end
-  collect_results(out, jobs, build_results, msgs, en, nc, costs, rep, per, true)
+  collect_results(out, jobs, build_results, b, true)
   keep = nil
   return stopped
 end
