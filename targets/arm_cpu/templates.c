@@ -176,6 +176,24 @@ static int tile_outer(tl_ctx *ctx, tl_sched *s, int O, int64_t vc, int64_t vh, i
   return TL_OK;
 }
 
+/* The start the spatial-pack and depthwise schedules share: the anchor stages of tag (tmpl
+** names the template), the padded input pad kept at root and parallel, a last stage of another
+** shape parallel, the output *O tiled by (vc, vh, vw) with the inner order inner (tile_outer;
+** *attach as there). lname (128 bytes) gets the accumulation stage's name. */
+static int pack_outer(tl_ctx *ctx, tl_sched *s, const char *tag, const char *tmpl, const char *pad,
+                      int64_t vc, int64_t vh, int64_t vw, const int *inner, int *O, int *attach,
+                      char *lname) {
+  int L, other;
+  TRY(tl_atvm_anchor_stages(ctx, s, tag, tmpl, O, &L, &other));
+  char oname[128];
+  snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, *O));
+  snprintf(lname, 128, "%s", tl_sched_stage_name(s, L));
+  TRY(root_parallel(ctx, s, pad));
+  if (other >= 0) TRY(parallel_simple(ctx, s, tl_sched_num_stages(s) - 1));
+  *O = find(s, oname);
+  return tile_outer(ctx, s, *O, vc, vh, vw, inner, attach);
+}
+
 /* ---- conv2d_nchw_spatial_pack.arm_cpu ------------------------------------------------ */
 
 /* The fallback register tile for 128-bit vectors: VC a multiple of the
@@ -251,17 +269,11 @@ static int sp_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   TRY(tl_atvm_conv_of(ctx, a, 0, &ci));
   int64_t vc = inner_of(cfg, "tile_co"), vh = inner_of(cfg, "tile_oh"), vw = inner_of(cfg, "tile_ow");
   if (!vc || !vh || !vw) return tl_errcode(ctx);
-  int O, L, other;
-  TRY(tl_atvm_anchor_stages(ctx, s, "conv2d_nchw", "conv2d_nchw_spatial_pack.arm_cpu", &O, &L, &other));
-  char oname[128], lname[128];
-  snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
-  snprintf(lname, sizeof lname, "%s", tl_sched_stage_name(s, L));
-  TRY(root_parallel(ctx, s, "pad_temp"));
-  if (other >= 0) TRY(parallel_simple(ctx, s, tl_sched_num_stages(s) - 1));
-  O = find(s, oname);
   static const int inner[3] = {0, 1, 2};
-  int attach;
-  TRY(tile_outer(ctx, s, O, vc, vh, vw, inner, &attach));
+  int O, attach;
+  char lname[128];
+  TRY(pack_outer(ctx, s, "conv2d_nchw", "conv2d_nchw_spatial_pack.arm_cpu", "pad_temp", vc, vh, vw,
+                 inner, &O, &attach, lname));
   return sp_inner(cfg, s, O, attach, find(s, lname), 3, vc, vh, vw, &ci);
 }
 
@@ -297,19 +309,12 @@ static int dsp_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   const int64_t *r1 = tl_cfg_ints(cfg, "reorder_1", &w1);
   if (!vc || !vh || !vw || !r1) return tl_errcode(ctx);
   if (w1 != 7) return tl_err(ctx, TL_E_INTERNAL, "reorder_1 has %d axes", w1);
-  int O, L, other;
-  TRY(tl_atvm_anchor_stages(ctx, s, "depthwise_conv2d_nchw", "depthwise_conv2d_nchw_spatial_pack.arm_cpu",
-                    &O, &L, &other));
-  char oname[128], lname[128];
-  snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
-  snprintf(lname, sizeof lname, "%s", tl_sched_stage_name(s, L));
-  TRY(root_parallel(ctx, s, "PaddedInput"));
-  if (other >= 0) TRY(parallel_simple(ctx, s, tl_sched_num_stages(s) - 1));
-  O = find(s, oname);
   /* reorder_1 permutes the tile (positions 4..6 = vh, vw, vc) */
   int inner[3] = {(int)r1[4] - 4, (int)r1[5] - 4, (int)r1[6] - 4};
-  int attach;
-  TRY(tile_outer(ctx, s, O, vc, vh, vw, inner, &attach));
+  int O, attach;
+  char lname[128];
+  TRY(pack_outer(ctx, s, "depthwise_conv2d_nchw", "depthwise_conv2d_nchw_spatial_pack.arm_cpu",
+                 "PaddedInput", vc, vh, vw, inner, &O, &attach, lname));
   return sp_inner(cfg, s, O, attach, find(s, lname), 2, vc, vh, vw, &ci);
 }
 
@@ -338,19 +343,13 @@ static int dw_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   tl_ctx *ctx = cfg->ctx;
   int64_t vc = inner_of(cfg, "tile_c"), vh = inner_of(cfg, "tile_h"), vw = inner_of(cfg, "tile_w");
   if (!vc || !vh || !vw) return tl_errcode(ctx);
-  int O, L, other;
-  TRY(tl_atvm_anchor_stages(ctx, s, "depthwise_conv2d_nchw", "depthwise_conv2d_nchw.arm_cpu", &O, &L, &other));
-  char oname[128], lname[128];
-  snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
-  snprintf(lname, sizeof lname, "%s", tl_sched_stage_name(s, L));
-  TRY(root_parallel(ctx, s, "PaddedInput"));
-  if (other >= 0) TRY(parallel_simple(ctx, s, tl_sched_num_stages(s) - 1));
-  O = find(s, oname);
   static const int inner[3] = {0, 1, 2};
-  int attach;
-  TRY(tile_outer(ctx, s, O, vc, vh, vw, inner, &attach));
+  int O, attach;
+  char lname[128];
+  TRY(pack_outer(ctx, s, "depthwise_conv2d_nchw", "depthwise_conv2d_nchw.arm_cpu", "PaddedInput", vc,
+                 vh, vw, inner, &O, &attach, lname));
   TRY(tl_sched_compute_at(ctx, s, find(s, lname), O, pos(s, O, attach)));
-  L = find(s, lname);
+  int L = find(s, lname);
   /* L: n c h w | di dj -> n c/VC h/VH w/VW di dj vh vw vc */
   int n = node_at(s, L, 0), c = node_at(s, L, 1), h = node_at(s, L, 2), w = node_at(s, L, 3);
   int di = node_at(s, L, 4), dj = node_at(s, L, 5), t[2];
