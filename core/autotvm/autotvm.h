@@ -188,5 +188,10 @@ int tl_atvm_anchor_stages(tl_ctx *ctx, tl_sched *s, const char *tag, const char 
 int tl_atvm_inline_named(tl_ctx *ctx, tl_sched *s, const char *name);
 /* Set knob name's fallback to the entity equal to ints (annotate/reorder knobs). */
 void tl_cfg_fallback_ints(tl_atvm_cfg *cfg, const char *name, const int64_t *ints);
+/* The output of a winograd convolution (the stage tagged conv2d_nchw_winograd): the injective
+** stages after it inlined, and it too when a consumer of its shape follows. *O: the stage holding
+** the output's loops, *other: a last stage of another shape (-1 if none); tmpl names the
+** template in errors. */
+int tl_atvm_winograd_output(tl_ctx *ctx, tl_sched *s, const char *tmpl, int *O, int *other);
 
 #endif

@@ -206,3 +206,19 @@ void tl_cfg_fallback_ints(tl_atvm_cfg *cfg, const char *name, const int64_t *int
       return;
     }
 }
+
+int tl_atvm_winograd_output(tl_ctx *ctx, tl_sched *s, const char *tmpl, int *O, int *other) {
+  int W = tl_atvm_stage_by_tag(s, "conv2d_nchw_winograd");
+  if (W < 0) return tl_err(ctx, TL_E_SCHED, "%s: no winograd output stage", tmpl);
+  int last = tl_sched_num_stages(s) - 1;
+  for (int i = last - 1; i > W; i--)
+    if (tl_dag_op_nreduce(tl_sched_dag(s), i) == 0 && tl_sched_stage_op_kind(s, i) == TL_DAG_COMPUTE)
+      TRY(tl_sched_compute_inline(ctx, s, i));
+  last = tl_sched_num_stages(s) - 1;
+  *O = last, *other = -1;
+  if (last != W) {
+    if (tl_atvm_same_shape(s, W, last)) TRY(tl_sched_compute_inline(ctx, s, W));
+    else *other = last, *O = W;
+  }
+  return TL_OK;
+}

@@ -425,20 +425,8 @@ static int wino_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   tl_ctx *ctx = cfg->ctx;
   int64_t vp = inner_of(cfg, "tile_p"), vk = inner_of(cfg, "tile_k"), vcc = inner_of(cfg, "tile_c");
   if (!vp || !vk || !vcc) return tl_errcode(ctx);
-  int W = tl_atvm_stage_by_tag(s, "conv2d_nchw_winograd");
-  if (W < 0) return tl_err(ctx, TL_E_SCHED, "conv2d_nchw_winograd.arm_cpu: no winograd output stage");
-  /* the injective stages after the output inlined (and the output itself
-  ** when a consumer of its shape follows) */
-  int last = tl_sched_num_stages(s) - 1;
-  for (int i = last - 1; i > W; i--)
-    if (tl_dag_op_nreduce(tl_sched_dag(s), i) == 0 && tl_sched_stage_op_kind(s, i) == TL_DAG_COMPUTE)
-      TRY(tl_sched_compute_inline(ctx, s, i));
-  last = tl_sched_num_stages(s) - 1;
-  int O = last, other = -1;
-  if (last != W) {
-    if (tl_atvm_same_shape(s, W, last)) TRY(tl_sched_compute_inline(ctx, s, W));
-    else other = last, O = W;
-  }
+  int O, other;
+  TRY(tl_atvm_winograd_output(ctx, s, "conv2d_nchw_winograd.arm_cpu", &O, &other));
   if (other >= 0) TRY(parallel_simple(ctx, s, other));
   char oname[128];
   snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));

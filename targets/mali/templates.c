@@ -489,20 +489,8 @@ static int wino_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   const int64_t *t1 = sizes_of(cfg, "tile_t1", 2), *t2 = sizes_of(cfg, "tile_t2", 2),
                 *cu = sizes_of(cfg, "c_unroll", 2);
   if (!t1 || !t2 || !cu || bna < 1 || bnb < 1 || yt < 1) return tl_errcode(ctx);
-  int W = tl_atvm_stage_by_tag(s, "conv2d_nchw_winograd");
-  if (W < 0) return tl_err(ctx, TL_E_SCHED, "conv2d_nchw_winograd.mali: no winograd output stage");
-  /* inline the injective stages after the output (and the output itself
-  ** when a consumer of its shape follows); pad and input tiles handled below */
-  int last = tl_sched_num_stages(s) - 1;
-  for (int i = last - 1; i > W; i--)
-    if (tl_dag_op_nreduce(tl_sched_dag(s), i) == 0 && tl_sched_stage_op_kind(s, i) == TL_DAG_COMPUTE)
-      TRY(tl_sched_compute_inline(ctx, s, i));
-  last = tl_sched_num_stages(s) - 1;
-  int O = last, other = -1;
-  if (last != W) {
-    if (tl_atvm_same_shape(s, W, last)) TRY(tl_sched_compute_inline(ctx, s, W));
-    else other = last, O = W;
-  }
+  int O, other;
+  TRY(tl_atvm_winograd_output(ctx, s, "conv2d_nchw_winograd.mali", &O, &other));
   if (other >= 0) TRY(bind_simple(ctx, s, other));
   TRY(tl_atvm_inline_named(ctx, s, "data_pad"));
   char oname[128];
