@@ -4,7 +4,6 @@
 -- under qemu-aarch64 (tunelua-kernel-run) against a host reference.
 local autotvm = require "tunelua.autotvm"
 local te = require "tunelua.te"
-local topi = require "tunelua.topi"
 local tl = require "tunelua"
 local nd = tl.nd
 local core = require "tunelua.core"
@@ -13,16 +12,13 @@ local record = require "tunelua.autotvm.record"
 local measure = require "tunelua.autotvm.measure"
 local target = require "tunelua.target"
 local file = require "tunelua.file"
+local util = require "tests.lua.lib.util"
 local ffi = core.ffi
 
 local TARGET = "llvm -device=arm_cpu -mtriple=aarch64-linux-gnu -mattr=+neon"
 local function T(shape) return { "TENSOR", shape, "float32" } end
 local function conv_args(d, k, st, pad) return { T(d), T(k), { st, st }, { pad, pad, pad, pad }, { 1, 1 }, "float32" } end
-local function names_of(t)
-  local n = {}
-  for i, k in ipairs(t.config_space:knobs()) do n[i] = k.name end
-  return table.concat(n, ",")
-end
+local names_of = util.knob_names
 
 -- ---- spaces: TVM's knobs ----------------------------------------------------------------------
 local knob_names = {
@@ -151,40 +147,18 @@ local function shape_str(s)
   return table.concat(p, "x")
 end
 
-local function naive(op, shapes, attrs)
-  local ins = {}
-  for i, s in ipairs(shapes) do ins[i] = te.placeholder(s, "float32", "in" .. i) end
-  local outs = topi.op(op, ins, attrs)
-  local out = outs[#outs]
-  local s = te.create_schedule(out.op)
-  local args = {}
-  for i, x in ipairs(ins) do args[i] = x end
-  args[#args + 1] = out
-  return tl.build(s, args, "c"), out.shape
-end
-
-local seed = 4242
-local function rand_index(n)
-  seed = (seed * 1103515245 + 12345) % 2147483648
-  return seed % n
-end
+local rand_index = util.lcg(4242)
 
 -- n random configs (and the fallback) built for aarch64 in one batch, each run under qemu.
 local total = 0
 local function check_task(t, ref_op, ref_shapes, ref_attrs, n)
-  local ref, oshape = naive(ref_op, ref_shapes, ref_attrs)
+  local inputs, expect, oshape = util.reference(ref_op, ref_shapes, ref_attrs, 11)
   local specs = {}
-  local inputs = {}
   for i, s in ipairs(ref_shapes) do
-    inputs[i] = nd.random_uniform(s, { seed = 11 + i, low = -1, high = 1 })
     local p = string.format("%s/in%d.bin", dir, i)
     write_raw(p, inputs[i])
     specs[i] = string.format("in:%s:float32:%s", p, shape_str(s))
   end
-  local expect = nd.empty(oshape, "float32")
-  local call = { unpack(inputs) }
-  call[#call + 1] = expect
-  ref(unpack(call))
   local mi = { measure.MeasureInput(t, -1) }
   for _ = 1, n do mi[#mi + 1] = measure.MeasureInput(t, rand_index(#t.config_space)) end
   local br = measure.LocalBuilder({ n_parallel = 2, timeout = 120 }):build(mi)

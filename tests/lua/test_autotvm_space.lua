@@ -10,6 +10,7 @@ local tl = require "tunelua"
 local testing = require "tunelua.testing"
 local record = require "tunelua.autotvm.record"
 local executor = require "tunelua.graph.executor"
+local util = require "tests.lua.lib.util"
 
 local function T(shape) return { "TENSOR", shape, "float32" } end
 
@@ -69,26 +70,8 @@ do
 end
 
 -- ---- numerics: lowered kernels against a naive reference --------------------------------------
-local function naive(op, shapes, attrs)
-  local ins = {}
-  for i, s in ipairs(shapes) do ins[i] = te.placeholder(s, "float32", "in" .. i) end
-  local outs = topi.op(op, ins, attrs)
-  local out = outs[#outs]
-  local s = te.create_schedule(out.op)
-  local args = {}
-  for i, x in ipairs(ins) do args[i] = x end
-  args[#args + 1] = out
-  return tl.build(s, args, "c"), out.shape
-end
-
 local function check_task(t, indices, ref_op, ref_shapes, ref_attrs)
-  local ref, oshape = naive(ref_op, ref_shapes, ref_attrs)
-  local inputs = {}
-  for i, s in ipairs(ref_shapes) do inputs[i] = nd.random_uniform(s, { seed = 7 + i, low = -1, high = 1 }) end
-  local want = nd.empty(oshape, "float32")
-  local call = { unpack(inputs) }
-  call[#call + 1] = want
-  ref(unpack(call))
+  local inputs, want, oshape = util.reference(ref_op, ref_shapes, ref_attrs, 7)
   for _, idx in ipairs(indices) do
     local s, args, shapes = t:instantiate(idx)
     local f = tl.build(s, args, "c")
@@ -179,11 +162,7 @@ end
 -- random configs over shapes with stride 2, 1x1, C = 3, O not a multiple of 16, 7-wide outputs
 do
   local te, topi = tl.te, tl.topi
-  local rng = 7
-  local function rand_index(n)   -- a small LCG: the same configs on every run
-    rng = (rng * 1103515245 + 12345) % 2147483648
-    return rng % n
-  end
+  local rand_index = util.lcg(7)   -- the same configs on every run
   local shapes = { { 3, 12, 16, 7, 2, 3 }, { 8, 10, 48, 3, 1, 1 }, { 16, 9, 32, 1, 2, 0 },
                    { 6, 8, 12, 3, 2, 1 }, { 32, 7, 64, 3, 1, 1 }, { 4, 6, 24, 1, 1, 0 } }
   for _, L in ipairs(shapes) do

@@ -13,6 +13,7 @@ local ocl = require "tunelua.opencl"
 local core = require "tunelua.core"
 local testing = require "tunelua.testing"
 local record = require "tunelua.autotvm.record"
+local util = require "tests.lua.lib.util"
 local ffi = core.ffi
 
 local TARGET = "opencl -device=mali"
@@ -26,11 +27,7 @@ local knob_names = {
   ["depthwise_conv2d_nchw.mali"] = "tile_c,tile_y,tile_x,ann_spatial",
   ["dense.mali"] = "tile_y,tile_x,c_unroll",
 }
-local function names_of(t)
-  local n = {}
-  for i, k in ipairs(t.config_space:knobs()) do n[i] = k.name end
-  return table.concat(n, ",")
-end
+local names_of = util.knob_names
 
 do
   local convs = {   -- data, kernel, stride, pad
@@ -126,39 +123,16 @@ end
 local DEV = "opencl:0"
 
 -- ---- numerics on the OpenCL device -----------------------------------------------------------
-local function naive(op, shapes, attrs)
-  local ins = {}
-  for i, s in ipairs(shapes) do ins[i] = te.placeholder(s, "float32", "in" .. i) end
-  local outs = topi.op(op, ins, attrs)
-  local out = outs[#outs]
-  local s = te.create_schedule(out.op)
-  local args = {}
-  for i, x in ipairs(ins) do args[i] = x end
-  args[#args + 1] = out
-  return tl.build(s, args, "c"), out.shape
-end
-
 -- TUNELUA_MALI_SCALE=k multiplies the number of configs run per task (default 1).
 local SCALE = tonumber(os.getenv("TUNELUA_MALI_SCALE") or "1") or 1
-local seed = 12345
-local function rand_index(n)
-  seed = (seed * 1103515245 + 12345) % 2147483648
-  return seed % n
-end
+local rand_index = util.lcg(12345)
 
 -- Build and run configs until `want` of them ran (instantiation errors,
 -- e.g. "vec" of 3 lanes, and work-groups over the device limit skipped).
 local function check_task(t, ref_op, ref_shapes, ref_attrs, want, tries)
-  local ref, oshape = naive(ref_op, ref_shapes, ref_attrs)
-  local inputs, dev_in = {}, {}
-  for i, s in ipairs(ref_shapes) do
-    inputs[i] = nd.random_uniform(s, { seed = 7 + i, low = -1, high = 1 })
-    dev_in[i] = inputs[i]:copyto(DEV)
-  end
-  local expect = nd.empty(oshape, "float32")
-  local call = { unpack(inputs) }
-  call[#call + 1] = expect
-  ref(unpack(call))
+  local inputs, expect, oshape = util.reference(ref_op, ref_shapes, ref_attrs, 7)
+  local dev_in = {}
+  for i, x in ipairs(inputs) do dev_in[i] = x:copyto(DEV) end
   local ran, skipped = 0, 0
   want, tries = want * SCALE, tries * SCALE
   local indices = { -1 }
@@ -252,15 +226,9 @@ do
           op = name == "depthwise_conv2d_nchw.mali" and "depthwise_conv2d" or "conv2d"
           attrs = { strides = a[3], padding = a[4], dilation = a[5] }
         end
-        local ref, oshape = naive(op, shapes, attrs)
-        local host, dev = {}, {}
-        for k, sh in ipairs(shapes) do
-          host[k] = nd.random_uniform(sh, { seed = 20 + k, low = -1, high = 1 })
-          dev[k] = host[k]:copyto(DEV)
-        end
-        local want = nd.empty(oshape, "float32")
-        host[#host + 1] = want
-        ref(unpack(host))
+        local host, want, oshape = util.reference(op, shapes, attrs, 20)
+        local dev = {}
+        for k, x in ipairs(host) do dev[k] = x:copyto(DEV) end
         local idx = assert(t.config_space:index_of(r.inp.config.entity))
         local s, args = t:instantiate(idx)
         local f = tl.build(s, args, "opencl")

@@ -1,6 +1,7 @@
 -- Shared by the Lua tests (required by path as "tests.lua.lib.util", not a test of its own):
 -- a private temporary directory, reading a whole file, running a command for its output,
--- checking an error message.
+-- checking an error message, a template task's knob names, a kernel's naive reference on
+-- random inputs, a small deterministic random index.
 local file = require "tunelua.file"
 
 local M = {}
@@ -47,6 +48,43 @@ function M.rpc_exchange(port)
     local s = ffi.string(out[0], n[0])
     C.tl_rpc_free(out[0])
     return s
+  end
+end
+
+--- M.knob_names(task) -> the names of the task's config-space knobs, comma-separated
+function M.knob_names(task)
+  local n = {}
+  for i, k in ipairs(task.config_space:knobs()) do n[i] = k.name end
+  return table.concat(n, ",")
+end
+
+--- M.reference(op, shapes, attrs, seed) -> inputs, expect, oshape: float32 inputs of the shapes
+--- (uniform in [-1, 1], input i from seed + i) and the output topi's op gives on them through
+--- its unscheduled compute built for the host (a tuned kernel's numerical reference)
+function M.reference(op, shapes, attrs, seed)
+  local te, topi, tl = require "tunelua.te", require "tunelua.topi", require "tunelua"
+  local ins = {}
+  for i, s in ipairs(shapes) do ins[i] = te.placeholder(s, "float32", "in" .. i) end
+  local outs = topi.op(op, ins, attrs)
+  local out = outs[#outs]
+  local args = {}
+  for i, x in ipairs(ins) do args[i] = x end
+  args[#args + 1] = out
+  local ref = tl.build(te.create_schedule(out.op), args, "c")
+  local inputs = {}
+  for i, s in ipairs(shapes) do inputs[i] = tl.nd.random_uniform(s, { seed = seed + i, low = -1, high = 1 }) end
+  local expect = tl.nd.empty(out.shape, "float32")
+  local call = { unpack(inputs) }
+  call[#call + 1] = expect
+  ref(unpack(call))
+  return inputs, expect, out.shape
+end
+
+--- M.lcg(seed) -> function(n) -> an index in [0, n): a small LCG, the same indices every run
+function M.lcg(seed)
+  return function(n)
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    return seed % n
   end
 end
 
