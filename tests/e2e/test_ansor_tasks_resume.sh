@@ -7,6 +7,7 @@
 set -euo pipefail
 TL=${1:?usage: test_ansor_tasks_resume.sh path/to/tunelua}
 cd "$(dirname "$0")/../.."
+. tests/e2e/lib_kill.sh
 dir=$(mktemp -d "${TMPDIR:-/tmp}/tunelua-ansor-tasks-resume.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 cat > "$dir/tune.lua" <<'LUA'
@@ -30,15 +31,7 @@ tuner:tune(auto_scheduler.TuningOptions{ num_measure_trials = tonumber(arg[2]), 
 print("trials " .. tuner.ct)
 LUA
 log="$dir/log.json"
-"$TL" "$dir/tune.lua" "$log" 400 1 > "$dir/first.out" 2>&1 &
-pid=$!
-for _ in $(seq 1 900); do
-  [ -f "$log" ] && [ "$(wc -l < "$log")" -ge 5 ] && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
-kill -9 "$pid" 2>/dev/null || { echo "FAIL: the first run ended before it was killed"; cat "$dir/first.out"; exit 1; }
-wait "$pid" 2>/dev/null || true
+kill_after_lines "$log" 5 900 "$dir/first.out" "$TL" "$dir/tune.lua" "$log" 400 1
 n1=$(wc -l < "$log")
 [ "$n1" -ge 5 ] || { echo "FAIL: $n1 records before the kill"; exit 1; }
 grep -q "Task Scheduler" "$dir/first.out" || { echo "FAIL: no task table"; cat "$dir/first.out"; exit 1; }
