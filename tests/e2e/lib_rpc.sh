@@ -10,6 +10,10 @@
 #                                           $W/serverN.out; sets SPID once it is bound
 #   query_until "KEY TOTAL FREE PENDING" S  polls tracker $PORT (answer in $W/query.txt) until
 #                                           KEY's row reads so; fails (status 1) after S seconds
+#   wait_measuring SPID JOB TRIES WHAT     waits (0.02 s steps, TRIES at most) until a session of
+#                                           server SPID runs a measurement (a child of its own);
+#                                           fails when JOB ended first or after TRIES (WHAT names
+#                                           the server in the message)
 set -u
 
 rpc_init() {
@@ -42,6 +46,15 @@ wait_for() {  # wait_for FILE PATTERN SECONDS
     sleep 0.1; i=$((i + 1)); [ $i -gt $(($3 * 10)) ] && return 1
   done
   return 0
+}
+
+wait_measuring() {  # wait_measuring SPID JOB TRIES WHAT
+  local server=$1 job=$2 tries=$3 what=$4 i=0 c
+  while :; do
+    for c in $(ps -o pid= --ppid "$server"); do [ -n "$(ps -o pid= --ppid "$c")" ] && return 0; done
+    kill -0 "$job" 2>/dev/null || fail "the job ended before $what measured anything"
+    sleep 0.02; i=$((i + 1)); [ $i -gt "$tries" ] && fail "$what never measured"
+  done
 }
 
 bound_port() {  # bound_port FILE...: the ports of the "bind to 127.0.0.1:PORT" lines

@@ -83,16 +83,7 @@ LOG=$W/tune.log
 JOB=$!; PIDS+=($JOB)
 wait_for "$W/job.out" tuning 30 || fail "job did not start"
 # a session is a child of the device server, a measurement a child of the session
-measuring() {
-  local c
-  for c in $(ps -o pid= --ppid $D1); do [ -n "$(ps -o pid= --ppid $c)" ] && return 0; done
-  return 1
-}
-i=0
-until measuring; do
-  kill -0 $JOB 2>/dev/null || fail "the job ended before the device measured anything"
-  sleep 0.02; i=$((i + 1)); [ $i -gt 3000 ] && fail "the device never measured"
-done
+wait_measuring $D1 $JOB 3000 "the device"
 kill -9 $D1
 echo "killed the device server (pid $D1) during a measurement"
 sleep 0.5

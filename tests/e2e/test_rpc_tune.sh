@@ -118,16 +118,7 @@ PIDS+=($JOB)
 wait_for "$W/job.out" tuning 10 || fail "job did not start"
 # A session runs in a child of the server, and each measurement in a child of the session: kill
 # server 1 while one of its measurements runs, so that exactly that trial is lost.
-measuring() {
-  local c
-  for c in $(ps -o pid= --ppid $S1); do [ -n "$(ps -o pid= --ppid $c)" ] && return 0; done
-  return 1
-}
-i=0
-until measuring; do
-  kill -0 $JOB 2>/dev/null || fail "the job ended before server 1 measured anything"
-  sleep 0.02; i=$((i + 1)); [ $i -gt 1500 ] && fail "server 1 never measured"
-done
+wait_measuring $S1 $JOB 1500 "server 1"
 kill -9 $S1
 echo "killed server 1 (pid $S1) during a measurement"
 start_server 4; S4=$SPID
