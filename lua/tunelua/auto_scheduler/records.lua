@@ -199,18 +199,8 @@ function records.load(path, opts)
     ln = ln + 1
     local c = line:sub(1, 1)
     if line ~= "" and c ~= "#" and c ~= " " then
-      local rec, why = records.decode(line)
-      if not rec then
-        local at = line:find('{"i"', 2, true)
-        while at and not rec do
-          rec = records.decode(line:sub(at))
-          if rec then
-            warn(string.format("%s:%d: skipped a torn record before column %d", path, ln, at))
-          else
-            at = line:find('{"i"', at + 1, true)
-          end
-        end
-      end
+      local rec, why, at = record.decode_mended(line, records.decode, '{"i"')
+      if at then warn(string.format("%s:%d: skipped a torn record before column %d", path, ln, at)) end
       if rec then
         rec.line, rec.path = ln, path
         out[#out + 1] = rec

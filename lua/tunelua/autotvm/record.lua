@@ -191,6 +191,22 @@ function record.decode(line)
   return nil, "not an AutoTVM record (no \"input\" or \"i\")"
 end
 
+--- record.decode_mended(line, decode, marker) -> decode(line)'s results; else, for a torn
+--- record (its writer died) that the next record was appended to, those of the first whole
+--- record starting at marker further on, and its column; else nil and decode's reason.
+--- (The AutoTVM and the auto-scheduler log readers both mend lines so.)
+function record.decode_mended(line, decode, marker)
+  local a, b = decode(line)
+  if a then return a, b end
+  local at = line:find(marker, 2, true)
+  while at do
+    local a2, b2 = decode(line:sub(at))
+    if a2 then return a2, b2, at end
+    at = line:find(marker, at + 1, true)
+  end
+  return nil, b
+end
+
 --- record.load_from_file(path, {legacy = true}) -> list of {inp = ..., res = ...}
 -- Lines starting with '#' are skipped; malformed lines (bad JSON, JSON nested too deep,
 -- records of the wrong shape) warn with file:line and are skipped, only they. A torn record
@@ -206,20 +222,8 @@ function record.load_from_file(path, opts)
   for line in require("tunelua.file").lines(f) do
     ln = ln + 1
     if line:sub(1, 1) ~= "#" then
-      local inp, res = record.decode(line)
-      if not inp then
-        -- a torn record (its writer died) that the next record was appended to: keep that one
-        local at = line:find('{"i', 2, true)
-        while at and not inp do
-          local i2, r2 = record.decode(line:sub(at))
-          if i2 then
-            warn(string.format("%s:%d: skipped a torn record before column %d", path, ln, at))
-            inp, res = i2, r2
-          else
-            at = line:find('{"i', at + 1, true)
-          end
-        end
-      end
+      local inp, res, at = record.decode_mended(line, record.decode, '{"i')
+      if at then warn(string.format("%s:%d: skipped a torn record before column %d", path, ln, at)) end
       if not inp then
         warn(string.format("%s:%d: skipped a malformed record: %s", path, ln, res))
       elseif inp.legacy and not opts.legacy then
