@@ -169,7 +169,14 @@ typedef struct tl_atvm_conv {
   int64_t N, C, H, W, O, KH, KW, OH, OW, stride[2], pad[4], dil[2];
   const char *out_dtype;
 } tl_atvm_conv;
+/* ci from a: the argument count, the ranks, the channels (a depthwise kernel's C too) and the
+** strides and dilation (positive) checked, OH and OW computed. */
 int tl_atvm_conv_of(tl_ctx *ctx, const tl_atvm_args *a, int depthwise, tl_atvm_conv *ci);
+/* Its parts, for templates with other argument checks (x86): the ranks checked and the fields
+** up to O read (no value checked); then the strides (and dilation with check_dilation)
+** checked positive and OH, OW computed. */
+int tl_atvm_conv_read(tl_ctx *ctx, const tl_atvm_args *a, int depthwise, tl_atvm_conv *ci);
+int tl_atvm_conv_size(tl_ctx *ctx, tl_atvm_conv *ci, int check_dilation);
 /* The topi attributes of ci (strides, padding, dilation, out_dtype) with extra (",..." or
 ** NULL) appended, into buf. */
 void tl_atvm_conv_attrs(const tl_atvm_conv *ci, const char *extra, char *buf, size_t cap);

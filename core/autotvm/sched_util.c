@@ -109,11 +109,7 @@ int tl_atvm_inline_injective(tl_ctx *ctx, tl_sched *s, int anchor) {
 
 /* ---- 2-D convolutions of the arm_cpu and mali templates ------------------------------ */
 
-int tl_atvm_conv_of(tl_ctx *ctx, const tl_atvm_args *a, int depthwise, tl_atvm_conv *ci) {
-  if (a->ntensors < 2 || json_array_size(a->json) < 5)
-    return tl_err(ctx, TL_E_ARG,
-                  "expected args [data, kernel, strides, padding, dilation, out_dtype] with 2 tensors, got %d tensors",
-                  a->ntensors);
+int tl_atvm_conv_read(tl_ctx *ctx, const tl_atvm_args *a, int depthwise, tl_atvm_conv *ci) {
   if (a->ndim[0] != 4 || a->ndim[1] != 4)
     return tl_err(ctx, TL_E_SHAPE, "data and kernel must be 4-D (NCHW, OIHW), got %d-D and %d-D",
                   a->ndim[0], a->ndim[1]);
@@ -125,19 +121,33 @@ int tl_atvm_conv_of(tl_ctx *ctx, const tl_atvm_args *a, int depthwise, tl_atvm_c
   ci->N = a->shape[0][0], ci->C = a->shape[0][1], ci->H = a->shape[0][2], ci->W = a->shape[0][3];
   ci->KH = a->shape[1][2], ci->KW = a->shape[1][3];
   ci->O = depthwise ? a->shape[1][0] * a->shape[1][1] : a->shape[1][0];
+  return TL_OK;
+}
+
+int tl_atvm_conv_size(tl_ctx *ctx, tl_atvm_conv *ci, int check_dilation) {
+  if (ci->stride[0] < 1 || ci->stride[1] < 1) return tl_err(ctx, TL_E_ARG, "strides must be positive");
+  if (check_dilation && (ci->dil[0] < 1 || ci->dil[1] < 1))
+    return tl_err(ctx, TL_E_ARG, "dilation must be positive");
+  int64_t KHd = (ci->KH - 1) * ci->dil[0] + 1, KWd = (ci->KW - 1) * ci->dil[1] + 1;
+  ci->OH = (ci->H + ci->pad[0] + ci->pad[2] - KHd) / ci->stride[0] + 1;
+  ci->OW = (ci->W + ci->pad[1] + ci->pad[3] - KWd) / ci->stride[1] + 1;
+  if (ci->OH < 1 || ci->OW < 1) return tl_err(ctx, TL_E_SHAPE, "the kernel is larger than the padded input");
+  return TL_OK;
+}
+
+int tl_atvm_conv_of(tl_ctx *ctx, const tl_atvm_args *a, int depthwise, tl_atvm_conv *ci) {
+  if (a->ntensors < 2 || json_array_size(a->json) < 5)
+    return tl_err(ctx, TL_E_ARG,
+                  "expected args [data, kernel, strides, padding, dilation, out_dtype] with 2 tensors, got %d tensors",
+                  a->ntensors);
+  TRY(tl_atvm_conv_read(ctx, a, depthwise, ci));
   if (!depthwise && a->shape[1][1] != ci->C)
     return tl_err(ctx, TL_E_SHAPE, "data has %lld channels but the kernel expects %lld",
                   (long long)ci->C, (long long)a->shape[1][1]);
   if (depthwise && a->shape[1][0] != ci->C)
     return tl_err(ctx, TL_E_SHAPE, "depthwise: data has %lld channels but the kernel has %lld",
                   (long long)ci->C, (long long)a->shape[1][0]);
-  if (ci->stride[0] < 1 || ci->stride[1] < 1) return tl_err(ctx, TL_E_ARG, "strides must be positive");
-  if (ci->dil[0] < 1 || ci->dil[1] < 1) return tl_err(ctx, TL_E_ARG, "dilation must be positive");
-  int64_t KHd = (ci->KH - 1) * ci->dil[0] + 1, KWd = (ci->KW - 1) * ci->dil[1] + 1;
-  ci->OH = (ci->H + ci->pad[0] + ci->pad[2] - KHd) / ci->stride[0] + 1;
-  ci->OW = (ci->W + ci->pad[1] + ci->pad[3] - KWd) / ci->stride[1] + 1;
-  if (ci->OH < 1 || ci->OW < 1) return tl_err(ctx, TL_E_SHAPE, "the kernel is larger than the padded input");
-  return TL_OK;
+  return tl_atvm_conv_size(ctx, ci, 1);
 }
 
 void tl_atvm_conv_attrs(const tl_atvm_conv *ci, const char *extra, char *buf, size_t cap) {

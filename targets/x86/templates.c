@@ -85,38 +85,19 @@ static int64_t last_of(tl_atvm_cfg *cfg, const char *name) {
 
 /* conv args: data, kernel, strides, padding, dilation, layout, out_layout, out_dtype
 ** (depthwise: data, kernel, strides, padding, dilation, out_dtype). */
-typedef struct conv_info {
-  int64_t N, C, H, W, O, KH, KW, OH, OW, stride[2], pad[4], dil[2];
-  const char *out_dtype;
-} conv_info;
+typedef tl_atvm_conv conv_info;
 
 static int conv_info_of(tl_ctx *ctx, const tl_atvm_args *a, int depthwise, conv_info *ci) {
   if (a->ntensors < 2)
     return tl_err(ctx, TL_E_ARG, "expected args [data, kernel, strides, padding, dilation, ...] with 2 tensors, got %d",
                   a->ntensors);
-  if (a->ndim[0] != 4 || a->ndim[1] != 4)
-    return tl_err(ctx, TL_E_SHAPE, "data and kernel must be 4-D (NCHW, OIHW), got %d-D and %d-D",
-                  a->ndim[0], a->ndim[1]);
-  TRY(tl_atvm_args_ints(ctx, a, 2, 2, ci->stride, "strides"));
-  TRY(tl_atvm_args_ints(ctx, a, 3, 4, ci->pad, "padding"));
-  TRY(tl_atvm_args_ints(ctx, a, 4, 2, ci->dil, "dilation"));
-  size_t n = json_array_size(a->json);
-  ci->out_dtype = json_string_value(json_array_get(a->json, n - 1));
-  if (!depthwise && n >= 6) {
+  TRY(tl_atvm_conv_read(ctx, a, depthwise, ci));
+  if (!depthwise && json_array_size(a->json) >= 6) {
     const char *layout = json_string_value(json_array_get(a->json, 5));
     if (layout && strcmp(layout, "NCHW") != 0)
       return tl_err(ctx, TL_E_UNSUPPORTED, "data layout '%s' is not supported (NCHW)", layout);
   }
-  ci->N = a->shape[0][0], ci->C = a->shape[0][1], ci->H = a->shape[0][2], ci->W = a->shape[0][3];
-  ci->KH = a->shape[1][2], ci->KW = a->shape[1][3];
-  ci->O = depthwise ? a->shape[1][0] * a->shape[1][1] : a->shape[1][0];
-  int64_t KHd = (ci->KH - 1) * ci->dil[0] + 1, KWd = (ci->KW - 1) * ci->dil[1] + 1;
-  if (ci->stride[0] < 1 || ci->stride[1] < 1)
-    return tl_err(ctx, TL_E_ARG, "strides must be positive");
-  ci->OH = (ci->H + ci->pad[0] + ci->pad[2] - KHd) / ci->stride[0] + 1;
-  ci->OW = (ci->W + ci->pad[1] + ci->pad[3] - KWd) / ci->stride[1] + 1;
-  if (ci->OH < 1 || ci->OW < 1) return tl_err(ctx, TL_E_SHAPE, "the kernel is larger than the padded input");
-  return TL_OK;
+  return tl_atvm_conv_size(ctx, ci, 0);
 }
 
 static int conv_compute_common(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in,
