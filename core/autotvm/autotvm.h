@@ -191,6 +191,8 @@ int tl_atvm_depthwise_nchw_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *d
 ** stage of another shape (-1 if none); tmpl names the template in errors. */
 int tl_atvm_anchor_stages(tl_ctx *ctx, tl_sched *s, const char *tag, const char *tmpl, int *O,
                           int *L, int *other);
+/* Move node to the innermost position of stage st (family names the templates in errors). */
+int tl_atvm_move_innermost(tl_ctx *ctx, tl_sched *s, int st, int node, const char *family);
 /* Inline the stage called name when it is a compute stage still at root (else nothing). */
 int tl_atvm_inline_named(tl_ctx *ctx, tl_sched *s, const char *name);
 /* Set knob name's fallback to the entity equal to ints (annotate/reorder knobs). */

@@ -232,3 +232,13 @@ int tl_atvm_winograd_output(tl_ctx *ctx, tl_sched *s, const char *tmpl, int *O, 
   }
   return TL_OK;
 }
+
+int tl_atvm_move_innermost(tl_ctx *ctx, tl_sched *s, int st, int node, const char *family) {
+  int ni = tl_sched_num_iters(s, st), p = tl_sched_node_iter(s, st, node), order[64], k = 0;
+  if (p < 0 || ni > 64) return tl_err(ctx, TL_E_INTERNAL, "%s template: lost an iterator", family);
+  if (p == ni - 1) return TL_OK;
+  for (int i = 0; i < ni; i++)
+    if (i != p) order[k++] = i;
+  order[k] = p;
+  return tl_sched_reorder(ctx, s, st, ni, order);
+}

@@ -114,17 +114,6 @@ static int apply_ann(tl_atvm_cfg *cfg, tl_sched *s, int st, const char *knob, co
   return TL_OK;
 }
 
-/* Move node to the innermost position of stage st. */
-static int move_innermost(tl_ctx *ctx, tl_sched *s, int st, int node) {
-  int ni = tl_sched_num_iters(s, st), p = pos(s, st, node), order[64], k = 0;
-  if (p < 0 || ni > 64) return tl_err(ctx, TL_E_INTERNAL, "arm_cpu template: lost an iterator");
-  if (p == ni - 1) return TL_OK;
-  for (int i = 0; i < ni; i++)
-    if (i != p) order[k++] = i;
-  order[k] = p;
-  return tl_sched_reorder(ctx, s, st, ni, order);
-}
-
 static int define_split(tl_atvm_cfg *cfg, const char *name, int64_t len, int64_t max_factor) {
   int k = tl_atvm_space_define_split(cfg->ctx, cfg->space, name, len, "factors", 2, max_factor, -1,
                                      NULL, 0);
@@ -259,7 +248,7 @@ static int sp_inner(tl_atvm_cfg *cfg, tl_sched *s, int O, int attach, int L, int
   int spa[3] = {vhn, vwn, vcn}, vec;
   int64_t sl[3] = {vh, vw, vc};
   TRY(apply_ann(cfg, s, L, "ann_spatial", spa, sl, 3, &vec));
-  if (vec >= 0) TRY(move_innermost(ctx, s, L, vec));
+  if (vec >= 0) TRY(tl_atvm_move_innermost(ctx, s, L, vec, "arm_cpu"));
   return TL_OK;
 }
 
@@ -361,7 +350,7 @@ static int dw_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   int spa[3] = {vhn, vwn, vcn}, vec;
   int64_t sl[3] = {vh, vw, vc};
   TRY(apply_ann(cfg, s, L, "ann", spa, sl, 3, &vec));
-  if (vec >= 0) TRY(move_innermost(ctx, s, L, vec));
+  if (vec >= 0) TRY(tl_atvm_move_innermost(ctx, s, L, vec, "arm_cpu"));
   return TL_OK;
 }
 
@@ -480,7 +469,7 @@ static int wino_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
     int sn[2] = {k2[1], p2[1]}, vec;
     int64_t sl[2] = {vk, vp};
     TRY(apply_ann(cfg, s, M, "ann_spatial", sn, sl, 2, &vec));
-    if (vec >= 0) TRY(move_innermost(ctx, s, M, vec));
+    if (vec >= 0) TRY(tl_atvm_move_innermost(ctx, s, M, vec, "arm_cpu"));
   }
 
   /* output: n k/VK fused parallel, the inverse transform per block of VK channels */

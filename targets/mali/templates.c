@@ -121,17 +121,6 @@ static int apply_ann(tl_atvm_cfg *cfg, tl_sched *s, int st, const char *knob, co
   return TL_OK;
 }
 
-/* Move node to the innermost position of stage st. */
-static int move_innermost(tl_ctx *ctx, tl_sched *s, int st, int node) {
-  int ni = tl_sched_num_iters(s, st), p = pos(s, st, node), order[64], k = 0;
-  if (p < 0 || ni > 64) return tl_err(ctx, TL_E_INTERNAL, "mali template: lost an iterator");
-  if (p == ni - 1) return TL_OK;
-  for (int i = 0; i < ni; i++)
-    if (i != p) order[k++] = i;
-  order[k] = p;
-  return tl_sched_reorder(ctx, s, st, ni, order);
-}
-
 /* The largest power of two <= cap dividing n. */
 static int64_t pow2_divisor(int64_t n, int64_t cap) {
   int64_t f = 1;
@@ -417,7 +406,7 @@ static int sp_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   int spa[3] = {vh, vw, vc}, vec;
   int64_t sl[3] = {th[2], tw[2], tc[2]};
   TRY(apply_ann(cfg, s, L, "ann_spatial", spa, sl, 3, 16, &vec));
-  if (vec >= 0) TRY(move_innermost(ctx, s, L, vec));
+  if (vec >= 0) TRY(tl_atvm_move_innermost(ctx, s, L, vec, "mali"));
   return TL_OK;
 }
 
@@ -698,7 +687,7 @@ static int dw_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   int spa[3] = {ci_, yi, xi}, vec;
   int64_t sl[3] = {tc[2], ty[2], tx[2]};
   TRY(apply_ann(cfg, s, L, "ann_spatial", spa, sl, 3, 16, &vec));
-  if (vec >= 0) TRY(move_innermost(ctx, s, L, vec));
+  if (vec >= 0) TRY(tl_atvm_move_innermost(ctx, s, L, vec, "mali"));
   return TL_OK;
 }
 
