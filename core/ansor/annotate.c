@@ -107,7 +107,7 @@ tl_sched *tl_ansor_replay(tl_ctx *ctx, const tl_sched *base, const tl_step *step
 /* Shallow copies of a state's steps (ints replaced where a caller edits them). */
 static tl_step *steps_copy(const tl_sched *s) {
   tl_step *v = tl_malloc(sizeof(tl_step) * (size_t)(s->steps.n + 1));
-  memcpy(v, s->steps.v, sizeof(tl_step) * (size_t)s->steps.n);
+  if (s->steps.n > 0) memcpy(v, s->steps.v, sizeof(tl_step) * (size_t)s->steps.n);
   return v;
 }
 

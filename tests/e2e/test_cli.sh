@@ -46,4 +46,12 @@ out=$(printf 'print(y)\n' | "$TL" -i -e 'y = 42' 2>&1); check interactive_after_
 # modules are found without environment variables, from any directory
 out=$(cd / && "$TL" -e 'print(require("tunelua").version)' 2>&1); check module_path 0 "0." $? "$out"
 
+# a finalizer that never returns cannot keep a finished run from exiting: the close is given
+# TUNELUA_CLOSE_LIMIT_S seconds, then the script's own status is the exit status
+spin='KEEP = require("ffi").gc(require("ffi").new("char[1]"), function() while true do end end); print("done")'
+out=$(TUNELUA_CLOSE_LIMIT_S=1 timeout 30 "$TL" -e "$spin" 2>&1)
+check close_limit 0 "did not close within 1 s (its finalizers); exiting with status 0" $? "$out"
+out=$(TUNELUA_CLOSE_LIMIT_S=1 timeout 30 "$TL" -e "$spin; error('stop')" 2>&1)
+check close_limit_failed_run 1 "exiting with status 1" $? "$out"
+
 check_done test_cli
