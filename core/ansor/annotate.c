@@ -558,9 +558,10 @@ static tl_sched *mutate_parallel(tl_ctx *ctx, const tl_ansor_env *env, const tl_
       used += t->nints;
       t->ints = v;
     } else if (t->kind != TL_STEP_AN && t->kind != TL_STEP_PR && t->kind != TL_STEP_FU) {
+      int kind = t->kind;
       free(ids);
       free(steps);
-      tl_err(ctx, TL_E_SCHED, "mutate parallel: a later %s step on the stage", tl_step_name(t->kind));
+      tl_err(ctx, TL_E_SCHED, "mutate parallel: a later %s step on the stage", tl_step_name(kind));
       return NULL;
     }
   }
