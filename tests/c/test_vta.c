@@ -12,6 +12,7 @@
 
 #include "../../targets/vta/vta.h"
 #include "tl_test.h"
+#include "vta_cases.h"
 
 static const char *default_json =
     "{\"TARGET\":\"sim\",\"HW_VER\":\"0.0.2\",\"LOG_INP_WIDTH\":3,\"LOG_WGT_WIDTH\":3,"
@@ -826,27 +827,13 @@ TL_TEST(vta_runtime_tokens_and_uop_cache) {
 TL_TEST(vta_conv2d_random_configs) {
   tl_ctx *ctx = tl_ctx_new();
   tl_vta_config d = cfg_with(""), b2;
-  CHECK(tl_vta_config_parse(ctx,
-                            "{\"TARGET\":\"sim\",\"HW_VER\":\"0.0.2\",\"LOG_INP_WIDTH\":3,"
-                            "\"LOG_WGT_WIDTH\":3,\"LOG_ACC_WIDTH\":5,\"LOG_BATCH\":1,"
-                            "\"LOG_BLOCK\":3,\"LOG_UOP_BUFF_SIZE\":15,\"LOG_INP_BUFF_SIZE\":15,"
-                            "\"LOG_WGT_BUFF_SIZE\":16,\"LOG_ACC_BUFF_SIZE\":17}",
-                            "b2", &b2) == 0);
-  /* data (N/b, CI/B, H, W, b, B), kernel (CO/B, CI/B, KH, KW, B, B), stride, pad */
-  struct { tl_vta_config *c; const char *args; } wl[] = {
-      {&d, "[[\"TENSOR\",[1,2,8,8,1,16],\"int8\"],[\"TENSOR\",[4,2,3,3,16,16],\"int8\"],[1,1],[1,1,1,1],[1,1],\"NCHW1n16c\",\"int32\"]"},
-      {&d, "[[\"TENSOR\",[1,3,9,7,1,16],\"int8\"],[\"TENSOR\",[2,3,3,3,16,16],\"int8\"],[2,2],[1,1,1,1],[1,1],\"NCHW1n16c\",\"int32\"]"},
-      {&d, "[[\"TENSOR\",[1,2,6,6,1,16],\"int8\"],[\"TENSOR\",[6,2,1,1,16,16],\"int8\"],[1,1],[0,0,0,0],[1,1],\"NCHW1n16c\",\"int32\"]"},
-      {&d, "[[\"TENSOR\",[2,1,10,10,1,16],\"int8\"],[\"TENSOR\",[3,1,3,3,16,16],\"int8\"],[2,2],[1,1,1,1],[1,1],\"NCHW1n16c\",\"int32\"]"},
-      {&d, "[[\"TENSOR\",[1,2,8,8,1,16],\"int8\"],[\"TENSOR\",[2,2,1,1,16,16],\"int8\"],[2,2],[0,0,0,0],[1,1],\"NCHW1n16c\",\"int32\"]"},
-      {&b2, "[[\"TENSOR\",[1,3,6,6,2,8],\"int8\"],[\"TENSOR\",[4,3,3,3,8,8],\"int8\"],[1,1],[1,1,1,1],[1,1],\"NCHW2n8c\",\"int32\"]"},
-  };
+  CHECK(tl_vta_config_parse(ctx, vta_b2_json, "b2", &b2) == 0);
   uint64_t st = 2024;
   int checked = 0, invalid = 0, tries = 0;
   while (checked < 200 && tries < 2000) {
-    int which = (int)(rnd(&st) % TL_ARRAY_SIZE(wl));
+    int which = (int)(rnd(&st) % VTA_CONV_CASES);
     tl_vta_task *t = NULL;
-    CHECK_MSG(tl_vta_task_new(ctx, wl[which].c, wl[which].args, &t) == 0, "%s", tl_errmsg(ctx));
+    CHECK_MSG(tl_vta_task_new(ctx, which < VTA_CONV_DEFAULT_CASES ? &d : &b2, vta_conv_cases[which], &t) == 0, "%s", tl_errmsg(ctx));
     int64_t idx = (int64_t)(rnd(&st) % (uint32_t)tl_vta_task_space_len(t));
     tries++;
     if (tl_vta_task_check(ctx, t, idx)) {
