@@ -190,11 +190,22 @@ static int traceback(lua_State *L) {
   return 1;
 }
 
-/* lua_close runs every finalizer left. A close that spun there kept a finished
-** run from exiting (seen rarely, after the script's last output, in LuaJIT
-** with no C frame on the stack; cause not found yet). The run's work is done
-** and its files are synced by then, so after the limit the process says so
-** and exits with the script's status instead of hanging. */
+/* lua_close runs every finalizer left, and it must run them interpreted. In
+** LuaJIT 2.1 as shipped by Debian 12 (2.1.0~beta3+git20220320), a `for k in
+** pairs(t)` loop compiles to a root trace that starts at its ITERN. When the
+** loop ends, the trace's guard on next()'s key exits to that ITERN, which
+** enters the same trace again: the JIT normally breaks the cycle by compiling
+** a side trace once the exit is hot, but never inside a finalizer (__gc runs
+** with the compiler held off), so a finalizer reaching the end of such a loop
+** whose exit had no side trace yet spun forever (measure.cleanup's loop over
+** build directories, from the guards a runner leaves). Later LuaJIT resumes
+** such an exit at the original ITERN. So the JIT is turned off and every
+** trace flushed before the close: the bytecode is unpatched and no compiled
+** code runs in the finalizers.
+**
+** Should a finalizer still not return, the run's work is done and its files
+** are synced by then, so after a limit the process says so and exits with the
+** script's status instead of hanging. */
 #define CLOSE_LIMIT_S 60          /* TUNELUA_CLOSE_LIMIT_S overrides it */
 static volatile sig_atomic_t close_status;
 static char close_msg[160];
@@ -219,6 +230,8 @@ static void close_state(lua_State *L, int status) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGALRM, &sa, NULL);
   alarm((unsigned)limit);
+  luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
+  luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_FLUSH);
   lua_close(L);
   alarm(0);
 }

@@ -301,15 +301,21 @@ function Builder:build(inputs)
   return items
 end
 
--- Remove what a build left behind.
+-- Remove what a build left behind. The guards of reference kernels run this as a finalizer,
+-- so it never loops with pairs(): a compiled pairs() loop whose end had no side trace yet spun
+-- forever there (see "Finalizers" in docs/architecture.md).
 local function cleanup(build_results)
-  local dirs = {}
+  local dirs, seen = {}, {}
   for _, br in ipairs(build_results) do
     if br.so_path then os.remove(br.so_path) end
-    if br.dir then dirs[br.dir] = true end
+    local d = br.dir
+    if d and not seen[d] then
+      seen[d] = true
+      dirs[#dirs + 1] = d
+    end
   end
-  for d in pairs(dirs) do
-    pcall(require("tunelua.file").remove, d)
+  for i = 1, #dirs do
+    pcall(require("tunelua.file").remove, dirs[i])
   end
 end
 measure.cleanup = cleanup
