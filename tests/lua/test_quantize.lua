@@ -137,6 +137,66 @@ for _, case in ipairs { { relu = true }, { relu = false, residual = true } } do
   assert(nonzero > #acc2 / 2, "the check sees mostly zeros")
 end
 
+-- store_lowbit_output: add(conv(x) + b1, conv(x)) as a downsampling block adds its shortcut;
+-- the first operand (int32, read only by the add) is requantized to int8 at s_a and stored
+-- behind a fusion boundary, the second keeps its 32 bits, the int8 one is shifted left to its
+-- scale; with store_lowbit_output = false both stay int32 (the finer scale's)
+for _, lowbit in ipairs { true, false } do
+  local C, H, W, O = 4, 5, 5, 8
+  local x = nd.random_uniform({ 1, C, H, W }, { seed = 21, low = -3, high = 3 })
+  local w1 = nd.random_uniform({ O, C, 3, 3 }, { seed = 22, low = -0.4, high = 0.4 })
+  local b1 = nd.random_uniform({ O, 1, 1 }, { seed = 23, low = -0.5, high = 0.5 })
+  local w3 = nd.random_uniform({ O, C, 3, 3 }, { seed = 24, low = -0.2, high = 0.2 })
+  local data = relay.var("data", { shape = { 1, C, H, W } })
+  local y1 = relay.add(relay.nn.conv2d(data, relay.var("w1", { shape = { O, C, 3, 3 } }),
+                                       { channels = O, kernel_size = 3, padding = 1 }),
+                       relay.var("b1", { shape = { O, 1, 1 } }))
+  local y3 = relay.nn.conv2d(data, relay.var("w3", { shape = { O, C, 3, 3 } }),
+                             { channels = O, kernel_size = 3, padding = 1 })
+  local qmod = quantize.quantize(relay.Module(relay.add(y1, y3)), { w1 = w1, b1 = b1, w3 = w3 },
+                                 { skip_conv_layers = {}, store_lowbit_output = lowbit })
+  local stops = 0
+  relay.visit(qmod.main.body, function(n)
+    if n.kind == "call" and n.op == "annotation.stop_fusion" then
+      assert(n.type.dtype == "int8", "the boundary holds the int8 value")
+      stops = stops + 1
+    end
+  end)
+  assert(stops == (lowbit and 1 or 0), "fusion boundaries: " .. stops)
+  local m = executor.GraphModule(executor.build(qmod, { target = "llvm", quiet = true }))
+  m:set_input("data", x)
+  m:run()
+  local got = m:get_output(0):flat()
+  local sa = 1 / 16
+  local xq = {}
+  for i, v in ipairs(x:flat()) do xq[i] = clamp(rnd(v / sa)) end
+  local w1q, s1 = quantize.quantize_weight(w1)
+  local w3q, s3 = quantize.quantize_weight(w3)
+  assert(s3 < s1, "the second operand has the finer scale")
+  local acc1, acc3 = conv3(xq, w1q:flat(), C, H, W, O), conv3(xq, w3q:flat(), C, H, W, O)
+  local bq = {}
+  for i, v in ipairs(b1:flat()) do bq[i] = rnd(v / (sa * s1)) end
+  local k1 = math.floor(math.log(sa / (sa * s1)) / math.log(2) + 0.5)
+  local k3 = math.floor(math.log(sa / (sa * s3)) / math.log(2) + 0.5)
+  local k13 = math.floor(math.log(s1 / s3) / math.log(2) + 0.5)
+  local nonzero = 0
+  for i = 1, #acc1 do
+    local o = math.floor((i - 1) / (H * W)) + 1
+    local r = acc1[i] + bq[o]
+    local v
+    if lowbit then
+      v = acc3[i] + clamp(math.floor((r + 2 ^ (k1 - 1)) / 2 ^ k1)) * 2 ^ k3
+    else
+      v = acc3[i] + r * 2 ^ k13
+    end
+    local want = v * sa * s3
+    assert(got[i] == want, string.format("lowbit %s, element %d: %.9g, expected %.9g", tostring(lowbit),
+                                         i, got[i], want))
+    if v ~= 0 then nonzero = nonzero + 1 end
+  end
+  assert(nonzero > #acc1 / 2, "the check sees mostly zeros")
+end
+
 -- ---- resnet18_v1 as the VTA tutorial quantizes it -------------------------------------------
 do
   local mod, params = networks.get_network("resnet18_v1")

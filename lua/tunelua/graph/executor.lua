@@ -516,7 +516,13 @@ function executor.build(mod, opts)
           index, source = 0, "default"
           ok, vg = pcall(vta.group, vsim, task, index, vm.epilogue)
         end
-        if not ok then error("executor.build: VTA group " .. #vkernels .. ": " .. tostring(vg), 2) end
+        if not ok then
+          local layer = vm.conv.attrs and vm.conv.attrs.name
+          error(string.format("executor.build: VTA group %d (nn.conv2d%s, data %s, kernel %s, config %d): %s",
+                              #vkernels, layer and (" layer " .. layer) or "",
+                              table.concat(vm.args[1][2], "x"), table.concat(vm.args[2][2], "x"),
+                              index, tostring(vg)), 2)
+        end
         ngroups = ngroups + 1
         local k = { vta = vg, name = string.format("vta_conv2d_packed_%d", #vkernels),
                     key = vm.args, index = index, task = task, epilogue = vm.epilogue,

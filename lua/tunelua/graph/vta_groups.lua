@@ -6,14 +6,15 @@
 --
 --   add(bias (C/c, 1, 1, 1, c) int32)         -> LOAD ACC + ALU ADD (tensor)      "bias"
 --   add(residual, shaped as the output, int32)-> LOAD ACC + ALU ADD (tensor)      "res32"
+--   add(left_shift(cast(residual int8), k))   -> LOAD ACC8 + ALU SHR -k + ADD     "res" k
 --   add(scalar), right_shift, left_shift      -> ALU ADD / SHR immediates         "add" "shr" "shl"
 --   nn.relu, clip(lo, hi)                     -> ALU MAX 0; MAX lo, MIN hi
 --   cast(int8)                                -> the STORE's truncation (last)
 --
 -- vta_groups.match(call) -> nil, or { args = conv2d_packed.vta task args, epilogue = list of
 -- {op[, value]}, inputs = {data, kernel[, bias][, residual]} as indices into the call's
--- arguments }. Groups that end in int32 (a conv whose output feeds a residual add, a block's
--- sum before its requantization) stay on the CPU: VTA stores 8-bit values only.
+-- arguments }. Groups that end in int32 or float stay on the CPU: VTA stores 8-bit values
+-- only (the quantizer's store_lowbit_output makes every conv group of a ResNet end in int8).
 local walk = require "tunelua.graph.walk"
 local strategy = require "tunelua.graph.strategy"
 
@@ -41,6 +42,23 @@ local function same_shape(a, b)
   return true
 end
 
+-- A residual operand: a parameter (int8 or int32), an int8 one cast to int32, either
+-- shifted left by a scalar: -> the parameter, the shift; else nil.
+local function residual(node, pidx)
+  local k = 0
+  if node and node.kind == "call" and node.op == "left_shift" then
+    k = scalar(node.args[2])
+    if not k or k < 0 or k > 31 then return nil end
+    node = node.args[1]
+  end
+  if node and node.kind == "call" and node.op == "cast" and node.attrs.dtype == "int32" then
+    node = node.args[1]
+    if node.kind ~= "var" or walk.ttype(node).dtype ~= "int8" then return nil end
+  end
+  if node and node.kind == "var" and pidx[node] then return node, k end
+  return nil
+end
+
 function vta_groups.match(call)
   if not walk.is_fused_call(call) then return nil end
   local f = call.op
@@ -50,9 +68,9 @@ function vta_groups.match(call)
   local chain, x = {}, f.body
   while x and x.kind == "call" and x.op ~= "nn.conv2d" do
     if type(x.op) ~= "string" then return nil end
-    -- add is commutative: the chain is the operand that is a call
+    -- add is commutative: the chain is the operand that is not a parameter or a residual
     local first, other = x.args[1], x.args[2]
-    if x.op == "add" and first and first.kind ~= "call" and other and other.kind == "call" then
+    if x.op == "add" and first and other and residual(first, pidx) and not residual(other, pidx) then
       first, other = other, first
     end
     chain[#chain + 1] = { node = x, other = other }
@@ -85,20 +103,22 @@ function vta_groups.match(call)
       local s = scalar(other)
       if s then
         epi[#epi + 1] = { "add", s }
-      elseif other.kind == "var" and pidx[other] then
-        local t = walk.ttype(other)
-        if t.dtype ~= "int32" then return nil end
+      elseif residual(other, pidx) then
+        local v, k = residual(other, pidx)
+        local t = walk.ttype(v)
         -- a per-channel bias: (C/c, 1, 1, 1, c), or with a leading 1 as constant folding
         -- leaves it; one accumulator vector per channel block (batch block 1)
         local bs = t.shape
         if #bs == 6 and bs[1] == 1 then bs = { bs[2], bs[3], bs[4], bs[5], bs[6] } end
-        if #bs == 5 and not bias and bs[1] == out_t.shape[2] and bs[5] == out_t.shape[6]
-           and bs[2] == 1 and bs[3] == 1 and bs[4] == 1 and out_t.shape[5] == 1 then
+        if v == other and t.dtype == "int32" and #bs == 5 and not bias and bs[1] == out_t.shape[2]
+           and bs[5] == out_t.shape[6] and bs[2] == 1 and bs[3] == 1 and bs[4] == 1
+           and out_t.shape[5] == 1 then
           bias = pidx[other]
           epi[#epi + 1] = { "bias" }
-        elseif not res and same_shape(t.shape, out_t.shape) then
-          res = pidx[other]
-          epi[#epi + 1] = { "res32", 0 }
+        elseif not res and same_shape(t.shape, out_t.shape) and (t.dtype == "int32" or v ~= other) then
+          -- an int32 residual, or an int8 one widened (LOAD ACC8), shifted left by k
+          res = pidx[v]
+          epi[#epi + 1] = { t.dtype == "int8" and "res" or "res32", k }
         else
           return nil
         end

@@ -11,6 +11,8 @@
 -- the head) is left as it is and runs on the CPU. At the start, NCHW becomes
 -- NCHW{b}n{c}c: reshape (N/b, b, C/c, c, H, W), transpose (0, 2, 4, 5, 1, 3) -> (N/b, C/c,
 -- H, W, b, c); at the stop the inverse: transpose (0, 4, 1, 5, 2, 3), reshape (N, C, H, W).
+-- When the stop's input is the dequantization of an int8 value (cast float32, multiply by a
+-- scalar), the inverse comes before it: the packed region ends with the int8 value.
 -- In between:
 --
 --   nn.conv2d (int8 x int8 -> int32, groups 1)  the constant OIHW weight is packed to
@@ -19,6 +21,7 @@
 --   a broadcast op with a per-channel constant (C, 1, 1)   the constant becomes
 --       (C/c, 1, 1, 1, c), which broadcasts against the packed tensor;
 --   nn.pad    two (0, 0) pairs appended;
+--   annotation.stop_fusion    unchanged (the quantizer's fusion boundary);
 --   other element-wise and broadcast ops (with scalars or two packed operands) unchanged.
 --
 -- Anything else inside the region is an error naming the op and the layer, as are a start or
@@ -191,6 +194,23 @@ function graph_pack.rewrite(f, b, c, start_name, stop_name)
     fail("the stop operator '%s' is not in the graph after the start operator '%s'", stop_name,
          start_name)
   end
+  -- The packed region ends at the last int8 value before the stop: a dequantization between
+  -- it and the stop (cast to float, multiply by a scalar; each used once) runs after the
+  -- unpack, in NCHW, so the conv group that stores the int8 value ends there.
+  local uses = {}
+  for _, n in ipairs(order) do
+    for _, k in ipairs(relay.kids(n)) do uses[k] = (uses[k] or 0) + 1 end
+  end
+  local tail, chain = {}, {}
+  local x = stop.args[1]
+  while x and x.kind == "call" and type(x.op) == "string" and uses[x] == 1 and x.type.dtype ~= "int8"
+        and (x.op == "cast" or (x.op == "multiply" and x.args[2].kind == "const" and #shape_of(x.args[2]) == 0)) do
+    chain[#chain + 1] = x
+    x = x.args[1]
+  end
+  if x and x ~= start and x.type and x.type.dtype == "int8" and after[x] then
+    for _, n in ipairs(chain) do tail[n] = true end
+  end
   local dl, kl = graph_pack.data_layout(b, c), graph_pack.kernel_layout(c, c)
   local packed = {}     -- old node -> true when its rewritten value is packed
   local map = {}
@@ -243,6 +263,7 @@ function graph_pack.rewrite(f, b, c, start_name, stop_name)
       a.pad_width = pw
       return relay.call("nn.pad", args, a)
     end
+    if n.op == "annotation.stop_fusion" then return relay.with_args(n, args) end
     local e = ops.get(n.op)
     local pat = e and e.pattern
     if pat ~= "elemwise" and pat ~= "broadcast" then
@@ -274,10 +295,10 @@ function graph_pack.rewrite(f, b, c, start_name, stop_name)
       if packed[k] then any = true end
     end
     local cur
-    if n == stop then
+    if n == stop or tail[n] then
       for i, k in ipairs(kids) do if packed[k] then args[i] = graph_pack.unpack(args[i]) end end
       cur = relay.with_args(n, args)
-      done = true
+      done = n == stop
     elseif any and not done then
       cur = rewrite(n, args)
       packed[n] = true

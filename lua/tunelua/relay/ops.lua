@@ -454,6 +454,8 @@ for _, n in ipairs { "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "negative
   unary(n)
 end
 unary("copy", "identity")
+-- a fusion boundary (TVM's annotation.stop_fusion): the identity, in a group of its own
+unary("annotation.stop_fusion", "identity", { pattern = "opaque" })
 unary("clip", "clip", {
   attr_order = { "a_min", "a_max" },
   to_topi = function(attrs) return { a_min = attrs.a_min, a_max = attrs.a_max } end })

@@ -20,7 +20,12 @@
 --   * an add of a constant (a folded batch norm's shift) adds it as int32 at the
 --     accumulator's scale, round(c / scale) (TVM quantizes it to 8 bits first);
 --   * an add of two quantized values shifts the coarser one left to the finer scale and adds
---     in int32 (a float operand is first quantized to int8 at s_a, as TVM's add does);
+--     in int32 (a float operand is first quantized to int8 at s_a, as TVM's add does); with
+--     store_lowbit_output (the default), only the last int32 operand (the conv chain whose
+--     group ends with the sum) keeps its 32 bits: the other operand (a residual: a block's
+--     output, a downsample conv) is stored as int8 at s_a first, so every conv's group ends
+--     in int8 as VTA stores it (TVM's partition inserts the same int8 casts); false keeps
+--     both operands in int32;
 --   * requantizing int32 from scale s to s' > s (both powers of two) is add(2^(k-1)) (round
 --     for shift), right_shift(k), clip(-127, 127), k = log2(s'/s); to a finer scale,
 --     left_shift;
@@ -70,7 +75,7 @@ end
 --- quantize.qconfig(opts) -> a configuration (TVM's qconfig keys and defaults). Supported:
 --- 8-bit int8 inputs and weights, 32-bit int32 activations, calibrate_mode "global_scale"
 --- (global_scale > 0), weight_scale "power2", skip_conv_layers (a list of conv indices),
---- skip_dense_layer (true), round_for_shift, store_lowbit_output (true).
+--- skip_dense_layer (true), round_for_shift, store_lowbit_output (a boolean).
 function quantize.qconfig(opts)
   opts = opts or {}
   if type(opts) ~= "table" then bad("the options", "a table", type(opts), 2) end
@@ -100,7 +105,7 @@ function quantize.qconfig(opts)
     end
   end
   if c.skip_dense_layer ~= true then bad("skip_dense_layer", "true (dense layers stay float)", c.skip_dense_layer, 2) end
-  if c.store_lowbit_output ~= true then bad("store_lowbit_output", "true", c.store_lowbit_output, 2) end
+  if type(c.store_lowbit_output) ~= "boolean" then bad("store_lowbit_output", "a boolean", c.store_lowbit_output, 2) end
   if type(c.round_for_shift) ~= "boolean" then bad("round_for_shift", "a boolean", c.round_for_shift, 2) end
   return c
 end
@@ -200,7 +205,7 @@ local function realize(f, cfg)
   local lim = 2 ^ (cfg.nbit_input - 1) - 1
   local skip = {}
   for _, i in ipairs(cfg.skip_conv_layers) do skip[i] = true end
-  local val, as_input = {}, {}
+  local val, as_input, uses = {}, {}, {}
   local nconv, stopped = 0, false
   local info = { convs = {} }
 
@@ -286,6 +291,18 @@ local function realize(f, cfg)
     end
     if not va.s then va = input_of(a, what) end
     if not vb.s then vb = input_of(b, what) end
+    if cfg.store_lowbit_output then
+      -- the last int32 operand stays at its accumulator's precision (the conv chain the sum
+      -- ends); every other operand is stored as int8 at s_a; one that nothing else reads
+      -- gets a fusion boundary after its int8 cast, so that the int8 value ends its own
+      -- conv's group instead of joining the sum's
+      local function store(x, v)
+        local q = input_of(x, what)
+        if v.dt ~= "int32" or (uses[x] or 0) > 1 then return q end
+        return { e = relay.call("annotation.stop_fusion", { q.e }, {}), s = q.s, dt = q.dt }
+      end
+      if vb.dt == "int32" then va = store(a, va) else vb = store(b, vb) end
+    end
     local s = math.min(va.s, vb.s)
     return { e = relay.add(requant(va, s, false, what), requant(vb, s, false, what)), s = s,
              dt = "int32" }
@@ -306,7 +323,11 @@ local function realize(f, cfg)
   end
 
   local body = f.body
-  for _, n in ipairs(relay.post_order(body)) do
+  local order = relay.post_order(body)
+  for _, n in ipairs(order) do
+    for _, k in ipairs(relay.kids(n)) do uses[k] = (uses[k] or 0) + 1 end
+  end
+  for _, n in ipairs(order) do
     if n.kind == "var" or n.kind == "const" then
       val[n] = { e = n }
     elseif n.kind == "call" and type(n.op) == "string" then
