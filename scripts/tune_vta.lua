@@ -1,19 +1,35 @@
---- Seed 002 in its smallest form: tune resnet18_v1's packed convolutions for VTA on the local
---- simulator, compile the network with the tuned log (TopHub's vta package as fallback), run
---- it with the packed conv groups on vta-sim and the rest on this machine's CPU.
+--- Seed 002: tune resnet18_v1's packed convolutions for VTA and run the network.
 --
---   tunelua scripts/tune_vta.lua                    -- 8 xgb trials per task, 224x224
---   tunelua scripts/tune_vta.lua --n-trial 50 --early-stopping 20 --image-size 64
---   tunelua scripts/tune_vta.lua --tutorial         -- the seed's settings (n_trial 1000,
---                                                      early_stopping None)
+--   tunelua scripts/tune_vta.lua                          -- local simulator, no setup
+--   tunelua scripts/tune_vta.lua --tracker 127.0.0.1:9190 --key sim
+--                                                         -- trials on servers of key "sim"
+--   tunelua scripts/tune_vta.lua --tutorial               -- the seed's options (random tuner,
+--                                                            n_trial 1000, early_stopping None)
 --
--- Options: --n-trial N, --early-stopping N, --tuner xgb|random|ga|gridsearch, --image-size S,
--- --log FILE (default vta_resnet18_v1.log in a temporary directory), --no-tune (compile with
--- TopHub only), --runs N (inferences measured). Not built here: tuning through an RPC
--- tracker, transfer learning from the .tmp log. The network has random weights (no model
--- weights to download), so its top-5 classes are those of random logits.
+-- The flow is the seed's (specs/vta.md §6.1, §7): resnet18_v1 (1x3xSxS) quantized (global
+-- scale 8, conv 0 skipped), graph_pack'ed between nn.max_pool2d and nn.global_avg_pool2d, its
+-- 10 conv2d_packed.vta tasks extracted and tuned with autotvm.tune_tasks (the seed's
+-- tune_tasks: reversed order, min(n_trial, space) trials each, transfer learning from the
+-- .tmp log, pick_best into the final log, the .tmp log removed); then the network is
+-- compiled with the tuned log, TopHub's vta package as fallback (then config 0), its 19
+-- packed conv groups on vta-sim and the rest on this machine's CPU, and evaluated: the mean
+-- inference time of the VTA part from the cycle model, the host CPU part's and a whole run's
+-- wall time (each labelled), per-layer simulated cycles and the top-5 classes of a synthetic
+-- input. The network has random weights (there are no trained weights to download), so its
+-- classes are those of random logits.
+--
+-- With --tracker, every trial runs on an RPC server of --key registered at the tracker (any
+-- `tunelua rpc server` hosts the simulator); the evaluation runs on a local simulator, as the
+-- seed does on sim (rpc.LocalSession()).
+--
+-- Options: --tuner NAME (xgb_knob; any of autotvm's tuner names: xgb, xgb_knob, ga, random,
+-- gridsearch, ...), --n-trial N (100), --early-stopping N (none), --log FILE
+-- (vta.resnet18_v1.log), --tracker HOST:PORT, --key KEY (env.TARGET: sim), --image-size S
+-- (224), --runs N (10, the seed's repeat), --no-tune (compile with the log as it is and
+-- TopHub), --tutorial (tuner random, n_trial 1000, early_stopping none).
 local autotvm = require "tunelua.autotvm"
-local record = require "tunelua.autotvm.record"
+local tuner_mod = require "tunelua.autotvm.tuner"
+local tophub = require "tunelua.autotvm.tophub"
 local networks = require "networks"
 local quantize = require "tunelua.relay.quantize"
 local graph_pack = require "tunelua.relay.graph_pack"
@@ -23,8 +39,11 @@ local vta_groups = require "tunelua.graph.vta_groups"
 local vta = require "tunelua.vta"
 local nd = require "tunelua.nd"
 local core = require "tunelua.core"
+local file = require "tunelua.file"
 
-local o = { n_trial = 8, early_stopping = nil, tuner = "xgb", image_size = 224, runs = 3, tune = true }
+local env = vta.get_env()
+local o = { n_trial = 100, early_stopping = nil, tuner = "xgb_knob", image_size = 224, runs = 10,
+            tune = true, log = "vta.resnet18_v1.log", key = env.TARGET }
 local i = 1
 while i <= #arg do
   local a = arg[i]
@@ -47,101 +66,124 @@ while i <= #arg do
   elseif a == "--image-size" then o.image_size = num()
   elseif a == "--log" then o.log = val()
   elseif a == "--runs" then o.runs = num()
+  elseif a == "--tracker" then o.tracker = val()
+  elseif a == "--key" then o.key = val()
   elseif a == "--no-tune" then o.tune = false
-  elseif a == "--tutorial" then o.n_trial, o.early_stopping = 1000, nil
+  elseif a == "--tutorial" then o.tuner, o.n_trial, o.early_stopping = "random", 1000, nil
   else error("tune_vta.lua: unknown option '" .. a .. "' (see the header of scripts/tune_vta.lua)", 0) end
   i = i + 1
 end
-local tuners = { xgb = true, random = true, ga = true, gridsearch = true }
-if not tuners[o.tuner] then error("tune_vta.lua: --tuner expects xgb, random, ga or gridsearch, got '" .. o.tuner .. "'", 0) end
+local tuner_name = autotvm.recipe.tuner_name(o.tuner)
+if not tuner_name then
+  error("tune_vta.lua: --tuner expects one of " .. table.concat(tuner_mod.NAMES, ", ") .. ", got '" ..
+        o.tuner .. "'", 0)
+end
+local host, port
+if o.tracker then
+  host, port = o.tracker:match("^(.+):(%d+)$")
+  if not host then error("tune_vta.lua: --tracker expects HOST:PORT, got '" .. o.tracker .. "'", 0) end
+  port = tonumber(port)
+end
 
-local env = vta.get_env()
 print(string.format("VTA %s, %s, cycle model at %g MHz", env.TARGET, env.MODEL, env.CLOCK_MHZ))
+print("Extract tasks...")
 local mod, params = networks.get_network("resnet18_v1", { image_size = o.image_size })
 local qmod = quantize.quantize(mod, params, quantize.qconfig { global_scale = 8.0, skip_conv_layers = { 0 } })
 local pmod = graph_pack.graph_pack(qmod, { env = env, start_name = "nn.max_pool2d",
                                            stop_name = "nn.global_avg_pool2d" })
-
-local dir
-local log = o.log
-if not log then
-  local p = io.popen("mktemp -d")
-  dir = p:read("*l")
-  p:close()
-  log = dir .. "/vta_resnet18_v1.log"
+local tasks = extract.packed_conv2d(pmod, { target = env.target })
+print(string.format("Extracted %d conv2d tasks:", #tasks))
+for _, t in ipairs(tasks) do
+  local d, k = t.args[1][2], t.args[2][2]
+  -- the seed's line: (batch, height, width, in_filter, out_filter, hkernel, wkernel, hpad,
+  -- wpad, hstride, wstride)
+  print(string.format("    (%d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d)", d[1] * d[5], d[3], d[4],
+    d[2] * d[6], k[1] * k[5], k[3], k[4], t.args[4][1], t.args[4][2], t.args[3][1], t.args[3][2]))
 end
-local tmp_log = log .. ".tmp"
 
 if o.tune then
-  local tasks = extract.packed_conv2d(pmod, { target = env.target })
-  print(string.format("Extracted %d conv2d_packed.vta tasks; tuning each with %s, n_trial %d%s",
-    #tasks, o.tuner, o.n_trial, o.early_stopping and (", early_stopping " .. o.early_stopping) or ""))
-  os.remove(tmp_log)
-  local option = autotvm.measure_option { builder = autotvm.LocalBuilder(),
-    runner = autotvm.LocalRunner { number = 1, ["repeat"] = 1, timeout = 60, cooldown_interval = 0 } }
-  local make = { xgb = function(t) return autotvm.tuner.XGBTuner(t, { feature_type = "knob" }) end,
-                 random = autotvm.tuner.RandomTuner, ga = autotvm.tuner.GATuner,
-                 gridsearch = autotvm.tuner.GridSearchTuner }
-  for k = #tasks, 1, -1 do   -- the seed tunes in reversed order
-    local t = tasks[k]
-    local prefix = string.format("[Task %2d/%2d] ", #tasks - k + 1, #tasks)
-    local n = math.min(o.n_trial, #t.config_space)
-    make[o.tuner](t):tune { n_trial = n, early_stopping = o.early_stopping, measure_option = option,
-      callbacks = { autotvm.callback.progress_bar(n, { prefix = prefix }),
-                    autotvm.callback.log_to_file(tmp_log) } }
+  local runner
+  if o.tracker then
+    print(string.format("Tuning on the simulators of key '%s' at %s (%s, n_trial %d%s)...", o.key,
+      o.tracker, tuner_name, o.n_trial, o.early_stopping and (", early_stopping " .. o.early_stopping) or ""))
+    runner = autotvm.RPCRunner(o.key, host, port, { number = 1, ["repeat"] = 1, timeout = 60,
+                                                    cooldown_interval = 0 })
+  else
+    print(string.format("Tuning on the local simulator (%s, n_trial %d%s)...", tuner_name, o.n_trial,
+      o.early_stopping and (", early_stopping " .. o.early_stopping) or ""))
+    runner = autotvm.LocalRunner { number = 1, ["repeat"] = 1, timeout = 60, cooldown_interval = 0 }
   end
-  record.pick_best(tmp_log, log)
-  os.remove(tmp_log)
+  -- the simulated time is the cycle model's: every repeat gives the same figure, so one run
+  -- per trial (the seed's number=5, repeat=3 average a board's wall time)
+  local option = autotvm.measure_option { builder = autotvm.LocalBuilder(), runner = runner }
+  local t0 = core.C.tl_now()
+  autotvm.tune_tasks(tasks, option, { tuner = tuner_name, n_trial = o.n_trial,
+    early_stopping = o.early_stopping, log_filename = o.log, use_transfer_learning = true,
+    resume = false })
+  print(string.format("Tuned in %.1f s; best records in %s", core.C.tl_now() - t0, o.log))
 end
 
-local tophub = require("tunelua.autotvm.tophub").dir() .. "/vta_v0.10.log"
-local picker = vta_groups.config_picker { log = o.tune and log or nil,
-                                          tophub = io.open(tophub) and tophub or nil }
+print("Compile...")
+local tophub_log = tophub.file_for(env.target)
+local picker = vta_groups.config_picker { log = file.exists(o.log) and o.log or nil, tophub = tophub_log }
 local t0 = core.C.tl_now()
 local lib = executor.build(pmod, { target = env.target_host, quiet = true,
                                    vta = { env = env, config = picker } })
-print(string.format("Compiled in %.1f s: %d groups, %d on VTA", core.C.tl_now() - t0, lib.num_groups,
-                    #(lib.vta_kernels or {})))
+local rows, total, secs = lib:vta_cycles()
+local count = { tuned = 0, tophub = 0, default = 0 }
+for _, r in ipairs(rows) do count[r.source] = (count[r.source] or 0) + 1 end
+print(string.format("Compiled in %.1f s: %d groups, %d on VTA (configs: %d tuned, %d TopHub, %d default)",
+  core.C.tl_now() - t0, lib.num_groups, #rows, count.tuned, count.tophub, count.default))
+
+print("Evaluate inference time cost...")
 local m = executor.GraphModule(lib)
-local x = nd.random_uniform({ 1, 3, o.image_size, o.image_size }, { seed = 1, low = -1, high = 1 })
+local x = nd.random_uniform({ 1, 3, o.image_size, o.image_size }, { seed = 1, low = 0, high = 1 })
 m:set_input("data", x)
 m:run()
-local host = {}
+local function mean_std(l)
+  local s, q = 0, 0
+  for _, v in ipairs(l) do s = s + v end
+  local mu = s / #l
+  for _, v in ipairs(l) do q = q + (v - mu) ^ 2 end
+  return mu, math.sqrt(q / #l)
+end
+local whole, cpu = {}, {}
 for r = 1, o.runs do
   local s = core.C.tl_now()
   m:run()
-  host[r] = core.C.tl_now() - s
+  whole[r] = core.C.tl_now() - s
 end
-table.sort(host)
-local rows, total, secs = lib:vta_cycles()
-local prof = m:profile(1)
-local cpu_s = 0
-for si, p in ipairs(prof) do
-  if not lib.steps[si].vta then cpu_s = cpu_s + p.seconds end
+-- the host CPU part: the per-step profile, the VTA steps left out
+for r = 1, o.runs do
+  local c = 0
+  for si, p in ipairs(m:profile(1)) do
+    if not lib.steps[si].vta then c = c + p.seconds end
+  end
+  cpu[r] = c
 end
+rows, total, secs = lib:vta_cycles()
 print("\nPer VTA layer (simulated cycles of one inference):")
-print(string.format("  %-22s %-28s %12s %8s %7s", "group", "data shape", "cycles", "GOPS", "config"))
+print(string.format("  %-22s %-26s %12s %8s %7s", "group", "data shape", "cycles", "GOPS", "config"))
 for _, r in ipairs(rows) do
   local d = r.args[1][2]
-  print(string.format("  %-22s %-28s %12d %8.2f %7s", r.name,
+  print(string.format("  %-22s %-26s %12d %8.2f %7s", r.name,
     string.format("(%s) k%d s%d", table.concat(d, ","), r.args[2][2][3], r.args[3][1]), r.cycles,
     2 * r.macs / (r.cycles / (env.CLOCK_MHZ * 1e6)) / 1e9, r.source))
 end
-print(string.format("\nMean inference time, VTA part (cycle model, %g MHz): %.2f ms (%d cycles)",
+local cpu_mu, cpu_sd = mean_std(cpu)
+local whole_mu, whole_sd = mean_std(whole)
+print(string.format("\nMean inference time (std dev), VTA part from the cycle model at %g MHz: %.2f ms (0.00 ms), %d cycles",
   env.CLOCK_MHZ, secs * 1e3, total))
-print(string.format("Host CPU part (this machine's wall time, %d groups): %.2f ms",
-  #lib.steps - #rows, cpu_s * 1e3))
-print(string.format("Simulated VTA + host CPU part: %.2f ms", secs * 1e3 + cpu_s * 1e3))
-print(string.format("Host wall time of a whole run, simulator included (median of %d): %.2f ms",
-  o.runs, host[math.floor((o.runs + 1) / 2)] * 1e3))
+print(string.format("Host CPU part (this machine's wall time, %d groups, %d runs): %.2f ms (%.2f ms)",
+  #lib.steps - #rows, o.runs, cpu_mu * 1e3, cpu_sd * 1e3))
+print(string.format("Simulated VTA part + host CPU part: %.2f ms", secs * 1e3 + cpu_mu * 1e3))
+print(string.format("Host wall time of a whole run, simulator included (%d runs): %.2f ms (%.2f ms)",
+  o.runs, whole_mu * 1e3, whole_sd * 1e3))
 local logits = m:get_output(0):flat()
 local idx = {}
 for k = 1, #logits do idx[k] = k end
 table.sort(idx, function(a, b) return logits[a] > logits[b] end)
 local top = {}
-for k = 1, 5 do top[k] = string.format("%d (%.3f)", idx[k] - 1, logits[idx[k]]) end
-print("Top-5 classes of the synthetic input (random weights, no trained model): " .. table.concat(top, ", "))
-if dir then
-  os.remove(log)
-  os.remove(dir)
-end
+for k = 1, 5 do top[k] = string.format("%d (%.4f)", idx[k] - 1, logits[idx[k]]) end
+print("Top-5 classes of a synthetic input (random weights, no trained model to download): " ..
+      table.concat(top, ", "))

@@ -503,18 +503,28 @@ function executor.build(mod, opts)
       if vm then
         -- a VTA group: the conv of the chosen config with the group's own ending
         local task = vta.task(vopt.env, vm.args)
-        local index, source = 0, "default"
-        if vopt.config then index, source = vopt.config(task, vm) end
+        local index, source, alts = 0, "default", nil
+        if vopt.config then index, source, alts = vopt.config(task, vm) end
         -- the ending's bias and residual tiles share the accumulator with the conv's: a
-        -- config chosen for the plain template may not fit them, and then config 0 does
+        -- config chosen for the plain template may not fit them; then the picker's next
+        -- candidates (alts: {{index, source}}, e.g. TopHub's after a tuned one) and last
+        -- config 0 are tried
         local ok, vg = pcall(vta.group, vsim, task, index, vm.epilogue)
-        if not ok and index ~= 0 and tostring(vg):find("accumulator", 1, true) then
-          if not opts.quiet then
-            io.stderr:write(string.format("executor: VTA group %d: config %d (%s) does not fit with its ending; config 0\n",
-                                          #vkernels, index, source or "given"))
+        local cands = {}
+        for _, a in ipairs(alts or {}) do cands[#cands + 1] = a end
+        cands[#cands + 1] = { 0, "default" }
+        local ci = 1
+        while not ok and index ~= 0 and tostring(vg):find("accumulator", 1, true) and cands[ci] do
+          local nxt = cands[ci]
+          ci = ci + 1
+          if nxt[1] ~= index then
+            if not opts.quiet then
+              io.stderr:write(string.format("executor: VTA group %d: config %d (%s) does not fit with its ending; config %d (%s)\n",
+                                            #vkernels, index, source or "given", nxt[1], nxt[2]))
+            end
+            index, source = nxt[1], nxt[2]
+            ok, vg = pcall(vta.group, vsim, task, index, vm.epilogue)
           end
-          index, source = 0, "default"
-          ok, vg = pcall(vta.group, vsim, task, index, vm.epilogue)
         end
         if not ok then
           local layer = vm.conv.attrs and vm.conv.attrs.name

@@ -161,7 +161,9 @@ vta_groups.workload_key = workload_key
 --- vta_groups.config_picker({log = path, tophub = path}) -> function(task, match) -> index,
 --- source: the config a VTA group uses: the best valid record of the tuned log for the
 --- workload, else TopHub's vta record (the `tophub` log, as tunelua.vta.tophub_map reads
---- it), else config 0 (TVM's fallback: every tile 1), with "tuned", "tophub" or "default".
+--- it), else config 0 (TVM's fallback: every tile 1), with "tuned", "tophub" or "default",
+--- and the candidates after the first ({{index, source}}: TopHub's after a tuned one), which
+--- the executor tries when a config does not fit with the group's ending.
 function vta_groups.config_picker(opts)
   local record = require "tunelua.autotvm.record"
   local vta = require "tunelua.vta"
@@ -183,14 +185,18 @@ function vta_groups.config_picker(opts)
   end
   return function(task, m)
     local k = workload_key(m.args)
+    local found = {}
     for _, src in ipairs { { "tuned", tuned[k] and tuned[k].entity },
                            { "tophub", tophub[task.env.BITSTREAM .. k] } } do
       if src[2] then
         local ok, idx = pcall(task.index_of, task, src[2])
-        if ok and task:check(idx) then return idx, src[1] end
+        if ok and task:check(idx) then found[#found + 1] = { idx, src[1] } end
       end
     end
-    return 0, "default"
+    if not found[1] then return 0, "default" end
+    local alts = {}
+    for i = 2, #found do alts[#alts + 1] = found[i] end
+    return found[1][1], found[1][2], alts
   end
 end
 
