@@ -181,5 +181,23 @@ do
   local ok, err = pcall(executor.build, relay.Module(relay.var("x", { shape = { 1 }, dtype = "int8" })),
                         { target = "llvm", quiet = true, vta = { env = "pynq" } })
   assert(not ok and tostring(err):find("opts.vta must be", 1, true), tostring(err))
+  -- a VTA configuration the network does not fit: a weight buffer of one 16x16 matrix holds
+  -- no 3x3 kernel tile, even at config 0; the error names the group's layer and the buffer
+  local json = require "tunelua.json"
+  local f = assert(io.open(vta.config_path()))
+  local cfg = json.decode(f:read("*a"))
+  f:close()
+  cfg.LOG_WGT_BUFF_SIZE = 8
+  local small = vta.get_env { text = json.encode(cfg), name = "small_wgt.json" }
+  local mod, params = networks.get_network("resnet18_v1", { image_size = 32 })
+  local pmod = graph_pack.graph_pack(quantize.quantize(mod, params), { env = small })
+  ok, err = pcall(executor.build, pmod, { target = "llvm", quiet = true, vta = { env = small } })
+  assert(not ok and tostring(err):find("VTA group 0 (nn.conv2d layer resnetv10_stage1_conv0, data " ..
+    "1x4x8x8x1x16, kernel 4x4x3x3x16x16, config 0): conv2d_packed.vta: the tile needs 9 weight " ..
+    "elements x 1 threads, more than the 1 of the weight buffer", 1, true), tostring(err))
+  -- a config index the layer's space lacks: named with the layer too
+  ok, err = pcall(executor.build, pmod, { target = "llvm", quiet = true,
+                                          vta = { env = env, config = function() return 99999999, "given" end } })
+  assert(not ok and tostring(err):find("nn.conv2d layer resnetv10_stage1_conv0", 1, true), tostring(err))
 end
 print("test_vta_network: ok")
