@@ -130,10 +130,15 @@ local t0 = core.C.tl_now()
 local lib = executor.build(pmod, { target = env.target_host, quiet = true,
                                    vta = { env = env, config = picker } })
 local rows, total, secs = lib:vta_cycles()
-local count = { tuned = 0, tophub = 0, default = 0 }
-for _, r in ipairs(rows) do count[r.source] = (count[r.source] or 0) + 1 end
-print(string.format("Compiled in %.1f s: %d groups, %d on VTA (configs: %d tuned, %d TopHub, %d default)",
-  core.C.tl_now() - t0, lib.num_groups, #rows, count.tuned, count.tophub, count.default))
+local count, names = {}, {}
+for _, r in ipairs(rows) do
+  if not count[r.source] then names[#names + 1] = r.source end
+  count[r.source] = (count[r.source] or 0) + 1
+end
+local srcs = {}
+for _, n in ipairs(names) do srcs[#srcs + 1] = count[n] .. " " .. n end
+print(string.format("Compiled in %.1f s: %d groups, %d on VTA (configs: %s)",
+  core.C.tl_now() - t0, lib.num_groups, #rows, table.concat(srcs, ", ")))
 
 print("Evaluate inference time cost...")
 local m = executor.GraphModule(lib)
@@ -163,10 +168,10 @@ for r = 1, o.runs do
 end
 rows, total, secs = lib:vta_cycles()
 print("\nPer VTA layer (simulated cycles of one inference):")
-print(string.format("  %-22s %-26s %12s %8s %7s", "group", "data shape", "cycles", "GOPS", "config"))
+print(string.format("  %-22s %-26s %12s %8s  %s", "group", "data shape", "cycles", "GOPS", "config"))
 for _, r in ipairs(rows) do
   local d = r.args[1][2]
-  print(string.format("  %-22s %-26s %12d %8.2f %7s", r.name,
+  print(string.format("  %-22s %-26s %12d %8.2f  %s", r.name,
     string.format("(%s) k%d s%d", table.concat(d, ","), r.args[2][2][3], r.args[3][1]), r.cycles,
     2 * r.macs / (r.cycles / (env.CLOCK_MHZ * 1e6)) / 1e9, r.source))
 end

@@ -4,6 +4,9 @@
 -- fusion boundaries, the head) on this machine's CPU, with three sets of configs in one run:
 --   default  config 0 of every group (TVM's fallback for conv2d_packed.vta: every tile 1)
 --   tophub   TopHub's vta_v0.10 record for each workload (tunelua.autotvm.tophub), else 0
+--            (a record that does not fit with its group's ending, the bias and residual
+--            tiles joining the conv's in the accumulator, is replaced by its nearest smaller
+--            config: "tophub-fit")
 --   tuned    a tuned log (--log FILE, or made here: autotvm.tune_tasks, xgb_knob, N trials a
 --            task on the local simulator), then TopHub, then 0
 -- Per set: the VTA part's simulated time at the configuration's clock (cycle model), the host
@@ -113,7 +116,7 @@ print(string.format("\n%-8s %6s %14s %12s %12s %10s %8s %8s %10s  %s", "configs"
 for _, set in ipairs(sets) do
   local r = res[set[1]]
   local srcs = {}
-  for _, k in ipairs { "tuned", "tophub", "default" } do
+  for _, k in ipairs { "tuned", "tuned-fit", "tophub", "tophub-fit", "default" } do
     if r.src[k] then srcs[#srcs + 1] = r.src[k] .. " " .. k end
   end
   print(string.format("%-8s %6d %14d %12.2f %12.2f %10.2f %7.1f%% %8.2f %10.2f  %s; %s", set[1], #r.rows,

@@ -507,11 +507,18 @@ function executor.build(mod, opts)
         if vopt.config then index, source, alts = vopt.config(task, vm) end
         -- the ending's bias and residual tiles share the accumulator with the conv's: a
         -- config chosen for the plain template may not fit them; then the picker's next
-        -- candidates (alts: {{index, source}}, e.g. TopHub's after a tuned one) and last
-        -- config 0 are tried
+        -- candidates (alts: {{index, source}}, e.g. TopHub's after a tuned one), the first
+        -- config's smaller neighbours (vta_groups.smaller_configs, labelled "<source>-fit")
+        -- and last config 0 are tried
         local ok, vg = pcall(vta.group, vsim, task, index, vm.epilogue)
         local cands = {}
         for _, a in ipairs(alts or {}) do cands[#cands + 1] = a end
+        if not ok and index ~= 0 and tostring(vg):find("accumulator", 1, true) then
+          -- the same config with fewer threads or smaller spatial tiles
+          for _, i in ipairs(vta_groups.smaller_configs(task, vm.args, index)) do
+            cands[#cands + 1] = { i, (source or "given") .. "-fit" }
+          end
+        end
         cands[#cands + 1] = { 0, "default" }
         local ci = 1
         while not ok and index ~= 0 and tostring(vg):find("accumulator", 1, true) and cands[ci] do

@@ -200,4 +200,57 @@ function vta_groups.config_picker(opts)
   end
 end
 
+--- vta_groups.smaller_configs(task, args, index) -> a list of config indices near index that
+--- need less on-chip memory, in the order the executor tries them when config index does not
+--- fit with a group's ending (the bias and residual tiles join the conv's in the accumulator):
+--- the same tiles with fewer virtual threads (h_nthread, then oc_nthread, then both to 1),
+--- then, with one thread each, tile_w and then tile_h stepped down through the divisors of the
+--- output's width and height. Only configs of the space that fit the plain template.
+function vta_groups.smaller_configs(task, args, index)
+  local ent = task:entity(index)
+  local pos = {}
+  for i, k in ipairs(ent) do pos[k[1]] = i end
+  if not (pos.tile_h and pos.tile_w and pos.oc_nthread and pos.h_nthread) then return {} end
+  local function copy(e)
+    local c = {}
+    for i, k in ipairs(e) do
+      c[i] = { k[1], k[2], type(k[3]) == "table" and { k[3][1], k[3][2] } or k[3] }
+    end
+    return c
+  end
+  local out, seen = {}, { [index] = true }
+  local function try(e)
+    local ok, idx = pcall(task.index_of, task, e)
+    if ok and idx and not seen[idx] and task:check(idx) then
+      seen[idx] = true
+      out[#out + 1] = idx
+    end
+  end
+  local function threads(e, oc, h)
+    local c = copy(e)
+    if oc then c[pos.oc_nthread][3] = oc end
+    if h then c[pos.h_nthread][3] = h end
+    return c
+  end
+  try(threads(ent, nil, 1))
+  try(threads(ent, 1, nil))
+  local base = threads(ent, 1, 1)
+  try(base)
+  local d, k = args[1][2], args[2][2]
+  local pad, st = args[4], args[3]
+  local oh = math.floor((d[3] + 2 * pad[1] - k[3]) / st[1]) + 1
+  local ow = math.floor((d[4] + 2 * pad[2] - k[4]) / st[2]) + 1
+  for _, knob in ipairs { { "tile_w", ow }, { "tile_h", oh } } do
+    local e = copy(base)
+    local cur = e[pos[knob[1]]][3][2]
+    for f = cur - 1, 1, -1 do
+      if knob[2] % f == 0 then
+        e[pos[knob[1]]][3] = { -1, f }
+        try(copy(e))
+      end
+    end
+  end
+  return out
+end
+
 return vta_groups
