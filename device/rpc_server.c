@@ -9,21 +9,25 @@
 ** key when given) and serves one session at a time in a child process:
 **
 **   hello upload remove load alloc free random copy_to copy_from call time
-**   measure shutdown         (C shared objects; no OpenCL, no graphs here)
+**   measure shutdown         (C shared objects; OpenCL modules: measure only; no graphs)
 **
 ** Uploads are zlib streams (device/inflate.c) written into a private work
 ** directory. Kernels are timed by the time evaluator of core/runtime/time.c
 ** (tl_kernel_time: warm-up, number grown to min_repeat_ms, repeat); a
 ** "measure" runs in a further child with a time limit, so a crash or a hang
-** is an error code in the reply (4, 7) and the session lives on.
+** is an error code in the reply (4, 7) and the session lives on. An OpenCL module (OpenCL C
+** + manifest) is measured in such a child by device/ocl.c, which loads the device's OpenCL
+** driver there (dynamically linked builds) or says that this build has none (static builds).
 **
 **   tunelua-rpc --tracker HOST:PORT --key KEY [--host H] [--port P] [--custom-addr A]
 **               [--timeout S] [--auth-key-file F] [-v]
 */
 #define _GNU_SOURCE
 #include "../core/runtime/runtime.h"
+#include "darray.h"
 #include "djson.h"
 #include "inflate.h"
+#include "ocl.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -63,7 +67,8 @@
 #define MAX_KEY 4096
 #define MAX_AUTH 1024
 enum { TC_PUT = 3, TC_UPDATE_INFO = 5, TC_GET_PENDING_MATCHKEYS = 7 };
-enum { E_NONE = 0, E_RUNTIME_DEVICE = 4, E_WRONG_ANSWER = 5, E_RUN_TIMEOUT = 7, E_UNKNOWN = 8 };
+enum { E_NONE = 0, E_RUNTIME_DEVICE = 4, E_WRONG_ANSWER = 5, E_BUILD_TIMEOUT = 6, E_RUN_TIMEOUT = 7,
+       E_UNKNOWN = 8 };
 
 static int verbose;
 
@@ -292,19 +297,6 @@ static int valid_name(const char *s) {
   return 1;
 }
 
-static int parse_dtype(const char *s, DLDataType *d) {
-  static const struct { const char *name; uint8_t code, bits; } types[] = {
-      {"float32", kDLFloat, 32}, {"float64", kDLFloat, 64}, {"float16", kDLFloat, 16},
-      {"int8", kDLInt, 8},       {"int16", kDLInt, 16},     {"int32", kDLInt, 32},
-      {"int64", kDLInt, 64},     {"uint8", kDLUInt, 8},     {"bool", kDLUInt, 1}};
-  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-    if (s && strcmp(s, types[i].name) == 0) {
-      d->code = types[i].code, d->bits = types[i].bits, d->lanes = 1;
-      return 0;
-    }
-  return -1;
-}
-
 static sarray *array_new(const dj_node *shape, const char *dtype, char *why, size_t wn) {
   int nd = dj_len(shape);
   DLDataType dt;
@@ -312,7 +304,7 @@ static sarray *array_new(const dj_node *shape, const char *dtype, char *why, siz
     snprintf(why, wn, "'shape' must be a list of at most 16 extents");
     return NULL;
   }
-  if (parse_dtype(dtype ? dtype : "float32", &dt)) {
+  if (dev_dtype_parse(dtype ? dtype : "float32", &dt)) {
     snprintf(why, wn, "unknown dtype '%.64s'", dtype);
     return NULL;
   }
@@ -356,24 +348,9 @@ static void array_free(sarray *a) {
   free(a);
 }
 
-/* Uniform values in [0, hi) from seed (floats), small integers otherwise. */
+/* Seeded values (darray.c: floats in [0, 1), bool {0, 1}, small integers). */
 static void array_random(sarray *a, uint64_t seed) {
-  uint64_t x = seed * 6364136223846793005ull + 1442695040888963407ull;
-  size_t n = a->bytes / (a->t.dtype.bits == 1 ? 1 : a->t.dtype.bits / 8);
-  for (size_t i = 0; i < n; i++) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    double u = (double)(x >> 11) / 9007199254740992.0;
-    unsigned char *p = a->data;
-    switch (a->t.dtype.code * 100 + a->t.dtype.bits) {
-    case kDLFloat * 100 + 32: ((float *)p)[i] = (float)u; break;
-    case kDLFloat * 100 + 64: ((double *)p)[i] = u; break;
-    case kDLInt * 100 + 32: ((int32_t *)p)[i] = (int32_t)(u * 10); break;
-    case kDLInt * 100 + 64: ((int64_t *)p)[i] = (int64_t)(u * 10); break;
-    case kDLInt * 100 + 8: ((int8_t *)p)[i] = (int8_t)(u * 10); break;
-    case kDLUInt * 100 + 1: p[i] = u < 0.5; break;
-    default: p[(i * (a->t.dtype.bits / 8))] = (unsigned char)(u * 10); break;
-    }
-  }
+  dev_random_fill(a->data, a->bytes, a->t.dtype, seed);
 }
 
 static char *work_path(session *s, const char *name) {
@@ -492,17 +469,12 @@ typedef struct {
 /* Compare every argument of two runs (floats within rtol, others exactly). */
 static int same_outputs(const argset *x, const argset *y, double rtol, char *why, size_t wn) {
   for (int i = 0; i < x->nargs; i++) {
-    const sarray *a = x->a[i], *b = y->a[i];
-    if (a->t.dtype.code == kDLFloat && a->t.dtype.bits == 32) {
-      const float *p = a->data, *q = b->data;
-      for (size_t k = 0; k < a->bytes / 4; k++)
-        if (!(fabs((double)p[k] - q[k]) <= rtol * fabs((double)q[k]) + 1e-5)) {
-          snprintf(why, wn, "wrong answer: argument %d element %zu is %g, the reference %g", i, k,
-                   (double)p[k], (double)q[k]);
-          return 0;
-        }
-    } else if (memcmp(a->data, b->data, a->bytes) != 0) {
-      snprintf(why, wn, "wrong answer: argument %d differs from the reference", i);
+    size_t at = 0;
+    double got = 0, want = 0;
+    if (dev_compare(x->a[i]->data, y->a[i]->data, x->a[i]->bytes, x->a[i]->t.dtype, rtol, 1e-5,
+                    &at, &got, &want)) {
+      snprintf(why, wn, "wrong answer: argument %d element %zu is %g, the reference %g", i, at, got,
+               want);
       return 0;
     }
   }
@@ -510,6 +482,7 @@ static int same_outputs(const argset *x, const argset *y, double rtol, char *why
 }
 
 /* The measurement child: writes int32 error_no, int32 ncosts, the costs, the message. */
+static void measure_child(const measure_req *m, int out) __attribute__((noreturn));
 static void measure_child(const measure_req *m, int out) {
   char why[1024] = "";
   double costs[1024];
@@ -549,11 +522,140 @@ static void measure_child(const measure_req *m, int out) {
   _exit(0);
 }
 
+/* A measurement child: fn(arg, fd) writes its answer to fd and ends. Its output (at most cap - 1
+** bytes) goes to buf; *timed_out when it ran past limit_s (then it is killed with its group). */
+static int run_child(void (*fn)(const void *, int), const void *arg, double limit_s, char *buf,
+                     size_t cap, size_t *got, int *timed_out, int *st) {
+  int pfd[2];
+  *got = 0, *timed_out = 0, *st = 0;
+  if (pipe(pfd)) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(pfd[0]);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    setpgid(0, 0);
+    fn(arg, pfd[1]);
+    _exit(0);
+  }
+  close(pfd[1]);
+  double dl = tl_now() + limit_s;
+  for (;;) {
+    if (wait_fd(pfd[0], POLLIN, dl)) {
+      *timed_out = 1;
+      break;
+    }
+    ssize_t r = read(pfd[0], buf + *got, cap - 1 - *got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    *got += (size_t)r;
+    if (*got >= cap - 1) break;
+  }
+  close(pfd[0]);
+  if (*timed_out && pid > 0) kill(-pid, SIGKILL), kill(pid, SIGKILL);
+  if (pid > 0) waitpid(pid, st, 0);
+  return pid < 0 ? -1 : 0;
+}
+
+/* The reply to "measure" from a child's answer (int32 error_no, int32 ncosts, costs, message). */
+static int reply_measured(session *s, const char *mod, int32_t eno, const char *ans, size_t n,
+                          const char *msg0) {
+  char hdr[20000], msg[8192];
+  size_t k = 0;
+  int32_t nc = 0;
+  double costs[1024];
+  snprintf(msg, sizeof msg, "%s", msg0 ? msg0 : "");
+  if (!msg0) {
+    int32_t head[2];
+    memcpy(head, ans, 8);
+    eno = head[0], nc = head[1];
+    if (nc < 0 || nc > 1024 || 8 + (size_t)nc * 8 > n) nc = 0;
+    memcpy(costs, ans + 8, (size_t)nc * 8);
+    size_t ml = n - 8 - (size_t)nc * 8;
+    if (ml >= sizeof msg) ml = sizeof msg - 1;
+    memcpy(msg, ans + 8 + (size_t)nc * 8, ml);
+    msg[ml] = 0;
+  }
+  k += (size_t)snprintf(hdr + k, sizeof hdr - k, "{\"ok\":true,\"error_no\":%d,\"costs\":[", (int)eno);
+  for (int i = 0; i < nc; i++) k += (size_t)snprintf(hdr + k, sizeof hdr - k, "%s%.9g", i ? "," : "", costs[i]);
+  k += (size_t)snprintf(hdr + k, sizeof hdr - k, "]");
+  if (*msg) {
+    k += (size_t)snprintf(hdr + k, sizeof hdr - k, ",\"error\":");
+    dj_put_str(hdr, sizeof hdr, &k, msg);
+  }
+  snprintf(hdr + k, sizeof hdr - k, "}");
+  logf_("measure %s: error_no %d, %d costs%s%s", mod, (int)eno, (int)nc, *msg ? ": " : "", msg);
+  return reply(s, hdr, NULL, 0);
+}
+
+static void c_child(const void *arg, int fd) { measure_child(arg, fd); }
+static void ocl_child(const void *arg, int fd) { dev_ocl_child(arg, fd); }
+
+/* measure kind "opencl": the module is OpenCL C + manifest (uploaded); the whole trial runs in
+** a child that loads the driver (device/ocl.c), with the engine's limits: the child bounds the
+** compile (build_timeout), the first launch (both) and the rest (timeout) itself; this side
+** kills it after twice the build limit plus the run limit plus 1 s. */
+static int do_measure_opencl(session *s, const dj_node *req, const char *mod) {
+  const char *man = dj_str(req, "manifest"), *rmod = dj_str(req, "ref_module");
+  const char *rman = dj_str(req, "ref_manifest");
+  if (!valid_name(man)) return reply_err(s, "measure: kind 'opencl' needs 'manifest' (an uploaded file name)");
+  if (rmod && (!valid_name(rmod) || !valid_name(rman)))
+    return reply_err(s, "measure: bad 'ref_module' or 'ref_manifest'");
+  double dv = dj_num(req, "device", 0);
+  if (dv < 0 || dv > 255 || dv != floor(dv)) return reply_err(s, "measure: 'device' must be an OpenCL device number");
+  dev_ocl_job j = {0};
+  j.dev = (int)dv;
+  j.number = (int)dj_num(req, "number", 1);
+  j.repeat = (int)dj_num(req, "repeat", 1);
+  j.min_repeat_ms = dj_num(req, "min_repeat_ms", 0);
+  j.run_s = dj_num(req, "timeout", 10);
+  j.build_s = dj_num(req, "build_timeout", 10);
+  j.rtol = dj_num(req, "rtol", 1e-4);
+  if (j.repeat < 1 || j.repeat > 1024) return reply_err(s, "measure: repeat must be in [1, 1024]");
+  if (j.run_s > 3600 || j.build_s > 3600) return reply_err(s, "measure: timeouts are at most 3600 s");
+  if (!(j.run_s > 0)) j.run_s = 10;
+  if (!(j.build_s > 0)) j.build_s = 10;
+  char *p = work_path(s, mod), *mp = work_path(s, man);
+  char *rp = rmod ? work_path(s, rmod) : NULL, *rmp = rmod ? work_path(s, rman) : NULL;
+  j.src_path = p, j.man_path = mp, j.ref_src_path = rp, j.ref_man_path = rmp;
+  char buf[16384];
+  size_t got = 0;
+  int timed_out = 0, st = 0;
+  int rc = run_child(ocl_child, &j, 2 * j.build_s + j.run_s + 1, buf, sizeof buf, &got, &timed_out, &st);
+  free(p), free(mp), free(rp), free(rmp);
+  if (rc) return reply_err(s, "measure: cannot start a measurement child: %s", strerror(errno));
+  /* the phase bytes: 'b' compiling, 'c' + the compile seconds, 'r' running */
+  size_t o = 0;
+  char ph = 0;
+  while (o < got && (buf[o] == 'b' || buf[o] == 'r' || (buf[o] == 'c' && got - o > sizeof(double)))) {
+    if (buf[o] == 'c') o += sizeof(double);
+    else ph = buf[o];
+    o++;
+  }
+  int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+  char msg[1200];
+  if (!timed_out && !sig && got - o >= 8) return reply_measured(s, mod, 0, buf + o, got - o, NULL);
+  if (timed_out || sig == SIGALRM) {
+    if (ph == 'r') snprintf(msg, sizeof msg, "kernel '%s' timed out after %g s", mod, j.run_s);
+    else snprintf(msg, sizeof msg, "kernel '%s': compiling for the device timed out after %g s", mod, j.build_s);
+    return reply_measured(s, mod, ph == 'r' ? E_RUN_TIMEOUT : E_BUILD_TIMEOUT, NULL, 0, msg);
+  }
+  if (sig)
+    snprintf(msg, sizeof msg, "kernel '%s' crashed while %s: signal %d (%s)", mod,
+             ph == 'r' ? "running" : "compiling", sig, strsignal(sig));
+  else
+    snprintf(msg, sizeof msg, "kernel '%s': the measurement child ended without a result (status %d)", mod, st);
+  return reply_measured(s, mod, E_RUNTIME_DEVICE, NULL, 0, msg);
+}
+
 static int do_measure(session *s, const dj_node *req) {
   const char *mod = dj_str(req, "module"), *sig = dj_str(req, "sig"), *kind = dj_str(req, "kind");
+  if (kind && !strcmp(kind, "opencl")) {
+    if (!valid_name(mod)) return reply_err(s, "measure: needs 'module' (an uploaded OpenCL C file)");
+    return do_measure_opencl(s, req, mod);
+  }
   if (kind && strcmp(kind, "so"))
     return reply_err(s, "measure: kind '%.64s' is not served by tunelua-rpc (C shared objects "
-                     "only: \"so\")", kind);
+                     "\"so\" and OpenCL modules \"opencl\")", kind);
   if (!valid_name(mod) || !sig) return reply_err(s, "measure: needs 'module' and 'sig'");
   measure_req m = {0};
   m.fname = dj_str(req, "func");
@@ -586,74 +688,24 @@ static int do_measure(session *s, const dj_node *req) {
   }
   char *path = work_path(s, mod), *rpath = rmod ? work_path(s, rmod) : NULL;
   m.path = path, m.ref_path = rpath, m.ref_fname = dj_str(req, "ref_func");
-  int pfd[2];
-  if (pipe(pfd)) {
-    free(path), free(rpath), free(fname_sig);
-    return reply_err(s, "measure: pipe: %s", strerror(errno));
-  }
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(pfd[0]);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    setpgid(0, 0);
-    measure_child(&m, pfd[1]);
-  }
-  close(pfd[1]);
   char buf[16384];
   size_t got = 0;
-  double dl = tl_now() + (to > 0 ? to : 10);
-  int timed_out = 0;
-  for (;;) {
-    if (wait_fd(pfd[0], POLLIN, dl)) {
-      timed_out = 1;
-      break;
-    }
-    ssize_t r = read(pfd[0], buf + got, sizeof buf - 1 - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-    if (got >= sizeof buf - 1) break;
-  }
-  close(pfd[0]);
-  if (timed_out && pid > 0) kill(-pid, SIGKILL), kill(pid, SIGKILL);
-  int st = 0;
-  if (pid > 0) waitpid(pid, &st, 0);
+  int timed_out = 0, st = 0;
+  int rc = run_child(c_child, &m, to > 0 ? to : 10, buf, sizeof buf, &got, &timed_out, &st);
   free(path), free(rpath), free(fname_sig);
-  char hdr[20000];
-  size_t n = 0;
-  int32_t eno, nc = 0;
-  char msg[2048] = "";
-  double costs[1024];
+  char msg[2048];
   if (timed_out) {
-    eno = E_RUN_TIMEOUT;
     snprintf(msg, sizeof msg, "run timed out after %.1f s", to);
-  } else if (pid < 0 || got < 8 || (WIFSIGNALED(st))) {
-    eno = E_RUNTIME_DEVICE;
-    if (pid > 0 && WIFSIGNALED(st))
+    return reply_measured(s, mod, E_RUN_TIMEOUT, NULL, 0, msg);
+  }
+  if (rc || got < 8 || WIFSIGNALED(st)) {
+    if (!rc && WIFSIGNALED(st))
       snprintf(msg, sizeof msg, "the kernel crashed: signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
     else
       snprintf(msg, sizeof msg, "the measurement child failed (status %d)", st);
-  } else {
-    int32_t head[2];
-    memcpy(head, buf, 8);
-    eno = head[0], nc = head[1];
-    if (nc < 0 || nc > 1024 || 8 + (size_t)nc * 8 > got) nc = 0;
-    memcpy(costs, buf + 8, (size_t)nc * 8);
-    size_t ml = got - 8 - (size_t)nc * 8;
-    if (ml >= sizeof msg) ml = sizeof msg - 1;
-    memcpy(msg, buf + 8 + (size_t)nc * 8, ml);
-    msg[ml] = 0;
+    return reply_measured(s, mod, E_RUNTIME_DEVICE, NULL, 0, msg);
   }
-  n += (size_t)snprintf(hdr + n, sizeof hdr - n, "{\"ok\":true,\"error_no\":%d,\"costs\":[", (int)eno);
-  for (int i = 0; i < nc; i++) n += (size_t)snprintf(hdr + n, sizeof hdr - n, "%s%.9g", i ? "," : "", costs[i]);
-  n += (size_t)snprintf(hdr + n, sizeof hdr - n, "]");
-  if (*msg) {
-    n += (size_t)snprintf(hdr + n, sizeof hdr - n, ",\"error\":");
-    dj_put_str(hdr, sizeof hdr, &n, msg);
-  }
-  snprintf(hdr + n, sizeof hdr - n, "}");
-  logf_("measure %s: error_no %d, %d costs%s%s", mod, (int)eno, (int)nc, *msg ? ": " : "", msg);
-  return reply(s, hdr, NULL, 0);
+  return reply_measured(s, mod, 0, buf, got, NULL);
 }
 
 /* One request; 1 ends the session. */
@@ -667,7 +719,7 @@ static int serve_one(session *s, const dj_node *req, const unsigned char *blob, 
     dj_put_str(hdr, sizeof hdr, &k, s->skey);
     k += (size_t)snprintf(hdr + k, sizeof hdr - k, ",\"workdir\":");
     dj_put_str(hdr, sizeof hdr, &k, s->workdir);
-    snprintf(hdr + k, sizeof hdr - k, ",\"server\":\"tunelua-rpc\"}");
+    snprintf(hdr + k, sizeof hdr - k, ",\"server\":\"tunelua-rpc\",\"opencl\":\"%s\"}", dev_ocl_support());
     return reply(s, hdr, NULL, 0) ? 1 : 0;
   }
   if (!strcmp(op, "shutdown")) {
@@ -712,6 +764,10 @@ static int serve_one(session *s, const dj_node *req, const unsigned char *blob, 
   }
   if (!strcmp(op, "load")) {
     const char *name = dj_str(req, "name"), *kind = dj_str(req, "kind");
+    if (kind && !strcmp(kind, "opencl"))
+      return reply_err(s, "load: kind 'opencl': tunelua-rpc runs OpenCL modules only through "
+                       "'measure' (the driver is loaded in each measurement child: OpenCL drivers "
+                       "are not fork-safe)") ? 1 : 0;
     if (kind && strcmp(kind, "so"))
       return reply_err(s, "load: kind '%.64s' is not served by tunelua-rpc (C shared objects only)", kind) ? 1 : 0;
     if (!valid_name(name)) return reply_err(s, "load: bad name") ? 1 : 0;
