@@ -39,8 +39,10 @@
 ** 128-bit vectors (4 float32 lanes), not TopHub's reference log.
 */
 #include "arm.h"
+#include "../../core/topi/topi.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
 
@@ -144,13 +146,21 @@ static int64_t inner_of(tl_atvm_cfg *cfg, const char *name) {
 /* float32 lanes of the target's vectors (4 for NEON). */
 #define LANES ((int64_t)(cfg->hw && cfg->hw->lanes > 0 ? cfg->hw->lanes : 4))
 
+/* Where (c, h, w) sit among a stage's first four axes: NCHW stages, or the spatial pack's
+** accumulation order [n, oh, ow, co] (NHWC). */
+static void chw_of(int nhwc, int *c, int *h, int *w) {
+  *c = nhwc ? 3 : 1, *h = nhwc ? 1 : 2, *w = nhwc ? 2 : 3;
+}
+
 /* O's (n, c, h, w) tiled by inner sizes (vc, vh, vw): n, c/vc, h/vh, w/vw
 ** [outer order], then the inner tile in order inner (a permutation of
 ** {vh, vw, vc} as 0, 1, 2); (n, c/vc, h/vh) fused and parallel. Writes the
-** node to attach the accumulation at (w/vw). */
+** node to attach the accumulation at (w/vw). nhwc: O's axes are (n, h, w, c). */
 static int tile_outer(tl_ctx *ctx, tl_sched *s, int O, int64_t vc, int64_t vh, int64_t vw,
-                      const int *inner, int *attach) {
-  int n = node_at(s, O, 0), c = node_at(s, O, 1), h = node_at(s, O, 2), w = node_at(s, O, 3);
+                      const int *inner, int nhwc, int *attach) {
+  int pc, ph, pw;
+  chw_of(nhwc, &pc, &ph, &pw);
+  int n = node_at(s, O, 0), c = node_at(s, O, pc), h = node_at(s, O, ph), w = node_at(s, O, pw);
   int t[2], co, ci, ho, hi, wo, wi;
   TRY(tl_atvm_split_node(ctx, s, O, c, 1, &vc, t)); co = t[0], ci = t[1];
   TRY(tl_atvm_split_node(ctx, s, O, h, 1, &vh, t)); ho = t[0], hi = t[1];
@@ -170,8 +180,8 @@ static int tile_outer(tl_ctx *ctx, tl_sched *s, int O, int64_t vc, int64_t vh, i
 ** shape parallel, the output *O tiled by (vc, vh, vw) with the inner order inner (tile_outer;
 ** *attach as there). lname (128 bytes) gets the accumulation stage's name. */
 static int pack_outer(tl_ctx *ctx, tl_sched *s, const char *tag, const char *tmpl, const char *pad,
-                      int64_t vc, int64_t vh, int64_t vw, const int *inner, int *O, int *attach,
-                      char *lname) {
+                      int64_t vc, int64_t vh, int64_t vw, const int *inner, int nhwc, int *O,
+                      int *attach, char *lname) {
   int L, other;
   TRY(tl_atvm_anchor_stages(ctx, s, tag, tmpl, O, &L, &other));
   char oname[128];
@@ -180,10 +190,12 @@ static int pack_outer(tl_ctx *ctx, tl_sched *s, const char *tag, const char *tmp
   TRY(root_parallel(ctx, s, pad));
   if (other >= 0) TRY(parallel_simple(ctx, s, tl_sched_num_stages(s) - 1));
   *O = find(s, oname);
-  return tile_outer(ctx, s, *O, vc, vh, vw, inner, attach);
+  return tile_outer(ctx, s, *O, vc, vh, vw, inner, nhwc, attach);
 }
 
 /* ---- conv2d_nchw_spatial_pack.arm_cpu ------------------------------------------------ */
+
+#define SP_ACC "conv2d_nchw_sp"   /* the accumulation stage of sp_compute */
 
 /* The fallback register tile for 128-bit vectors: VC a multiple of the
 ** lanes where the channels allow (up to two vectors), VW up to 4, VH 1. */
@@ -217,9 +229,11 @@ static int sp_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
 /* The accumulation L computed at O's w/VW loop: its (n, c, h, w) split by
 ** (VC, VH, VW), ordered by the reorder knob over [n, c/VC, h/VH, w/VW,
 ** reduce..., vh, vw, vc] (nred reduce axes: ci, kh, kw or kh, kw), the
-** reduce knob on (kh, kw), the spatial knob on (vh, vw, vc). */
+** reduce knob on (kh, kw), the spatial knob on (vh, vw, vc). nhwc: L's axes are (n, h, w, c)
+** (the accumulation order of the spatial pack's compute: the VC channels of a tile are
+** contiguous in the accumulation buffer, one vector each). */
 static int sp_inner(tl_atvm_cfg *cfg, tl_sched *s, int O, int attach, int L, int nred,
-                    int64_t vc, int64_t vh, int64_t vw, const tl_atvm_conv *ci) {
+                    int64_t vc, int64_t vh, int64_t vw, int nhwc, const tl_atvm_conv *ci) {
   tl_ctx *ctx = cfg->ctx;
   char lname[128];
   snprintf(lname, sizeof lname, "%s", tl_sched_stage_name(s, L));
@@ -228,7 +242,9 @@ static int sp_inner(tl_atvm_cfg *cfg, tl_sched *s, int O, int attach, int L, int
   int wr;
   const int64_t *re = tl_cfg_ints(cfg, "reorder_0", &wr);
   if (!re) return tl_errcode(ctx);
-  int n = node_at(s, L, 0), co = node_at(s, L, 1), oh = node_at(s, L, 2), ow = node_at(s, L, 3);
+  int pc, ph, pw;
+  chw_of(nhwc, &pc, &ph, &pw);
+  int n = node_at(s, L, 0), co = node_at(s, L, pc), oh = node_at(s, L, ph), ow = node_at(s, L, pw);
   int red[3];
   for (int i = 0; i < nred; i++) red[i] = node_at(s, L, 4 + i);
   int t[2];
@@ -261,13 +277,193 @@ static int sp_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   static const int inner[3] = {0, 1, 2};
   int O, attach;
   char lname[128];
+  int C = find(s, SP_ACC), nhwc = C >= 0;   /* sp_compute's accumulation order, else topi's */
+  if (nhwc) {
+    /* the NCHW output (the unpack with the fused consumers) tiled, the accumulation stage
+    ** computed per tile in its own order: no buffer of the whole accumulation */
+    TRY(tl_atvm_inline_injective(ctx, s, C));
+    C = find(s, SP_ACC);
+    int last = tl_sched_num_stages(s) - 1;
+    tl_dag *dag = tl_sched_dag(s);
+    int lt = tl_sched_stage_tensor(s, last, 0);
+    const int64_t *ls = tl_dag_tensor_shape(dag, lt);
+    if (last != C && tl_dag_tensor_ndim(dag, lt) == 4 && ls[0] == ci.N && ls[1] == ci.O &&
+        ls[2] == ci.OH && ls[3] == ci.OW) {
+      TRY(root_parallel(ctx, s, "pad_temp"));
+      int attach;
+      TRY(tile_outer(ctx, s, last, vc, vh, vw, inner, 0, &attach));
+      return sp_inner(cfg, s, last, attach, find(s, SP_ACC), 3, vc, vh, vw, 1, &ci);
+    }
+  }
   TRY(pack_outer(ctx, s, "conv2d_nchw", "conv2d_nchw_spatial_pack.arm_cpu", "pad_temp", vc, vh, vw,
-                 inner, &O, &attach, lname));
-  return sp_inner(cfg, s, O, attach, find(s, lname), 3, vc, vh, vw, &ci);
+                 inner, nhwc, &O, &attach, lname));
+  return sp_inner(cfg, s, O, attach, find(s, lname), 3, vc, vh, vw, nhwc, &ci);
 }
 
+/* The constant weight deployed packed (TVM's kernel_vec of conv2d_nchw_spatial_pack with
+** pre-packed weights): [O/B, C, KH, KW, B], a block of B output channels innermost, so a
+** vector of output channels reads its weights with one contiguous load instead of a gather
+** with the stride C*KH*KW. B is the largest power of two <= SP_BLOCK dividing O: the config's
+** VC (tile_co) is a power of two for the channel counts of networks, and then either divides
+** B or is a multiple of it, so the vector stays contiguous. float32 without groups only. */
+#define SP_BLOCK 16
+
+static int64_t sp_block(int64_t O) {
+  int64_t b = 1;
+  while (b < SP_BLOCK && O % (b * 2) == 0) b *= 2;
+  return b;
+}
+
+static int sp_packable(const tl_atvm_args *a, tl_atvm_conv *ci) {
+  tl_ctx *ctx = tl_ctx_new();
+  int ok = tl_atvm_conv_of(ctx, a, 0, ci) == TL_OK && a->dtype[0] == TL_FLOAT32 &&
+           a->dtype[1] == TL_FLOAT32 && a->shape[1][1] == ci->C &&
+           (!ci->out_dtype || strcmp(ci->out_dtype, "float32") == 0);
+  tl_ctx_free(ctx);
+  return ok;
+}
+
+static int sp_deployed_input(const tl_atvm_args *a, int i, int *ndim, int64_t *shape) {
+  tl_atvm_conv ci;
+  if (i != 1 || !sp_packable(a, &ci)) return 0;
+  int64_t B = sp_block(ci.O);
+  *ndim = 5;
+  shape[0] = ci.O / B, shape[1] = ci.C, shape[2] = ci.KH, shape[3] = ci.KW, shape[4] = B;
+  return 1;
+}
+
+/* OIHW -> [O/B, C, KH, KW, B]. */
+static void sp_deploy(const tl_atvm_args *a, int i, const void *src, void *dst) {
+  (void)i;
+  const float *w = src;
+  float *p = dst;
+  int64_t O = a->shape[1][0], C = a->shape[1][1], khw = a->shape[1][2] * a->shape[1][3];
+  int64_t B = sp_block(O);
+  for (int64_t o = 0; o < O; o++)
+    for (int64_t c = 0; c < C; c++) {
+      const float *s = w + (o * C + c) * khw;
+      float *d = p + ((o / B) * C + c) * khw * B + o % B;
+      for (int64_t k = 0; k < khw; k++) d[k * B] = s[k];
+    }
+}
+
+/* The spatial pack's compute (float32 without groups; anything else is topi's conv2d):
+**   pad_temp[n, c, y, x]     the zero-padded data (only with padding)
+**   conv2d_nchw_sp[n, oh, ow, co] = sum_{ci, kh, kw} pad_temp[n, ci, oh*s + kh*d, ow*s + kw*d]
+**                                  * W[co, ci, kh, kw]   (tag conv2d_nchw_spatial_pack)
+**   conv2d_nchw[n, co, oh, ow] = conv2d_nchw_sp[n, oh, ow, co]   (injective)
+** The output channel is the innermost axis of the accumulation (TVM's conv buffer
+** [.., VH, VW, VC]), so the VC channels of a register tile are one contiguous vector in the
+** accumulation buffer whatever the unrolling. W is the kernel (OIHW) or, deployed, the packed
+** weight read as packed[co / B, ci, kh, kw, co % B] (contiguous in co as well). */
+static int e_var(tl_ctx *ctx, tl_dag *dag, const char *nm, uint32_t *v) {
+  return tl_dag_var(ctx, dag, nm, TL_INT32, v);
+}
+
+static int e_int(tl_ctx *ctx, tl_dag *dag, int64_t v, uint32_t *out) {
+  return tl_dag_const_int(ctx, dag, TL_INT32, v, out);
+}
+
+/* a * s + b * d */
+static int e_win(tl_ctx *ctx, tl_dag *dag, uint32_t a, int64_t s, uint32_t b, int64_t d, uint32_t *out) {
+  uint32_t cs, cd, x, y;
+  TRY(e_int(ctx, dag, s, &cs));
+  TRY(e_int(ctx, dag, d, &cd));
+  TRY(tl_dag_binary(ctx, dag, TL_EXPR_MUL, a, cs, &x));
+  TRY(tl_dag_binary(ctx, dag, TL_EXPR_MUL, b, cd, &y));
+  return tl_dag_binary(ctx, dag, TL_EXPR_ADD, x, y, out);
+}
+
+/* pad_temp of data [N, C, H, W] with ci's padding (data itself when there is none). */
+static int sp_pad(tl_ctx *ctx, tl_dag *dag, const tl_atvm_conv *ci, int data, int *out) {
+  const int64_t *p = ci->pad;   /* top, left, bottom, right */
+  if (!p[0] && !p[1] && !p[2] && !p[3]) {
+    *out = data;
+    return TL_OK;
+  }
+  uint32_t ax[4], idx[4], cond = 0, body, zero;
+  static const char *const nm[4] = {"i0", "i1", "i2", "i3"};
+  for (int i = 0; i < 4; i++) TRY(e_var(ctx, dag, nm[i], &ax[i]));
+  idx[0] = ax[0], idx[1] = ax[1];
+  int64_t before[2] = {p[0], p[1]}, ext[2] = {ci->H, ci->W};
+  for (int d = 0; d < 2; d++) {
+    uint32_t b, e, lo, hi, both;
+    TRY(e_int(ctx, dag, before[d], &b));
+    TRY(e_int(ctx, dag, before[d] + ext[d], &e));
+    TRY(tl_dag_binary(ctx, dag, TL_EXPR_SUB, ax[2 + d], b, &idx[2 + d]));
+    TRY(tl_dag_binary(ctx, dag, TL_EXPR_GE, ax[2 + d], b, &lo));
+    TRY(tl_dag_binary(ctx, dag, TL_EXPR_LT, ax[2 + d], e, &hi));
+    TRY(tl_dag_binary(ctx, dag, TL_EXPR_AND, lo, hi, &both));
+    if (cond) TRY(tl_dag_binary(ctx, dag, TL_EXPR_AND, cond, both, &cond));
+    else cond = both;
+  }
+  TRY(tl_dag_load(ctx, dag, data, 4, idx, &body));
+  TRY(tl_dag_const_float(ctx, dag, TL_FLOAT32, 0.0, &zero));
+  TRY(tl_dag_select(ctx, dag, TL_EXPR_IF_THEN_ELSE, cond, body, zero, &body));
+  int64_t shape[4] = {ci->N, ci->C, ci->H + p[0] + p[2], ci->W + p[1] + p[3]};
+  return tl_dag_compute(ctx, dag, "pad_temp", "injective,pad", 4, shape, ax, 1, &body,
+                        TL_REDUCE_NONE, 0, NULL, 0, out);
+}
+
+static int sp_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
+                      int *out, int max_out, int *nout) {
+  tl_atvm_conv ci;
+  if (nin < 2 || max_out < 1 || !sp_packable(a, &ci))
+    return tl_atvm_conv2d_nchw_compute(ctx, a, dag, in, nin, out, max_out, nout);
+  int kernel = in[1], packed = tl_dag_tensor_ndim(dag, kernel) == 5;
+  int64_t B = 1;
+  if (packed) {
+    const int64_t *ks = tl_dag_tensor_shape(dag, kernel);
+    B = ks[4];
+    if (B < 1 || ks[0] * B != ci.O || ks[1] != ci.C || ks[2] != ci.KH || ks[3] != ci.KW)
+      return tl_err(ctx, TL_E_SHAPE, "conv2d_nchw_spatial_pack.arm_cpu: a packed kernel must be "
+                    "[O/B, C, KH, KW, B] for O=%lld, C=%lld, KH=%lld, KW=%lld", (long long)ci.O,
+                    (long long)ci.C, (long long)ci.KH, (long long)ci.KW);
+  }
+  int data;
+  TRY(sp_pad(ctx, dag, &ci, in[0], &data));
+  uint32_t ax[4], rv[3], di[4], ki[5], lhs, rhs, body;
+  static const char *const nm[4] = {"n", "oh", "ow", "co"};
+  for (int i = 0; i < 4; i++) TRY(e_var(ctx, dag, nm[i], &ax[i]));
+  TRY(tl_dag_reduce_axis(ctx, dag, "rc", ci.C, &rv[0]));
+  TRY(tl_dag_reduce_axis(ctx, dag, "ry", ci.KH, &rv[1]));
+  TRY(tl_dag_reduce_axis(ctx, dag, "rx", ci.KW, &rv[2]));
+  di[0] = ax[0], di[1] = rv[0];
+  TRY(e_win(ctx, dag, ax[1], ci.stride[0], rv[1], ci.dil[0], &di[2]));
+  TRY(e_win(ctx, dag, ax[2], ci.stride[1], rv[2], ci.dil[1], &di[3]));
+  if (packed) {
+    uint32_t cB;
+    TRY(e_int(ctx, dag, B, &cB));
+    TRY(tl_dag_binary(ctx, dag, TL_EXPR_FLOORDIV, ax[3], cB, &ki[0]));
+    TRY(tl_dag_binary(ctx, dag, TL_EXPR_FLOORMOD, ax[3], cB, &ki[4]));
+  } else {
+    ki[0] = ax[3];
+  }
+  ki[1] = rv[0], ki[2] = rv[1], ki[3] = rv[2];
+  TRY(tl_dag_load(ctx, dag, data, 4, di, &lhs));
+  TRY(tl_dag_load(ctx, dag, kernel, packed ? 5 : 4, ki, &rhs));
+  TRY(tl_dag_binary(ctx, dag, TL_EXPR_MUL, lhs, rhs, &body));
+  int64_t cshape[4] = {ci.N, ci.OH, ci.OW, ci.O};
+  int acc;
+  TRY(tl_dag_compute(ctx, dag, SP_ACC, "conv2d_nchw_spatial_pack", 4, cshape, ax, 1, &body,
+                     TL_REDUCE_SUM, 3, rv, 0, &acc));
+  uint32_t ox[4], oi[4], ob;
+  static const char *const onm[4] = {"nn", "ff", "yy", "xx"};
+  for (int i = 0; i < 4; i++) TRY(e_var(ctx, dag, onm[i], &ox[i]));
+  oi[0] = ox[0], oi[1] = ox[2], oi[2] = ox[3], oi[3] = ox[1];
+  TRY(tl_dag_load(ctx, dag, acc, 4, oi, &ob));
+  int64_t oshape[4] = {ci.N, ci.O, ci.OH, ci.OW};
+  TRY(tl_dag_compute(ctx, dag, "conv2d_nchw", "injective", 4, oshape, ox, 1, &ob, TL_REDUCE_NONE,
+                     0, NULL, 0, out));
+  *nout = 1;
+  return TL_OK;
+}
+
+/* Untuned convolutions take the spatial pack's fallback config, as in TVM (where a template's
+** fallback is the only schedule there is): it beats the generic default schedule. */
 const tl_atvm_template tl_arm_conv2d_spatial_pack = {"conv2d_nchw_spatial_pack.arm_cpu", sp_define,
-                                                     tl_atvm_conv2d_nchw_compute, sp_schedule};
+                                                     sp_compute, sp_schedule, sp_deployed_input,
+                                                     sp_deploy, TL_TMPL_FALLBACK_DEPLOYS};
 
 /* ---- depthwise_conv2d_nchw_spatial_pack.arm_cpu ------------------------------------- */
 
@@ -303,8 +499,8 @@ static int dsp_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   int O, attach;
   char lname[128];
   TRY(pack_outer(ctx, s, "depthwise_conv2d_nchw", "depthwise_conv2d_nchw_spatial_pack.arm_cpu",
-                 "PaddedInput", vc, vh, vw, inner, &O, &attach, lname));
-  return sp_inner(cfg, s, O, attach, find(s, lname), 2, vc, vh, vw, &ci);
+                 "PaddedInput", vc, vh, vw, inner, 0, &O, &attach, lname));
+  return sp_inner(cfg, s, O, attach, find(s, lname), 2, vc, vh, vw, 0, &ci);
 }
 
 const tl_atvm_template tl_arm_depthwise_spatial_pack = {
@@ -336,7 +532,7 @@ static int dw_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   int O, attach;
   char lname[128];
   TRY(pack_outer(ctx, s, "depthwise_conv2d_nchw", "depthwise_conv2d_nchw.arm_cpu", "PaddedInput", vc,
-                 vh, vw, inner, &O, &attach, lname));
+                 vh, vw, inner, 0, &O, &attach, lname));
   TRY(tl_sched_compute_at(ctx, s, find(s, lname), O, pos(s, O, attach)));
   int L = find(s, lname);
   /* L: n c h w | di dj -> n c/VC h/VH w/VW di dj vh vw vc */
@@ -391,15 +587,69 @@ static int wino_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   return TL_OK;
 }
 
+/* The constant weight deployed transformed (TVM's conv2d_winograd_without_weight_transform
+** with pre-computed weights): U = G g G^T, computed once at build time instead of in every
+** call (for 512 channels the transform costs about as much as the batched product itself),
+** stored [6, 6, C, O]: the output channels innermost, so the batched product's vector of VK
+** output channels is one contiguous load (TVM packs U with VK innermost for the same reason).
+** float32 without groups only. */
+#define WINO_A (WINO_M + 2)
+
+static int wino_deployed_input(const tl_atvm_args *a, int i, int *ndim, int64_t *shape) {
+  tl_atvm_conv ci;
+  if (i != 1 || !sp_packable(a, &ci) || ci.KH != 3 || ci.KW != 3) return 0;
+  *ndim = 4;
+  shape[0] = WINO_A, shape[1] = WINO_A, shape[2] = ci.C, shape[3] = ci.O;
+  return 1;
+}
+
+static void wino_deploy(const tl_atvm_args *a, int i, const void *src, void *dst) {
+  (void)i;
+  double AT[WINO_A * WINO_A], G[WINO_A * 3], BT[WINO_A * WINO_A];
+  tl_topi_winograd_matrices(WINO_M, 3, AT, G, BT);
+  const float *w = src;
+  float *u = dst;
+  int64_t O = a->shape[1][0], C = a->shape[1][1];
+  for (int64_t o = 0; o < O; o++)
+    for (int64_t c = 0; c < C; c++) {
+      const float *g = w + (o * C + c) * 9;
+      for (int e = 0; e < WINO_A; e++)
+        for (int n = 0; n < WINO_A; n++) {
+          double v = 0;
+          for (int kh = 0; kh < 3; kh++)
+            for (int kw = 0; kw < 3; kw++) v += (double)g[kh * 3 + kw] * G[e * 3 + kh] * G[n * 3 + kw];
+          u[((e * WINO_A + n) * C + c) * O + o] = (float)v;
+        }
+    }
+}
+
+/* topi's conv2d_winograd; with the transformed weight (in[1] of shape [6, 6, C, O]) the weight
+** transform stage is left out ("pre_transformed"): topi reads U[eps, nu, k, c] through the
+** injective view kernel_t (inlined by the schedule) of the deployed [eps, nu, c, k]. */
 static int wino_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
                         int *out, int max_out, int *nout) {
   tl_atvm_conv ci;
   TRY(tl_atvm_conv_of(ctx, a, 0, &ci));
   TRY(wino_check(ctx, &ci));
-  char extra[64], attrs[512];
-  snprintf(extra, sizeof extra, ",\"tile_size\":%d", WINO_M);
+  int pre = 0, ins[2] = {in[0], nin >= 2 ? in[1] : -1};
+  if (nin >= 2 && tl_dag_tensor_ndim(dag, in[1]) == 4) {
+    const int64_t *ks = tl_dag_tensor_shape(dag, in[1]);
+    pre = ks[0] == WINO_A && ks[1] == WINO_A && ks[2] == ci.C && ks[3] == ci.O;
+  }
+  if (pre) {
+    uint32_t ax[4], idx[4], body;
+    static const char *const nm[4] = {"eps", "nu", "k", "c"};
+    for (int i = 0; i < 4; i++) TRY(tl_dag_var(ctx, dag, nm[i], TL_INT32, &ax[i]));
+    idx[0] = ax[0], idx[1] = ax[1], idx[2] = ax[3], idx[3] = ax[2];
+    TRY(tl_dag_load(ctx, dag, in[1], 4, idx, &body));
+    int64_t shape[4] = {WINO_A, WINO_A, ci.O, ci.C};
+    TRY(tl_dag_compute(ctx, dag, "kernel_t", "injective", 4, shape, ax, 1, &body, TL_REDUCE_NONE,
+                       0, NULL, 0, &ins[1]));
+  }
+  char extra[96], attrs[512];
+  snprintf(extra, sizeof extra, ",\"tile_size\":%d%s", WINO_M, pre ? ",\"pre_transformed\":1" : "");
   tl_atvm_conv_attrs(&ci, extra, attrs, sizeof attrs);
-  return tl_topi_op(ctx, dag, "conv2d_winograd", in, 2, attrs, out, max_out, nout);
+  return tl_topi_op(ctx, dag, "conv2d_winograd", ins, 2, attrs, out, max_out, nout);
 }
 
 static int unroll_all(tl_ctx *ctx, tl_sched *s, int st, int from, int to) {
@@ -420,6 +670,7 @@ static int wino_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   char oname[128];
   snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
   TRY(tl_atvm_inline_named(ctx, s, "input_tile"));
+  TRY(tl_atvm_inline_named(ctx, s, "kernel_t"));
   TRY(root_parallel(ctx, s, "data_pad"));
 
   /* weight transform U[eps, nu, co, ci] | r_kh r_kw: co ci eps nu r_kh r_kw, co parallel */
@@ -491,4 +742,5 @@ static int wino_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
 }
 
 const tl_atvm_template tl_arm_conv2d_winograd = {"conv2d_nchw_winograd.arm_cpu", wino_define,
-                                                 wino_compute, wino_schedule};
+                                                 wino_compute, wino_schedule, wino_deployed_input,
+                                                 wino_deploy};

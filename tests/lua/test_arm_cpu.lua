@@ -151,13 +151,24 @@ local rand_index = util.lcg(4242)
 
 -- n random configs (and the fallback) built for aarch64 in one batch, each run under qemu.
 local total = 0
-local function check_task(t, ref_op, ref_shapes, ref_attrs, n)
+-- A template whose constant weight is deployed transformed (the spatial pack's packed kernel,
+-- winograd's G g G^T) takes it that way: the weight goes through the template's own deploy
+-- function (as the graph executor does), the reference stays the plain operator's.
+local executor = require "tunelua.graph.executor"
+local deployed = 0
+local function check_task(t, args, ref_op, ref_shapes, ref_attrs, n)
   local inputs, expect, oshape = util.reference(ref_op, ref_shapes, ref_attrs, 11)
   local specs = {}
   for i, s in ipairs(ref_shapes) do
     local p = string.format("%s/in%d.bin", dir, i)
-    write_raw(p, inputs[i])
-    specs[i] = string.format("in:%s:float32:%s", p, shape_str(s))
+    local v, sh = inputs[i], s
+    local dsh = i == 2 and executor.deployed_shape(t.name, args, 2)
+    if dsh then
+      v, sh = executor.deploy_input(t.name, args, 2, v), dsh
+      deployed = deployed + 1
+    end
+    write_raw(p, v)
+    specs[i] = string.format("in:%s:float32:%s", p, shape_str(sh))
   end
   local mi = { measure.MeasureInput(t, -1) }
   for _ = 1, n do mi[#mi + 1] = measure.MeasureInput(t, rand_index(#t.config_space)) end
@@ -188,15 +199,17 @@ local function check_task(t, ref_op, ref_shapes, ref_attrs, n)
 end
 
 local c1 = { strides = { 1, 1 }, padding = { 1, 1, 1, 1 }, dilation = { 1, 1 } }
-check_task(autotvm.task.create("conv2d_nchw_spatial_pack.arm_cpu", conv_args({ 1, 8, 8, 8 }, { 16, 8, 3, 3 }, 1, 1), TARGET),
-           "conv2d", { { 1, 8, 8, 8 }, { 16, 8, 3, 3 } }, c1, 2)
-check_task(autotvm.task.create("conv2d_nchw_winograd.arm_cpu", conv_args({ 1, 8, 10, 10 }, { 16, 8, 3, 3 }, 1, 1), TARGET),
-           "conv2d", { { 1, 8, 10, 10 }, { 16, 8, 3, 3 } }, c1, 2)
-check_task(autotvm.task.create("depthwise_conv2d_nchw.arm_cpu", conv_args({ 1, 8, 9, 9 }, { 8, 1, 3, 3 }, 1, 1), TARGET),
-           "depthwise_conv2d", { { 1, 8, 9, 9 }, { 8, 1, 3, 3 } }, c1, 2)
-check_task(autotvm.task.create("depthwise_conv2d_nchw_spatial_pack.arm_cpu", conv_args({ 1, 8, 9, 9 }, { 8, 1, 3, 3 }, 2, 1), TARGET),
-           "depthwise_conv2d", { { 1, 8, 9, 9 }, { 8, 1, 3, 3 } },
-           { strides = { 2, 2 }, padding = { 1, 1, 1, 1 }, dilation = { 1, 1 } }, 2)
+local function check(name, args, ref_op, ref_attrs)
+  check_task(autotvm.task.create(name, args, TARGET), args, ref_op, { args[1][2], args[2][2] }, ref_attrs, 2)
+end
+check("conv2d_nchw_spatial_pack.arm_cpu", conv_args({ 1, 8, 8, 8 }, { 16, 8, 3, 3 }, 1, 1), "conv2d", c1)
+check("conv2d_nchw_spatial_pack.arm_cpu", conv_args({ 1, 4, 9, 9 }, { 12, 4, 3, 3 }, 2, 0), "conv2d",
+      { strides = { 2, 2 }, padding = { 0, 0, 0, 0 }, dilation = { 1, 1 } })
+check("conv2d_nchw_winograd.arm_cpu", conv_args({ 1, 8, 10, 10 }, { 16, 8, 3, 3 }, 1, 1), "conv2d", c1)
+check("depthwise_conv2d_nchw.arm_cpu", conv_args({ 1, 8, 9, 9 }, { 8, 1, 3, 3 }, 1, 1), "depthwise_conv2d", c1)
+check("depthwise_conv2d_nchw_spatial_pack.arm_cpu", conv_args({ 1, 8, 9, 9 }, { 8, 1, 3, 3 }, 2, 1),
+      "depthwise_conv2d", { strides = { 2, 2 }, padding = { 1, 1, 1, 1 }, dilation = { 1, 1 } })
+assert(deployed == 3, "the spatial pack and winograd weights are deployed transformed, got " .. deployed)
 file.remove(dir)
 print(string.format("test_arm_cpu: %d configs ran under qemu-aarch64", total))
 print("test_arm_cpu: ok")
