@@ -112,6 +112,15 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < repeat; i++) sum += secs[i];
     printf("time: %.3f ms per run (mean of %d)\n", sum / repeat * 1e3, repeat);
+    /* the median too (an insertion sort of the repeats) */
+    for (int i = 1; i < repeat; i++)
+      for (int j = i; j > 0 && secs[j - 1] > secs[j]; j--) {
+        double t = secs[j];
+        secs[j] = secs[j - 1], secs[j - 1] = t;
+      }
+    double med = repeat % 2 ? secs[repeat / 2] : (secs[repeat / 2 - 1] + secs[repeat / 2]) / 2;
+    printf("median: %.3f ms per run (min %.3f, max %.3f)\n", med * 1e3, secs[0] * 1e3,
+           secs[repeat - 1] * 1e3);
     free(secs);
   }
   free(in);
