@@ -127,3 +127,7 @@ for _, c in ipairs(cols) do
                       torch and string.format("%.2f", torch / run) or "n/a"))
 end
 if not torch then print("PyTorch did not run: " .. tostring(torch_err)) end
+-- the spread: each round's median (a shared machine's load moves them all)
+local function rounds(xs) local t = {} for i, v in ipairs(xs) do t[i] = string.format("%.1f", v) end return table.concat(t, " ") end
+for _, c in ipairs(cols) do print(string.format("rounds, %s tunelua-run: %s ms", c.name, rounds(c.run_ms))) end
+if torch then print(string.format("rounds, PyTorch: %s ms", rounds(torch_ms))) end

@@ -120,6 +120,21 @@ do
   end
   measure.cleanup(br)
 end
+-- the same for the Android triple, whose compiler (the NDK's clang) nothing here installs
+local has_ndk = os.execute("command -v aarch64-linux-android24-clang > /dev/null 2>&1")
+has_ndk = has_ndk == 0 or has_ndk == true
+do
+  local t = autotvm.task.create("depthwise_conv2d_nchw.arm_cpu", conv_args({ 1, 8, 8, 8 }, { 8, 1, 3, 3 }, 1, 1),
+                                "llvm -device=arm_cpu -model=kirin970 -mtriple=arm64-linux-android -mattr=+neon")
+  local br = measure.LocalBuilder({ n_parallel = 1, timeout = 60 }):build({ measure.MeasureInput(t, -1) })
+  if has_ndk then
+    assert(br[1].error_no == 0, br[1].error_msg)
+  else
+    assert(br[1].error_no ~= 0 and br[1].error_msg:find("aarch64-linux-android24-clang", 1, true) and
+           br[1].error_msg:find("the Android NDK", 1, true), br[1].error_msg)
+  end
+  measure.cleanup(br)
+end
 
 -- ---- random configs under qemu-aarch64 --------------------------------------------------------
 local QEMU = os.getenv("TUNELUA_QEMU_AARCH64") or "qemu-aarch64"
