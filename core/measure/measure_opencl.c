@@ -16,8 +16,12 @@
 **
 ** The phase bytes come before the child's answer (tl_measure_child_reply), so the parent
 ** tells a build timeout (6) from a run timeout (7) and "crashed while compiling" from
-** "crashed while running". OpenCL drivers are not fork-safe: the calling process never
-** initializes OpenCL, so the device query and the compiles ahead run in children as well.
+** "crashed while running". OpenCL drivers are not fork-safe: while the calling process has
+** not initialized OpenCL, the device query and the compiles ahead run in forked children as
+** well. Once it has (it built or ran an OpenCL function itself), a forked child would inherit
+** the initialized driver, so every child is a freshly exec'd tunelua-measure-opencl instead:
+** the job (OpenCL C + manifest, limits, reference) goes to it as a JSON file, it runs the
+** same child code and answers on its stdout with the same bytes (tl_measure_opencl_exec_main).
 */
 #define _GNU_SOURCE
 #include "../base/base.h"
@@ -26,14 +30,18 @@
 #include "measure.h"
 #include "../tunelua.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -46,6 +54,7 @@ typedef struct {
   const char *rsrc, *rman;    /* check_correctness: a reference module built in the child, or */
   const char *ref_path;       /* the reference's argument bytes */
   const char *out_path;       /* a reference run: write the arguments' bytes here, no timing */
+  int compile_only;           /* a compile ahead: build the module, answer nothing */
   int dev, number, repeat;
   double min_repeat_ms, build_s, run_s, rtol, atol;
 } ocl_job;
@@ -260,15 +269,14 @@ static int ocl_child(void *arg, int fd) {
 
 /* Run job j in a child and turn how it ended into *error_no and *msg (malloc'd or NULL);
 ** secs (or NULL): the child's wall seconds and the driver's compile seconds. */
-static int ocl_measure(tl_ctx *ctx, const ocl_job *j, double *costs, int *ncosts, int *error_no,
-                       char **msg, double *secs) {
-  *ncosts = 0;
-  *msg = NULL;
-  *error_no = TL_MEASURE_UNKNOWN_ERROR;
+static int exec_job(tl_ctx *ctx, const ocl_job *j, double limit_s, int *gen_rc,
+                    tl_proc_result **res);
+static long long jint(json_t *o, const char *key, long long dflt);
+
+/* How the child that ran job j ended (res), as *error_no and *msg; secs as ocl_measure's. */
+static void outcome(const ocl_job *j, tl_proc_result *res, double *costs, int *ncosts,
+                    int *error_no, char **msg, double *secs) {
   const char *fname = j->fname ? j->fname : "kernel";
-  tl_proc_result *res = NULL;
-  int rc = tl_proc_call(ctx, ocl_child, (void *)j, 2 * j->build_s + j->run_s + 1, 1 << 16, &res);
-  if (rc) return rc;
   size_t olen = 0, elen = 0;
   const char *o = tl_proc_stdout(res, &olen);
   const char *e = tl_proc_stderr(res, &elen);
@@ -313,6 +321,31 @@ static int ocl_measure(tl_ctx *ctx, const ocl_job *j, double *costs, int *ncosts
     *msg = tl_sprintf("kernel '%s': the measurement child ended without a result (status %d, "
                       "code %d)%s%.*s", fname, st, tl_proc_code(res), el ? ": " : "", el, e);
   }
+}
+
+static int ocl_measure(tl_ctx *ctx, const ocl_job *j, double *costs, int *ncosts, int *error_no,
+                       char **msg, double *secs) {
+  *ncosts = 0;
+  *msg = NULL;
+  *error_no = TL_MEASURE_UNKNOWN_ERROR;
+  tl_proc_result *res = NULL;
+  double limit = 2 * j->build_s + j->run_s + 1;
+  int rc, gen = TL_OK;
+  if (tl_opencl_touched()) {
+    /* a forked child would inherit this process's driver: a fresh program measures */
+    rc = exec_job(ctx, j, limit, &gen, &res);
+    if (!rc && gen) {   /* the code generator refused f: what the child's build would say */
+      *error_no = build_error_no(gen);
+      *msg = tl_strdup(tl_errmsg(ctx));
+      tl_clearerr(ctx);
+      if (secs) secs[0] = secs[1] = 0;
+      return TL_OK;
+    }
+  } else {
+    rc = tl_proc_call(ctx, ocl_child, (void *)j, limit, 1 << 16, &res);
+  }
+  if (rc) return rc;
+  outcome(j, res, costs, ncosts, error_no, msg, secs);
   tl_proc_result_free(res);
   return TL_OK;
 }
@@ -411,6 +444,144 @@ TL_EXPORT int tl_measure_run_opencl(tl_ctx *ctx, const char *source_path, const 
   free(rsrc);
   free(rman);
   return rc;
+}
+
+/* ---- a freshly exec'd child (after this process initialized OpenCL) --------------------- */
+
+/* The program tunelua-measure-opencl: next to the library (the build tree, and tl_tests next
+** to it), else the installed libexec directory. */
+static int exe_path(tl_ctx *ctx, char *out, size_t cap) {
+  Dl_info di;
+  char dir[PATH_MAX];
+  dir[0] = 0;
+  if (dladdr((void *)&tl_measure_opencl_run, &di) && di.dli_fname && realpath(di.dli_fname, dir)) {
+    char *sl = strrchr(dir, '/');
+    if (sl) *sl = 0;
+    snprintf(out, cap, "%s/tunelua-measure-opencl", dir);
+    if (access(out, X_OK) == 0) return TL_OK;
+  }
+  snprintf(out, cap, "%s/tunelua-measure-opencl", TL_LIBEXECDIR_INSTALLED);
+  if (access(out, X_OK) == 0) return TL_OK;
+  return tl_err(ctx, TL_E_RUNTIME, "measure: this process has initialized OpenCL, so OpenCL "
+                "trials run in a fresh tunelua-measure-opencl process, and that program is "
+                "neither in '%s' nor in '%s'", dir[0] ? dir : "(the library's directory)",
+                TL_LIBEXECDIR_INSTALLED);
+}
+
+static void jset_str(json_t *o, const char *k, const char *v) {
+  if (v) json_object_set_new(o, k, json_string(v));
+}
+
+/* The job file of j (its module as OpenCL C + manifest): path, or an error. With f, src and
+** man are generated here; a refusal of the code generator is returned as *gen_rc. */
+static int write_job(tl_ctx *ctx, const ocl_job *j, int unlink_after_read, char *path, size_t cap,
+                     int *gen_rc) {
+  static unsigned counter;
+  char *src = NULL, *man = NULL;
+  *gen_rc = TL_OK;
+  if (j->f && (*gen_rc = tl_opencl_source_manifest(ctx, j->f, &src, &man)) != TL_OK) return TL_OK;
+  json_t *o = json_object();
+  jset_str(o, "source", j->f ? src : j->src);
+  jset_str(o, "manifest", j->f ? man : j->man);
+  jset_str(o, "fname", j->fname);
+  jset_str(o, "ref_source", j->rsrc);
+  jset_str(o, "ref_manifest", j->rman);
+  jset_str(o, "ref_path", j->ref_path);
+  jset_str(o, "out_path", j->out_path);
+  json_object_set_new(o, "compile_only", json_boolean(j->compile_only));
+  json_object_set_new(o, "unlink", json_boolean(unlink_after_read));
+  json_object_set_new(o, "dev", json_integer(j->dev));
+  json_object_set_new(o, "number", json_integer(j->number));
+  json_object_set_new(o, "repeat", json_integer(j->repeat));
+  json_object_set_new(o, "min_repeat_ms", json_real(j->min_repeat_ms));
+  json_object_set_new(o, "build_s", json_real(j->build_s));
+  json_object_set_new(o, "run_s", json_real(j->run_s));
+  json_object_set_new(o, "rtol", json_real(j->rtol));
+  json_object_set_new(o, "atol", json_real(j->atol));
+  free(src);
+  free(man);
+  char *text = json_object_size(o) ? json_dumps(o, JSON_COMPACT) : NULL;
+  json_decref(o);
+  if (!text || !strstr(text, "\"source\"") || !strstr(text, "\"manifest\""))
+    return free(text), tl_err(ctx, TL_E_ARG, "measure: the OpenCL job cannot be written as JSON "
+                              "(a string that is not UTF-8?)");
+  const char *base = getenv("TUNELUA_MEASURE_DIR");
+  if (!base || !*base) base = getenv("TMPDIR");
+  if (!base || !*base) base = "/tmp";
+  snprintf(path, cap, "%s/tunelua-ocljob-%d-%u.json", base, (int)getpid(),
+           __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+  int rc = tl_write_file_atomic(ctx, path, text, strlen(text));
+  free(text);
+  return rc;
+}
+
+static int exec_job(tl_ctx *ctx, const ocl_job *j, double limit_s, int *gen_rc,
+                    tl_proc_result **res) {
+  char exe[PATH_MAX + 64], path[PATH_MAX];
+  int rc = exe_path(ctx, exe, sizeof exe);
+  if (!rc) rc = write_job(ctx, j, 0, path, sizeof path, gen_rc);
+  if (rc || *gen_rc) return rc;
+  const char *argv[] = {exe, path, NULL};
+  rc = tl_proc_exec(ctx, argv, limit_s, 1 << 16, res);
+  unlink(path);
+  return rc;
+}
+
+TL_EXPORT int tl_measure_opencl_exec_main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: tunelua-measure-opencl JOB.json\n(libtunelua starts it to measure an "
+                    "OpenCL kernel once the calling process has initialized OpenCL; see "
+                    "docs/measure_opencl.md)\n");
+    return 2;
+  }
+  int out = dup(1);            /* the answer; the driver's chatter on stdout goes to stderr */
+  if (out < 0 || dup2(2, 1) < 0) return 3;
+  tl_ctx *ctx = tl_ctx_new();
+  char *text = NULL;
+  size_t len = 0;
+  if (tl_read_file(ctx, argv[1], &text, &len)) {
+    fprintf(stderr, "tunelua-measure-opencl: %s\n", tl_errmsg(ctx));
+    return 3;
+  }
+  json_error_t jerr;
+  json_t *o = json_loadb(text, len, 0, &jerr);
+  free(text);
+  if (json_is_true(json_object_get(o, "unlink"))) unlink(argv[1]);
+  const char *src = json_string_value(json_object_get(o, "source"));
+  const char *man = json_string_value(json_object_get(o, "manifest"));
+  if (!json_is_object(o) || !src || !man) {
+    fprintf(stderr, "tunelua-measure-opencl: %s: %s\n", argv[1],
+            o ? "expected an object with \"source\" and \"manifest\" strings" : jerr.text);
+    return 3;
+  }
+  ocl_job j = {
+      .src = src, .man = man, .fname = json_string_value(json_object_get(o, "fname")),
+      .rsrc = json_string_value(json_object_get(o, "ref_source")),
+      .rman = json_string_value(json_object_get(o, "ref_manifest")),
+      .ref_path = json_string_value(json_object_get(o, "ref_path")),
+      .out_path = json_string_value(json_object_get(o, "out_path")),
+      .compile_only = json_is_true(json_object_get(o, "compile_only")),
+      .dev = (int)jint(o, "dev", 0), .number = (int)jint(o, "number", 1),
+      .repeat = (int)jint(o, "repeat", 1),
+      .min_repeat_ms = json_number_value(json_object_get(o, "min_repeat_ms")),
+      .build_s = json_number_value(json_object_get(o, "build_s")),
+      .run_s = json_number_value(json_object_get(o, "run_s")),
+      .rtol = json_number_value(json_object_get(o, "rtol")),
+      .atol = json_number_value(json_object_get(o, "atol"))};
+  if (check_times(ctx, argv[1], j.repeat, j.dev, &j.build_s, &j.run_s) ||
+      (!!j.rsrc != !!j.rman && tl_err(ctx, TL_E_ARG, "%s: a reference source needs its manifest",
+                                     argv[1]))) {
+    fprintf(stderr, "tunelua-measure-opencl: %s\n", tl_errmsg(ctx));
+    return 3;
+  }
+  if (j.compile_only) {
+    tl_measure_child_signals();
+    alarm_in(j.build_s);
+    tl_ocl_module *m = NULL;
+    if (tl_ocl_module_from_source(ctx, src, man, j.dev, &m) == TL_OK) tl_ocl_module_free(m);
+    return 0;
+  }
+  return ocl_child(&j, out);
 }
 
 /* ---- before the trials: source, limits, device query, compiles ahead -------------------- */
@@ -517,6 +688,14 @@ TL_EXPORT int tl_measure_opencl_device_info(tl_ctx *ctx, int dev, char **json) {
   if (!json) return tl_err(ctx, TL_E_ARG, "tl_measure_opencl_device_info: json is NULL");
   *json = NULL;
   if (dev < 0 || dev > 255) return tl_err(ctx, TL_E_ARG, "tl_measure_opencl_device_info: bad device %d", dev);
+  if (tl_opencl_touched()) {   /* initialized here already: asking costs nothing more */
+    int n = tl_opencl_device_count();
+    const char *js = NULL;
+    if (dev >= n) return tl_err(ctx, TL_E_RUNTIME, "no OpenCL device %d (%d found)", dev, n);
+    int rc = tl_opencl_device_info(ctx, dev, &js);
+    if (!rc) *json = tl_strdup(js);
+    return rc;
+  }
   tl_proc_result *res = NULL;
   int rc = tl_proc_call(ctx, info_child, &dev, 60, 1 << 20, &res);
   if (rc) return rc;
@@ -559,9 +738,37 @@ TL_EXPORT int tl_measure_opencl_compile_ahead(tl_ctx *ctx, tl_lowered *f, int de
   if (!f) return tl_err(ctx, TL_E_ARG, "tl_measure_opencl_compile_ahead: f is NULL");
   if (max_running < 1) max_running = 1;
   if (max_running > 256) max_running = 256;
+  char exe[PATH_MAX + 64], path[PATH_MAX];
+  int touched = tl_opencl_touched();
+  if (touched) {
+    /* a fresh program compiles (it removes the job file once read); the run child reports
+    ** every error, so a job that cannot be written just compiles nothing ahead */
+    ocl_job j = {.f = f, .compile_only = 1, .dev = dev, .number = 1, .repeat = 1,
+                 .build_s = timeout_s > 0 ? timeout_s : 10, .run_s = 1};
+    int gen = TL_OK;
+    if (exe_path(ctx, exe, sizeof exe) || write_job(ctx, &j, 1, path, sizeof path, &gen) || gen) {
+      tl_clearerr(ctx);
+      return TL_OK;
+    }
+  }
   pthread_mutex_lock(&ahead_mu);
   reap_until(max_running - 1);
   pid_t pid = fork();
+  if (pid == 0 && touched) {   /* only async-signal-safe calls until the exec */
+    setpgid(0, 0);
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+      dup2(null, 0);
+      dup2(null, 1);
+      dup2(null, 2);
+    }
+#ifdef SYS_close_range
+    syscall(SYS_close_range, 3u, ~0u, 0u);
+#endif
+    execl(exe, exe, path, (char *)NULL);
+    unlink(path);
+    _exit(127);
+  }
   if (pid == 0) {
     setpgid(0, 0);
     tl_measure_child_signals();
@@ -579,6 +786,7 @@ TL_EXPORT int tl_measure_opencl_compile_ahead(tl_ctx *ctx, tl_lowered *f, int de
   int e = errno;
   if (pid > 0) ahead_pids[ahead_n++] = pid;
   pthread_mutex_unlock(&ahead_mu);
+  if (pid < 0 && touched) unlink(path);
   if (pid < 0) return tl_err(ctx, TL_E_IO, "compile ahead: fork: %s", strerror(e));
   return TL_OK;
 }

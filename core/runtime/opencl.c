@@ -114,7 +114,13 @@ static void dev_query(ocl_dev *d) {
   d->fp64 = strstr(d->ext, "cl_khr_fp64") != NULL;
 }
 
+/* Set (never cleared) once this process has called into the OpenCL driver. */
+static int touched;
+
+TL_EXPORT int tl_opencl_touched(void) { return __atomic_load_n(&touched, __ATOMIC_ACQUIRE); }
+
 static void enumerate(void) {
+  __atomic_store_n(&touched, 1, __ATOMIC_RELEASE);
   cl_uint np = 0;
   if (clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0) return;
   cl_platform_id *ps = tl_calloc(np, sizeof *ps);

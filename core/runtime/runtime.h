@@ -150,6 +150,10 @@ void tl_ocl_code_free(tl_ocl_code *c);
 ** the function's name (copied). */
 int tl_ocl_module_load(tl_ctx *ctx, int dev, tl_ocl_code *code, const char *name,
                        tl_ocl_module **out);
+/* Whether this process has called into the OpenCL driver (enumerated its devices). A driver
+** initialized in a process is not usable in that process's forked children
+** (docs/measure_opencl.md). */
+int tl_opencl_touched(void);
 /* The manifest JSON of code (malloc'd; see opencl.c). */
 char *tl_ocl_manifest_text(const tl_ocl_code *code, const char *name);
 /* The program of source on device dev, built by the driver once per process

@@ -72,13 +72,28 @@ local function ansor(task, seed)
   local _, round_s = probe:next_batch(1)
   if N == 0 then return nil, round_s end
   local log = string.format("%s/task%d.json", dir, seed)
+  local errors = {}   -- error message (first line) -> count, printed when every trial failed
+  local function count_errors(_, _, res)
+    if res.error_no ~= 0 then
+      local m = tostring(res.error_msg or require("tunelua.autotvm.measure").error_name(res.error_no))
+      m = m:match("^[^\n]*"):sub(1, 160)
+      errors[m] = (errors[m] or 0) + 1
+    end
+  end
   local r = task:tune(auto_scheduler.TuningOptions{ num_measure_trials = N,
     num_measures_per_round = math.min(64, N), verbose = 0,
     runner = auto_scheduler.LocalRunner({ number = 3, min_repeat_ms = 50 }),
-    measure_callbacks = { auto_scheduler.RecordToFile(log) } },
+    measure_callbacks = { auto_scheduler.RecordToFile(log), count_errors } },
     auto_scheduler.SketchPolicy(task, { seed = seed, program_cost_model = model(),
                                         params = { evolutionary_search_population = P } }))
-  if r.best_cost == math.huge then return nil, round_s end
+  if r.best_cost == math.huge then
+    local lines = {}
+    for m, c in pairs(errors) do lines[#lines + 1] = { m, c } end
+    table.sort(lines, function(a, b) return a[2] > b[2] end)
+    io.write(string.format("  all %d trials failed:\n", r.trials))
+    for _, l in ipairs(lines) do io.write(string.format("  %5d x %s\n", l[2], l[1])) end
+    return nil, round_s
+  end
   -- the best kernel, timed like the peers
   local st = task:apply_best(log)
   local f = st:build()

@@ -8,8 +8,10 @@
 --
 -- This file only prepares the inputs and reads the results; the measurement itself is C
 -- (core/measure/measure_opencl.c), the same code that measures OpenCL trials for the RPC
--- server. OpenCL drivers are not fork-safe, so this process never initializes OpenCL: the
--- device query, the compiles ahead and every trial run in forked children.
+-- server. OpenCL drivers are not fork-safe, so this module never initializes OpenCL in this
+-- process: the device query, the compiles ahead and every trial run in forked children. When
+-- the process has initialized OpenCL itself (a kernel run before tuning), the C side execs a
+-- fresh tunelua-measure-opencl per child instead (docs/measure_opencl.md).
 --
 --   build_one (in the tuner's process, cheap): instantiate and lower the config (an error is
 --     INSTANTIATION_ERROR), generate the OpenCL C and its manifest (tl_measure_opencl_source)
