@@ -256,6 +256,10 @@ static int init_vectorize(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s, uin
   return 0;
 }
 
+/* GPU register budget of one block (32-bit registers: NVIDIA's 64 K per multiprocessor,
+** AMD's per compute unit) and the registers a thread needs besides its accumulators. */
+enum { REG_FILE = 65536, REG_OVERHEAD = 32 };
+
 /* Fuse leaves [first, first+n) of st (nothing for one) and bind the result. */
 static int fuse_bind(tl_ctx *ctx, tl_sched *s, int st, int first, int n, int ann, int64_t *ext) {
   if (n > 1) {
@@ -267,7 +271,7 @@ static int fuse_bind(tl_ctx *ctx, tl_sched *s, int st, int first, int n, int ann
   return tl_sched_annotate(ctx, s, st, first, ann);
 }
 
-static int init_thread_bind(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s) {
+static int init_thread_bind(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s, uint64_t *rng) {
   int64_t warp = env->hw.v[7] > 0 ? env->hw.v[7] : 1;
   int64_t max_threads = env->hw.v[5] > 0 ? env->hw.v[5] : 1024;
   int64_t max_vthread = env->hw.v[6] > 0 ? env->hw.v[6] : 1;
@@ -342,16 +346,33 @@ static int init_thread_bind(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s) {
                     (long long)et, (long long)max_threads);
         break;
       }
+      /* the register file: each thread keeps its tile of accumulators (what the block, the
+      ** vthreads and the threads leave of the output) plus about REG_OVERHEAD registers of
+      ** addresses and operands; a block needing more than one register file is refused by
+      ** the driver at launch (CL_KERNEL_WORK_GROUP_SIZE below the block size) */
+      int64_t tile = eb * ev * et > 0 ? total / (eb * ev * et) : 1;
+      if (warp > 1 && et * (tile + REG_OVERHEAD) > REG_FILE) {
+        rc = tl_err(ctx, TL_E_SCHED, "thread bind: stage '%s': %lld threads x (%lld accumulators "
+                    "+ %d) registers exceed a register file of %d", op->name, (long long)et,
+                    (long long)tile, REG_OVERHEAD, REG_FILE);
+        break;
+      }
     } else if (sg->scope == TL_SCOPE_SHARED) {
-      /* cooperative fetch: fused, a vector part, the rest spread over the threads */
+      /* cooperative fetch: fused, a vector part, the rest spread over the threads. The
+      ** vector length is drawn from {1, 2, 4} among those dividing the innermost extent, so
+      ** that a vector's lanes are contiguous in the source (float4 loads and stores) */
       int n = sg->leaves.n;
+      int64_t inner = n > 0 ? leaf_of(s, st, n - 1)->extent : 1, vl[3] = {1, 0, 0};
+      int nvl = 1;
+      if (inner % 2 == 0) vl[nvl++] = 2;
+      if (inner % 4 == 0) vl[nvl++] = 4;
       if (n > 1) {
         int ids[64];
         if (n > 64) { rc = tl_err(ctx, TL_E_SCHED, "thread bind: too many iterators"); break; }
         for (int i = 0; i < n; i++) ids[i] = i;
         if ((rc = tl_sched_fuse(ctx, s, st, n, ids)) != 0) break;
       }
-      int64_t one = 1;
+      int64_t one = vl[pick(rng, nvl)];
       if ((rc = tl_sched_split(ctx, s, st, 0, 1, &one, 1)) != 0) break;
       if ((rc = tl_sched_annotate(ctx, s, st, 1, TL_ANN_VECTORIZE)) != 0) break;
       int sp[64];
@@ -385,7 +406,7 @@ tl_sched *tl_ansor_annotate(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor
   if (!s) return NULL;
   int rc;
   if (env->gpu) {
-    rc = init_thread_bind(ctx, env, s);
+    rc = init_thread_bind(ctx, env, s, rng);
     if (!rc) rc = init_unroll(ctx, env, s, rng);
   } else {
     rc = change_compute_location(ctx, env, s, rng);

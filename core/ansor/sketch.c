@@ -5,8 +5,9 @@
 **
 **   CPU: always-inline, add-rfactor, add-cache-write, multi-level tiling with
 **        fusion of the consumer, multi-level tiling ("SSRSRS"), skip
-**   GPU: add-cache-read (shared), always-inline, add-cache-write,
-**        multi-level tiling with fusion, multi-level tiling ("SSSRRSRS"), skip
+**   GPU: add-cache-read (shared), always-inline, split-K (rfactor of a small output's
+**        long reduction), add-cache-write, multi-level tiling with fusion, multi-level
+**        tiling ("SSSRRSRS"), skip
 **
 ** Each rule answers skip, apply, or apply-and-skip-the-rest for (state,
 ** stage) and produces (new state, next stage). The rules read the static
@@ -426,6 +427,58 @@ static int a_rfactor(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch
   return made ? 0 : -1;
 }
 
+/* GPU split-K: a tiled reduction whose output is too small to fill the device (at most
+** SPLIT_K_SPACE blocks of max_threads_per_block threads) and whose reduction is long (at
+** least SPLIT_K_REDUCE) also gets sketches with its longest reduction axis split into K
+** parts (K from split_k_parts, dividing the axis) and those factored out (rfactor):
+** "<op>.rf" computes K partial sums per output with K times the parallelism and is tiled by
+** the rules that follow; the original stage then adds the K partials up. K is fixed per
+** sketch, so the later splits of the ".rf" stage know their extents. Once per state. */
+enum { SPLIT_K_SPACE = 64, SPLIT_K_REDUCE = 128 };
+static const int64_t split_k_parts[] = {4, 16};
+
+static int c_split_k(const tl_ansor_env *env, const tl_sched *s, const view *v, int st) {
+  const tl_te_op *op = op_of(s, st);
+  if (!env->gpu || op->kind == TL_OP_PLACEHOLDER || !op->nreduce) return R_SKIP;
+  if (s->stages.v[st].compute_at != TL_CA_ROOT || tl_ansor_stage_tiled(s, st)) return R_SKIP;
+  if (has_cache_write(s, st) || s->stages.v[st].scope != TL_SCOPE_GLOBAL) return R_SKIP;
+  if (tl_ansor_needs_multi_level_tiling(v->a, st) != 1) return R_SKIP;
+  for (int i = 0; i < s->steps.n; i++)
+    if (s->steps.v[i].kind == TL_STEP_RF) return R_SKIP;
+  int64_t space = 1, reduce = 1, threads = env->hw.v[5] > 0 ? env->hw.v[5] : 1024;
+  for (int i = 0; i < op->ndim; i++) space *= op->shape[i];
+  for (int i = 0; i < op->nreduce; i++) reduce *= op->reduce_axis[i].extent;
+  if (space > SPLIT_K_SPACE * threads || reduce < SPLIT_K_REDUCE) return R_SKIP;
+  return R_APPLY;
+}
+static int a_split_k(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk,
+                     const view *v, int st, workvec *out) {
+  (void)v;
+  const tl_te_op *op = op_of(sk->s, st);
+  int ndim = op->ndim, longest = 0, made = 0;
+  for (int i = 1; i < op->nreduce; i++)
+    if (op->reduce_axis[i].extent > op->reduce_axis[longest].extent) longest = i;
+  int64_t ext = op->reduce_axis[longest].extent;
+  for (size_t k = 0; k < TL_ARRAY_SIZE(split_k_parts); k++) {
+    int64_t parts = split_k_parts[k];
+    if (ext % parts || ext / parts < 2) {
+      trace(env, sk->s, st, "split-k", "the longest reduction axis does not divide into parts");
+      continue;
+    }
+    tl_ansor_sketch n;
+    if (sketch_copy(ctx, sk, &n)) return -1;
+    if (tl_sched_split(ctx, n.s, st, ndim + longest, 1, &parts, 0) ||
+        tl_sched_rfactor(ctx, n.s, st, ndim + longest, ndim, NULL)) {
+      trace(env, n.s, st, "split-k", ctx->msg);
+      tl_ansor_sketch_free(&n);
+      continue;
+    }
+    push(out, &n, st);   /* st is the ".rf" stage now, tiled next */
+    made++;
+  }
+  return made ? 0 : -1;
+}
+
 static const rule cpu_rules[] = {
   {"always-inline", c_inline, a_inline},
   {"add-rfactor", c_rfactor, a_rfactor},
@@ -438,6 +491,7 @@ static const rule cpu_rules[] = {
 static const rule gpu_rules[] = {
   {"add-cache-read", c_cache_read, a_cache_read},
   {"always-inline", c_inline, a_inline},
+  {"split-k", c_split_k, a_split_k},
   {"add-cache-write", c_cache_write, a_cache_write},
   {"multi-level-tiling-with-fusion", c_mlt_fuse, a_mlt_fuse},
   {"multi-level-tiling", c_mlt, a_mlt},

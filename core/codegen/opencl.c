@@ -38,7 +38,11 @@
 ** split, or a thread loop shorter than the launch) is refused: not every
 ** work-item would reach it.
 **
-** Unrolled loops get `#pragma unroll`. Expressions are printed by cfamily.c
+** Unrolled loops get `#pragma unroll`, and so do serial loops inside an attr
+** "pragma_auto_unroll_max_step" = N whose unrolled body holds at most N statements
+** (the auto-scheduler's unroll pragma), and small loops over a private array (at most
+** PRIVATE_UNROLL statements unrolled: its indices become constants, so the array stays in
+** registers). Expressions are printed by cfamily.c
 ** (tl_cf_expr) from this file's table (ocl_lang); they are fully parenthesized,
 ** floordiv/floormod use shifts and masks for power-of-two divisors, plain
 ** / and % for provably non-negative operands, and helper functions
@@ -60,6 +64,7 @@ typedef struct ocg {
   uint8_t *tvar;                  /* var id -> bound to threadIdx */
   int after_barrier;              /* the last statement printed was a barrier */
   int divergent;                  /* inside a thread-dependent condition */
+  int64_t unroll_max;             /* from pragma_auto_unroll_max_step; 0 = none */
 } ocg;
 
 /* P, PF, cg_err, line, var_bind, ...: the shorthands of cfamily.h */
@@ -296,6 +301,57 @@ static void h_vec_bcast(tl_cf *b0, tl_ref e) {
 
 static void ps(ocg *c, tl_ref s);
 
+#define STEPS_INF ((int64_t)1 << 40)
+
+/* Statements in s once every serial loop in it is unrolled (a thread-bound loop is one copy
+** of its body; a loop without a constant extent or a barrier: STEPS_INF), for
+** pragma_auto_unroll_max_step. */
+static int64_t steps_unrolled(const tl_ir *ir, tl_ref s) {
+  if (!s) return 0;
+  int64_t ext, n = 0;
+  switch (tl_ir_op(ir, s)) {
+  case TL_IR_FOR:
+    n = steps_unrolled(ir, tl_ir_kid(ir, s, 3));
+    if (tl_for_kind(ir, s) == TL_FOR_THREAD) return n;
+    if (!tl_ir_is_int(ir, tl_ir_kid(ir, s, 2), &ext)) return STEPS_INF;
+    if (ext <= 0) return 0;
+    return n >= STEPS_INF / ext ? STEPS_INF : n * ext;
+  case TL_IR_SEQ:
+    for (int i = 0; i < tl_ir_nkids(ir, s) && n < STEPS_INF; i++) n += steps_unrolled(ir, tl_ir_kid(ir, s, i));
+    return n;
+  case TL_IR_IF:
+    return steps_unrolled(ir, tl_ir_kid(ir, s, 1)) + steps_unrolled(ir, tl_ir_kid(ir, s, 2));
+  case TL_IR_LET_STMT:
+    return steps_unrolled(ir, tl_ir_kid(ir, s, 2));
+  case TL_IR_ATTR:
+    return steps_unrolled(ir, tl_ir_kid(ir, s, 1));
+  case TL_IR_ALLOC:
+    return steps_unrolled(ir, tl_ir_kid(ir, s, 0));
+  case TL_IR_NOP:
+    return 0;
+  case TL_IR_BARRIER:
+    return STEPS_INF;
+  default:
+    return 1;
+  }
+}
+
+/* Private arrays stay in registers only where every index is a constant: a loop over one
+** (an accumulator's init or write-back) is unrolled when it unrolls into at most this many
+** statements. */
+#define PRIVATE_UNROLL 64
+
+static int is_private(ocg *c, int b);
+
+typedef struct { ocg *c; int found; } private_use_st;
+
+static int private_use_fn(const tl_ir *ir, tl_ref r, void *ud) {
+  private_use_st *t = ud;
+  const tl_node *n = tl_ir_node(ir, r);
+  if ((n->op == TL_IR_LOAD || n->op == TL_IR_STORE) && is_private(t->c, (int)n->imm.u)) t->found = 1;
+  return !t->found;
+}
+
 static void print_for(ocg *c, tl_ref loop) {
   tl_ir *ir = c->b.ir;
   int kind = tl_for_kind(ir, loop), tag = tl_for_tag(ir, loop);
@@ -334,6 +390,13 @@ static void print_for(ocg *c, tl_ref loop) {
   if ((kind == TL_FOR_UNROLLED || kind == TL_FOR_VTHREAD || kind == TL_FOR_VECTORIZED) && cext &&
       kext > 1)
     line(c, "#pragma unroll");
+  else if (kind == TL_FOR_SERIAL && cext && kext > 1) {
+    int64_t steps = steps_unrolled(ir, loop);
+    private_use_st pu = {c, 0};
+    if (steps <= PRIVATE_UNROLL) tl_ir_visit(ir, body, private_use_fn, &pu);
+    if ((c->unroll_max > 0 && steps <= c->unroll_max) || pu.found)
+      line(c, "#pragma unroll");   /* under pragma_auto_unroll_max_step, or a register tile */
+  }
   tl_cf_for(&c->b, loop);
 }
 
@@ -475,9 +538,19 @@ static void ps_inner(ocg *c, tl_ref s) {
   case TL_IR_ALLOC:
     print_alloc(c, s);
     return;
-  case TL_IR_ATTR:
+  case TL_IR_ATTR: {
+    const char *key = tl_ir_str(ir, (uint32_t)tl_ir_node(ir, s)->imm.u);
+    int64_t v;
+    if (strcmp(key, "pragma_auto_unroll_max_step") == 0 && tl_ir_is_int(ir, tl_ir_kid(ir, s, 0), &v)) {
+      int64_t saved = c->unroll_max;
+      c->unroll_max = v;
+      ps(c, tl_ir_kid(ir, s, 1));
+      c->unroll_max = saved;
+      return;
+    }
     ps(c, tl_ir_kid(ir, s, 1));
     return;
+  }
   case TL_IR_BARRIER:
     if (c->divergent) {
       cg_err(c, TL_E_UNSUPPORTED, "barrier inside a condition on threadIdx (not every work-item "

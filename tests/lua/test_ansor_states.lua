@@ -4,7 +4,8 @@
 -- pooling, softmax), N random states from the CPU rules are built with the C backend and
 -- run on random data; the output must match the unscheduled DAG built the same way. With
 -- an OpenCL device (pocl in the suite) a few states per type from the GPU rules (thread
--- binding, shared-memory tiles, cooperative fetching) run there against the same reference.
+-- binding, shared-memory tiles, cooperative fetching with vector loads, split-K) run there
+-- against the same reference.
 --
 --   TUNELUA_ANSOR_N=n      CPU states per task type (default 12; the property run uses 200)
 --   TUNELUA_ANSOR_GPU_N=n  OpenCL states per task type (default 2)
@@ -29,6 +30,10 @@ local types = {
       local x, w = ph({ 1, 10, 10, 4 }, "x"), ph({ 3, 3, 4, 6 }, "w")
       return topi.nn.conv2d_nhwc(x, w, { strides = 2, padding = { 1, 1, 1, 1 }, dilation = 1 })
     end },
+  { "conv2d_nhwc_split_k", function()   -- small output, long reduction: GPU split-K sketches
+      local x, w = ph({ 1, 3, 3, 32 }, "x"), ph({ 3, 3, 32, 8 }, "w")
+      return topi.nn.conv2d_nhwc(x, w, { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 })
+    end, gpu_rf = true },
   { "depthwise_conv2d", function()
       local x, w = ph({ 1, 6, 8, 8 }, "x"), ph({ 6, 1, 3, 3 }, "w")
       return topi.nn.depthwise_conv2d_nchw(x, w, { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 })
@@ -100,7 +105,13 @@ for _, ty in ipairs(types) do
     local gp = auto_scheduler.SketchPolicy(gpu, { seed = 9 })
     local mt = search.measure_task(gpu)
     local inputs = {}
-    for i, st in ipairs(gp:sample(GPU_N)) do
+    local sampled = gp:sample(ty.gpu_rf and math.max(GPU_N, 4) or GPU_N)
+    if ty.gpu_rf then   -- the split-K sketches' states are among them (an "RF" step)
+      local rf = 0
+      for _, st in ipairs(sampled) do rf = rf + (st:steps():find('"RF"', 1, true) and 1 or 0) end
+      assert(rf >= 1 and rf < #sampled, name .. ": " .. rf .. " of " .. #sampled .. " GPU states are split-K")
+    end
+    for i, st in ipairs(sampled) do
       mt.states[i] = st
       inputs[i] = am.MeasureInput(mt, i)
     end
