@@ -8,14 +8,14 @@
 ** on a fresh DAG copy, then applies the init rules:
 **
 **   CPU  change compute location, parallel, auto-unroll pragma, vectorize
-**   GPU  thread binding (blockIdx / vthread / threadIdx, cooperative fetch of
-**        shared stages), auto-unroll pragma
+**   GPU  thread binding (blockIdx over the first two tile levels, threadIdx over the
+**        third; cooperative fetch of shared stages), auto-unroll pragma
 **
 ** Mutations edit the step list (a tile size moved between two levels of one
 ** split, an auto_unroll_max_step value, a compute location, the number of
 ** outer iterators fused into a parallel loop) and replay it.
-** A rule that finds the state invalid (a vthread extent over the limit, too
-** few threads) returns NULL with the reason in ctx.
+** A rule that finds the state invalid (too few or too many threads, a block over
+** the register file) returns NULL with the reason in ctx.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,9 +256,10 @@ static int init_vectorize(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s, uin
   return 0;
 }
 
-/* GPU register budget of one block (32-bit registers: NVIDIA's 64 K per multiprocessor,
-** AMD's per compute unit) and the registers a thread needs besides its accumulators. */
-enum { REG_FILE = 65536, REG_OVERHEAD = 32 };
+/* GPU register budgets: of one block (32-bit registers: NVIDIA's 64 K per multiprocessor,
+** AMD's per compute unit), of one thread (NVIDIA's 255, AMD's 256 VGPRs), and the registers
+** a thread needs besides its accumulators. */
+enum { REG_FILE = 65536, REG_THREAD = 255, REG_OVERHEAD = 32 };
 
 /* Fuse leaves [first, first+n) of st (nothing for one) and bind the result. */
 static int fuse_bind(tl_ctx *ctx, tl_sched *s, int st, int first, int n, int ann, int64_t *ext) {
@@ -274,7 +275,6 @@ static int fuse_bind(tl_ctx *ctx, tl_sched *s, int st, int first, int n, int ann
 static int init_thread_bind(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s, uint64_t *rng) {
   int64_t warp = env->hw.v[7] > 0 ? env->hw.v[7] : 1;
   int64_t max_threads = env->hw.v[5] > 0 ? env->hw.v[5] : 1024;
-  int64_t max_vthread = env->hw.v[6] > 0 ? env->hw.v[6] : 1;
   /* the root of every multi-level tiled stage */
   uint8_t *mlt_root = tl_calloc((size_t)s->stages.n + 1, 1);
   for (int st = 0; st < s->stages.n; st++) {
@@ -327,15 +327,14 @@ static int init_thread_bind(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s, u
       if (rc) break;
       int64_t total = 1;
       for (int d = 0; d < nsp; d++) total *= op->shape[d];
-      int64_t eb, ev, et;
-      if ((rc = fuse_bind(ctx, s, st, 0, nsp, TL_ANN_BLOCK_X, &eb)) != 0) break;
-      if ((rc = fuse_bind(ctx, s, st, 1, nsp, TL_ANN_VTHREAD, &ev)) != 0) break;
-      if (ev > max_vthread) {
-        rc = tl_err(ctx, TL_E_SCHED, "thread bind: stage '%s': vthread extent %lld exceeds %lld",
-                    op->name, (long long)ev, (long long)max_vthread);
-        break;
-      }
-      if ((rc = fuse_bind(ctx, s, st, 2, nsp, TL_ANN_THREAD_X, &et)) != 0) break;
+      int64_t eb, et;
+      /* the first two tile levels (TVM's blockIdx and vthread) both go to blockIdx: a
+      ** vthread lowers to a serial loop around the thread's whole tile, shared-memory fills
+      ** included (no virtual-thread injection), so it would only fetch the same tile again;
+      ** as blocks its sub-tiles run in parallel */
+      int64_t ev = 1;
+      if ((rc = fuse_bind(ctx, s, st, 0, 2 * nsp, TL_ANN_BLOCK_X, &eb)) != 0) break;
+      if ((rc = fuse_bind(ctx, s, st, 1, nsp, TL_ANN_THREAD_X, &et)) != 0) break;
       if (et < warp && total > 2 * warp) {
         rc = tl_err(ctx, TL_E_SCHED, "thread bind: stage '%s': %lld threads, fewer than the warp (%lld)",
                     op->name, (long long)et, (long long)warp);
@@ -355,6 +354,12 @@ static int init_thread_bind(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s, u
         rc = tl_err(ctx, TL_E_SCHED, "thread bind: stage '%s': %lld threads x (%lld accumulators "
                     "+ %d) registers exceed a register file of %d", op->name, (long long)et,
                     (long long)tile, REG_OVERHEAD, REG_FILE);
+        break;
+      }
+      if (warp > 1 && tile + REG_OVERHEAD > REG_THREAD) {
+        rc = tl_err(ctx, TL_E_SCHED, "thread bind: stage '%s': %lld accumulators + %d registers "
+                    "per thread exceed %d (they would spill)", op->name, (long long)tile,
+                    REG_OVERHEAD, REG_THREAD);
         break;
       }
     } else if (sg->scope == TL_SCOPE_SHARED) {

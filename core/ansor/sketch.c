@@ -427,12 +427,14 @@ static int a_rfactor(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch
   return made ? 0 : -1;
 }
 
-/* GPU split-K: a tiled reduction whose output is too small to fill the device (at most
+/* GPU split-K: a reduction whose output is too small to fill the device (at most
 ** SPLIT_K_SPACE blocks of max_threads_per_block threads) and whose reduction is long (at
 ** least SPLIT_K_REDUCE) also gets sketches with its longest reduction axis split into K
 ** parts (K from split_k_parts, dividing the axis) and those factored out (rfactor):
 ** "<op>.rf" computes K partial sums per output with K times the parallelism and is tiled by
-** the rules that follow; the original stage then adds the K partials up. K is fixed per
+** the rules that follow (a stage without data reuse, such as a batch-1 dense or a pooling,
+** is not tiled: its partials are spread over threads, the cross-thread reduction of such
+** stages done in two kernels); the original stage then adds the K partials up. K is fixed per
 ** sketch, so the later splits of the ".rf" stage know their extents. Once per state. */
 enum { SPLIT_K_SPACE = 64, SPLIT_K_REDUCE = 128 };
 static const int64_t split_k_parts[] = {4, 16};
@@ -442,7 +444,7 @@ static int c_split_k(const tl_ansor_env *env, const tl_sched *s, const view *v, 
   if (!env->gpu || op->kind == TL_OP_PLACEHOLDER || !op->nreduce) return R_SKIP;
   if (s->stages.v[st].compute_at != TL_CA_ROOT || tl_ansor_stage_tiled(s, st)) return R_SKIP;
   if (has_cache_write(s, st) || s->stages.v[st].scope != TL_SCOPE_GLOBAL) return R_SKIP;
-  if (tl_ansor_needs_multi_level_tiling(v->a, st) != 1) return R_SKIP;
+  (void)v;
   for (int i = 0; i < s->steps.n; i++)
     if (s->steps.v[i].kind == TL_STEP_RF) return R_SKIP;
   int64_t space = 1, reduce = 1, threads = env->hw.v[5] > 0 ? env->hw.v[5] : 1024;

@@ -40,9 +40,9 @@
 **
 ** Unrolled loops get `#pragma unroll`, and so do serial loops inside an attr
 ** "pragma_auto_unroll_max_step" = N whose unrolled body holds at most N statements
-** (the auto-scheduler's unroll pragma), and small loops over a private array (at most
-** PRIVATE_UNROLL statements unrolled: its indices become constants, so the array stays in
-** registers). Expressions are printed by cfamily.c
+** (the auto-scheduler's unroll pragma), and loops whose var indexes a private array (at
+** most PRIVATE_UNROLL statements unrolled: its indices become constants, so the array stays
+** in registers). Expressions are printed by cfamily.c
 ** (tl_cf_expr) from this file's table (ocl_lang); they are fully parenthesized,
 ** floordiv/floormod use shifts and masks for power-of-two divisors, plain
 ** / and % for provably non-negative operands, and helper functions
@@ -336,19 +336,27 @@ static int64_t steps_unrolled(const tl_ir *ir, tl_ref s) {
   }
 }
 
-/* Private arrays stay in registers only where every index is a constant: a loop over one
-** (an accumulator's init or write-back) is unrolled when it unrolls into at most this many
-** statements. */
-#define PRIVATE_UNROLL 64
+/* Private arrays stay in registers only where every index is a constant: a loop whose var
+** indexes one (a register tile's loops, its init and write-back) is unrolled when it unrolls
+** into at most this many statements. */
+#define PRIVATE_UNROLL 4096
 
 static int is_private(ocg *c, int b);
 
-typedef struct { ocg *c; int found; } private_use_st;
+typedef struct { ocg *c; uint64_t var; int found; } private_use_st;
+
+static int var_use_fn(const tl_ir *ir, tl_ref r, void *ud) {
+  private_use_st *t = ud;
+  const tl_node *n = tl_ir_node(ir, r);
+  if (n->op == TL_IR_VAR && n->imm.u == t->var) t->found = 1;
+  return !t->found;
+}
 
 static int private_use_fn(const tl_ir *ir, tl_ref r, void *ud) {
   private_use_st *t = ud;
   const tl_node *n = tl_ir_node(ir, r);
-  if ((n->op == TL_IR_LOAD || n->op == TL_IR_STORE) && is_private(t->c, (int)n->imm.u)) t->found = 1;
+  if ((n->op == TL_IR_LOAD || n->op == TL_IR_STORE) && is_private(t->c, (int)n->imm.u))
+    tl_ir_visit(ir, tl_ir_kid(ir, r, n->op == TL_IR_LOAD ? 0 : 1), var_use_fn, ud);
   return !t->found;
 }
 
@@ -392,7 +400,7 @@ static void print_for(ocg *c, tl_ref loop) {
     line(c, "#pragma unroll");
   else if (kind == TL_FOR_SERIAL && cext && kext > 1) {
     int64_t steps = steps_unrolled(ir, loop);
-    private_use_st pu = {c, 0};
+    private_use_st pu = {c, tl_ir_node(ir, var)->imm.u, 0};
     if (steps <= PRIVATE_UNROLL) tl_ir_visit(ir, body, private_use_fn, &pu);
     if ((c->unroll_max > 0 && steps <= c->unroll_max) || pu.found)
       line(c, "#pragma unroll");   /* under pragma_auto_unroll_max_step, or a register tile */

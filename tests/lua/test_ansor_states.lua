@@ -9,6 +9,7 @@
 --
 --   TUNELUA_ANSOR_N=n      CPU states per task type (default 12; the property run uses 200)
 --   TUNELUA_ANSOR_GPU_N=n  OpenCL states per task type (default 2)
+--   TUNELUA_ANSOR_TYPES=a,b  only these task types
 local te = require "tunelua.te"
 local topi = require "tunelua.topi"
 local nd = require "tunelua.nd"
@@ -42,6 +43,10 @@ local types = {
       local x, w, b = ph({ 4, 24 }, "x"), ph({ 20, 24 }, "w"), ph({ 20 }, "b")
       return topi.nn.dense(x, w, b)
     end },
+  { "dense_split_k", function()   -- batch 1, long reduction: GPU split-K over threads
+      local x, w = ph({ 1, 256 }, "x"), ph({ 16, 256 }, "w")
+      return topi.nn.dense(x, w)
+    end, gpu_rf = true },
   { "max_pool2d", function()
       local x = ph({ 1, 4, 9, 9 }, "x")
       return topi.nn.max_pool2d(x, { pool_size = { 3, 3 }, strides = { 2, 2 }, padding = { 1, 1, 1, 1 } })
@@ -78,8 +83,10 @@ local total, gpu_total, gpu_failed = 0, 0, {}
 local am = require "tunelua.autotvm.measure"
 -- asked in a child: OpenCL initialized in this process would hang the measurement children
 local have_ocl = require("tunelua.autotvm.measure_opencl").device_info(0) ~= nil
+local only = os.getenv("TUNELUA_ANSOR_TYPES")   -- e.g. "dense_split_k,conv2d_nhwc_split_k"
 for _, ty in ipairs(types) do
   local name, make = ty[1], ty[2]
+  if only and not ("," .. only .. ","):find("," .. name .. ",", 1, true) then goto next_type end
   local cpu = auto_scheduler.SearchTask{ compute_dag = make(), target = "llvm" }
   local args = search.random_args(cpu, nil, 11)
   local init = require("ffi").cast("tl_sched *", require("tunelua.core").C.tl_ansor_policy_init_state(cpu:policy_handle()))
@@ -131,6 +138,7 @@ for _, ty in ipairs(types) do
     assert(ok_n >= 1, name .. ": no OpenCL state ran\n" .. table.concat(gpu_failed, "\n"))
     gpu_total = gpu_total + ok_n
   end
+  ::next_type::
 end
 -- the device compiler may crash on a kernel (pocl's barrier regions): the state is an error
 -- record, as in tuning; most must run
