@@ -3,7 +3,7 @@
 #
 # Packs a built tunelua for the accelerator machine (no package registry
 # there): OUT_DIR (default build-device/, ignored by git through /build-*/)
-# gets bin/tunelua, lib/libtunelua.so and every shared library they need
+# gets bin/tunelua, lib/libtunelua.so, lib/tunelua-measure-opencl and every shared library they need
 # except the C library itself (glibc, libm, libpthread, libdl, the dynamic
 # loader), the ocl-icd loader (libOpenCL.so.1) among them. The Lua sources
 # are not copied: the repository travels with the run, and run_h200.sh
@@ -22,6 +22,9 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
 cp "$build/tunelua" "$out/bin/"
 cp "$build/libtunelua.so" "$out/lib/"
+# the OpenCL measurement child exec'd once the tuner has initialized OpenCL itself: the
+# library looks for it in its own directory
+cp "$build/tunelua-measure-opencl" "$out/lib/"
 for f in "$build/tunelua" "$build/libtunelua.so"; do
   ldd "$f" | awk '/=> \// { print $3 }'
 done | sort -u | while read -r lib; do
