@@ -41,8 +41,8 @@
 ** Unrolled loops get `#pragma unroll`, and so do serial loops inside an attr
 ** "pragma_auto_unroll_max_step" = N whose unrolled body holds at most N statements
 ** (the auto-scheduler's unroll pragma), and loops whose var indexes a private array (at
-** most PRIVATE_UNROLL statements unrolled: its indices become constants, so the array stays
-** in registers). Expressions are printed by cfamily.c
+** most PRIVATE_UNROLL statements unrolled, PRIVATE_UNROLL_AUTO inside that pragma: its
+** indices become constants, so the array stays in registers). Expressions are printed by cfamily.c
 ** (tl_cf_expr) from this file's table (ocl_lang); they are fully parenthesized,
 ** floordiv/floormod use shifts and masks for power-of-two divisors, plain
 ** / and % for provably non-negative operands, and helper functions
@@ -65,6 +65,7 @@ typedef struct ocg {
   int after_barrier;              /* the last statement printed was a barrier */
   int divergent;                  /* inside a thread-dependent condition */
   int64_t unroll_max;             /* from pragma_auto_unroll_max_step; 0 = none */
+  int auto_unroll;                /* inside a pragma_auto_unroll_max_step attribute */
 } ocg;
 
 /* P, PF, cg_err, line, var_bind, ...: the shorthands of cfamily.h */
@@ -338,8 +339,12 @@ static int64_t steps_unrolled(const tl_ir *ir, tl_ref s) {
 
 /* Private arrays stay in registers only where every index is a constant: a loop whose var
 ** indexes one (a register tile's loops, its init and write-back) is unrolled when it unrolls
-** into at most this many statements. */
-#define PRIVATE_UNROLL 4096
+** into at most PRIVATE_UNROLL statements, or PRIVATE_UNROLL_AUTO inside a
+** pragma_auto_unroll_max_step attribute (the auto-scheduler's GPU kernels, whose register
+** tiles are sized for registers; pocl miscomputes some fully unrolled 16x16 tiles of
+** hand-written schedules whose accumulators live across barriers). */
+#define PRIVATE_UNROLL 64
+#define PRIVATE_UNROLL_AUTO 4096
 
 static int is_private(ocg *c, int b);
 
@@ -401,7 +406,8 @@ static void print_for(ocg *c, tl_ref loop) {
   else if (kind == TL_FOR_SERIAL && cext && kext > 1) {
     int64_t steps = steps_unrolled(ir, loop);
     private_use_st pu = {c, tl_ir_node(ir, var)->imm.u, 0};
-    if (steps <= PRIVATE_UNROLL) tl_ir_visit(ir, body, private_use_fn, &pu);
+    if (steps <= (c->auto_unroll ? PRIVATE_UNROLL_AUTO : PRIVATE_UNROLL))
+      tl_ir_visit(ir, body, private_use_fn, &pu);
     if ((c->unroll_max > 0 && steps <= c->unroll_max) || pu.found)
       line(c, "#pragma unroll");   /* under pragma_auto_unroll_max_step, or a register tile */
   }
@@ -552,7 +558,9 @@ static void ps_inner(ocg *c, tl_ref s) {
     if (strcmp(key, "pragma_auto_unroll_max_step") == 0 && tl_ir_is_int(ir, tl_ir_kid(ir, s, 0), &v)) {
       int64_t saved = c->unroll_max;
       c->unroll_max = v;
+      c->auto_unroll++;
       ps(c, tl_ir_kid(ir, s, 1));
+      c->auto_unroll--;
       c->unroll_max = saved;
       return;
     }
