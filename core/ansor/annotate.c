@@ -53,41 +53,93 @@ static int divisors(int64_t n, int64_t *out, int cap) {
   return k;
 }
 
-/* Tuples (l1..lk) with l1*..*lk dividing rem and lk <= maxin. */
-static double count_schemes(int64_t rem, int k, int64_t maxin) {
+/* Tuples (l1..lk) with l1*..*lk dividing rem, lk <= maxin and lk a multiple
+** of mult. */
+static double count_schemes(int64_t rem, int k, int64_t maxin, int64_t mult) {
   int64_t d[256];
   int nd = divisors(rem, d, 256);
   double c = 0;
   for (int i = 0; i < nd; i++) {
-    if (k == 1) c += d[i] <= maxin;
-    else c += count_schemes(rem / d[i], k - 1, maxin);
+    if (k == 1) c += d[i] <= maxin && d[i] % mult == 0;
+    else c += count_schemes(rem / d[i], k - 1, maxin, mult);
   }
   return c;
 }
 
-static void nth_scheme(int64_t rem, int k, int64_t maxin, double r, int64_t *out) {
+static void nth_scheme(int64_t rem, int k, int64_t maxin, int64_t mult, double r, int64_t *out) {
   int64_t d[256];
   int nd = divisors(rem, d, 256);
   for (int i = 0; i < nd; i++) {
-    double c = k == 1 ? (d[i] <= maxin) : count_schemes(rem / d[i], k - 1, maxin);
+    double c = k == 1 ? (d[i] <= maxin && d[i] % mult == 0)
+                      : count_schemes(rem / d[i], k - 1, maxin, mult);
     if (r < c || i == nd - 1) {
       out[0] = d[i];
-      if (k > 1) nth_scheme(rem / d[i], k - 1, maxin, r, out + 1);
+      if (k > 1) nth_scheme(rem / d[i], k - 1, maxin, mult, r, out + 1);
       return;
     }
     r -= c;
   }
 }
 
-static void random_scheme(int64_t extent, int k, int64_t maxin, uint64_t *rng, int64_t *out) {
+/* A uniform draw among the schemes of extent into k lengths (innermost at
+** most maxin); with mult > 1, among those whose innermost is a multiple of
+** mult when there are any. */
+static void random_scheme(int64_t extent, int k, int64_t maxin, int64_t mult, uint64_t *rng,
+                          int64_t *out) {
   if (extent <= 0) extent = 1;
-  double total = count_schemes(extent, k, maxin);
+  double total = mult > 1 ? count_schemes(extent, k, maxin, mult) : 0;
+  if (total < 1) {
+    mult = 1;
+    total = count_schemes(extent, k, maxin, 1);
+  }
   if (total < 1) {
     for (int i = 0; i < k; i++) out[i] = 1;
     return;
   }
   double r = (double)(tl_ansor_rand(rng) % (uint64_t)total);
-  nth_scheme(extent, k, maxin, r, out);
+  nth_scheme(extent, k, maxin, mult, r, out);
+}
+
+/* The vector lanes of the target for 32-bit elements (vector_unit_bytes / 4). */
+static int64_t target_lanes(const tl_ansor_env *env) {
+  int64_t l = env->hw.v[1] / 4;
+  return l > 1 ? l : 1;
+}
+
+/* Vector registers: 32 with 16 lanes (AVX-512) or 4 (AArch64 NEON), else 16
+** (AVX2, SSE). */
+static int64_t target_vregs(const tl_ansor_env *env) {
+  int64_t l = target_lanes(env);
+  return l >= 16 || l == 4 ? 32 : 16;
+}
+
+/* Fill the open lengths of one tiled stage (tiles: n and its n spatial split
+** step ids) drawn as a register tile: the innermost length of the last axis
+** a multiple of the lanes, and the accumulators (the product of the
+** innermost lengths over the lanes) between a quarter of the vector registers
+** and all but four of them, so that a vectorized, unrolled innermost tile
+** keeps its partial sums in registers and has enough independent FMAs in
+** flight. Up to 64 joint draws; the last one stays when none fits. store:
+** each step's lengths (16 per step, indexed like the steps). */
+static void register_tile(const tl_ansor_env *env, const int *tiles, tl_step *steps,
+                          int64_t *len_of_step, uint64_t *rng) {
+  int n = tiles[0];
+  int64_t lanes = target_lanes(env), regs = target_vregs(env);
+  int64_t lo = TL_MAX(2, regs / 4), hi = regs - 4;
+  int64_t maxin = env->p.max_innermost_split_factor;
+  for (int tries = 0; tries < 64; tries++) {
+    double acc = 1;
+    for (int a = 0; a < n; a++) {
+      int id = tiles[1 + a];
+      if (id < 0) continue;
+      tl_step *t = &steps[id];
+      int64_t *l = len_of_step + 16 * (int64_t)id;
+      random_scheme(t->extent, t->nints, maxin, a == n - 1 ? lanes : 1, rng, l);
+      int64_t in = l[t->nints - 1];
+      acc *= a == n - 1 ? (double)in / (double)lanes : (double)in;
+    }
+    if (acc >= (double)lo && acc <= (double)hi) return;
+  }
 }
 
 /* ---- replay ------------------------------------------------------------------------------- */
@@ -239,7 +291,10 @@ static int init_vectorize(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s, uin
       if (attached_at(s, st, sg->leaves.v[i]) >= 0) break;
       if (it->kind != TL_ITER_SPATIAL || it->ann != TL_ANN_NONE) break;
       int64_t e = it->extent > 0 ? it->extent : 1;
-      if (cum * e > env->p.max_vectorize_size) break;
+      /* a tiled stage's innermost iterator also when it is a multiple of the
+      ** lanes (several vector registers, each reusing the same loads) */
+      int lanes_ok = tiled && e % target_lanes(env) == 0 && e <= env->p.max_innermost_split_factor;
+      if (cum * e > env->p.max_vectorize_size && !lanes_ok) break;
       cum *= e;
       n++;
       if (tiled) break;
@@ -398,13 +453,17 @@ tl_sched *tl_ansor_annotate(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor
                             uint64_t *rng) {
   const tl_sched *k = sk->s;
   tl_step *steps = steps_copy(k);
-  int64_t *store = tl_malloc(sizeof(int64_t) * 16 * (size_t)(sk->open.n + 1));
+  /* lengths per step id (16 each): uniform draws, then for half the tiled
+  ** stages (CPU) a register-tile draw of their spatial splits */
+  int64_t *store = tl_malloc(sizeof(int64_t) * 16 * (size_t)(k->steps.n + 1));
   for (int i = 0; i < sk->open.n; i++) {
     tl_step *t = &steps[sk->open.v[i]];
-    int64_t *l = store + 16 * i;
-    random_scheme(t->extent, t->nints, env->p.max_innermost_split_factor, rng, l);
-    t->ints = l;
+    random_scheme(t->extent, t->nints, env->p.max_innermost_split_factor, 1, rng,
+                  store + 16 * (int64_t)sk->open.v[i]);
   }
+  for (int at = 0; at < sk->tiles.n; at += 1 + sk->tiles.v[at])
+    if (tl_ansor_uniform(rng) < 0.5) register_tile(env, &sk->tiles.v[at], steps, store, rng);
+  for (int i = 0; i < sk->open.n; i++) steps[sk->open.v[i]].ints = store + 16 * (int64_t)sk->open.v[i];
   tl_sched *s = tl_ansor_replay(ctx, k, steps, k->steps.n);
   free(steps);
   free(store);

@@ -29,6 +29,7 @@
 */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "feature.h"
 #include "search.h"
@@ -96,6 +97,7 @@ struct tl_ansor_policy {
   TL_VEC(measured) meas;
   double round_seconds;
   int round_population;           /* states scored in the last round */
+  double prof[6];                 /* last round: sample, lower, features, predict, mutate, pick */
   tl_buf text;
 };
 
@@ -315,15 +317,32 @@ typedef struct cand {
   double score;
   float *rows;                    /* feature rows, when featurized */
   int nrows;                      /* -1: the state does not lower or check */
+  int *refs;                      /* NULL: s and rows are this entry's own; else how many
+                                  ** entries share them (an unmutated child shares its
+                                  ** parent's state and rows: no copy, no new lowering) */
 } cand;
 
 typedef TL_VEC(cand) candvec;
 
-static void cands_free(candvec *v) {
-  for (int i = 0; i < v->n; i++) {
-    tl_sched_free(v->v[i].s);
-    free(v->v[i].rows);
+static void cand_release(cand *c) {
+  if (c->refs && --*c->refs > 0) return;
+  tl_sched_free(c->s);
+  free(c->rows);
+  free(c->refs);
+}
+
+/* A second entry for c's state (serial code only). */
+static cand cand_share(cand *c) {
+  if (!c->refs) {
+    c->refs = tl_malloc(sizeof(int));
+    *c->refs = 1;
   }
+  ++*c->refs;
+  return *c;
+}
+
+static void cands_free(candvec *v) {
+  for (int i = 0; i < v->n; i++) cand_release(&v->v[i]);
   TL_VEC_FREE(*v);
 }
 
@@ -352,8 +371,10 @@ static void sample_one(int64_t i, void *arg) {
 
 /* n annotated states (NULL where invalid), in parallel. */
 static tl_sched **sample_batch(tl_ansor_policy *p, int n, int check) {
+  double t0 = tl_now();
   sample_job j = {p, tl_ansor_rand(&p->rng), tl_calloc((size_t)n + 1, sizeof(tl_sched *)), check};
   tl_pool_for(tl_pool_global(), n, sample_one, &j);
+  p->prof[0] += tl_now() - t0;
   return j.out;
 }
 
@@ -404,7 +425,7 @@ static int init_population(tl_ctx *ctx, tl_ansor_policy *p, candvec *pop) {
         continue;
       }
       hset_add(&local, h);
-      cand c = {b[i], h, 0, NULL, 0};
+      cand c = {b[i], h, 0, NULL, 0, NULL};
       TL_VEC_PUSH(*pop, c);
       added++;
     }
@@ -439,7 +460,7 @@ static int init_population(tl_ctx *ctx, tl_ansor_policy *p, candvec *pop) {
         tl_sched_free(s);
         continue;
       }
-      cand c = {s, p->meas.v[idx[a]].hash, 0, NULL, 0};
+      cand c = {s, p->meas.v[idx[a]].hash, 0, NULL, 0, NULL};
       TL_VEC_PUSH(*pop, c);
     }
     free(idx);
@@ -453,19 +474,25 @@ static int init_population(tl_ctx *ctx, tl_ansor_policy *p, candvec *pop) {
 typedef struct lower_job {
   tl_ansor_policy *p;
   cand *c;
+  int64_t ns[2];                  /* thread time lowering, featurizing (summed) */
 } lower_job;
 
 /* Lower, check and featurize one state (rows freed by cands_free). */
 static void featurize_one(int64_t i, void *arg) {
   lower_job *j = arg;
   cand *c = &j->c[i];
-  if (c->rows || c->nrows < 0) return;
+  if (c->rows || c->nrows < 0 || c->refs) return;   /* shared: featurized with its parent */
   tl_ctx ctx = {0};
   tl_lowered *f;
   c->nrows = -1;
-  if (lower_check(&ctx, j->p, c->s, &f)) return;
+  double t0 = tl_now();
+  int bad = lower_check(&ctx, j->p, c->s, &f);
+  double t1 = tl_now();
+  __atomic_fetch_add(&j->ns[0], (int64_t)((t1 - t0) * 1e9), __ATOMIC_RELAXED);
+  if (bad) return;
   int n = tl_ansor_search_rows(&ctx, &j->p->env.hw, f, &c->rows);
   tl_lowered_free(f);
+  __atomic_fetch_add(&j->ns[1], (int64_t)((tl_now() - t1) * 1e9), __ATOMIC_RELAXED);
   if (n >= 0) c->nrows = n;
 }
 
@@ -498,8 +525,20 @@ static int score_population(tl_ctx *ctx, tl_ansor_policy *p, struct tl_ansor_mod
     for (int i = 0; i < pop->n; i++) pop->v[i].score = tl_ansor_uniform(&p->rng);
     return 0;
   }
-  lower_job j = {p, pop->v};
+  if (getenv("TUNELUA_ANSOR_PROFILE")) {
+    hset u = {0};
+    for (int i = 0; i < pop->n; i++) hset_add(&u, pop->v[i].hash);
+    fprintf(stderr, "  population %d, distinct %d\n", pop->n, u.n);
+    free(u.v);
+  }
+  lower_job j = {p, pop->v, {0, 0}};
+  double t0 = tl_now();
   tl_pool_for(tl_pool_global(), pop->n, featurize_one, &j);
+  /* wall time of the pool split by the thread time of each part */
+  double wall = tl_now() - t0, sum = (double)(j.ns[0] + j.ns[1]);
+  p->prof[1] += sum > 0 ? wall * (double)j.ns[0] / sum : 0;
+  p->prof[2] += sum > 0 ? wall * (double)j.ns[1] / sum : 0;
+  t0 = tl_now();
   for (int i = 0; i < pop->n; i++) pop->v[i].score = -INFINITY;
   float *rows;
   int *off, *map;
@@ -507,6 +546,7 @@ static int score_population(tl_ctx *ctx, tl_ansor_policy *p, struct tl_ansor_mod
   double *sc = tl_malloc(sizeof(double) * (size_t)(k + 1));
   int rc = k ? tl_ansor_search_predict(ctx, m, k, rows, off, sc) : 0;
   for (int i = 0; !rc && i < k; i++) pop->v[map[i]].score = sc[i];
+  p->prof[3] += tl_now() - t0;
   free(sc);
   free(rows);
   free(off);
@@ -553,6 +593,7 @@ typedef struct mutate_job {
   const double *cum;              /* roulette prefix sums, normalized */
   uint64_t base;
   cand *out;
+  int *parent;                    /* out[i] unmutated: the parent's index, else -1 */
 } mutate_job;
 
 static int roulette(const double *cum, int n, double u) {
@@ -573,19 +614,20 @@ static void mutate_one(int64_t i, void *arg) {
   tl_ansor_env env = j->p->env;
   env.trace = NULL;
   tl_sched *child = NULL;
-  const cand *parent = NULL;
+  j->parent[i] = -1;
   for (int tries = 0; tries < 8 && !child; tries++) {
-    parent = &j->pop->v[roulette(j->cum, j->pop->n, tl_ansor_uniform(&rng))];
-    if (tl_ansor_uniform(&rng) < env.p.evolutionary_search_mutation_prob)
+    int pi = roulette(j->cum, j->pop->n, tl_ansor_uniform(&rng));
+    const cand *parent = &j->pop->v[pi];
+    if (tl_ansor_uniform(&rng) < env.p.evolutionary_search_mutation_prob) {
       child = tl_ansor_mutate(&ctx, &env, parent->s, &rng);
-    else
-      tl_sched_copy(&ctx, parent->s, &child);
+    } else {
+      j->parent[i] = pi;          /* shared after the pool: see evolve */
+      break;
+    }
   }
+  memset(&j->out[i], 0, sizeof j->out[i]);
   j->out[i].s = child;
   j->out[i].hash = child ? tl_sched_hash(child) : 0;
-  j->out[i].rows = NULL;
-  j->out[i].nrows = 0;
-  j->out[i].score = 0;
 }
 
 static int evolve(tl_ctx *ctx, tl_ansor_policy *p, struct tl_ansor_model *m, candvec *pop,
@@ -610,9 +652,15 @@ static int evolve(tl_ctx *ctx, tl_ansor_policy *p, struct tl_ansor_model *m, can
     else
       for (int i = 0; i < pop->n; i++) cum[i] /= acc;
     cand *next = tl_calloc((size_t)pop_size + 1, sizeof(cand));
-    mutate_job j = {p, pop, cum, tl_ansor_rand(&p->rng), next};
+    int *parent = tl_malloc(sizeof(int) * (size_t)(pop_size + 1));
+    mutate_job j = {p, pop, cum, tl_ansor_rand(&p->rng), next, parent};
+    double t0 = tl_now();
     tl_pool_for(tl_pool_global(), pop_size, mutate_one, &j);
+    p->prof[4] += tl_now() - t0;
+    for (int i = 0; i < pop_size; i++)
+      if (parent[i] >= 0) next[i] = cand_share(&pop->v[parent[i]]);
     free(cum);
+    free(parent);
     cands_free(pop);
     for (int i = 0; i < pop_size; i++)
       if (next[i].s) TL_VEC_PUSH(*pop, next[i]);
@@ -646,6 +694,7 @@ TL_EXPORT int tl_ansor_policy_next_batch(tl_ctx *ctx, tl_ansor_policy *p, struct
   if (ensure_sketches(ctx, p)) return -1;
   double t0 = tl_now();
   p->round_population = 0;
+  memset(p->prof, 0, sizeof p->prof);
   int nrand = (int)(p->env.p.eps_greedy * n);
   for (int attempt = 0; attempt <= p->env.p.retry_search_one_round_on_empty && !*nout; attempt++) {
     candvec pop = {0};
@@ -690,6 +739,10 @@ TL_EXPORT int tl_ansor_policy_next_batch(tl_ctx *ctx, tl_ansor_policy *p, struct
     if (rc) return -1;
   }
   p->round_seconds = tl_now() - t0;
+  if (getenv("TUNELUA_ANSOR_PROFILE"))
+    fprintf(stderr, "search round %.3f s: sample %.3f, lower %.3f, features %.3f, predict %.3f, "
+            "mutate %.3f; %d states scored\n", p->round_seconds, p->prof[0], p->prof[1], p->prof[2],
+            p->prof[3], p->prof[4], p->round_population);
   return 0;
 }
 
@@ -734,11 +787,11 @@ TL_EXPORT int tl_ansor_policy_update_model(tl_ctx *ctx, tl_ansor_policy *p, stru
       tl_sched_free(s);
       continue;
     }
-    cand c = {s, p->meas.v[i].hash, 0, NULL, 0};
+    cand c = {s, p->meas.v[i].hash, 0, NULL, 0, NULL};
     fl[v.n] = p->meas.v[i].flops;
     TL_VEC_PUSH(v, c);
   }
-  lower_job j = {p, v.v};
+  lower_job j = {p, v.v, {0, 0}};
   tl_pool_for(tl_pool_global(), v.n, featurize_one, &j);
   float *rows;
   int *off, *map;

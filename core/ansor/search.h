@@ -40,6 +40,10 @@ typedef struct tl_ansor_params {
 typedef struct tl_ansor_sketch {
   tl_sched *s;
   TL_VEC(int) open;               /* ids of split steps with open lengths */
+  TL_VEC(int) tiles;              /* CPU: per multi-level tiled stage, n and the ids of its n
+                                  ** spatial split steps (-1: an axis not split); the
+                                  ** innermost length of the last one is vectorized and the
+                                  ** innermost lengths together size the register tile */
 } tl_ansor_sketch;
 
 /* What the rules read: the task's kind and limits. */

@@ -33,12 +33,14 @@ void tl_ansor_sketch_free(tl_ansor_sketch *sk) {
   tl_sched_free(sk->s);
   sk->s = NULL;
   TL_VEC_FREE(sk->open);
+  TL_VEC_FREE(sk->tiles);
 }
 
 static int sketch_copy(tl_ctx *ctx, const tl_ansor_sketch *src, tl_ansor_sketch *dst) {
   memset(dst, 0, sizeof *dst);
   if (tl_sched_copy(ctx, src->s, &dst->s)) return -1;
   for (int i = 0; i < src->open.n; i++) TL_VEC_PUSH(dst->open, src->open.v[i]);
+  for (int i = 0; i < src->tiles.n; i++) TL_VEC_PUSH(dst->tiles, src->tiles.v[i]);
   return 0;
 }
 
@@ -164,6 +166,14 @@ static int do_mlt(tl_ctx *ctx, tl_ansor_sketch *sk, int st, const char *fmt, int
   return tl_sched_reorder(ctx, s, st, n, order);
 }
 
+/* CPU: the spatial split steps sp of a tiled stage, for the annotation's
+** register-tile draw (the last axis's innermost iterator is vectorized). */
+static void mark_lanes(const tl_ansor_env *env, tl_ansor_sketch *sk, const int *sp, int nsp) {
+  if (env->gpu || nsp < 1 || sp[nsp - 1] < 0) return;
+  TL_VEC_PUSH(sk->tiles, nsp);
+  for (int i = 0; i < nsp; i++) TL_VEC_PUSH(sk->tiles, sp[i]);
+}
+
 /* Tile consumer c like its producer's spatial splits sp (n_split levels plus
 ** the rest), reordered level by level. */
 static int follow_tiling(tl_ctx *ctx, tl_sched *s, int c, const int *sp, int nsp, int n_split) {
@@ -287,6 +297,7 @@ static int a_mlt_fuse(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketc
       tl_ansor_sketch_free(&n);
       continue;
     }
+    mark_lanes(env, &n, sp, nsp);
     push(out, &n, st - 1);
     made++;
   }
@@ -312,6 +323,7 @@ static int a_mlt(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk
     tl_ansor_sketch_free(&n);
     return -1;
   }
+  mark_lanes(env, &n, sp, op_of(n.s, st)->ndim);
   return push(out, &n, st - 1);
 }
 

@@ -1,21 +1,35 @@
 -- Benchmark: the auto-scheduler's search on this host's CPU ("llvm"), batch 1 fp32, against
 -- peers measured in the same run. Workloads: resnet-18's distinct conv2d layers (NHWC for the
--- auto-scheduler) and a 1024^3 matmul. Per workload:
+-- auto-scheduler) and a 1024^3 matmul. Per workload and per trial count N of --trials:
 --
---   ansor     the auto-scheduler's best kernel after N measured trials (SketchPolicy with
---             the cost model of --model: xgb = auto_scheduler.XGBModel(), random)
+--   ansor     the auto-scheduler's best after N measured trials (SketchPolicy with the cost
+--             model of --model: xgb = auto_scheduler.XGBModel(), random)
 --   autotvm   the x86 AutoTVM template's best after the same N trials with the XGB tuner
 --             (conv2d_NCHWc.x86 on the same layer, NCHW; the matmul has no template)
 --   peer      PyTorch conv2d (a /usr/bin/python3 subprocess, same threads; TUNELUA_PYTHON
 --             names another interpreter) or OpenBLAS sgemm (the matmul, in this process);
 --             on OpenCL, cuDNN fp32 with TF32 off (scripts/device/torch_conv.py)
 --
--- and the time of one search round (population P, 4 generations with the xgb model; 2 with
--- random scores) per task. Ratios are peer time / ours (> 1: ours is faster).
+-- One run of max(--trials) trials per tuner gives every N: the best so far after the first N
+-- records of its log. Both tuners are measured by the same LocalRunner (--number runs of at
+-- least --min-repeat-ms, 3 repeats); the times in the table are those measurements (mean of
+-- the repeats), so ansor and autotvm are compared on equal terms. The peers are timed once,
+-- in the same process (median of 15 calls). Ratios: > 1 means ansor is faster.
 --
---   tunelua scripts/bench/ansor_cpu.lua [N=64] [--population=2048] [--model=xgb|random]
---                                       [--layers=1,2,...] [--no-matmul] [--no-autotvm]
---                                       [--target=llvm]
+-- Also per workload: the search round's time (the median over the run's rounds, population
+-- --population, 4 generations, features and prediction) -- the issue's search-cost target.
+--
+--   tunelua scripts/bench/ansor_cpu.lua [--trials=64[,256,512]] [--layers=2,3,11|all|none]
+--       [--no-matmul | --matmul-only] [--no-autotvm] [--no-ansor] [--no-peer]
+--       [--population=2048] [--model=xgb|random] [--per-round=64] [--number=3]
+--       [--min-repeat-ms=50] [--logdir=DIR] [--seed=1] [--target=llvm]
+--
+-- (a bare number N is --trials=N.) --logdir keeps the logs (DIR/ansor-<workload>.json,
+-- DIR/autotvm-<workload>.json): a rerun with the same DIR resumes an interrupted auto-scheduler
+-- run from its log, skips a tuner whose log already holds max(--trials) records, and so can
+-- rebuild the whole table from logs written by several shorter commands (e.g. one layer per
+-- command under a time limit, then one command over all of them). Without --logdir the logs
+-- go to a temporary directory removed at the end.
 --
 -- scripts/bench/ansor_gpu.lua runs the auto-scheduler part on OpenCL device 0 (--target=opencl).
 local tl = require "tunelua"
@@ -23,23 +37,56 @@ local ffi = require "ffi"
 local te = require "tunelua.te"
 local topi = require "tunelua.topi"
 local auto_scheduler = require "tunelua.auto_scheduler"
-local search = require "tunelua.auto_scheduler.search"
+local records = require "tunelua.auto_scheduler.records"
+local file = require "tunelua.file"
 local median = require("tunelua.stats").median
 
-local opts = { population = "2048", model = "xgb", target = "llvm" }
-local pos = {}
+local opts = { population = "2048", model = "xgb", target = "llvm", ["per-round"] = "64",
+               number = "3", ["min-repeat-ms"] = "50", seed = "1" }
+local KNOWN = { population = 1, model = 1, target = 1, ["per-round"] = 1, number = 1,
+                ["min-repeat-ms"] = 1, seed = 1, trials = 1, layers = 1, logdir = 1,
+                ["no-matmul"] = 1, ["matmul-only"] = 1, ["no-autotvm"] = 1, ["no-ansor"] = 1,
+                ["no-peer"] = 1 }
 for _, a in ipairs(arg) do
   local k, v = a:match("^%-%-([%w-]+)=(.*)$")
-  if k then opts[k] = v
-  elseif a:match("^%-%-") then opts[a:sub(3)] = true
-  else pos[#pos + 1] = a end
+  if not k and a:match("^%-%-") then k, v = a:sub(3), true end
+  if k then
+    if not KNOWN[k] then error("ansor_cpu: unknown option --" .. k .. " (see the header of this script)", 0) end
+    opts[k] = v
+  elseif tonumber(a) then
+    opts.trials = a
+  else
+    error("ansor_cpu: unexpected argument '" .. a .. "' (see the header of this script)", 0)
+  end
 end
-local N = tonumber(pos[1]) or 64
-local P = tonumber(opts.population)
+local function num_opt(k, lo)
+  local v = tonumber(opts[k])
+  if not v or v % 1 ~= 0 or v < lo then
+    error(string.format("ansor_cpu: --%s=%s: expected an integer >= %d", k, tostring(opts[k]), lo), 0)
+  end
+  return v
+end
+local TRIALS = {}
+for s in tostring(opts.trials or "64"):gmatch("[^,]+") do
+  local n = tonumber(s)
+  if not n or n % 1 ~= 0 or n < 0 then error("ansor_cpu: --trials: '" .. s .. "' is not a trial count", 0) end
+  TRIALS[#TRIALS + 1] = n
+end
+table.sort(TRIALS)
+if #TRIALS == 0 then error("ansor_cpu: --trials: no trial count", 0) end
+local NMAX = TRIALS[#TRIALS]
+local P = num_opt("population", 1)
+local PER_ROUND = num_opt("per-round", 1)
+local NUMBER = num_opt("number", 1)
+local MIN_REPEAT_MS = num_opt("min-repeat-ms", 0)
+local SEED = num_opt("seed", 0)
 local TGT = opts.target
 local GPU = TGT:find("opencl") ~= nil
 local THREADS = tonumber(os.getenv("TUNELUA_NUM_THREADS") or "") or tl.num_cores()
 local PYTHON = os.getenv("TUNELUA_PYTHON") or "/usr/bin/python3"
+if opts.model ~= "xgb" and opts.model ~= "random" then
+  error("ansor_cpu: --model=" .. tostring(opts.model) .. ": expected xgb or random", 0)
+end
 
 -- resnet-18's distinct conv2d workloads: C, H(=W), O, K, stride, pad
 local LAYERS = {
@@ -49,92 +96,107 @@ local LAYERS = {
   {512, 7, 512, 3, 1, 1},
 }
 local which = {}
-if opts.layers then
-  for s in tostring(opts.layers):gmatch("%d+") do which[#which + 1] = tonumber(s) end
+if opts["matmul-only"] or opts.layers == "none" then
+  which = {}
+elseif opts.layers and opts.layers ~= "all" then
+  for s in tostring(opts.layers):gmatch("[^,]+") do
+    local i = tonumber(s)
+    if not i or not LAYERS[i] then
+      error(string.format("ansor_cpu: --layers: '%s' is not a layer (1..%d)", s, #LAYERS), 0)
+    end
+    which[#which + 1] = i
+  end
 else
   for i = 1, #LAYERS do which[i] = i end
 end
+local MATMUL = not opts["no-matmul"]
+
+local dir = opts.logdir and tostring(opts.logdir)
+  or file.tmpdir(os.getenv("TMPDIR") or "/tmp", "tunelua-bench-ansor")
+if opts.logdir then file.mkdirs(dir) end
 
 local function model()
   if opts.model == "random" then return auto_scheduler.RandomModel() end
-  if not auto_scheduler.XGBModel then
-    error("ansor_cpu: --model=xgb needs auto_scheduler.XGBModel (core/ansor/feature.h); use --model=random", 0)
-  end
   return auto_scheduler.XGBModel()
+end
+
+-- Best so far after each N of TRIALS from costs in measurement order (math.huge: failed).
+local function best_at(costs)
+  local out, best, k = {}, math.huge, 1
+  for i = 1, #costs + 1 do
+    while k <= #TRIALS and TRIALS[k] < i do
+      out[k] = best < math.huge and best or nil
+      k = k + 1
+    end
+    if i <= #costs then best = math.min(best, costs[i]) end
+  end
+  for j = k, #TRIALS do out[j] = best < math.huge and best or nil end
+  return out
 end
 
 -- ---- the auto-scheduler ------------------------------------------------------------------------
 
-local dir = require("tunelua.file").tmpdir(os.getenv("TMPDIR") or "/tmp", "tunelua-bench-ansor")
-local function ansor(task, seed)
-  local probe = auto_scheduler.SketchPolicy(task, { seed = seed, program_cost_model = model(),
-    params = { evolutionary_search_population = P } })
-  local _, round_s = probe:next_batch(1)
-  if N == 0 then return nil, round_s end
-  local log = string.format("%s/task%d.json", dir, seed)
-  local errors = {}   -- error message (first line) -> count, printed when every trial failed
-  local function count_errors(_, _, res)
-    if res.error_no ~= 0 then
-      local m = tostring(res.error_msg or require("tunelua.autotvm.measure").error_name(res.error_no))
-      m = m:match("^[^\n]*"):sub(1, 160)
-      errors[m] = (errors[m] or 0) + 1
-    end
+-- The task's records in LOG, in measurement order ({} without a log).
+local function search_records_of(task, log)
+  if not file.exists(log) then return {} end
+  return require("tunelua.auto_scheduler.search").task_records(task, log)
+end
+
+local function ansor(task, name, seed)
+  if opts["no-ansor"] then return {}, nil end
+  local log = string.format("%s/ansor-%s.json", dir, name)
+  local round_s
+  local have = #search_records_of(task, log)
+  if have < NMAX then
+    local r = task:tune(auto_scheduler.TuningOptions{ num_measure_trials = NMAX,
+      num_measures_per_round = math.min(PER_ROUND, NMAX), verbose = 0,
+      runner = auto_scheduler.LocalRunner({ number = NUMBER, min_repeat_ms = MIN_REPEAT_MS }),
+      measure_callbacks = { auto_scheduler.RecordToFile(log) } },
+      auto_scheduler.SketchPolicy(task, { seed = seed, program_cost_model = model(),
+                                          params = { evolutionary_search_population = P } }))
+    local rs = {}
+    for _, s in ipairs(r.round_seconds) do rs[#rs + 1] = s end
+    if #rs > 0 then round_s = median(rs) end
   end
-  local r = task:tune(auto_scheduler.TuningOptions{ num_measure_trials = N,
-    num_measures_per_round = math.min(64, N), verbose = 0,
-    runner = auto_scheduler.LocalRunner({ number = 3, min_repeat_ms = 50 }),
-    measure_callbacks = { auto_scheduler.RecordToFile(log), count_errors } },
-    auto_scheduler.SketchPolicy(task, { seed = seed, program_cost_model = model(),
-                                        params = { evolutionary_search_population = P } }))
-  if r.best_cost == math.huge then
-    local lines = {}
-    for m, c in pairs(errors) do lines[#lines + 1] = { m, c } end
-    table.sort(lines, function(a, b) return a[2] > b[2] end)
-    io.write(string.format("  all %d trials failed:\n", r.trials))
-    for _, l in ipairs(lines) do io.write(string.format("  %5d x %s\n", l[2], l[1])) end
-    return nil, round_s
-  end
-  -- the best kernel, timed like the peers
-  local st = task:apply_best(log)
-  local f = st:build()
-  local args = search.random_args(task, f.device)
-  local t = f:time_evaluator({ number = 5, repeats = 5 })(unpack(args))
-  return median(t.results), round_s
+  local costs = {}
+  for _, rec in ipairs(search_records_of(task, log)) do costs[#costs + 1] = rec.cost end
+  return best_at(costs), round_s
 end
 
 -- ---- the AutoTVM template ------------------------------------------------------------------------
 
-local function autotvm_best(L)
-  if opts["no-autotvm"] or GPU then return nil end
+local function autotvm_best(L, name)
+  if opts["no-autotvm"] or GPU then return {} end
   local autotvm = require "tunelua.autotvm"
+  local record = require "tunelua.autotvm.record"
   local tuner_mod = require "tunelua.autotvm.tuner"
   local C_, H, K, S, Pd = L[1], L[2], L[4], L[5], L[6]
   local args = {{"TENSOR", {1, C_, H, H}, "float32"}, {"TENSOR", {L[3], C_, K, K}, "float32"},
                 {S, S}, {Pd, Pd, Pd, Pd}, {1, 1}, "NCHW", "NCHW", "float32"}
   local task = autotvm.task.create("conv2d_NCHWc.x86", args, "llvm")
-  local mo = autotvm.measure_option({ builder = autotvm.LocalBuilder(),
-                                      runner = autotvm.LocalRunner({ number = 3, min_repeat_ms = 50 }) })
-  local best = math.huge
-  local t = tuner_mod.by_name("xgb", task, { seed = 1 })
-  t:tune({ n_trial = math.min(N, #task.config_space), measure_option = mo,
-           callbacks = { function(_, _, res)
-             for _, r in ipairs(res) do
-               if r.error_no == 0 then
-                 local m = 0
-                 for _, c in ipairs(r.costs) do m = m + c end
-                 best = math.min(best, m / #r.costs)
-               end
-             end
-           end } })
-  return best < math.huge and best or nil
+  local n = math.min(NMAX, #task.config_space)
+  local log = string.format("%s/autotvm-%s.json", dir, name)
+  local recs = file.exists(log) and record.load_from_file(log) or {}
+  if #recs < n then
+    if #recs > 0 then file.remove(log) end
+    local mo = autotvm.measure_option({ builder = autotvm.LocalBuilder(),
+      runner = autotvm.LocalRunner({ number = NUMBER, min_repeat_ms = MIN_REPEAT_MS }) })
+    local t = tuner_mod.by_name("xgb", task, { seed = SEED })
+    t:tune({ n_trial = n, measure_option = mo, callbacks = { autotvm.callback.log_to_file(log) } })
+    recs = record.load_from_file(log)
+  end
+  local costs = {}
+  for _, r in ipairs(recs) do
+    costs[#costs + 1] = r.res.error_no == 0 and record.mean_cost(r.res) or math.huge
+  end
+  return best_at(costs)
 end
 
 -- ---- peers ----------------------------------------------------------------------------------------
 
 local function torch_times()
   local path = dir .. "/peer.py"
-  local f = assert(io.open(path, "w"))
-  f:write(string.format([[
+  file.write_all(path, string.format([[
 import torch, time, statistics, json
 torch.set_num_threads(%d)
 L = %s
@@ -154,7 +216,6 @@ print(json.dumps(out))
     for _, i in ipairs(which) do r[#r + 1] = "(" .. table.concat(LAYERS[i], ",") .. ")" end
     return "[" .. table.concat(r, ",") .. "]"
   end)()))
-  f:close()
   local p = io.popen(PYTHON .. " " .. path .. " 2>/dev/null")
   local txt = p:read("*a")
   p:close()
@@ -175,7 +236,7 @@ local function openblas_time(M)
   for i = 0, M * M - 1 do a[i], b[i] = (i % 7) * 0.1, (i % 5) * 0.1 end
   local now = tl.core.C.tl_now
   local ts = {}
-  for r = 1, 8 do
+  for r = 1, 17 do
     local t0 = now()
     blas.cblas_sgemm(101, 111, 111, M, M, M, 1.0, a, M, b, M, 0.0, c, M)
     if r > 2 then ts[#ts + 1] = now() - t0 end
@@ -183,12 +244,6 @@ local function openblas_time(M)
   return median(ts)
 end
 
--- ---- main -----------------------------------------------------------------------------------------
-
-print(string.format("auto-scheduler on %s: %d trials per workload, population %d, model %s, %d threads",
-                    TGT, N, P, opts.model, THREADS))
-print(string.format("%-28s %8s %9s %11s %11s %11s %9s %9s", "workload", "GFLOP", "round s",
-                    "ansor ms", "autotvm ms", "peer ms", "peer/an", "atvm/an"))
 -- the cuDNN peer on the accelerator machine (scripts/device/torch_conv.py): kernel time of a
 -- CUDA-graph replay when available (like our OpenCL event times), else the eager call
 local function cudnn_times()
@@ -200,9 +255,7 @@ local function cudnn_times()
       kw = L[4], sh = L[5], sw = L[5], pt = L[6], pl = L[6], pb = L[6], pr = L[6], dh = 1, dw = 1 }
   end
   local path = dir .. "/shapes.json"
-  local f = assert(io.open(path, "w"))
-  f:write(json.encode(shapes))
-  f:close()
+  file.write_all(path, json.encode(shapes))
   local script = (debug.getinfo(1, "S").source:sub(2):gsub("bench/ansor_cpu%.lua$", "device/torch_conv.py"))
   local p = io.popen(PYTHON .. " " .. script .. " " .. path .. " 2>/dev/null")
   local ok, v = pcall(json.decode, p:read("*a"))
@@ -212,23 +265,26 @@ local function cudnn_times()
     print("cuDNN peer: n/a (" .. tostring(ok and type(v) == "table" and v.reason or "no output") .. ")")
     return out
   end
-  print(string.format("cuDNN peer: torch %s, cudnn %s, %s", tostring(v.torch), tostring(v.cudnn), tostring(v.device)))
+  print(string.format("cuDNN peer: torch %s, cudnn %s, %s", tostring(v.torch), tostring(v.cudnn),
+                      tostring(v.device)))
   for k, r in ipairs(v.results) do
     local ms = r.graph_ms ~= json.null and r.graph_ms or r.ms
     out[k] = type(ms) == "number" and ms / 1e3 or nil
   end
   return out
 end
-local torch = opts["no-peer"] and {} or (GPU and cudnn_times() or torch_times())
-local logs = { peer = 0, atvm = 0, np = 0, na = 0, rounds = {} }
-local function row(name, flop, round_s, ta, tt, tp)
-  local function ms(t) return t and string.format("%.3f", t * 1e3) or "-" end
-  local function ratio(x, y) return (x and y) and string.format("%.2f", x / y) or "-" end
-  print(string.format("%-28s %8.3f %9.2f %11s %11s %11s %9s %9s", name, flop / 1e9, round_s,
-                      ms(ta), ms(tt), ms(tp), ratio(tp, ta), ratio(tt, ta)))
-  logs.rounds[#logs.rounds + 1] = round_s
-  if ta and tp then logs.peer, logs.np = logs.peer + math.log(tp / ta), logs.np + 1 end
-  if ta and tt then logs.atvm, logs.na = logs.atvm + math.log(tt / ta), logs.na + 1 end
+
+-- ---- main -----------------------------------------------------------------------------------------
+
+local tlist = table.concat(TRIALS, ",")
+print(string.format("auto-scheduler on %s: trials %s per workload, population %d, model %s, %d threads, "
+                    .. "runner number %d min_repeat_ms %d; logs in %s", TGT, tlist, P, opts.model,
+                    THREADS, NUMBER, MIN_REPEAT_MS, dir))
+local torch = (opts["no-peer"] or #which == 0) and {} or (GPU and cudnn_times() or torch_times())
+
+local rows = {}
+local function add_row(name, kind, flop, round_s, ta, tt, tp)
+  rows[#rows + 1] = { name = name, kind = kind, flop = flop, round_s = round_s, ta = ta, tt = tt, tp = tp }
 end
 for k, i in ipairs(which) do
   local L = LAYERS[i]
@@ -237,20 +293,51 @@ for k, i in ipairs(which) do
   local w = te.placeholder({ K, K, C_, O }, "float32", "kernel")
   local y = topi.nn.conv2d_nhwc(x, w, { strides = S, padding = { Pd, Pd, Pd, Pd }, dilation = 1 })
   local task = auto_scheduler.SearchTask{ compute_dag = y, target = TGT }
-  local ta, round_s = ansor(task, i)
-  row(string.format("conv %d: %dx%d c%d->%d k%d s%d", i, H, H, C_, O, K, S), task.flop, round_s, ta,
-      autotvm_best(L), torch[k])
+  local name = string.format("conv%d", i)
+  local ta, round_s = ansor(task, name, SEED * 1000 + i)
+  local tt = autotvm_best(L, name)
+  add_row(string.format("conv %d: %dx%d c%d->%d k%d s%d", i, H, H, C_, O, K, S), "conv", task.flop,
+          round_s, ta, tt, torch[k])
+  io.stderr:write(string.format("done: %s\n", name))
 end
-if not opts["no-matmul"] then
+if MATMUL then
   local A = te.placeholder({ 1024, 1024 }, "float32", "A")
   local B = te.placeholder({ 1024, 1024 }, "float32", "B")
   local task = auto_scheduler.SearchTask{ compute_dag = topi.matmul(A, B), target = TGT }
-  local ta, round_s = ansor(task, 100)
-  row("matmul 1024^3", task.flop, round_s, ta, nil, not GPU and openblas_time(1024) or nil)
+  local ta, round_s = ansor(task, "matmul1024", SEED * 1000 + 100)
+  add_row("matmul 1024^3", "matmul", task.flop, round_s, ta, {},
+          not GPU and not opts["no-peer"] and openblas_time(1024) or nil)
 end
-table.sort(logs.rounds)
-print(string.format("search round: median %.2f s over %d workloads (population %d)",
-                    logs.rounds[math.ceil(#logs.rounds / 2)], #logs.rounds, P))
-if logs.np > 0 then print(string.format("geomean peer time / ansor time: %.2f", math.exp(logs.peer / logs.np))) end
-if logs.na > 0 then print(string.format("geomean autotvm time / ansor time: %.2f", math.exp(logs.atvm / logs.na))) end
-require("tunelua.file").remove(dir)
+
+local function ms(t) return t and string.format("%.3f", t * 1e3) or "-" end
+local function ratio(x, y) return (x and y) and string.format("%.2f", x / y) or "-" end
+print(string.format("%-28s %7s %8s %7s %10s %10s %9s %10s %9s", "workload", "GFLOP", "round s", "N",
+                    "ansor ms", "atvm ms", "atvm/an", "peer ms", "peer/an"))
+local geo = {}
+for k = 1, #TRIALS do geo[k] = { atvm = 0, na = 0, peer = 0, np = 0, mm = 0, nm = 0 } end
+for _, r in ipairs(rows) do
+  for k, n in ipairs(TRIALS) do
+    local ta, tt = r.ta[k], r.tt[k]
+    print(string.format("%-28s %7.3f %8s %7d %10s %10s %9s %10s %9s", k == 1 and r.name or "",
+                        r.flop / 1e9, k == 1 and (r.round_s and string.format("%.2f", r.round_s) or "-") or "",
+                        n, ms(ta), ms(tt), ratio(tt, ta), ms(r.tp), ratio(r.tp, ta)))
+    local g = geo[k]
+    if ta and tt then g.atvm, g.na = g.atvm + math.log(tt / ta), g.na + 1 end
+    if ta and r.tp and r.kind == "conv" then g.peer, g.np = g.peer + math.log(r.tp / ta), g.np + 1 end
+    if ta and r.tp and r.kind == "matmul" then g.mm, g.nm = g.mm + math.log(r.tp / ta), g.nm + 1 end
+  end
+end
+local rs = {}
+for _, r in ipairs(rows) do if r.round_s then rs[#rs + 1] = r.round_s end end
+if #rs > 0 then
+  print(string.format("search round: median %.2f s over %d workloads (population %d)", median(rs), #rs, P))
+end
+for k, n in ipairs(TRIALS) do
+  local g = geo[k]
+  local parts = {}
+  if g.na > 0 then parts[#parts + 1] = string.format("autotvm/ansor %.2f (%d convs)", math.exp(g.atvm / g.na), g.na) end
+  if g.np > 0 then parts[#parts + 1] = string.format("torch/ansor %.2f (%d convs)", math.exp(g.peer / g.np), g.np) end
+  if g.nm > 0 then parts[#parts + 1] = string.format("openblas/ansor %.2f (matmul)", math.exp(g.mm / g.nm)) end
+  if #parts > 0 then print(string.format("geomean at %d trials: %s", n, table.concat(parts, ", "))) end
+end
+if not opts.logdir then file.remove(dir) end

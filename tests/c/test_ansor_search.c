@@ -95,3 +95,70 @@ TL_TEST(ansor_sketch_annotate_mutate) {
   tl_sched_free(init);
   tl_ctx_free(ctx);
 }
+
+/* An NHWC conv2d with 32 output channels (the vectorized axis), under CPU
+** rules with 16 lanes (vector_unit_bytes 64): about half the tiled states
+** draw a register tile (the innermost output-channel length a multiple of
+** 16, vectorized; 8..28 accumulators), and every state lowers. */
+static tl_sched *conv_nhwc(tl_ctx *ctx, int *args, int *nargs) {
+  tl_dag *dag = tl_dag_new();
+  int64_t xs[4] = {1, 14, 14, 8}, ws[4] = {3, 3, 8, 32};
+  int x = -1, w = -1, out[8], n = 0;
+  CHECK_EQ_INT(tl_dag_placeholder(ctx, dag, "data", 4, xs, TL_FLOAT32, &x), 0);
+  CHECK_EQ_INT(tl_dag_placeholder(ctx, dag, "kernel", 4, ws, TL_FLOAT32, &w), 0);
+  int in[2] = {x, w};
+  CHECK_EQ_INT(tl_topi_op(ctx, dag, "conv2d_nhwc", in, 2,
+                          "{\"strides\":[1,1],\"padding\":[1,1,1,1],\"dilation\":[1,1]}", out, 8, &n), 0);
+  int r = out[n - 1];
+  tl_sched *s;
+  CHECK_EQ_INT(tl_sched_new(ctx, dag, &r, 1, &s), 0);
+  tl_dag_free(dag);
+  tl_dag *d = tl_sched_dag(s);
+  *nargs = 0;
+  for (int t = 0; t < tl_dag_num_tensors(d); t++)
+    if (tl_dag_op_kind(d, tl_dag_tensor_op(d, t)) == TL_DAG_PLACEHOLDER) args[(*nargs)++] = t;
+  args[(*nargs)++] = tl_dag_output(d, 0);
+  return s;
+}
+
+TL_TEST(ansor_register_tile) {
+  tl_ctx *ctx = tl_ctx_new();
+  int args[8], nargs;
+  tl_sched *init = conv_nhwc(ctx, args, &nargs);
+  tl_ansor_env env = cpu_env();
+  tl_ansor_sketch_vec sk = {0};
+  CHECK_EQ_INT(tl_ansor_gen_sketches(ctx, &env, init, &sk), 0);
+  CHECK(sk.n >= 2);
+  for (int i = 0; i < sk.n; i++) CHECK_EQ_INT(sk.v[i].tiles.n, 5);   /* 4 spatial splits */
+  uint64_t rng = 7;
+  int reg = 0, wide_vec = 0, total = 200;
+  for (int k = 0; k < total; k++) {
+    const tl_ansor_sketch *t = &sk.v[k % sk.n];
+    tl_sched *s = tl_ansor_annotate(ctx, &env, t, &rng);
+    CHECK_MSG(s != NULL, "%s", tl_errmsg(ctx));
+    lowers(ctx, s, args, nargs);
+    /* the innermost lengths of the tiled stage's spatial splits */
+    double acc = 1;
+    int64_t last = 1;
+    for (int a = 0; a < 4; a++) {
+      const tl_step *st = &s->steps.v[t->tiles.v[1 + a]];
+      int64_t in = st->ints[st->nints - 1];
+      if (a == 3) last = in;
+      acc *= a == 3 ? (double)in / 16 : (double)in;
+    }
+    if (last % 16 == 0 && acc >= 8 && acc <= 28) reg++;
+    /* a vectorized iterator of 32 or 64 lanes (several registers) */
+    for (int st = 0; st < tl_sched_num_stages(s); st++)
+      for (int i = 0; i < tl_sched_num_iters(s, st); i++) {
+        int64_t e = tl_sched_iter_extent(s, st, i);
+        if (tl_sched_iter_annotation(s, st, i) == TL_ANN_VECTORIZE && e > 16 && e % 16 == 0) wide_vec++;
+      }
+    tl_sched_free(s);
+  }
+  CHECK_MSG(reg > total / 4, "register tiles drawn: %d of %d", reg, total);
+  CHECK_MSG(wide_vec > 0, "no vectorized iterator of a multiple of the lanes above them");
+  for (int i = 0; i < sk.n; i++) tl_ansor_sketch_free(&sk.v[i]);
+  TL_VEC_FREE(sk);
+  tl_sched_free(init);
+  tl_ctx_free(ctx);
+}

@@ -1,6 +1,7 @@
 -- The auto-scheduler's random states, checked numerically (tunelua.auto_scheduler over
 -- core/ansor/sketch.c and annotate.c): for one small DAG per task type (conv2d NCHW and
--- NHWC with a fused bias/relu, depthwise conv2d, dense + bias, max pooling, global average
+-- NHWC with a fused bias/relu, NHWC conv2d and matmul whose last axis takes register tiles
+-- of several vectors, depthwise conv2d, dense + bias, max pooling, global average
 -- pooling, softmax), N random states from the CPU rules are built with the C backend and
 -- run on random data; the output must match the unscheduled DAG built the same way. With
 -- an OpenCL device (pocl in the suite) a few states per type from the GPU rules (thread
@@ -35,6 +36,13 @@ local types = {
       local x, w = ph({ 1, 3, 3, 32 }, "x"), ph({ 3, 3, 32, 8 }, "w")
       return topi.nn.conv2d_nhwc(x, w, { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 })
     end, gpu_rf = true },
+  { "conv2d_nhwc_lanes", function()   -- 32 output channels: register-tile draws (lanes multiples)
+      local x, w = ph({ 1, 8, 8, 8 }, "x"), ph({ 3, 3, 8, 32 }, "w")
+      return topi.nn.conv2d_nhwc(x, w, { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 })
+    end },
+  { "matmul_lanes", function()
+      return topi.matmul(ph({ 12, 16 }, "a"), ph({ 16, 64 }, "b"))
+    end },
   { "depthwise_conv2d", function()
       local x, w = ph({ 1, 6, 8, 8 }, "x"), ph({ 6, 1, 3, 3 }, "w")
       return topi.nn.depthwise_conv2d_nchw(x, w, { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 })
