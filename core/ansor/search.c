@@ -45,6 +45,10 @@ typedef struct measured {
   uint64_t hash;
   double flops;                   /* 0: failed or not yet known */
   int has_result, trained;
+  float *rows;                    /* its feature rows once featurized (kept: the model is
+                                  ** retrained on every measured state each round) */
+  int nrows;                      /* -1: does not lower; valid once featurized */
+  int featurized;
 } measured;
 
 typedef struct hset {
@@ -171,7 +175,10 @@ TL_EXPORT void tl_ansor_policy_free(tl_ansor_policy *p) {
   tl_buf_free(&p->text);
   free(p->args);
   free(p->seen.v);
-  for (int i = 0; i < p->meas.n; i++) free(p->meas.v[i].json);
+  for (int i = 0; i < p->meas.n; i++) {
+    free(p->meas.v[i].json);
+    free(p->meas.v[i].rows);
+  }
   TL_VEC_FREE(p->meas);
   free(p);
 }
@@ -460,7 +467,16 @@ static int init_population(tl_ctx *ctx, tl_ansor_policy *p, candvec *pop) {
         tl_sched_free(s);
         continue;
       }
-      cand c = {s, p->meas.v[idx[a]].hash, 0, NULL, 0, NULL};
+      const measured *me = &p->meas.v[idx[a]];
+      cand c = {s, me->hash, 0, NULL, 0, NULL};
+      if (me->featurized) {           /* its rows from the model's update: no new lowering */
+        c.nrows = me->nrows;
+        if (me->nrows > 0) {
+          size_t sz = sizeof(float) * TL_ANSOR_NFEAT * (size_t)me->nrows;
+          c.rows = tl_malloc(sz);
+          memcpy(c.rows, me->rows, sz);
+        }
+      }
       TL_VEC_PUSH(*pop, c);
     }
     free(idx);
@@ -524,12 +540,6 @@ static int score_population(tl_ctx *ctx, tl_ansor_policy *p, struct tl_ansor_mod
   if (!m) {
     for (int i = 0; i < pop->n; i++) pop->v[i].score = tl_ansor_uniform(&p->rng);
     return 0;
-  }
-  if (getenv("TUNELUA_ANSOR_PROFILE")) {
-    hset u = {0};
-    for (int i = 0; i < pop->n; i++) hset_add(&u, pop->v[i].hash);
-    fprintf(stderr, "  population %d, distinct %d\n", pop->n, u.n);
-    free(u.v);
   }
   lower_job j = {p, pop->v, {0, 0}};
   double t0 = tl_now();
@@ -761,7 +771,8 @@ TL_EXPORT int tl_ansor_policy_add_measured(tl_ctx *ctx, tl_ansor_policy *p, cons
     return tl_err_prefix(ctx, "add_measured: the steps do not replay on this task: ");
   }
   uint64_t h = tl_sched_hash(s);
-  measured m = {tl_strdup(tl_sched_json(s)), h, flops > 0 && isfinite(flops) ? flops : 0, 1, 0};
+  measured m = {tl_strdup(tl_sched_json(s)), h, flops > 0 && isfinite(flops) ? flops : 0, 1, 0,
+                NULL, 0, 0};
   tl_sched_free(s);
   hset_add(&p->seen, h);
   TL_VEC_PUSH(p->meas, m);
@@ -774,36 +785,62 @@ TL_EXPORT int tl_ansor_policy_is_measured(const tl_ansor_policy *p, const tl_sch
   return hset_has(&p->seen, tl_sched_hash(s));
 }
 
-/* Train the model on every measured state (lowered and featurized again). */
+/* Give the model the measured states it has not had yet (the model keeps
+** every state it was given and retrains on all of them); each state is
+** lowered and featurized once and its rows are kept for the initial
+** populations of later rounds. */
 TL_EXPORT int tl_ansor_policy_update_model(tl_ctx *ctx, tl_ansor_policy *p, struct tl_ansor_model *m) {
   if (!m || !p->meas.n) return 0;
+  /* featurize the states not featurized yet */
   candvec v = {0};
-  double *fl = tl_malloc(sizeof(double) * (size_t)p->meas.n);
+  int *which = tl_malloc(sizeof(int) * (size_t)p->meas.n);
   for (int i = 0; i < p->meas.n; i++) {
+    measured *me = &p->meas.v[i];
+    if (me->featurized) continue;
+    me->featurized = 1;
+    me->nrows = -1;
     tl_ctx sub = {0};
     tl_sched *s;
     if (tl_sched_fresh(&sub, p->init, &s)) continue;
-    if (tl_sched_apply_json(&sub, s, p->meas.v[i].json)) {
+    if (tl_sched_apply_json(&sub, s, me->json)) {
       tl_sched_free(s);
       continue;
     }
-    cand c = {s, p->meas.v[i].hash, 0, NULL, 0, NULL};
-    fl[v.n] = p->meas.v[i].flops;
+    cand c = {s, me->hash, 0, NULL, 0, NULL};
+    which[v.n] = i;
     TL_VEC_PUSH(v, c);
   }
   lower_job j = {p, v.v, {0, 0}};
   tl_pool_for(tl_pool_global(), v.n, featurize_one, &j);
-  float *rows;
-  int *off, *map;
-  int k = pack_rows(&v, &rows, &off, &map);
-  double *fk = tl_malloc(sizeof(double) * (size_t)(k + 1));
-  for (int i = 0; i < k; i++) fk[i] = fl[map[i]];
+  for (int k = 0; k < v.n; k++) {
+    measured *me = &p->meas.v[which[k]];
+    me->nrows = v.v[k].nrows;
+    me->rows = v.v[k].rows;
+    v.v[k].rows = NULL;
+  }
+  free(which);
+  cands_free(&v);
+  /* the featurized states the model has not had, packed */
+  int total = 0, k = 0;
+  for (int i = 0; i < p->meas.n; i++)
+    if (p->meas.v[i].nrows >= 0 && !p->meas.v[i].trained) total += p->meas.v[i].nrows;
+  float *rows = tl_malloc(sizeof(float) * NFEAT * (size_t)(total + 1));
+  int *off = tl_malloc(sizeof(int) * (size_t)(p->meas.n + 1));
+  double *fk = tl_malloc(sizeof(double) * (size_t)(p->meas.n + 1));
+  int at = 0;
+  for (int i = 0; i < p->meas.n; i++) {
+    measured *me = &p->meas.v[i];
+    if (me->nrows < 0 || me->trained) continue;
+    me->trained = 1;
+    off[k] = at;
+    if (me->nrows) memcpy(rows + (size_t)at * NFEAT, me->rows, sizeof(float) * NFEAT * (size_t)me->nrows);
+    at += me->nrows;
+    fk[k++] = me->flops;
+  }
+  off[k] = at;
   int rc = k ? tl_ansor_search_update(ctx, m, k, rows, off, fk) : 0;
   free(fk);
   free(rows);
   free(off);
-  free(map);
-  free(fl);
-  cands_free(&v);
   return rc;
 }

@@ -17,7 +17,10 @@
 -- in the same process (median of 15 calls). Ratios: > 1 means ansor is faster.
 --
 -- Also per workload: the search round's time (the median over the run's rounds, population
--- --population, 4 generations, features and prediction) -- the issue's search-cost target.
+-- --population, 4 generations, features and prediction) -- the issue's search-cost target --
+-- as wall-clock seconds ("round s") and as the process's CPU seconds over all threads
+-- ("cpu s"; on a machine shared with other jobs, cpu s / threads is what the round would
+-- take on idle cores).
 --
 --   tunelua scripts/bench/ansor_cpu.lua [--trials=64[,256,512]] [--layers=2,3,11|all|none]
 --       [--no-matmul | --matmul-only] [--no-autotvm] [--no-ansor] [--no-peer]
@@ -154,9 +157,9 @@ local function ansor(task, name, seed)
       measure_callbacks = { auto_scheduler.RecordToFile(log) } },
       auto_scheduler.SketchPolicy(task, { seed = seed, program_cost_model = model(),
                                           params = { evolutionary_search_population = P } }))
-    local rs = {}
-    for _, s in ipairs(r.round_seconds) do rs[#rs + 1] = s end
-    if #rs > 0 then round_s = median(rs) end
+    if #r.round_seconds > 0 then
+      round_s = { median(r.round_seconds), median(r.round_cpu_seconds or r.round_seconds) }
+    end
   end
   local costs = {}
   for _, rec in ipairs(search_records_of(task, log)) do costs[#costs + 1] = rec.cost end
@@ -311,15 +314,16 @@ end
 
 local function ms(t) return t and string.format("%.3f", t * 1e3) or "-" end
 local function ratio(x, y) return (x and y) and string.format("%.2f", x / y) or "-" end
-print(string.format("%-28s %7s %8s %7s %10s %10s %9s %10s %9s", "workload", "GFLOP", "round s", "N",
-                    "ansor ms", "atvm ms", "atvm/an", "peer ms", "peer/an"))
+print(string.format("%-28s %7s %8s %8s %6s %10s %10s %9s %10s %9s", "workload", "GFLOP", "round s",
+                    "cpu s", "N", "ansor ms", "atvm ms", "atvm/an", "peer ms", "peer/an"))
 local geo = {}
 for k = 1, #TRIALS do geo[k] = { atvm = 0, na = 0, peer = 0, np = 0, mm = 0, nm = 0 } end
 for _, r in ipairs(rows) do
   for k, n in ipairs(TRIALS) do
     local ta, tt = r.ta[k], r.tt[k]
-    print(string.format("%-28s %7.3f %8s %7d %10s %10s %9s %10s %9s", k == 1 and r.name or "",
-                        r.flop / 1e9, k == 1 and (r.round_s and string.format("%.2f", r.round_s) or "-") or "",
+    local function rs(j) return k == 1 and (r.round_s and string.format("%.2f", r.round_s[j]) or "-") or "" end
+    print(string.format("%-28s %7s %8s %8s %6d %10s %10s %9s %10s %9s", k == 1 and r.name or "",
+                        k == 1 and string.format("%.3f", r.flop / 1e9) or "", rs(1), rs(2),
                         n, ms(ta), ms(tt), ratio(tt, ta), ms(r.tp), ratio(r.tp, ta)))
     local g = geo[k]
     if ta and tt then g.atvm, g.na = g.atvm + math.log(tt / ta), g.na + 1 end
@@ -327,10 +331,13 @@ for _, r in ipairs(rows) do
     if ta and r.tp and r.kind == "matmul" then g.mm, g.nm = g.mm + math.log(r.tp / ta), g.nm + 1 end
   end
 end
-local rs = {}
-for _, r in ipairs(rows) do if r.round_s then rs[#rs + 1] = r.round_s end end
+local rs, rc = {}, {}
+for _, r in ipairs(rows) do
+  if r.round_s then rs[#rs + 1], rc[#rc + 1] = r.round_s[1], r.round_s[2] end
+end
 if #rs > 0 then
-  print(string.format("search round: median %.2f s over %d workloads (population %d)", median(rs), #rs, P))
+  print(string.format("search round: median %.2f s wall, %.2f s CPU (all threads) over %d workloads "
+                      .. "(population %d)", median(rs), median(rc), #rs, P))
 end
 for k, n in ipairs(TRIALS) do
   local g = geo[k]

@@ -323,7 +323,8 @@ M.measure_task = measure_task
 
 local function say(opts, ...) if (opts.verbose or 1) >= 1 then io.write(string.format(...)) io.flush() end end
 
---- task:tune(TuningOptions{...}[, policy]) -> {best_cost, best_steps, trials, rounds, round_seconds}
+--- task:tune(TuningOptions{...}[, policy]) -> {best_cost, best_steps, trials, rounds, round_seconds,
+---                                              round_cpu_seconds (the process's CPU time per round)}
 function M.tune(task, opts, policy)
   if getmetatable(opts) ~= nil or type(opts) ~= "table" then error("tune: expected TuningOptions", 2) end
   policy = policy or task.policy or
@@ -364,15 +365,17 @@ function M.tune(task, opts, policy)
     policy:update_model()
   end
   local batch = ameasure.create_measure_batch(mt, option)
-  local rounds, round_seconds = 0, {}
+  local rounds, round_seconds, round_cpu_seconds = 0, {}, {}
   local early = opts.early_stopping
   local best_ct = ct
   local empty_retry = 0
   while ct < opts.num_measure_trials do
     local n = math.min(opts.num_measures_per_round, opts.num_measure_trials - ct)
+    local c0 = os.clock()
     local states, secs, npop = policy:next_batch(n)
     rounds = rounds + 1
     round_seconds[#round_seconds + 1] = secs
+    round_cpu_seconds[#round_cpu_seconds + 1] = os.clock() - c0
     if #states == 0 then
       empty_retry = empty_retry + 1
       if empty_retry > 1 then break end
@@ -407,7 +410,7 @@ function M.tune(task, opts, policy)
   end
   for _, w in ipairs(writers) do if not w.fn then w:close() end end
   return { best_cost = best_cost, best_steps = best_steps, trials = ct, rounds = rounds,
-           round_seconds = round_seconds }
+           round_seconds = round_seconds, round_cpu_seconds = round_cpu_seconds }
 end
 
 --- task:apply_best(log) -> the best State of the log for this task (nil, msg if none)
