@@ -25,14 +25,16 @@
 --   tunelua scripts/bench/ansor_cpu.lua [--trials=64[,256,512]] [--layers=2,3,11|all|none]
 --       [--no-matmul | --matmul-only] [--no-autotvm] [--no-ansor] [--no-peer]
 --       [--population=2048] [--model=xgb|random] [--per-round=64] [--number=3]
---       [--min-repeat-ms=50] [--logdir=DIR] [--seed=1] [--target=llvm]
+--       [--min-repeat-ms=50] [--build-timeout=10] [--logdir=DIR] [--seed=1] [--target=llvm]
 --
 -- (a bare number N is --trials=N.) --logdir keeps the logs (DIR/ansor-<workload>.json,
--- DIR/autotvm-<workload>.json): a rerun with the same DIR resumes an interrupted auto-scheduler
--- run from its log, skips a tuner whose log already holds max(--trials) records, and so can
--- rebuild the whole table from logs written by several shorter commands (e.g. one layer per
--- command under a time limit, then one command over all of them). Without --logdir the logs
--- go to a temporary directory removed at the end.
+-- DIR/autotvm-<workload>.json): a rerun with the same DIR resumes an interrupted run of either
+-- tuner from its log (its records count, are never measured again and train the model),
+-- skips a tuner whose log already holds max(--trials) records, and so can rebuild the whole
+-- table from logs written by several shorter commands (e.g. one layer per command under a
+-- time limit, then one command over all of them). Without --logdir the logs go to a
+-- temporary directory removed at the end. --build-timeout: seconds per kernel compile (a
+-- loaded machine may need more than the default 10).
 --
 -- scripts/bench/ansor_gpu.lua runs the auto-scheduler part on OpenCL device 0 (--target=opencl).
 local tl = require "tunelua"
@@ -45,9 +47,9 @@ local file = require "tunelua.file"
 local median = require("tunelua.stats").median
 
 local opts = { population = "2048", model = "xgb", target = "llvm", ["per-round"] = "64",
-               number = "3", ["min-repeat-ms"] = "50", seed = "1" }
+               number = "3", ["min-repeat-ms"] = "50", seed = "1", ["build-timeout"] = "10" }
 local KNOWN = { population = 1, model = 1, target = 1, ["per-round"] = 1, number = 1,
-                ["min-repeat-ms"] = 1, seed = 1, trials = 1, layers = 1, logdir = 1,
+                ["min-repeat-ms"] = 1, seed = 1, trials = 1, ["build-timeout"] = 1, layers = 1, logdir = 1,
                 ["no-matmul"] = 1, ["matmul-only"] = 1, ["no-autotvm"] = 1, ["no-ansor"] = 1,
                 ["no-peer"] = 1 }
 for _, a in ipairs(arg) do
@@ -83,6 +85,7 @@ local PER_ROUND = num_opt("per-round", 1)
 local NUMBER = num_opt("number", 1)
 local MIN_REPEAT_MS = num_opt("min-repeat-ms", 0)
 local SEED = num_opt("seed", 0)
+local BUILD_TIMEOUT = num_opt("build-timeout", 1)
 local TGT = opts.target
 local GPU = TGT:find("opencl") ~= nil
 local THREADS = tonumber(os.getenv("TUNELUA_NUM_THREADS") or "") or tl.num_cores()
@@ -153,6 +156,7 @@ local function ansor(task, name, seed)
   if have < NMAX then
     local r = task:tune(auto_scheduler.TuningOptions{ num_measure_trials = NMAX,
       num_measures_per_round = math.min(PER_ROUND, NMAX), verbose = 0,
+      builder = auto_scheduler.LocalBuilder({ timeout = BUILD_TIMEOUT }),
       runner = auto_scheduler.LocalRunner({ number = NUMBER, min_repeat_ms = MIN_REPEAT_MS }),
       measure_callbacks = { auto_scheduler.RecordToFile(log) } },
       auto_scheduler.SketchPolicy(task, { seed = seed, program_cost_model = model(),
@@ -181,11 +185,17 @@ local function autotvm_best(L, name)
   local log = string.format("%s/autotvm-%s.json", dir, name)
   local recs = file.exists(log) and record.load_from_file(log) or {}
   if #recs < n then
-    if #recs > 0 then file.remove(log) end
-    local mo = autotvm.measure_option({ builder = autotvm.LocalBuilder(),
-      runner = autotvm.LocalRunner({ number = NUMBER, min_repeat_ms = MIN_REPEAT_MS }) })
+    -- resume: the log's configs are the tuner's history (never measured again), the rest is tuned
     local t = tuner_mod.by_name("xgb", task, { seed = SEED })
-    t:tune({ n_trial = n, measure_option = mo, callbacks = { autotvm.callback.log_to_file(log) } })
+    local inps, ress = {}, {}
+    for _, r in ipairs(recs) do
+      inps[#inps + 1] = { task = task, config = task.config_space:get(tuner_mod.config_index(r.inp.config)) }
+      ress[#ress + 1] = r.res
+    end
+    if #inps > 0 then t:add_history(inps, ress) end
+    local mo = autotvm.measure_option({ builder = autotvm.LocalBuilder({ timeout = BUILD_TIMEOUT }),
+      runner = autotvm.LocalRunner({ number = NUMBER, min_repeat_ms = MIN_REPEAT_MS }) })
+    t:tune({ n_trial = n - #recs, measure_option = mo, callbacks = { autotvm.callback.log_to_file(log) } })
     recs = record.load_from_file(log)
   end
   local costs = {}
