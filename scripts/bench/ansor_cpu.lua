@@ -25,16 +25,23 @@
 --   tunelua scripts/bench/ansor_cpu.lua [--trials=64[,256,512]] [--layers=2,3,11|all|none]
 --       [--no-matmul | --matmul-only] [--no-autotvm] [--no-ansor] [--no-peer]
 --       [--population=2048] [--model=xgb|random] [--per-round=64] [--number=3]
---       [--min-repeat-ms=50] [--build-timeout=10] [--logdir=DIR] [--seed=1] [--target=llvm]
+--       [--min-repeat-ms=50] [--build-timeout=10] [--logdir=DIR] [--time-limit=S] [--seed=1]
+--       [--target=llvm]
 --
 -- (a bare number N is --trials=N.) --logdir keeps the logs (DIR/ansor-<workload>.json,
--- DIR/autotvm-<workload>.json): a rerun with the same DIR resumes an interrupted run of either
+-- DIR/autotvm-<workload>.json, and the search rounds' times DIR/rounds-<workload>.txt): a rerun with the same DIR resumes an interrupted run of either
 -- tuner from its log (its records count, are never measured again and train the model),
 -- skips a tuner whose log already holds max(--trials) records, and so can rebuild the whole
 -- table from logs written by several shorter commands (e.g. one layer per command under a
 -- time limit, then one command over all of them). Without --logdir the logs go to a
 -- temporary directory removed at the end. --build-timeout: seconds per kernel compile (a
--- loaded machine may need more than the default 10).
+-- loaded machine may need more than the default 10). --time-limit=S (with --logdir): tune in
+-- runs of --per-round trials and start no new run once S seconds would be passed; the table
+-- then shows what the logs hold (a count not reached yet is "-") and the same command run
+-- again continues. E.g. under a 10-minute limit per command:
+--
+--   taskset -c 2,3 tunelua scripts/bench/ansor_cpu.lua --trials=64,256,512 --layers=2,3,4 \
+--       --no-matmul --logdir=ansor-cpu-logs --time-limit=500     (repeat until complete)
 --
 -- scripts/bench/ansor_gpu.lua runs the auto-scheduler part on OpenCL device 0 (--target=opencl).
 local tl = require "tunelua"
@@ -49,7 +56,7 @@ local median = require("tunelua.stats").median
 local opts = { population = "2048", model = "xgb", target = "llvm", ["per-round"] = "64",
                number = "3", ["min-repeat-ms"] = "50", seed = "1", ["build-timeout"] = "10" }
 local KNOWN = { population = 1, model = 1, target = 1, ["per-round"] = 1, number = 1,
-                ["min-repeat-ms"] = 1, seed = 1, trials = 1, ["build-timeout"] = 1, layers = 1, logdir = 1,
+                ["min-repeat-ms"] = 1, seed = 1, trials = 1, ["build-timeout"] = 1, ["time-limit"] = 1, layers = 1, logdir = 1,
                 ["no-matmul"] = 1, ["matmul-only"] = 1, ["no-autotvm"] = 1, ["no-ansor"] = 1,
                 ["no-peer"] = 1 }
 for _, a in ipairs(arg) do
@@ -86,6 +93,7 @@ local NUMBER = num_opt("number", 1)
 local MIN_REPEAT_MS = num_opt("min-repeat-ms", 0)
 local SEED = num_opt("seed", 0)
 local BUILD_TIMEOUT = num_opt("build-timeout", 1)
+local TIME_LIMIT = opts["time-limit"] and num_opt("time-limit", 1) or nil
 local TGT = opts.target
 local GPU = TGT:find("opencl") ~= nil
 local THREADS = tonumber(os.getenv("TUNELUA_NUM_THREADS") or "") or tl.num_cores()
@@ -120,24 +128,42 @@ local MATMUL = not opts["no-matmul"]
 local dir = opts.logdir and tostring(opts.logdir)
   or file.tmpdir(os.getenv("TMPDIR") or "/tmp", "tunelua-bench-ansor")
 if opts.logdir then file.mkdirs(dir) end
+if TIME_LIMIT and not opts.logdir then
+  error("ansor_cpu: --time-limit needs --logdir (a later command continues from the logs)", 0)
+end
 
 local function model()
   if opts.model == "random" then return auto_scheduler.RandomModel() end
   return auto_scheduler.XGBModel()
 end
 
--- Best so far after each N of TRIALS from costs in measurement order (math.huge: failed).
-local function best_at(costs)
-  local out, best, k = {}, math.huge, 1
-  for i = 1, #costs + 1 do
-    while k <= #TRIALS and TRIALS[k] < i do
-      out[k] = best < math.huge and best or nil
-      k = k + 1
-    end
-    if i <= #costs then best = math.min(best, costs[i]) end
+-- Best so far after each N of TRIALS from costs in measurement order (math.huge: failed);
+-- done: the tuner will measure no more (its space or search is exhausted), so a count past
+-- #costs has the final best, else such a count is not reached yet (nil).
+local function best_at(costs, done)
+  local out = {}
+  for k, n in ipairs(TRIALS) do
+    local best = math.huge
+    for i = 1, math.min(n, #costs) do best = math.min(best, costs[i]) end
+    if (n <= #costs or done) and best < math.huge then out[k] = best end
   end
-  for j = k, #TRIALS do out[j] = best < math.huge and best or nil end
   return out
+end
+
+-- ---- the time limit ------------------------------------------------------------------------------
+
+local now = tl.core.C.tl_now
+local T_START = now()
+local last_chunk, warned_time = 0, false   -- the last run's seconds (the next one's estimate)
+-- --time-limit: no new run of trials once the elapsed time plus the last run's would pass it
+local function out_of_time()
+  if not TIME_LIMIT then return false end
+  local over = now() - T_START + last_chunk > TIME_LIMIT
+  if over and not warned_time then
+    warned_time = true
+    io.stderr:write(string.format("time limit: %d s reached; rerun the same command to continue\n", TIME_LIMIT))
+  end
+  return over
 end
 
 -- ---- the auto-scheduler ------------------------------------------------------------------------
@@ -151,23 +177,41 @@ end
 local function ansor(task, name, seed)
   if opts["no-ansor"] then return {}, nil end
   local log = string.format("%s/ansor-%s.json", dir, name)
+  local rounds_file = string.format("%s/rounds-%s.txt", dir, name)
   local round_s
   local have = #search_records_of(task, log)
-  if have < NMAX then
-    local r = task:tune(auto_scheduler.TuningOptions{ num_measure_trials = NMAX,
+  local walls, cpus, exhausted = {}, {}, false
+  -- without --time-limit one run to NMAX; with it, runs of one round each (each resumes from
+  -- the log: its records restore the measured set and train a fresh model) while time is left
+  while have < NMAX and not out_of_time() do
+    local t0 = now()
+    local r = task:tune(auto_scheduler.TuningOptions{
+      num_measure_trials = TIME_LIMIT and math.min(NMAX, have + PER_ROUND) or NMAX,
       num_measures_per_round = math.min(PER_ROUND, NMAX), verbose = 0,
       builder = auto_scheduler.LocalBuilder({ timeout = BUILD_TIMEOUT }),
       runner = auto_scheduler.LocalRunner({ number = NUMBER, min_repeat_ms = MIN_REPEAT_MS }),
       measure_callbacks = { auto_scheduler.RecordToFile(log) } },
       auto_scheduler.SketchPolicy(task, { seed = seed, program_cost_model = model(),
                                           params = { evolutionary_search_population = P } }))
-    if #r.round_seconds > 0 then
-      round_s = { median(r.round_seconds), median(r.round_cpu_seconds or r.round_seconds) }
+    local lines = {}
+    for k, w in ipairs(r.round_seconds) do lines[k] = string.format("%.4f %.4f", w, r.round_cpu_seconds[k]) end
+    if #lines > 0 then file.append_lines(rounds_file, lines) end
+    local before = have
+    have = #search_records_of(task, log)
+    last_chunk = now() - t0
+    if have == before then exhausted = true break end   -- nothing new to measure
+  end
+  -- every round of every command that tuned this workload (DIR/rounds-<workload>.txt)
+  if file.exists(rounds_file) then
+    for l in io.lines(rounds_file) do
+      local w, c = l:match("^(%S+) (%S+)$")
+      if w then walls[#walls + 1], cpus[#cpus + 1] = tonumber(w), tonumber(c) end
     end
   end
+  if #walls > 0 then round_s = { median(walls), median(cpus) } end
   local costs = {}
   for _, rec in ipairs(search_records_of(task, log)) do costs[#costs + 1] = rec.cost end
-  return best_at(costs), round_s
+  return best_at(costs, exhausted), round_s
 end
 
 -- ---- the AutoTVM template ------------------------------------------------------------------------
@@ -195,14 +239,22 @@ local function autotvm_best(L, name)
     if #inps > 0 then t:add_history(inps, ress) end
     local mo = autotvm.measure_option({ builder = autotvm.LocalBuilder({ timeout = BUILD_TIMEOUT }),
       runner = autotvm.LocalRunner({ number = NUMBER, min_repeat_ms = MIN_REPEAT_MS }) })
-    t:tune({ n_trial = n - #recs, measure_option = mo, callbacks = { autotvm.callback.log_to_file(log) } })
-    recs = record.load_from_file(log)
+    -- in runs of PER_ROUND trials while time is left (--time-limit), the same tuner throughout
+    local left = n - #recs
+    while left > 0 and not out_of_time() do
+      local t0 = now()
+      local k = TIME_LIMIT and math.min(left, PER_ROUND) or left
+      t:tune({ n_trial = k, measure_option = mo, callbacks = { autotvm.callback.log_to_file(log) } })
+      left = left - k
+      last_chunk = now() - t0
+    end
+    recs = file.exists(log) and record.load_from_file(log) or {}
   end
   local costs = {}
   for _, r in ipairs(recs) do
     costs[#costs + 1] = r.res.error_no == 0 and record.mean_cost(r.res) or math.huge
   end
-  return best_at(costs)
+  return best_at(costs, #recs >= n)
 end
 
 -- ---- peers ----------------------------------------------------------------------------------------
