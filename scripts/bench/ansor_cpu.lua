@@ -43,6 +43,10 @@
 --   taskset -c 2,3 tunelua scripts/bench/ansor_cpu.lua --trials=64,256,512 --layers=2,3,4 \
 --       --no-matmul --logdir=ansor-cpu-logs --time-limit=500     (repeat until complete)
 --
+-- Threads: TUNELUA_NUM_THREADS (else every online CPU) sizes the kernels' thread pool, the
+-- parallel compiles, PyTorch and OpenBLAS; under taskset set it to the CPUs given, e.g.
+-- `TUNELUA_NUM_THREADS=2 taskset -c 2,3 tunelua scripts/bench/ansor_cpu.lua ...`.
+--
 -- scripts/bench/ansor_gpu.lua runs the auto-scheduler part on OpenCL device 0 (--target=opencl).
 local tl = require "tunelua"
 local ffi = require "ffi"
@@ -188,7 +192,7 @@ local function ansor(task, name, seed)
     local r = task:tune(auto_scheduler.TuningOptions{
       num_measure_trials = TIME_LIMIT and math.min(NMAX, have + PER_ROUND) or NMAX,
       num_measures_per_round = math.min(PER_ROUND, NMAX), verbose = 0,
-      builder = auto_scheduler.LocalBuilder({ timeout = BUILD_TIMEOUT }),
+      builder = auto_scheduler.LocalBuilder({ timeout = BUILD_TIMEOUT, n_parallel = THREADS }),
       runner = auto_scheduler.LocalRunner({ number = NUMBER, min_repeat_ms = MIN_REPEAT_MS }),
       measure_callbacks = { auto_scheduler.RecordToFile(log) } },
       auto_scheduler.SketchPolicy(task, { seed = seed, program_cost_model = model(),
@@ -237,7 +241,8 @@ local function autotvm_best(L, name)
       ress[#ress + 1] = r.res
     end
     if #inps > 0 then t:add_history(inps, ress) end
-    local mo = autotvm.measure_option({ builder = autotvm.LocalBuilder({ timeout = BUILD_TIMEOUT }),
+    local mo = autotvm.measure_option({
+      builder = autotvm.LocalBuilder({ timeout = BUILD_TIMEOUT, n_parallel = THREADS }),
       runner = autotvm.LocalRunner({ number = NUMBER, min_repeat_ms = MIN_REPEAT_MS }) })
     -- in runs of PER_ROUND trials while time is left (--time-limit), the same tuner throughout
     local left = n - #recs
