@@ -185,6 +185,14 @@ local function ansor(task, name, seed)
   local round_s
   local have = #search_records_of(task, log)
   local walls, cpus, exhausted = {}, {}, false
+  local errors = {}   -- error message (first line) -> count, printed when every trial failed
+  local function count_errors(_, _, res)
+    if res.error_no ~= 0 then
+      local m = tostring(res.error_msg or require("tunelua.autotvm.measure").error_name(res.error_no))
+      m = m:match("^[^\n]*"):sub(1, 160)
+      errors[m] = (errors[m] or 0) + 1
+    end
+  end
   -- without --time-limit one run to NMAX; with it, runs of one round each (each resumes from
   -- the log: its records restore the measured set and train a fresh model) while time is left
   while have < NMAX and not out_of_time() do
@@ -194,7 +202,7 @@ local function ansor(task, name, seed)
       num_measures_per_round = math.min(PER_ROUND, NMAX), verbose = 0,
       builder = auto_scheduler.LocalBuilder({ timeout = BUILD_TIMEOUT, n_parallel = THREADS }),
       runner = auto_scheduler.LocalRunner({ number = NUMBER, min_repeat_ms = MIN_REPEAT_MS }),
-      measure_callbacks = { auto_scheduler.RecordToFile(log) } },
+      measure_callbacks = { auto_scheduler.RecordToFile(log), count_errors } },
       auto_scheduler.SketchPolicy(task, { seed = seed, program_cost_model = model(),
                                           params = { evolutionary_search_population = P } }))
     local lines = {}
@@ -213,8 +221,23 @@ local function ansor(task, name, seed)
     end
   end
   if #walls > 0 then round_s = { median(walls), median(cpus) } end
-  local costs = {}
-  for _, rec in ipairs(search_records_of(task, log)) do costs[#costs + 1] = rec.cost end
+  local costs, any_ok, logged = {}, false, {}
+  for _, rec in ipairs(search_records_of(task, log)) do
+    costs[#costs + 1] = rec.cost
+    if rec.error_no == 0 then
+      any_ok = true
+    else   -- what a log from an earlier command says: error numbers only
+      local m = require("tunelua.autotvm.measure").error_name(rec.error_no)
+      logged[m] = (logged[m] or 0) + 1
+    end
+  end
+  if #costs > 0 and not any_ok then
+    local lines = {}
+    for m, c in pairs(next(errors) and errors or logged) do lines[#lines + 1] = { m, c } end
+    table.sort(lines, function(a, b) return a[2] > b[2] end)
+    io.write(string.format("  %s: all %d trials failed:\n", name, #costs))
+    for _, l in ipairs(lines) do io.write(string.format("  %5d x %s\n", l[2], l[1])) end
+  end
   return best_at(costs, exhausted), round_s
 end
 
