@@ -119,6 +119,16 @@ int tl_graph_artifact_num_steps(const tl_graph_artifact *a);
 const char *tl_graph_artifact_input_name(const tl_graph_artifact *a, int i);
 int tl_graph_artifact_input_slot(const tl_graph_artifact *a, int i);
 int tl_graph_artifact_output_slot(const tl_graph_artifact *a, int i);
+/* The same with kernels of a host kind (an accelerator's kernels driven from
+** the host, e.g. VTA's groups: tl_vta_graph_kind). The description then has a
+** section named as the kind (its state: "vta": {...}) and kernels of that kind
+** ({"vta": {...}}); kind NULL refuses such a description. The state lives as
+** long as the artifact (tl_graph_artifact_host_state). */
+typedef struct tl_graph_host_kind tl_graph_host_kind;
+int tl_graph_artifact_load_kind(tl_ctx *ctx, const char *dir, const char *graph,
+                                const char *params, int64_t max_bytes, int dev,
+                                const tl_graph_host_kind *kind, tl_graph_artifact **out);
+void *tl_graph_artifact_host_state(const tl_graph_artifact *a);
 
 /* ---- OpenCL -----------------------------------------------------------
 ** A slot viewing storage (a device array, e.g. 1-D uint8 on opencl:k) from
@@ -159,6 +169,19 @@ int tl_graph_exec_add_kernel_ocl_lib(tl_ctx *ctx, tl_graph_exec *e, tl_graph_ocl
 typedef int (*tl_graph_host_fn)(void *ud, tl_ctx *ctx, tl_array *const *args, int nargs);
 int tl_graph_exec_add_kernel_host(tl_ctx *ctx, tl_graph_exec *e, const char *name,
                                   tl_graph_host_fn fn, void *ud, int *kernel);
+
+/* A host kind of artifact kernels (tl_graph_artifact_load_kind): open makes
+** the state from the section's JSON text (bytes: the memory it will hold, counted
+** against max_bytes); add adds kernel `index` from its object's JSON text as a
+** host kernel of e and says how many arguments its steps take; close frees the
+** state after the executor. Errors name the field; the loader prefixes where. */
+struct tl_graph_host_kind {
+  const char *name;
+  int (*open)(tl_ctx *ctx, const char *section_json, int64_t max_bytes, void **state);
+  int (*add)(tl_ctx *ctx, void *state, const char *kernel_json, tl_graph_exec *e, int *kernel,
+             int *nargs);
+  void (*close)(void *state);
+};
 
 #ifdef __cplusplus
 }

@@ -113,6 +113,14 @@ int tl_vta_group_attach(tl_ctx *ctx, tl_vta_group *g, tl_graph_exec *e, const ch
 int tl_vta_group_num_args(const tl_vta_group *g);
 uint64_t tl_vta_group_cycles(const tl_vta_group *g, int total);
 uint64_t tl_vta_group_runs(const tl_vta_group *g);
+/* VTA groups in graph artifacts (targets/vta/artifact.c): the host kind
+** "vta" for tl_graph_artifact_load_kind (a simulator per artifact, built from
+** the section's vta_config.json text and checked against its model; each kernel
+** a group rebuilt from its task args, config index and ending), and the cycles of
+** a loaded artifact's groups (state: tl_graph_artifact_host_state): the number of
+** groups, and each one's cycles of the last run (or of all runs) into cycles[]. */
+const tl_graph_host_kind *tl_vta_graph_kind(void);
+int tl_vta_graph_cycles(const void *state, int total, uint64_t *cycles, int max);
 /* Bytes of the data (0), kernel (1) and output (2) tensors. */
 int64_t tl_vta_task_nbytes(const tl_vta_task *t, int which);
 /* The config's instruction stream, disassembled (*out: tl_vta_free). */

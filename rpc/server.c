@@ -404,8 +404,9 @@ static int serve_graph(session *s, const char *op, json_t *req, const void *blob
     tl_graph_artifact *a = NULL;
     /* an OpenCL graph brings OpenCL up in this process (no forked OpenCL measure after it) */
     s->ocl_inited = 1;
-    if (tl_graph_artifact_load(s->ctx, s->workdir, name, params, SESS_GRAPH_MAX_BYTES,
-                               dv ? (int)json_integer_value(dv) : 0, &a))
+    /* a network with VTA groups gets a simulator of its own (targets/vta/artifact.c) */
+    if (tl_graph_artifact_load_kind(s->ctx, s->workdir, name, params, SESS_GRAPH_MAX_BYTES,
+                                    dv ? (int)json_integer_value(dv) : 0, tl_vta_graph_kind(), &a))
       return reply_err(s, "graph_load: %s", tl_errmsg(s->ctx));
     int id = s->ngraphs++;
     s->graphs[id] = a;
@@ -422,13 +423,15 @@ static int serve_graph(session *s, const char *op, json_t *req, const void *blob
       json_array_append_new(outs, array_desc(t));
       tl_array_free(t);
     }
-    slog(s, "graph_load '%s': graph %d, %d steps, %d inputs, %d outputs, %s", name, id,
+    int nvta = tl_vta_graph_cycles(tl_graph_artifact_host_state(a), 0, NULL, 0);
+    slog(s, "graph_load '%s': graph %d, %d steps, %d inputs, %d outputs, %s%s", name, id,
          tl_graph_artifact_num_steps(a), tl_graph_artifact_num_inputs(a),
          tl_graph_artifact_num_outputs(a),
-         tl_device_type_name(tl_graph_artifact_device(a)));
-    return reply(s, json_pack("{s:b, s:i, s:i, s:o, s:o}", "ok", 1, "graph", id, "steps",
-                              tl_graph_artifact_num_steps(a), "inputs", ins, "outputs", outs),
-                 NULL, 0);
+         tl_device_type_name(tl_graph_artifact_device(a)), nvta ? " with VTA groups on vta-sim" : "");
+    json_t *r = json_pack("{s:b, s:i, s:i, s:o, s:o}", "ok", 1, "graph", id, "steps",
+                          tl_graph_artifact_num_steps(a), "inputs", ins, "outputs", outs);
+    if (nvta) json_object_set_new(r, "vta_groups", json_integer(nvta));
+    return reply(s, r, NULL, 0);
   }
   json_t *gv = json_object_get(req, "graph");
   if (!json_is_integer(gv) || json_integer_value(gv) < 0 || json_integer_value(gv) >= s->ngraphs)
@@ -480,9 +483,27 @@ static int serve_graph(session *s, const char *op, json_t *req, const void *blob
       if (h != t) tl_array_free(h);
       tl_array_free(t);
     }
+    /* a VTA network: each group's simulated cycles of this run, in kernel order */
+    void *vs = tl_graph_artifact_host_state(a);
+    int nvta = tl_vta_graph_cycles(vs, 0, NULL, 0);
+    json_t *r = json_pack("{s:b, s:f}", "ok", 1, "seconds", dt);
+    uint64_t vsum = 0;
+    if (nvta > 0) {
+      uint64_t *cyc = tl_calloc((size_t)nvta, sizeof *cyc);
+      tl_vta_graph_cycles(vs, 0, cyc, nvta);
+      json_t *cl = json_array();
+      for (int i = 0; i < nvta; i++) {
+        json_array_append_new(cl, json_integer((json_int_t)cyc[i]));
+        vsum += cyc[i];
+      }
+      free(cyc);
+      json_object_set_new(r, "vta_cycles", cl);
+    }
     slog(s, "graph_run graph %d: %d steps in %.3f ms%s", id, tl_graph_artifact_num_steps(a),
          dt * 1e3, n > 0 ? " (inputs set)" : "");
-    int rc = reply(s, json_pack("{s:b, s:f}", "ok", 1, "seconds", dt), b.s, b.n);
+    if (nvta > 0) slog(s, "graph_run graph %d: %d VTA groups, %llu simulated cycles", id, nvta,
+                       (unsigned long long)vsum);
+    int rc = reply(s, r, b.s, b.n);
     free(b.s);
     return rc;
   }

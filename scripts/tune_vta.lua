@@ -192,3 +192,39 @@ local top = {}
 for k = 1, 5 do top[k] = string.format("%d (%.4f)", idx[k] - 1, logits[idx[k]]) end
 print("Top-5 classes of a synthetic input (random weights, no trained model to download): " ..
       table.concat(top, ", "))
+
+-- with a tracker, the compiled network (CPU kernels and VTA groups) runs on the server of the
+-- key too: exported, uploaded, loaded there with a vta-sim of its own (graph_load), its output
+-- and each group's simulated cycles checked against this machine's run
+if o.tracker then
+  local ffi = require "ffi"
+  local remote = require("tunelua.rpc").request_remote(o.key, host, port, { timeout = 60 })
+  local where = string.format("%s at %s", remote.key, remote.addr)
+  print(string.format("\nUpload to %s...", where))
+  local rm = remote:graph_module(lib)
+  rm:set_input("data", x)
+  rm:run()
+  local ro, lo = rm:get_output(0), m:get_output(0)
+  if ro:nbytes() ~= lo:nbytes() or ffi.string(ro:data_ptr(), ro:nbytes()) ~= ffi.string(lo:data_ptr(), lo:nbytes()) then
+    error(string.format("tune_vta.lua: the output on %s differs from this machine's run", where), 0)
+  end
+  print(string.format("Output on %s equals this machine's run bit for bit (%d values)", where, #logits))
+  local rc, rtotal, rsecs = rm:vta_cycles()
+  if #rc ~= #rows then
+    error(string.format("tune_vta.lua: %d VTA groups on %s, %d here", #rc, where, #rows), 0)
+  end
+  for i, r in ipairs(rows) do
+    if rc[i] ~= r.cycles then
+      error(string.format("tune_vta.lua: VTA group %s: %d simulated cycles on %s, %d here", r.name,
+        rc[i], where, r.cycles), 0)
+    end
+  end
+  print(string.format("Simulated cycles on %s equal this machine's simulator, group by group (%d groups)",
+    where, #rc))
+  local b = rm:benchmark({ number = 1, repeats = o.runs, quiet = true })
+  print(string.format("Mean inference time (std dev) on %s, VTA part from the cycle model at %g MHz: %.2f ms (0.00 ms), %d cycles",
+    where, env.CLOCK_MHZ, rsecs * 1e3, rtotal))
+  print(string.format("Host wall time of a whole run on %s, simulator included (%d runs): %.2f ms (%.2f ms)",
+    where, o.runs, b.mean * 1e3, b.std * 1e3))
+  remote:close()
+end

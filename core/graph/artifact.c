@@ -23,6 +23,12 @@
 **        "inputs": [{"name": "data", "slot": S}, ...], "outputs": [S, ...],
 **        "params_bytes": BYTES}
 **
+**     Loaded with a host kind (tl_graph_artifact_load_kind; VTA: targets/vta/artifact.c)
+**     the description may also have the kind's section and kernels of that kind:
+**
+**       "vta": {...},                                   the kind's state (a simulator)
+**       "kernels": [..., {"vta": {...}}, ...]           a host kernel of the kind
+**
 **   - the params: one binary file, the constant arrays' bytes at their offsets.
 **
 ** On OpenCL every array lives on the device given to the loader: storages,
@@ -62,6 +68,8 @@ struct tl_graph_artifact {
   char *in_name[ART_MAX_IO];
   int in_slot[ART_MAX_IO];
   int out_slot[ART_MAX_IO];
+  const tl_graph_host_kind *kind;  /* host kernels, or NULL */
+  void *hstate;                    /* the kind's state */
 };
 
 static int plain_name(const char *s) {
@@ -138,6 +146,7 @@ static int parse_slot(tl_ctx *ctx, json_t *s, int i, slot_desc *d) {
 TL_EXPORT void tl_graph_artifact_free(tl_graph_artifact *a) {
   if (!a) return;
   tl_graph_exec_free(a->e);
+  if (a->kind && a->hstate) a->kind->close(a->hstate);
   for (int i = 0; i < a->nlibs; i++) tl_module_free(a->libs[i]);
   for (int i = 0; i < a->nocl; i++) tl_ocl_module_free(a->ocl[i]);
   free(a->ocl);
@@ -182,9 +191,24 @@ static int device_array(tl_ctx *ctx, const slot_desc *d, int device, int dev, co
   return rc;
 }
 
+/* A kernel of the host kind: {"<kind>": {...}} (NULL when not one). */
+static json_t *host_kernel(const tl_graph_host_kind *kind, json_t *k) {
+  return kind ? json_object_get(k, kind->name) : NULL;
+}
+
 TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *graph,
                                      const char *params, int64_t max_bytes, int dev,
                                      tl_graph_artifact **out) {
+  return tl_graph_artifact_load_kind(ctx, dir, graph, params, max_bytes, dev, NULL, out);
+}
+
+TL_EXPORT void *tl_graph_artifact_host_state(const tl_graph_artifact *a) {
+  return a ? a->hstate : NULL;
+}
+
+TL_EXPORT int tl_graph_artifact_load_kind(tl_ctx *ctx, const char *dir, const char *graph,
+                                          const char *params, int64_t max_bytes, int dev,
+                                          const tl_graph_host_kind *kind, tl_graph_artifact **out) {
   if (!out) return tl_err(ctx, TL_E_ARG, "tl_graph_artifact_load: out is NULL");
   *out = NULL;
   if (!dir || !plain_name(graph) || (params && *params && !plain_name(params)))
@@ -206,6 +230,8 @@ TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *g
                   je.line, je.text);
   }
   tl_graph_artifact *a = tl_calloc(1, sizeof *a);
+  json_t *hsec = kind ? json_object_get(root, kind->name) : NULL;
+  int *hargs = NULL;
   slot_desc *sd = NULL;
   tl_array **storages = NULL;
   int nsto = 0;
@@ -224,6 +250,10 @@ TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *g
   }
   if (devname && !strcmp(devname, "opencl")) a->device = TL_DEV_OPENCL;
   int ocl = a->device == TL_DEV_OPENCL;
+  if (hsec && (!json_is_object(hsec) || ocl)) {
+    rc = tl_err(ctx, TL_E_PARSE, "graph artifact: '%s': expected an object in a cpu graph", kind->name);
+    goto done;
+  }
   if (ocl && (rc = get_array(ctx, root, "storages", ART_MAX_SLOTS, &sto))) goto done;
   nsto = sto ? (int)json_array_size(sto) : 0;
   if ((rc = get_int(ctx, json_object_get(root, "version"), "version", 1, 1, &version)) ||
@@ -287,6 +317,16 @@ TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *g
                     "be plain file names", i);
       continue;
     }
+    json_t *hk = host_kernel(kind, k);
+    if (hk) {
+      if (!json_is_object(hk))
+        rc = tl_err(ctx, TL_E_PARSE, "graph artifact: kernels[%zu].%s: expected an object", i,
+                    kind->name);
+      else if (!hsec)
+        rc = tl_err(ctx, TL_E_PARSE, "graph artifact: kernels[%zu].%s: the description has no "
+                    "'%s' section", i, kind->name, kind->name);
+      continue;
+    }
     rc = get_int(ctx, json_object_get(k, "lib"), where, 0, (int64_t)json_array_size(libs) - 1, &li);
     if (!rc && !json_string_value(json_object_get(k, "name")))
       rc = tl_err(ctx, TL_E_PARSE, "graph artifact: kernels[%zu].name: expected a string", i);
@@ -330,6 +370,7 @@ TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *g
   }
   free(sto_bytes);
   if (rc) goto done;
+  hargs = tl_calloc(json_array_size(kernels) + 1, sizeof(int));   /* host kernels' arity + 1 */
   /* 2. the params file */
   if (pb > 0) {
     if (!params || !*params) {
@@ -347,7 +388,17 @@ TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *g
       goto done;
     }
   }
-  /* 3. the executor: storages, slots in order, kernels, steps */
+  /* 3. the executor: the host kind's state, storages, slots in order, kernels, steps */
+  if (hsec) {
+    char *st = json_dumps(hsec, JSON_COMPACT);
+    rc = kind->open(ctx, st, max_bytes - total, &a->hstate);
+    free(st);
+    if (rc) {
+      tl_err_prefix(ctx, "graph artifact: '%s': ", kind->name);
+      goto done;
+    }
+    a->kind = kind;
+  }
   if ((rc = tl_graph_exec_new(ctx, ocl ? 0 : arena, &a->e))) goto done;
   storages = tl_calloc((size_t)nsto + 1, sizeof(tl_array *));
   for (int i = 0; i < nsto && !rc; i++) {
@@ -390,10 +441,20 @@ TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *g
     if (!rc) a->nlibs++;
   }
   for (size_t i = 0; !ocl && i < json_array_size(kernels) && !rc; i++) {
-    json_t *k = json_array_get(kernels, i);
-    int got = -1;
-    rc = tl_graph_exec_add_kernel(ctx, a->e, a->libs[json_integer_value(json_object_get(k, "lib"))],
-                                  json_string_value(json_object_get(k, "name")), &got);
+    json_t *k = json_array_get(kernels, i), *hk = host_kernel(kind, k);
+    int got = -1, na = 0;
+    if (hk) {
+      char *kt = json_dumps(hk, JSON_COMPACT);
+      rc = kind->add(ctx, a->hstate, kt, a->e, &got, &na);
+      free(kt);
+      if (rc) tl_err_prefix(ctx, "graph artifact: kernels[%zu].%s: ", i, kind->name);
+      hargs[i] = na + 1;
+    } else {
+      rc = tl_graph_exec_add_kernel(ctx, a->e, a->libs[json_integer_value(json_object_get(k, "lib"))],
+                                    json_string_value(json_object_get(k, "name")), &got);
+    }
+    if (!rc && got != (int)i)
+      rc = tl_err(ctx, TL_E_INTERNAL, "graph artifact: kernel %zu became %d", i, got);
   }
   a->nkernels = (int)json_array_size(kernels);
   for (size_t i = 0; i < json_array_size(steps) && !rc; i++) {
@@ -401,11 +462,18 @@ TL_EXPORT int tl_graph_artifact_load(tl_ctx *ctx, const char *dir, const char *g
     int ids[ART_MAX_ARGS];
     int na = (int)json_array_size(args);
     for (int j = 0; j < na; j++) ids[j] = (int)json_integer_value(json_array_get(args, (size_t)j));
+    int64_t ki = json_integer_value(json_object_get(st, "kernel"));
+    if (hargs[ki] && hargs[ki] - 1 != na) {
+      rc = tl_err(ctx, TL_E_PARSE, "graph artifact: steps[%zu].args: %d slots, kernel %lld (%s) "
+                  "takes %d", i, na, (long long)ki, kind->name, hargs[ki] - 1);
+      break;
+    }
     rc = tl_graph_exec_add_step(ctx, a->e, (int)json_integer_value(json_object_get(st, "kernel")),
                                 ids, na);
   }
   a->nsteps = (int)json_array_size(steps);
 done:
+  free(hargs);
   for (int i = 0; storages && i < nsto; i++) tl_array_free(storages[i]);   /* slots keep them */
   free(storages);
   free(sd);

@@ -752,6 +752,7 @@ function executor.build(mod, opts)
     weight_bytes = weight_bytes, io_bytes = io_bytes,
     num_groups = ngroups, num_tuned = ntuned, build_seconds = C.tl_now() - t0,
     vta_sim = vsim, vta_kernels = #vkernels > 0 and vkernels or nil, vta_env = vopt and vopt.env,
+    vta_dram_bytes = vopt and vopt.dram_bytes,
   }, Lib)
   if not opts.quiet then report_tuned(ansor, ansor_tasks, ngroups, ntuned) end
   return lib
@@ -762,6 +763,18 @@ end
 --- cycle model at the configuration's clock); nil when the lib has no VTA group.
 function Lib:vta_cycles()
   local ks = rawget(self, "vta_kernels")
+  local na = rawget(self, "vta_artifact_groups")
+  if not ks and na then
+    -- an imported network: each group's cycles of the last run, in kernel order
+    local cyc = ffi.new("uint64_t[?]", na)
+    C.tl_vta_graph_cycles(C.tl_graph_artifact_host_state(self.artifact), 0, cyc, na)
+    local rows, total = {}, 0
+    for i = 1, na do
+      rows[i] = { name = "vta_" .. (i - 1), cycles = tonumber(cyc[i - 1]) }
+      total = total + rows[i].cycles
+    end
+    return rows, total, total / ((self.vta_env.CLOCK_MHZ or 100) * 1e6)
+  end
   if not ks then return nil end
   local rows, total = {}, 0
   for si, st in ipairs(self.steps) do
@@ -960,7 +973,8 @@ end
 --- executor.exportable(lib) -> true when lib can be exported (a network executor.build made).
 function executor.exportable(lib)
   if getmetatable(lib) ~= Lib or lib.exec == nil or lib.bufs == nil then return false end
-  if rawget(lib, "vta_kernels") then return false end   -- VTA groups live in this process's simulator
+  -- VTA groups travel as their recipe (targets/vta/artifact.c) on a CPU host target
+  if rawget(lib, "vta_kernels") and lib.device then return false end
   if lib.device then
     for _, k in ipairs(lib.kernels) do if not k.ocl_source then return false end end
   end
@@ -1015,6 +1029,14 @@ function executor.export(lib, dir, prefix)
     end
     if path then kernels[i] = { lib = lib_of[path], name = k.fname } end
   end
+  -- VTA groups: each rebuilt where it is loaded from its task args, config index and ending
+  -- on a simulator of the artifact's configuration (targets/vta/artifact.c)
+  local vks = rawget(lib, "vta_kernels")
+  for j, k in ipairs(vks or {}) do
+    if k.id ~= #lib.kernels + j - 1 then error("executor.export: VTA kernel ids out of order", 2) end
+    kernels[#lib.kernels + j] = { vta = { args = json.decode(k.task.args), config = k.index,
+                                          epilogue = json.decode(k.vta.epilogue) } }
+  end
   local lib_names = json.array({})
   for i, path in ipairs(libs) do
     lib_names[i] = string.format("%slib%d.so", prefix, i - 1)
@@ -1064,6 +1086,10 @@ function executor.export(lib, dir, prefix)
                   libs = lib_names, kernels = json.array(kernels), slots = json.array(slots),
                   steps = steps, inputs = inputs, outputs = outputs, params_bytes = nblob }
   if ocl then graph.storages = json.array({ unpack(lib.storage_bytes) }) end
+  if vks then
+    graph.vta = { config = lib.vta_env.config_text, model = lib.vta_env.MODEL,
+                  dram_bytes = lib.vta_dram_bytes or 2 ^ 28 }
+  end
   file.write_all(dir .. "/" .. names[2], table.concat(blob))
   file.write_all(dir .. "/" .. names[1], json.encode(graph))
   return names
@@ -1153,8 +1179,8 @@ end
 function executor.import(dir, prefix, dev)
   prefix = prefix or ""
   local p = ffi.new("tl_graph_artifact *[1]")
-  check(C.tl_graph_artifact_load(ctx, dir, prefix .. "graph.json", prefix .. "params.bin", 0,
-                                 dev or 0, p), 2)
+  check(C.tl_graph_artifact_load_kind(ctx, dir, prefix .. "graph.json", prefix .. "params.bin", 0,
+                                      dev or 0, C.tl_vta_graph_kind(), p), 2)
   local a = ffi.gc(p[0], C.tl_graph_artifact_free)
   local lib = { artifact = a, exec = C.tl_graph_artifact_exec(a), inputs = {}, input_order = {},
                 outputs = {}, steps = {}, target = "artifact " .. dir }
@@ -1176,6 +1202,15 @@ function executor.import(dir, prefix, dev)
     lib.outputs[i + 1] = desc(C.tl_graph_artifact_output_slot(a, i))
   end
   for i = 1, C.tl_graph_artifact_num_steps(a) do lib.steps[i] = { name = "step " .. (i - 1) } end
+  -- VTA groups on a simulator of the artifact's own (lib:vta_cycles())
+  local nvta = C.tl_vta_graph_cycles(C.tl_graph_artifact_host_state(a), 0, nil, 0)
+  if nvta > 0 then
+    lib.vta_artifact_groups = nvta
+    local f = assert(io.open(dir .. "/" .. prefix .. "graph.json", "rb"))
+    local g = require("tunelua.json").decode(f:read("*a"))
+    f:close()
+    lib.vta_env = vta.get_env({ text = g.vta.config, name = "the artifact's vta_config.json" })
+  end
   return setmetatable(lib, Lib)
 end
 

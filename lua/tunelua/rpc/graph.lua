@@ -7,6 +7,8 @@
 --   m:run()                                 -- the inputs travel, the outputs come back
 --   local y = m:get_output(0)               -- a host array
 --   m:benchmark({number = 1, repeats = 10}) -- timed on the server (tl_graph_exec_time)
+--   m:vta_cycles()                          -- a network with VTA groups: their simulated
+--                                           -- cycles of the last run on the server's vta-sim
 --
 -- The network is exported (executor.export) to a private temporary directory, uploaded
 -- (kernels, graph description, params) and loaded by graph_load; the local files are removed.
@@ -39,7 +41,8 @@ function M.load(sess, lib, o)
   file.remove(dir)
   if not ok then error(r, 3) end
   local m = setmetatable({ sess = sess, id = r.graph, steps = r.steps, inputs = {}, input_order = {},
-                           outputs = {}, values = {}, device = sess.key, addr = sess.addr }, RemoteGraph)
+                           outputs = {}, values = {}, device = sess.key, addr = sess.addr,
+                           vta_groups = r.vta_groups, vta_env = rawget(lib, "vta_env") }, RemoteGraph)
   for i, d in ipairs(r.inputs) do
     m.inputs[d.name] = { index = i, shape = d.shape, dtype = d.dtype }
     m.input_order[i] = d.name
@@ -92,6 +95,22 @@ function RemoteGraph:run(inputs)
   self.dirty = false
   self.out_bytes = out or ""
   self.last_seconds = r.seconds
+  self.last_vta_cycles = r.vta_cycles
+end
+
+--- m:vta_cycles() -> a network with VTA groups: the list of each group's simulated cycles
+--- of the last run on the server (kernel order, as lib:vta_cycles() lists them), their total
+--- and the total's seconds at the configuration's clock; nil for a network without VTA groups.
+function RemoteGraph:vta_cycles()
+  if not self.vta_groups then return nil end
+  if not self.last_vta_cycles then self:run() end
+  local l, total = {}, 0
+  for i, c in ipairs(self.last_vta_cycles) do
+    l[i] = c
+    total = total + c
+  end
+  local mhz = self.vta_env and self.vta_env.CLOCK_MHZ or 100
+  return l, total, total / (mhz * 1e6)
 end
 
 --- m:get_output(i) -> output i (0-based) of the last run as a host array (runs once if none).
