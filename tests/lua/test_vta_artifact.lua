@@ -139,4 +139,8 @@ local ok, err = pcall(function()
 end)
 file.remove(dir)
 if not ok then error(err, 0) end
+
+-- the device runtime's pack (export_library) has no VTA simulator: refused, naming why
+local okl, el = pcall(lib.export_library, lib, "/nonexistent-dir/net.tlpack")
+assert(not okl and tostring(el):find("export_library: this network has VTA groups", 1, true), tostring(el))
 print("test_vta_artifact: ok")

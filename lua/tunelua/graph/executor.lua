@@ -1130,6 +1130,11 @@ function Lib:export_library(path)
   if self.device or not self.exec or not self.kernels then
     error("export_library: expected a CPU network built by executor.build", 2)
   end
+  if rawget(self, "vta_kernels") then
+    -- the device runtime has no VTA simulator; executor.export (graph_load) carries the groups
+    error("export_library: this network has VTA groups, which the device runtime cannot run " ..
+          "(executor.export and an RPC server's graph_load carry them)", 2)
+  end
   local json = require "tunelua.json"
   local file = require "tunelua.file"
   local tgt = targets.parse(self.target)
