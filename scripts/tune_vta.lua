@@ -2,7 +2,8 @@
 --
 --   tunelua scripts/tune_vta.lua                          -- local simulator, no setup
 --   tunelua scripts/tune_vta.lua --tracker 127.0.0.1:9190 --key sim
---                                                         -- trials on servers of key "sim"
+--                                                         -- trials and the network on servers
+--                                                            of key "sim"
 --   tunelua scripts/tune_vta.lua --tutorial               -- the seed's options (random tuner,
 --                                                            n_trial 1000, early_stopping None)
 --
@@ -19,8 +20,11 @@
 -- classes are those of random logits.
 --
 -- With --tracker, every trial runs on an RPC server of --key registered at the tracker (any
--- `tunelua rpc server` hosts the simulator); the evaluation runs on a local simulator, as the
--- seed does on sim (rpc.LocalSession()).
+-- `tunelua rpc server` hosts the simulator); the network is evaluated on this machine, then
+-- on a server of the key: exported (CPU kernels and VTA groups), loaded there with a vta-sim
+-- of its own (remote:graph_module, graph_load), its output checked bit for bit and each
+-- group's simulated cycles checked against this machine's run, and the server's mean
+-- inference time from the cycle model and its wall time of a whole run printed, labelled.
 --
 -- Options: --tuner NAME (xgb_knob; any of autotvm's tuner names: xgb, xgb_knob, ga, random,
 -- gridsearch, ...), --n-trial N (100), --early-stopping N (none), --log FILE
