@@ -131,6 +131,23 @@ local ok, err = pcall(function()
       if st.kernel == k0 then table.remove(st.args) return end
     end
   end, "kernel " .. k0 .. " (vta) takes")
+  -- a VTA step over a slot of the wrong size loads (kernels check their arguments when they
+  -- run) and its run fails naming the argument, nothing written out of bounds
+  do
+    local gg = json.decode(text)
+    for _, st in ipairs(gg.steps) do
+      if st.kernel == k0 then st.args[1] = gg.inputs[1].slot break end   -- int32 data, not int8
+    end
+    file.write_all(dir .. "/bad.json", json.encode(gg))
+    local p = ffi.new("tl_graph_artifact *[1]")
+    core.check(C.tl_graph_artifact_load_kind(core.ctx, dir, "bad.json", "params.bin", 0, 0,
+                                             C.tl_vta_graph_kind(), p))
+    local rc = C.tl_graph_exec_run(core.ctx, C.tl_graph_artifact_exec(p[0]))
+    local e = ffi.string(C.tl_errmsg(core.ctx))
+    C.tl_graph_artifact_free(p[0])
+    assert(rc ~= 0 and e:find("vta group: argument 0 has", 1, true), e)
+    print("run refused: " .. e)
+  end
   -- a loader without the VTA kind refuses the VTA kernels
   local p = ffi.new("tl_graph_artifact *[1]")
   assert(C.tl_graph_artifact_load(core.ctx, dir, "graph.json", "params.bin", 0, 0, p) ~= 0)
