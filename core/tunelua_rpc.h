@@ -137,6 +137,11 @@ int tl_rpc_tracker_run(tl_ctx *ctx, const char *host, int port, int port_end,
 ** with a session_timeout limit (<= 0: none; a client's -timeout may only
 ** shorten it), until SIGTERM/SIGINT. auth_key as the tracker's: required of
 ** clients and presented to the tracker. */
+/* The VTA configuration this process's servers simulate (a vta_config.json file; call
+** before tl_rpc_server_run): graph_load then refuses a network whose VTA groups were built
+** for another configuration, naming both. Without it a network's groups run on a
+** simulator of the configuration they were built for. */
+int tl_rpc_server_set_vta_config(tl_ctx *ctx, const char *path);
 int tl_rpc_server_run(tl_ctx *ctx, const char *tracker_host, int tracker_port,
                       const char *key, const char *host, int port, int port_end,
                       const char *custom_addr, double session_timeout, const char *auth_key,

@@ -121,6 +121,8 @@ uint64_t tl_vta_group_runs(const tl_vta_group *g);
 ** groups, and each one's cycles of the last run (or of all runs) into cycles[]. */
 const tl_graph_host_kind *tl_vta_graph_kind(void);
 int tl_vta_graph_cycles(const void *state, int total, uint64_t *cycles, int max);
+/* The model of the configuration a loaded artifact's groups were built for (NULL: none). */
+const char *tl_vta_graph_model(const void *state);
 /* Bytes of the data (0), kernel (1) and output (2) tensors. */
 int64_t tl_vta_task_nbytes(const tl_vta_task *t, int which);
 /* The config's instruction stream, disassembled (*out: tl_vta_free). */

@@ -387,6 +387,26 @@ static tl_array *host_copy(session *s, tl_array *t, int copy) {
   return h;
 }
 
+/* The model of the VTA configuration this server simulates (--vta-config), or "": any. */
+static char server_vta_model[128];
+
+TL_EXPORT int tl_rpc_server_set_vta_config(tl_ctx *ctx, const char *path) {
+  tl_vta_config *c = NULL;
+  int rc = tl_vta_config_load(ctx, path, &c);
+  if (rc) return rc;
+  char *j = NULL;
+  rc = tl_vta_config_json(ctx, c, &j);
+  tl_vta_config_free(c);
+  if (rc) return rc;
+  json_t *o = json_loads(j, 0, NULL);
+  const char *m = json_string_value(json_object_get(o, "MODEL"));
+  if (m) snprintf(server_vta_model, sizeof server_vta_model, "%s", m);
+  else rc = tl_err(ctx, TL_E_INTERNAL, "rpc server: the VTA configuration '%s' has no model", path);
+  json_decref(o);
+  tl_vta_free(j);
+  return rc;
+}
+
 /* graph_load {name, params[, device]}: the graph of uploaded files; graph_run {graph} with the inputs'
 ** bytes in order (or none: the inputs stay), replying the outputs' bytes; graph_time {graph,
 ** number, repeat, min_repeat_ms}: seconds per run (tl_graph_exec_time). */
@@ -408,6 +428,13 @@ static int serve_graph(session *s, const char *op, json_t *req, const void *blob
     if (tl_graph_artifact_load_kind(s->ctx, s->workdir, name, params, SESS_GRAPH_MAX_BYTES,
                                     dv ? (int)json_integer_value(dv) : 0, tl_vta_graph_kind(), &a))
       return reply_err(s, "graph_load: %s", tl_errmsg(s->ctx));
+    const char *vm = tl_vta_graph_model(tl_graph_artifact_host_state(a));
+    if (vm && server_vta_model[0] && strcmp(vm, server_vta_model)) {
+      int rc = reply_err(s, "graph_load: the network's VTA groups were built for %s, this server "
+                         "simulates %s (--vta-config)", vm, server_vta_model);
+      tl_graph_artifact_free(a);
+      return rc;
+    }
     int id = s->ngraphs++;
     s->graphs[id] = a;
     json_t *ins = json_array(), *outs = json_array();

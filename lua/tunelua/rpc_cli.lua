@@ -9,7 +9,8 @@ local USAGE = [==[
 usage: tunelua rpc tracker [--host 127.0.0.1] [--port 9190] [--port-end 9199] [--stop-key K]
                            [--idle-timeout SECS] [--max-conns-per-peer N] [AUTH] [-v]
        tunelua rpc server --tracker HOST:PORT --key KEY [--host 127.0.0.1] [--port 9090]
-                          [--port-end 9199] [--custom-addr ADDR] [--timeout SECS] [AUTH] [-v]
+                          [--port-end 9199] [--custom-addr ADDR] [--timeout SECS]
+                          [--vta-config FILE] [AUTH] [-v]
        tunelua rpc server --key KEY --port PORT            (standalone, no tracker)
        tunelua rpc query [--host 127.0.0.1] [--port 9190] [AUTH]
 AUTH: --auth-key KEY | --auth-key-file FILE (else $TUNELUA_RPC_AUTH_KEY[_FILE]): the farm's
@@ -122,8 +123,12 @@ function M.main(args)
     return 0
   elseif cmd == "server" then
     local o = parse(rest, with_auth({ tracker = "string", key = "string", host = "string", port = "port",
-                                      ["port-end"] = "port-end", ["custom-addr"] = "string", timeout = "number" }))
+                                      ["port-end"] = "port-end", ["custom-addr"] = "string", timeout = "number",
+                                      ["vta-config"] = "string" }))
     if not o.key then error("rpc server: --key KEY is required\n" .. USAGE, 0) end
+    if o["vta-config"] and C.tl_rpc_server_set_vta_config(ctx, o["vta-config"]) ~= 0 then
+      error("rpc server: --vta-config: " .. core.errmsg(), 0)
+    end
     local key = auth_of(o, "server")
     local th, tp
     if o.tracker then

@@ -125,6 +125,11 @@ static const tl_graph_host_kind vta_kind = { "vta", net_open, net_add, net_close
 
 TL_EXPORT const tl_graph_host_kind *tl_vta_graph_kind(void) { return &vta_kind; }
 
+TL_EXPORT const char *tl_vta_graph_model(const void *state) {
+  const vta_net *v = state;
+  return v ? v->cfg->model : NULL;
+}
+
 TL_EXPORT int tl_vta_graph_cycles(const void *state, int total, uint64_t *cycles, int max) {
   const vta_net *v = state;
   if (!v) return 0;

@@ -76,6 +76,18 @@ assert(#lib:vta_cycles() == 1, "one VTA group")
 local m = executor.GraphModule(lib)
 m:set_input("data", x)
 m:run()
+local host, port = arg[2]:match("^(.+):(%d+)$")
+if arg[3] then
+  -- a server simulating another configuration (--vta-config) refuses the network, naming both
+  local remote = require("tunelua.rpc").request_remote(arg[3], host, tonumber(port), { timeout = 20 })
+  local ok, err = pcall(remote.graph_module, remote, lib)
+  local want = "graph_load: the network's VTA groups were built for " .. env.MODEL ..
+               ", this server simulates " .. arg[4] .. " (--vta-config)"
+  assert(not ok and tostring(err):find(want, 1, true), "expected '" .. want .. "', got: " .. tostring(err))
+  print("refused: " .. tostring(err))
+  remote:close()
+  return
+end
 local dir = arg[1]
 local files = executor.export(lib, dir, "bad-")
 local f = assert(io.open(dir .. "/bad-graph.json", "rb"))
@@ -84,7 +96,6 @@ f:close()
 local k
 for i, kk in ipairs(g.kernels) do if kk.vta then k = i - 1; kk.vta.config = 999999 end end
 require("tunelua.file").write_all(dir .. "/bad-graph.json", json.encode(g))
-local host, port = arg[2]:match("^(.+):(%d+)$")
 local remote = require("tunelua.rpc").request_remote("sim", host, tonumber(port), { timeout = 20 })
 for _, name in ipairs(files) do remote:upload(dir .. "/" .. name, name) end
 local ok, err = pcall(remote.call, remote, { op = "graph_load", name = files[1], params = files[2] })
@@ -105,4 +116,17 @@ LUA
 mkdir -p "$W/bad"
 "$T" "$W/bad.lua" "$W/bad" 127.0.0.1:$PORT > "$W/bad.out" 2>&1 || fail "a malformed VTA artifact: $(cat "$W/bad.out")"
 cat "$W/bad.out"
+
+# a server that simulates another VTA configuration (--vta-config: LOG_UOP_BUFF_SIZE 14) refuses
+# the network built for the default one, naming both models
+sed 's/"LOG_UOP_BUFF_SIZE" : 15/"LOG_UOP_BUFF_SIZE" : 14/' "$SRC/targets/vta/vta_config.json" > "$W/other.json"
+KEY=sim14
+"$T" rpc server --tracker 127.0.0.1:$PORT --key $KEY --host 127.0.0.1 --port 0 --vta-config "$W/other.json" \
+  > "$W/server2.out" 2>&1 &
+SPID=$!; disown $SPID; PIDS+=($SPID)
+wait_for "$W/server2.out" "bind to" 5 || fail "the server with --vta-config did not start"
+query_until "$KEY 1 1 0" 10 || fail "the server with --vta-config did not register"
+"$T" "$W/bad.lua" "$W/bad" 127.0.0.1:$PORT $KEY sim_1x16_i8w8a32_14_15_18_17 > "$W/bad2.out" 2>&1 \
+  || fail "a network for another VTA configuration: $(cat "$W/bad2.out")"
+cat "$W/bad2.out"
 echo "PASS"
