@@ -40,6 +40,10 @@ usage: tunelua %s [options]
   --tracker HOST:PORT measure on devices of an RPC tracker, run the network there
   --key KEY           device key at the tracker (default %s)
   --image-size N      input height and width (default: the network's)
+  --population N      the evolutionary search's population (default 2048, TVM's); a small one
+                      (e.g. 64) makes each round's search fast and the schedules less tuned
+  --tasks LIST        tune only these task IDs (e.g. 0,2,5-7); the network's other groups
+                      are compiled with the default schedules (default: every task)
   --repeat N          end-to-end measurements (default %d)
   --seed-settings     the seed's settings: 200 trials, RPCRunner repeat 3 and timeout 50, the
                       end-to-end time of repeat 3 x at least 500 ms (options given still win)
@@ -51,9 +55,9 @@ function flow.parse_args(argv, defaults, script)
   for k, v in pairs(defaults or {}) do o[k] = v end
   local strings = { ["--network"] = "network", ["--layout"] = "layout", ["--target"] = "target",
     ["--log"] = "log", ["--tracker"] = "tracker", ["--key"] = "key", ["--strategy"] = "strategy",
-    ["--model"] = "model" }
+    ["--model"] = "model", ["--tasks"] = "tasks" }
   local counts = { ["--n-trial"] = "n_trial", ["--per-round"] = "per_round", ["--image-size"] = "image_size",
-    ["--repeat"] = "repeat" }
+    ["--repeat"] = "repeat", ["--population"] = "population" }
   local given, seed = {}, false
   local i = 1
   while i <= #argv do
@@ -88,10 +92,28 @@ function flow.parse_args(argv, defaults, script)
   end
   if o.model ~= "xgb" and o.model ~= "random" then error("--model: expected xgb or random, got " .. o.model, 0) end
   if o.tracker and not o.tracker:match("^[^:]+:%d+$") then error("--tracker: expected HOST:PORT, got " .. o.tracker, 0) end
+  if o.tasks then o.task_ids = flow.parse_ids(o.tasks) end
   local tgt, why = require("tunelua.target").try_parse(o.target)
   if not tgt then error("--target: " .. why, 0) end
   o.log = o.log or string.format("%s-%s-B%d-%s.json", o.network, o.layout, o.batch_size, tgt.kind)
   return o
+end
+
+--- parse_ids("0,2,5-7") -> {0, 2, 5, 6, 7} (task IDs as extract_tasks prints them, from 0)
+function flow.parse_ids(text)
+  local ids, seen = {}, {}
+  for part in (text .. ","):gmatch("([^,]*),") do
+    local a, b = part:match("^%s*(%d+)%s*%-%s*(%d+)%s*$")
+    if not a then a = part:match("^%s*(%d+)%s*$"); b = a end
+    if not a or tonumber(b) < tonumber(a) then
+      error(string.format("--tasks: expected task IDs like 0,2,5-7, got %q", text), 0)
+    end
+    for i = tonumber(a), tonumber(b) do
+      if not seen[i] then seen[i] = true; ids[#ids + 1] = i end
+    end
+  end
+  table.sort(ids)
+  return ids
 end
 
 local function tracker_addr(o)
@@ -132,9 +154,22 @@ function flow.run(o)
     hp = auto_scheduler.hardware_params_of(o.target)
   end
   print("Hardware params: " .. tostring(hp))
+  if o.task_ids then
+    -- only the chosen tasks are tuned (their IDs stay those of the whole network)
+    local all, sub, subw = tasks, {}, {}
+    for _, id in ipairs(o.task_ids) do
+      if id >= #all then
+        error(string.format("--tasks: task %d does not exist (%s has tasks 0 to %d)", id, o.network, #all - 1), 0)
+      end
+      sub[#sub + 1], subw[#subw + 1] = all[id + 1], weights[id + 1]
+    end
+    print(string.format("Tuning %d of the %d tasks: %s", #sub, #all, table.concat(o.task_ids, ", ")))
+    tasks, weights = sub, subw
+  end
   for idx, task in ipairs(tasks) do
     rawset(task, "hardware_params", hp)
-    print(string.format("========== Task %d  (workload key: %s) ==========", idx - 1, task.workload_key))
+    local id = o.task_ids and o.task_ids[idx] or idx - 1
+    print(string.format("========== Task %d  (workload key: %s) ==========", id, task.workload_key))
     print(task.compute_dag)
   end
 
@@ -156,7 +191,9 @@ function flow.run(o)
     builder = ameasure.LocalBuilder({ timeout = 15 }), runner = runner,
     measure_callbacks = { auto_scheduler.RecordToFile(o.log) },
   }
-  tuner:tune(tune_option, { program_cost_model = o.model, seed = o.seed })
+  local search_params = o.population and { evolutionary_search_population = o.population,
+    sample_init_min_population = math.min(50, math.ceil(o.population / 4)) } or nil
+  tuner:tune(tune_option, { program_cost_model = o.model, seed = o.seed, params = search_params })
 
   print("Compile...")
   local lib = relay.build(mod, { target = o.target, params = params,
