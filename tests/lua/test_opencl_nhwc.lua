@@ -1,0 +1,118 @@
+-- The default OpenCL schedules of channel-last (NHWC) groups (core/topi/schedule_gpu.c: the
+-- anchor and its consumer tiled per work-item, channels a vector): small graphs whose shapes
+-- take each tile size (16, 4, 2 and 1 channels; 4, 2, 1 columns; strides, padding, odd
+-- channel counts, depthwise, pools, a convolution without consumer) and mobilenet in NHWC
+-- at 32x32, all run on the OpenCL device and checked against the reference
+-- interpreter (fp32 rel. error < 1e-4) on random data. Prints SKIP and passes without an
+-- OpenCL device.
+local core = require "tunelua.core"
+local nd = require "tunelua.nd"
+local relay = require "tunelua.relay"
+local ex = require "tests.lua.lib.executor_check"
+
+local C = core.C
+local TARGET = "opencl -device=mali"
+
+if C.tl_opencl_device_count() == 0 then
+  print("SKIP test_opencl_nhwc: no OpenCL device (install pocl-opencl-icd; see docs/opencl.md)")
+  return
+end
+local t_start = C.tl_now()
+
+local function var(name, shape) return relay.var(name, { shape = shape, dtype = "float32" }) end
+local seed = 10
+local function rand(shape, lo, hi)
+  seed = seed + 1
+  return nd.random_uniform(shape, { seed = seed, low = lo or -1, high = hi or 1 })
+end
+
+-- one NHWC graph: x [1, H, W, CI] -> body(x, w vars) ; checked; returns the lib
+local function check(what, xshape, weights, body, want_vector)
+  local x = var("data", xshape)
+  local vars, params = { x }, {}
+  local ws = {}
+  for _, w in ipairs(weights) do
+    local v = var(w[1], w[2])
+    vars[#vars + 1], ws[w[1]] = v, v
+    params[w[1]] = rand(w[2], w[3], w[4])
+  end
+  local mod = relay.Module(relay.Function(vars, body(x, ws)))
+  local lib = ex.check_graph(mod, params, { data = rand(xshape, 0, 1) }, { target = TARGET }, what)
+  local vec = 0
+  for _, k in ipairs(lib.kernels) do
+    if k.ocl_source and k.ocl_source:find("vstore%d+%(") then vec = vec + 1 end
+  end
+  if want_vector then
+    local pat = "vstore" .. want_vector .. "%("
+    local found = false
+    for _, k in ipairs(lib.kernels) do found = found or (k.ocl_source or ""):find(pat) ~= nil end
+    assert(found, what .. ": expected a tile of " .. want_vector .. " channels (vstore" .. want_vector .. ")")
+  else
+    assert(vec == 0, what .. ": expected no tiled kernel")
+  end
+  print(string.format("%-52s ok (%d kernels, %d with vector stores)", what, #lib.kernels, vec))
+  return lib
+end
+
+local function conv(x, w, o)
+  o.data_layout, o.kernel_layout = "NHWC", o.kernel_layout or "HWIO"
+  return relay.nn.conv2d(x, w, o)
+end
+
+-- 3x3, pad 1, 5 -> 12 channels (tile 4), 7 columns (tile 1), bias + relu
+check("conv2d 3x3 p1 7x7x5 -> 12, bias, relu", { 1, 7, 7, 5 },
+      { { "w", { 3, 3, 5, 12 } }, { "b", { 12 }, 0, 1 } },
+      function(x, w)
+        return relay.nn.relu(relay.nn.bias_add(conv(x, w.w, { padding = { 1, 1 }, channels = 12,
+                                                              kernel_size = { 3, 3 } }), w.b, { axis = 3 }))
+      end, 4)
+-- 1x1, stride 2, 16 -> 64 channels on 32x32 (4 channels a tile: 16 would leave < 1024 tiles)
+check("conv2d 1x1 s2 32x32x16 -> 64, relu", { 1, 32, 32, 16 }, { { "w", { 1, 1, 16, 64 } } },
+      function(x, w)
+        return relay.nn.relu(conv(x, w.w, { strides = { 2, 2 }, channels = 64, kernel_size = { 1, 1 } }))
+      end, 4)
+-- 1x1 on 64x64: 16 channels a tile (a float16)
+check("conv2d 1x1 64x64x8 -> 32, relu", { 1, 64, 64, 8 }, { { "w", { 1, 1, 8, 32 } } },
+      function(x, w)
+        return relay.nn.relu(conv(x, w.w, { channels = 32, kernel_size = { 1, 1 } }))
+      end, 16)
+-- 6 channels (tile 2), 10 columns (tile 2), 5x5 window, pad 2
+check("conv2d 5x5 p2 6x10x3 -> 6, relu", { 1, 6, 10, 3 }, { { "w", { 5, 5, 3, 6 } } },
+      function(x, w)
+        return relay.nn.relu(conv(x, w.w, { padding = { 2, 2 }, channels = 6, kernel_size = { 5, 5 } }))
+      end, 2)
+-- odd channels and columns: nothing to tile (the fused default)
+check("conv2d 3x3 5x5x3 -> 7, relu (untiled)", { 1, 5, 5, 3 }, { { "w", { 3, 3, 3, 7 } } },
+      function(x, w)
+        return relay.nn.relu(conv(x, w.w, { padding = { 1, 1 }, channels = 7, kernel_size = { 3, 3 } }))
+      end, false)
+-- depthwise 3x3, stride 2, pad 1, 24 channels (HWOI kernel [3, 3, 24, 1]), relu
+check("depthwise 3x3 s2 p1 9x9x24, relu", { 1, 9, 9, 24 }, { { "w", { 3, 3, 24, 1 } } },
+      function(x, w)
+        return relay.nn.relu(conv(x, w.w, { strides = { 2, 2 }, padding = { 1, 1 }, groups = 24, channels = 24,
+                                            kernel_size = { 3, 3 }, kernel_layout = "HWOI" }))
+      end, 4)
+-- a convolution that is the output (no consumer: the fused default)
+check("conv2d 3x3 8x8x4 -> 8, no consumer", { 1, 8, 8, 4 }, { { "w", { 3, 3, 4, 8 } } },
+      function(x, w) return conv(x, w.w, { padding = { 1, 1 }, channels = 8, kernel_size = { 3, 3 } }) end,
+      false)
+-- pools in NHWC: max (relu after it), avg without the padding in the count, global avg
+check("max_pool 3x3 s2 p1 12x12x8, relu", { 1, 12, 12, 8 }, {},
+      function(x)
+        return relay.nn.relu(relay.nn.max_pool2d(x, { pool_size = { 3, 3 }, strides = { 2, 2 },
+                                                      padding = { 1, 1 }, layout = "NHWC" }))
+      end, 4)
+check("avg_pool 2x2 s2 p1 9x9x12", { 1, 9, 9, 12 }, {},
+      function(x)
+        return relay.nn.avg_pool2d(x, { pool_size = { 2, 2 }, strides = { 2, 2 }, padding = { 1, 1 },
+                                        layout = "NHWC", count_include_pad = false })
+      end, 4)
+check("global_avg_pool 7x7x32", { 1, 7, 7, 32 }, {},
+      function(x) return relay.nn.global_avg_pool2d(x, { layout = "NHWC" }) end, 4)
+
+-- a whole network (1x1 and depthwise convolutions, global pool, dense)
+for _, name in ipairs({ "mobilenet" }) do
+  local lib = ex.check_network(name, "NHWC", 32, 3, { target = TARGET })
+  print(string.format("%-52s ok (%d kernels)", name .. " NHWC 32x32", #lib.kernels))
+end
+print(string.format("test_opencl_nhwc: ok (%.1f s)", C.tl_now() - t_start))
