@@ -26,9 +26,10 @@
 ** Channel-last anchors (conv2d_nhwc, depthwise_conv2d_nhwc, group and
 ** transposed NHWC convolutions, NHWC pools: 4-D, channels innermost) with
 ** their consumer are tiled instead of fused element by element: each
-** work-item computes a tile of up to 4 output columns (the largest of 4, 2,
-** 1 dividing OW) by up to 16 channels (the largest power of two up to 16
-** dividing C that leaves at least 1024 tiles, 4 at least when C allows), the
+** work-item computes a tile of output columns (4 where 4 divides OW, else
+** the largest divisor of OW up to 7) by up to 16 channels (a power of two
+** dividing C, 4 at least when C allows, doubled while the tile holds at most
+** 64 accumulators and at least 512 tiles are left), the
 ** tile's channels a vector (vloadN of the HWIO weights and of the input's
 ** channels, one vector store), its columns unrolled so that a weight vector
 ** serves every output of the tile, the reduction outside the tile and small
@@ -150,10 +151,18 @@ static int tile_channel_last(tl_ctx *ctx, tl_sched *s, int o, int a, int *done) 
   int nr = tl_dag_op_nreduce(dag, a);
   if (tl_sched_num_iters(s, a) != 4 + nr) return TL_OK;
   int64_t W = tl_sched_iter_extent(s, o, 2), C = tl_sched_iter_extent(s, o, 3);
-  int64_t wt = tile_of(W), ct = tile_of(C);
-  /* up to 16 channels (a float16) while the tiles stay at least 1024 work-items */
+  /* columns: 4 when they divide W, else the largest divisor up to 7 (14 and 7 columns: 7) */
+  int64_t wt = 1;
+  if (W % 4 == 0) wt = 4;
+  else
+    for (int64_t d = 7; d >= 1; d--)
+      if (W % d == 0) { wt = d; break; }
+  int64_t ct = tile_of(C);
+  /* channels: doubled up to 16 (a float16) while the tile holds at most 64 accumulators and
+  ** at least 512 tiles are left */
   int64_t rest = tl_sched_iter_extent(s, o, 0) * tl_sched_iter_extent(s, o, 1) * (W / wt);
-  for (int64_t c2 = ct * 2; c2 <= 16 && C % c2 == 0 && rest * (C / c2) >= 1024; c2 *= 2) ct = c2;
+  for (int64_t c2 = ct * 2; c2 <= 16 && C % c2 == 0 && wt * c2 <= 64 && rest * (C / c2) >= 512; c2 *= 2)
+    ct = c2;
   if (wt * ct < 4) return TL_OK;
   int rc = TL_OK;
   /* o: n h w c -> n h wo wi co ci -> n h wo co | wi ci */

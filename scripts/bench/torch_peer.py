@@ -16,8 +16,16 @@ batch-1 fp32 inference on the CPU with the given thread count.
 temporary directory) and times it with ONNX Runtime's CPU provider, all graph
 optimizations on, intra-op threads = --threads, one inter-op thread.
 
+--device cuda times the same model on the first CUDA device instead (scripts/bench/
+ansor_network.lua --target opencl): fp32 with TF32 off for cuDNN and matmul, cuDNN's
+benchmark mode on; a run is `number` back-to-back forward calls between two CUDA events
+(`number` chosen so that a run lasts at least --min-ms), the time of a call the median over
+--repeat runs divided by `number`: "median_ms" for eager calls, "graph_ms" for the calls
+captured once in a CUDA graph and replayed (null when the capture fails).
+
 Prints one JSON object: {"network", "runtime", "threads", "median_ms", "mean_ms", "std_ms",
-"runs", "torch", "version"}.
+"runs", "torch", "version"} (and, with --device cuda, "device", "graph_ms", "number",
+"cudnn"); without a CUDA device {"ok": false, "reason"} (exit 3).
 """
 import argparse
 import json
@@ -179,6 +187,66 @@ def onnxruntime_runner(model, x, threads):
     return (lambda: sess.run(None, feed)), ort.__version__
 
 
+def cuda_times(model, x, repeat, min_ms):
+    """Eager and CUDA-graph medians (ms per forward call) of model(x) on the GPU."""
+    def timed(fn, number):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(number):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    fn = lambda: model(x)
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    number = 1
+    while timed(fn, number) < min_ms and number < 4096:
+        number *= 2
+    eager = [timed(fn, number) / number for _ in range(repeat)]
+    graph_ms = None
+    try:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        graph.replay()
+        torch.cuda.synchronize()
+        gtimes = [timed(graph.replay, number) / number for _ in range(repeat)]
+        graph_ms = statistics.median(gtimes)
+    except Exception as e:  # capture unsupported: the eager time stands alone
+        sys.stderr.write("torch_peer: CUDA graph capture failed: %s\n" % e)
+    return eager, graph_ms, number
+
+
+def main_cuda(a):
+    if not torch.cuda.is_available():
+        print(json.dumps({"ok": False, "reason": "no CUDA device"}))
+        sys.exit(3)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    model = build(a.network).eval().cuda()
+    size = a.image_size or (299 if a.network == "inception_v3" else 224)
+    x = torch.rand(1, 3, size, size, device="cuda")
+    with torch.no_grad():
+        times, graph_ms, number = cuda_times(model, x, a.repeat, a.min_ms)
+    print(json.dumps({
+        "network": a.network, "runtime": "torch", "device": torch.cuda.get_device_name(0),
+        "runs": a.repeat, "number": number, "median_ms": statistics.median(times),
+        "mean_ms": statistics.mean(times), "std_ms": statistics.pstdev(times), "graph_ms": graph_ms,
+        "torch": torch.__version__, "version": torch.__version__, "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(), "tf32": False,
+    }))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--network", default="resnet-18")
@@ -186,7 +254,11 @@ def main():
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--image-size", type=int, default=0)
     ap.add_argument("--runtime", choices=["torch", "onnxruntime"], default="torch")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--min-ms", type=float, default=1.0)
     a = ap.parse_args()
+    if a.device == "cuda":
+        return main_cuda(a)
     torch.set_num_threads(a.threads)
     model = build(a.network).eval()
     size = a.image_size or (299 if a.network == "inception_v3" else 224)

@@ -1,6 +1,6 @@
 -- The default OpenCL schedules of channel-last (NHWC) groups (core/topi/schedule_gpu.c: the
 -- anchor and its consumer tiled per work-item, channels a vector): small graphs whose shapes
--- take each tile size (16, 4, 2 and 1 channels; 4, 2, 1 columns; strides, padding, odd
+-- take each tile size (16, 4, 2 and 1 channels; 4, 7, 2, 1 columns; strides, padding, odd
 -- channel counts, depthwise, pools, a convolution without consumer) and mobilenet in NHWC
 -- at 32x32, all run on the OpenCL device and checked against the reference
 -- interpreter (fp32 rel. error < 1e-4) on random data. Prints SKIP and passes without an
@@ -76,6 +76,11 @@ check("conv2d 1x1 64x64x8 -> 32, relu", { 1, 64, 64, 8 }, { { "w", { 1, 1, 8, 32
       function(x, w)
         return relay.nn.relu(conv(x, w.w, { channels = 32, kernel_size = { 1, 1 } }))
       end, 16)
+-- 14 columns: tiles of 7 columns
+check("conv2d 1x1 14x14x32 -> 64, relu (7 columns)", { 1, 14, 14, 32 }, { { "w", { 1, 1, 32, 64 } } },
+      function(x, w)
+        return relay.nn.relu(conv(x, w.w, { channels = 64, kernel_size = { 1, 1 } }))
+      end, 4)
 -- 6 channels (tile 2), 10 columns (tile 2), 5x5 window, pad 2
 check("conv2d 5x5 p2 6x10x3 -> 6, relu", { 1, 6, 10, 3 }, { { "w", { 5, 5, 3, 6 } } },
       function(x, w)

@@ -1,0 +1,246 @@
+--- Auto-scheduled networks end to end against the AutoTVM-tuned build and PyTorch, same run
+--- (the tables of docs/performance.md "Auto-scheduled networks").
+--
+--   taskset -c 2,3 tunelua scripts/bench/ansor_network.lua --trials 300
+--        -- host CPU, 2 threads: tune each network's NHWC tasks with the task scheduler (300
+--        -- trials per network; the logs resume, so a re-run with --trials 600 adds 300), then
+--        -- time the auto-scheduled network, the AutoTVM-tuned one and PyTorch's
+--   tunelua scripts/bench/ansor_network.lua --log-dir logs --trials 0
+--        -- no tuning: the logs already in logs/ (ansor_network.<network>.<kind>.json)
+--   tunelua scripts/bench/ansor_network.lua --autotvm-log resnet18.log
+--        -- the AutoTVM column with those records (default: TopHub's pre-tuned x86 records)
+--   tunelua scripts/bench/ansor_network.lua --target opencl --trials 200
+--        -- the OpenCL device 0: every network is tuned first (measurements run in child
+--        -- processes; this process starts no kernel before tuning ends), then built and timed;
+--        -- the peer is PyTorch on the first CUDA device (cuDNN, fp32, TF32 off; eager calls and
+--        -- CUDA-graph replay)
+--   tunelua scripts/bench/ansor_network.lua --target opencl --trials 0 --image-size 224
+--        -- no log: the default OpenCL schedules, NHWC against NCHW (generic defaults, the
+--        -- Mali templates' fallback configs, TopHub's Mali records)
+--
+-- Options: --networks LIST (resnet-18,mobilenet), --target T (llvm; "opencl" or any OpenCL
+-- target string), --trials N (per network, default 0: the log as it is), --per-round N (64),
+-- --population N (the evolutionary search's population; default TVM's 2048), --log-dir DIR
+-- (.), --autotvm-log FILE, --threads N (2; the CPU peers too), --repeat N (30 timed runs of
+-- each build), --rounds N (5: the builds of a network are timed interleaved, repeat/rounds
+-- runs each per round, so that a load change hits every column alike), --image-size N,
+-- --python PATH (/usr/bin/python3), --markdown FILE (the table, appended).
+--
+-- Batch 1, fp32. Every figure is a median; ratios are the other build's time over the
+-- auto-scheduled one's (> 1: auto-scheduled is faster).
+local tl = require "tunelua"
+local autotvm = require "tunelua.autotvm"
+local relay = require "tunelua.relay"
+local executor = require "tunelua.graph.executor"
+local auto_scheduler = require "tunelua.auto_scheduler"
+local ameasure = require "tunelua.autotvm.measure"
+local targets = require "tunelua.target"
+local networks = require "networks"
+local stats = require "tunelua.stats"
+local file = require "tunelua.file"
+
+local opts = { networks = "resnet-18,mobilenet", target = "llvm", trials = 0, per_round = 64, population = nil,
+               log_dir = ".", autotvm_log = nil, threads = 2, ["repeat"] = 30, rounds = 5, image_size = nil,
+               python = "/usr/bin/python3", markdown = nil }
+do
+  local names = { ["--networks"] = "networks", ["--target"] = "target", ["--log-dir"] = "log_dir",
+                  ["--autotvm-log"] = "autotvm_log", ["--python"] = "python", ["--markdown"] = "markdown" }
+  local counts = { ["--trials"] = "trials", ["--per-round"] = "per_round", ["--population"] = "population",
+                   ["--threads"] = "threads", ["--repeat"] = "repeat", ["--rounds"] = "rounds",
+                   ["--image-size"] = "image_size" }
+  local i = 1
+  while i <= #arg do
+    local a, v = arg[i], arg[i + 1]
+    local key = names[a] or counts[a]
+    if not key then error("ansor_network: unknown option " .. tostring(a) .. " (see the header of this script)", 0) end
+    if v == nil then error("ansor_network: " .. a .. " expects a value", 0) end
+    if counts[a] then
+      local n = tonumber(v)
+      if not n or n % 1 ~= 0 or n < (a == "--trials" and 0 or 1) then
+        error(string.format("ansor_network: %s expects a %s integer, got %q", a,
+                            a == "--trials" and "non-negative" or "positive", v), 0)
+      end
+      v = n
+    end
+    opts[key] = v
+    i = i + 2
+  end
+end
+if opts.target == "opencl" then opts.target = "opencl -device=mali" end
+local tgt = targets.parse(opts.target, 0)
+local on_gpu = tgt.kind == "opencl"
+if not on_gpu then tl.set_num_threads(opts.threads) end
+if opts.autotvm_log and not file.exists(opts.autotvm_log) then
+  error("ansor_network: --autotvm-log " .. opts.autotvm_log .. ": no such file", 0)
+end
+
+local function script_dir()
+  local src = debug.getinfo(1, "S").source:sub(2)
+  return src:match("^(.*)/[^/]*$") or "."
+end
+
+local function log_of(name)
+  return string.format("%s/ansor_network.%s.%s.json", opts.log_dir, name, tgt.kind)
+end
+
+local function count_lines(path)
+  local f = io.open(path, "r")
+  if not f then return 0 end
+  local n = 0
+  for _ in f:lines() do n = n + 1 end
+  f:close()
+  return n
+end
+
+local function get(name, layout)
+  return networks.get_network(name, { batch_size = 1, layout = layout, image_size = opts.image_size })
+end
+
+-- ---- 1. tuning: every network before anything runs here ------------------------------------
+local list = {}
+for name in opts.networks:gmatch("[^,]+") do list[#list + 1] = name end
+local hp
+for _, name in ipairs(list) do
+  local log = log_of(name)
+  if opts.trials > 0 then
+    file.mkdirs(opts.log_dir)
+    local mod, params = get(name, "NHWC")
+    local tasks, weights = auto_scheduler.extract_tasks(mod, params, opts.target)
+    if on_gpu and not hp then
+      -- the device is asked in a child process (this one opens no OpenCL context before tuning ends)
+      hp = auto_scheduler.hardware_params_of(opts.target, { device = targets.device_id(tgt) or 0 })
+    end
+    for _, t in ipairs(tasks) do if hp then rawset(t, "hardware_params", hp) end end
+    local n = math.max(opts.trials, #tasks)
+    print(string.format("tuning %s: %d tasks, %d trials in all into %s (%d records there)", name, #tasks, n, log,
+                        count_lines(log)))
+    io.stdout:flush()
+    local tuner = auto_scheduler.TaskScheduler(tasks, weights, { load_log_file = file.exists(log) and log or nil,
+                                                                 callbacks = {} })
+    local t0 = os.time()
+    tuner:tune(auto_scheduler.TuningOptions{
+      num_measure_trials = n, num_measures_per_round = opts.per_round,
+      builder = ameasure.LocalBuilder({ timeout = 15 }),
+      runner = ameasure.LocalRunner({ number = 3, ["repeat"] = 1, min_repeat_ms = on_gpu and 20 or 50, timeout = 10 }),
+      measure_callbacks = { auto_scheduler.RecordToFile(log) },
+    }, { program_cost_model = "xgb", seed = 1, params = opts.population and {
+      evolutionary_search_population = opts.population,
+      sample_init_min_population = math.min(50, math.ceil(opts.population / 4)) } or nil })
+    local est = tuner:estimated_latency()
+    print(string.format("tuned %s: %d trials, estimated %s ms, %d s", name, tuner.ct,
+                        est and string.format("%.3f", est * 1e3) or "-", os.time() - t0))
+  end
+end
+
+-- ---- 2. build every column of a network, time them interleaved ----------------------------
+local function build(mod, params, o)
+  local bo = { target = opts.target, params = params, quiet = true }
+  for k, v in pairs(o) do bo[k] = v end
+  local lib = relay.build(mod, bo)
+  local m = executor.GraphModule(lib)
+  local shape = mod.main.params[1].type.shape
+  m:set_input("data", tl.nd.random_uniform(shape, { low = 0, high = 1, seed = 1 }))
+  m:run()
+  return { m = m, runs = {}, lib = lib }
+end
+
+local function time_all(cols)
+  local per = math.max(1, math.floor(opts["repeat"] / opts.rounds))
+  for _ = 1, opts.rounds do
+    for _, c in ipairs(cols) do
+      local r = c.b.m:benchmark({ number = 1, repeats = per, quiet = true })
+      for _, x in ipairs(r.results) do c.b.runs[#c.b.runs + 1] = x end
+    end
+  end
+  local r = {}
+  for _, c in ipairs(cols) do r[c.name] = stats.median(c.b.runs) * 1e3 end
+  return r
+end
+
+-- the peer: PyTorch on the CPU (the thread count) or on CUDA; median (and graph) ms, version
+local function peer(name)
+  local cmd = string.format("%s %s/torch_peer.py --network %s --threads %d --repeat %d%s%s 2>&1", opts.python,
+                            script_dir(), name, opts.threads, opts["repeat"], on_gpu and " --device cuda" or "",
+                            opts.image_size and (" --image-size " .. opts.image_size) or "")
+  local p = io.popen(cmd)
+  local out = p:read("*a")
+  p:close()
+  local med = out:match('"median_ms": ([%d%.e%-]+)')
+  if not med then return nil, out:gsub("\n", " ") end
+  return { ms = tonumber(med), graph = tonumber(out:match('"graph_ms": ([%d%.e%-]+)') or ""),
+           version = out:match('"version": "([^"]+)"'), device = out:match('"device": "([^"]+)"') }
+end
+
+local heads = on_gpu and { "auto-sched", "default NHWC", "default NCHW", "Mali fallback", "Mali TopHub" }
+                      or { "auto-sched", "AutoTVM" }
+local rows = {}
+for _, name in ipairs(list) do
+  local log = log_of(name)
+  local nmod, nparams = get(name, "NHWC")
+  local cmod, cparams = get(name, "NCHW")
+  local cols = {}
+  local records = count_lines(log)
+  if records > 0 then
+    cols[#cols + 1] = { name = "auto-sched", b = build(nmod, nparams, { history = auto_scheduler.ApplyHistoryBest(log) }) }
+  end
+  if on_gpu then
+    cols[#cols + 1] = { name = "default NHWC", b = build(nmod, nparams, { history = auto_scheduler.ApplyHistoryBest({}) }) }
+    cols[#cols + 1] = { name = "default NCHW", b = build(cmod, cparams, { history = auto_scheduler.ApplyHistoryBest({}) }) }
+    cols[#cols + 1] = { name = "Mali fallback", b = build(cmod, cparams, { tophub = false }) }
+    cols[#cols + 1] = { name = "Mali TopHub", b = build(cmod, cparams, { tophub = true }) }
+  else
+    local hist = opts.autotvm_log and autotvm.apply_history_best(opts.autotvm_log) or nil
+    cols[#cols + 1] = { name = "AutoTVM", b = build(cmod, cparams, { history = hist, tophub = true }) }
+  end
+  local t = time_all(cols)
+  local pr, why = peer(name)
+  if not pr then io.stderr:write("ansor_network: PyTorch peer: ", tostring(why), "\n") end
+  rows[#rows + 1] = { name = name, t = t, peer = pr, records = records }
+end
+
+-- ---- 3. the table -----------------------------------------------------------------------
+local function f2(x) return x and string.format("%.2f", x) or "n/a" end
+local function ratio(a, b) return (a and b) and string.format("%.2f", a / b) or "n/a" end
+local out = {}
+local function emit(s) print(s); out[#out + 1] = s end
+local peer_heads = on_gpu and { "PyTorch eager", "PyTorch graph" } or { "PyTorch" }
+local ratio_heads = on_gpu and { "graph / auto", "default NHWC / NCHW", "NHWC / Mali TopHub" }
+                             or { "AutoTVM / auto", "PyTorch / auto" }
+emit("")
+emit(string.format("%s, batch 1, fp32%s%s; median of %d runs (ms), interleaved in %d rounds", opts.target,
+                   on_gpu and "" or string.format(", %d threads", opts.threads),
+                   opts.image_size and string.format(", %dx%d input", opts.image_size, opts.image_size) or "",
+                   opts["repeat"], opts.rounds))
+local hdr = { "network", "records" }
+for _, h in ipairs(heads) do hdr[#hdr + 1] = h end
+for _, h in ipairs(peer_heads) do hdr[#hdr + 1] = h end
+for _, h in ipairs(ratio_heads) do hdr[#hdr + 1] = h end
+emit("| " .. table.concat(hdr, " | ") .. " |")
+emit("|" .. string.rep("---|", #hdr))
+for _, r in ipairs(rows) do
+  local line = { r.name, tostring(r.records) }
+  for _, h in ipairs(heads) do line[#line + 1] = f2(r.t[h]) end
+  local auto = r.t["auto-sched"]
+  if on_gpu then
+    line[#line + 1] = f2(r.peer and r.peer.ms)
+    line[#line + 1] = f2(r.peer and r.peer.graph)
+    line[#line + 1] = ratio(r.peer and r.peer.graph, auto)
+    line[#line + 1] = ratio(r.t["default NHWC"], r.t["default NCHW"])
+    line[#line + 1] = ratio(r.t["default NHWC"], r.t["Mali TopHub"])
+  else
+    line[#line + 1] = f2(r.peer and r.peer.ms)
+    line[#line + 1] = ratio(r.t["AutoTVM"], auto)
+    line[#line + 1] = ratio(r.peer and r.peer.ms, auto)
+  end
+  emit("| " .. table.concat(line, " | ") .. " |")
+end
+local pv
+for _, r in ipairs(rows) do if r.peer then pv = r.peer; break end end
+emit(string.format("auto-sched: NHWC, the best record of each task in %s (records = trials measured); %s; PyTorch %s%s",
+                   log_of("<network>"),
+                   on_gpu and "default: the default OpenCL schedules; Mali: the NCHW templates" or
+                   ("AutoTVM: NCHW, " .. (opts.autotvm_log and ("records of " .. opts.autotvm_log .. " over TopHub's")
+                                          or "TopHub's pre-tuned x86 records")),
+                   pv and pv.version or "n/a", pv and pv.device and (" on " .. pv.device ..
+                   " (cuDNN, fp32, TF32 off; graph: CUDA-graph replay)") or ""))
+if opts.markdown then file.append_lines(opts.markdown, out) end
