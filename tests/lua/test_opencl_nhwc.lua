@@ -1,6 +1,6 @@
 -- The default OpenCL schedules of channel-last (NHWC) groups (core/topi/schedule_gpu.c: the
 -- anchor and its consumer tiled per work-item, channels a vector): small graphs whose shapes
--- take each tile size (16, 4, 2 and 1 channels; 4, 7, 2, 1 columns; strides, padding, odd
+-- take each tile size (16, 8, 4, 2 and 1 channels; 4, 7, 2, 1 columns; strides, padding, odd
 -- channel counts, depthwise, pools, a convolution without consumer) and mobilenet in NHWC
 -- at 32x32, all run on the OpenCL device and checked against the reference
 -- interpreter (fp32 rel. error < 1e-4) on random data. Prints SKIP and passes without an
@@ -66,11 +66,11 @@ check("conv2d 3x3 p1 7x7x5 -> 12, bias, relu", { 1, 7, 7, 5 },
         return relay.nn.relu(relay.nn.bias_add(conv(x, w.w, { padding = { 1, 1 }, channels = 12,
                                                               kernel_size = { 3, 3 } }), w.b, { axis = 3 }))
       end, 4)
--- 1x1, stride 2, 16 -> 64 channels on 32x32 (4 channels a tile: 16 would leave < 1024 tiles)
+-- 1x1, stride 2, 16 -> 64 channels on 32x32 (8 channels a tile: 16 would leave < 512 tiles)
 check("conv2d 1x1 s2 32x32x16 -> 64, relu", { 1, 32, 32, 16 }, { { "w", { 1, 1, 16, 64 } } },
       function(x, w)
         return relay.nn.relu(conv(x, w.w, { strides = { 2, 2 }, channels = 64, kernel_size = { 1, 1 } }))
-      end, 4)
+      end, 8)
 -- 1x1 on 64x64: 16 channels a tile (a float16)
 check("conv2d 1x1 64x64x8 -> 32, relu", { 1, 64, 64, 8 }, { { "w", { 1, 1, 8, 32 } } },
       function(x, w)
@@ -86,8 +86,8 @@ check("conv2d 5x5 p2 6x10x3 -> 6, relu", { 1, 6, 10, 3 }, { { "w", { 5, 5, 3, 6 
       function(x, w)
         return relay.nn.relu(conv(x, w.w, { padding = { 2, 2 }, channels = 6, kernel_size = { 5, 5 } }))
       end, 2)
--- odd channels and columns: nothing to tile (the fused default)
-check("conv2d 3x3 5x5x3 -> 7, relu (untiled)", { 1, 5, 5, 3 }, { { "w", { 3, 3, 3, 7 } } },
+-- 7 channels: no channel vector (5 columns a tile)
+check("conv2d 3x3 5x5x3 -> 7, relu (no vector)", { 1, 5, 5, 3 }, { { "w", { 3, 3, 3, 7 } } },
       function(x, w)
         return relay.nn.relu(conv(x, w.w, { padding = { 1, 1 }, channels = 7, kernel_size = { 3, 3 } }))
       end, false)
