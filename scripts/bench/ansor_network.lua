@@ -6,7 +6,7 @@
 --        -- trials per network; the logs resume, so a re-run with --trials 600 adds 300), then
 --        -- time the auto-scheduled network, the AutoTVM-tuned one and PyTorch's
 --   tunelua scripts/bench/ansor_network.lua --log-dir logs --trials 0
---        -- no tuning: the logs already in logs/ (ansor_network.<network>.<kind>.json)
+--        -- no tuning: the logs already in logs/ (ansor_network.<network>[-<image size>].<kind>.json)
 --   tunelua scripts/bench/ansor_network.lua --autotvm-log resnet18.log
 --        -- the AutoTVM column with those records (default: TopHub's pre-tuned x86 records)
 --   tunelua scripts/bench/ansor_network.lua --target opencl --trials 200
@@ -24,7 +24,9 @@
 -- (.), --autotvm-log FILE, --threads N (2; the CPU peers too), --repeat N (30 timed runs of
 -- each build), --rounds N (5: the builds of a network are timed interleaved, repeat/rounds
 -- runs each per round, so that a load change hits every column alike), --image-size N,
--- --python PATH (/usr/bin/python3), --markdown FILE (the table, appended).
+-- --python PATH (/usr/bin/python3), --markdown FILE (the table, appended), --tune-seconds S
+-- (tuning stops after about S seconds in all, shared evenly by the networks, or at --trials;
+-- the table's "records" column says how many trials each network's log holds).
 --
 -- Batch 1, fp32. Every figure is a median; ratios are the other build's time over the
 -- auto-scheduled one's (> 1: auto-scheduled is faster).
@@ -47,7 +49,7 @@ do
                   ["--autotvm-log"] = "autotvm_log", ["--python"] = "python", ["--markdown"] = "markdown" }
   local counts = { ["--trials"] = "trials", ["--per-round"] = "per_round", ["--population"] = "population",
                    ["--threads"] = "threads", ["--repeat"] = "repeat", ["--rounds"] = "rounds",
-                   ["--image-size"] = "image_size" }
+                   ["--image-size"] = "image_size", ["--tune-seconds"] = "tune_seconds" }
   local i = 1
   while i <= #arg do
     local a, v = arg[i], arg[i + 1]
@@ -80,7 +82,8 @@ local function script_dir()
 end
 
 local function log_of(name)
-  return string.format("%s/ansor_network.%s.%s.json", opts.log_dir, name, tgt.kind)
+  return string.format("%s/ansor_network.%s%s.%s.json", opts.log_dir, name,
+                       opts.image_size and ("-" .. opts.image_size) or "", tgt.kind)
 end
 
 local function count_lines(path)
@@ -115,19 +118,29 @@ for _, name in ipairs(list) do
     print(string.format("tuning %s: %d tasks, %d trials in all into %s (%d records there)", name, #tasks, n, log,
                         count_lines(log)))
     io.stdout:flush()
-    local tuner = auto_scheduler.TaskScheduler(tasks, weights, { load_log_file = file.exists(log) and log or nil,
-                                                                 callbacks = {} })
-    local t0 = os.time()
-    tuner:tune(auto_scheduler.TuningOptions{
-      num_measure_trials = n, num_measures_per_round = opts.per_round,
-      builder = ameasure.LocalBuilder({ timeout = 15 }),
-      runner = ameasure.LocalRunner({ number = 3, ["repeat"] = 1, min_repeat_ms = on_gpu and 20 or 50, timeout = 10 }),
-      measure_callbacks = { auto_scheduler.RecordToFile(log) },
-    }, { program_cost_model = "xgb", seed = 1, params = opts.population and {
-      evolutionary_search_population = opts.population,
-      sample_init_min_population = math.min(50, math.ceil(opts.population / 4)) } or nil })
-    local est = tuner:estimated_latency()
-    print(string.format("tuned %s: %d trials, estimated %s ms, %d s", name, tuner.ct,
+    -- with --tune-seconds, tuning goes in chunks of 4 rounds (each a task scheduler resumed from
+    -- the log) until the network's share of the time is spent or the trials are reached
+    local deadline = opts.tune_seconds and os.time() + math.floor(opts.tune_seconds / #list)
+    local chunk = 4 * math.min(opts.per_round, math.max(1, math.floor(n / #tasks)))
+    local t0, tuner = os.time(), nil
+    repeat
+      local have = count_lines(log)
+      local goal = deadline and math.min(n, math.max(#tasks, have + chunk)) or n
+      if goal <= have then break end
+      tuner = auto_scheduler.TaskScheduler(tasks, weights, { load_log_file = file.exists(log) and log or nil,
+                                                             callbacks = {} })
+      tuner:tune(auto_scheduler.TuningOptions{
+        num_measure_trials = goal, num_measures_per_round = opts.per_round,
+        builder = ameasure.LocalBuilder({ timeout = 15 }),
+        runner = ameasure.LocalRunner({ number = 3, ["repeat"] = 1, min_repeat_ms = on_gpu and 20 or 50, timeout = 10 }),
+        measure_callbacks = { auto_scheduler.RecordToFile(log) },
+      }, { program_cost_model = "xgb", seed = 1, params = opts.population and {
+        evolutionary_search_population = opts.population,
+        sample_init_min_population = math.min(50, math.ceil(opts.population / 4)) } or nil })
+      if tuner.ct < goal then break end   -- every task stopped early
+    until not deadline or goal >= n or os.time() >= deadline
+    local est = tuner and tuner:estimated_latency()
+    print(string.format("tuned %s: %d records, estimated %s ms, %d s", name, count_lines(log),
                         est and string.format("%.3f", est * 1e3) or "-", os.time() - t0))
   end
 end
