@@ -74,5 +74,5 @@ print(string.format("log ok: %d records, %d errors", n, errors))
 LUA
 "$T" "$W/check.lua" "$LOG" $N > "$W/check.out" 2>&1 || fail "log check: $(cat "$W/check.out")"
 cat "$W/check.out"
-grep -E "^\[round|^Mean inference|tasks have no tuned" "$W/job.out"
+grep -E "^Tuning |^\[round|^Compile|tasks have no tuned|Request Remote|^Evaluate|^Mean inference|^Default schedules" "$W/job.out"
 echo "test_ansor_network_rpc: ok ($(($(date +%s) - T0)) s)"

@@ -33,7 +33,17 @@ eq(o.runner_repeat, 3, "the seed's RPCRunner repeat")
 eq(o.timeout, 50, "the seed's RPCRunner timeout")
 eq(o.min_repeat_ms_e2e, 500, "the seed's min_repeat_ms")
 
+-- --tasks (IDs as extract_tasks numbers them) and --population
+o = flow.parse_args({ "--tasks", "5-7,0, 2,6", "--population", "64" }, { target = "llvm" })
+eq(table.concat(o.task_ids, ","), "0,2,5,6,7", "--tasks: sorted, ranges expanded, duplicates once")
+eq(o.population, 64, "--population")
+eq(flow.parse_args({}, { target = "llvm" }).task_ids, nil, "every task by default")
+
 local bad = {
+  { { "--tasks", "1,x" }, '--tasks: expected task IDs like 0,2,5-7, got "1,x"' },
+  { { "--tasks", "4-2" }, '--tasks: expected task IDs like 0,2,5-7, got "4-2"' },
+  { { "--tasks", "" }, '--tasks: expected task IDs like 0,2,5-7, got ""' },
+  { { "--population", "0" }, '--population: expected a positive integer, got "0"' },
   { { "--layout", "NCWH" }, "--layout: expected NHWC or NCHW, got NCWH" },
   { { "--n-trial", "0" }, '--n-trial: expected a positive integer, got "0"' },
   { { "--n-trial" }, "--n-trial: expected a value" },
