@@ -149,7 +149,7 @@ static int tile_channel_last(tl_ctx *ctx, tl_sched *s, int o, int a, int *done) 
   *done = 0;
   if (tl_sched_num_iters(s, o) != 4 || tl_dag_op_nreduce(dag, o) != 0) return TL_OK;
   int nr = tl_dag_op_nreduce(dag, a);
-  if (tl_sched_num_iters(s, a) != 4 + nr) return TL_OK;
+  if (nr > 24 || tl_sched_num_iters(s, a) != 4 + nr) return TL_OK;   /* (aord below holds 6 + nr) */
   int64_t W = tl_sched_iter_extent(s, o, 2), C = tl_sched_iter_extent(s, o, 3);
   /* columns: 4 when they divide W, else the largest divisor up to 7 (14 and 7 columns: 7) */
   int64_t wt = 1;
@@ -201,7 +201,6 @@ static int tile_channel_last(tl_ctx *ctx, tl_sched *s, int o, int a, int *done) 
   if (rc) return rc;
   n_it = tl_sched_num_iters(s, a);
   int aord[32];
-  if (n_it > 32) return TL_OK;
   k = 0;
   int rfirst = 4 + (nw - 1) + (nc - 1);
   aord[k++] = 0, aord[k++] = 1, aord[k++] = 2, aord[k++] = 2 + nw;

@@ -118,10 +118,10 @@ for _, name in ipairs(list) do
     print(string.format("tuning %s: %d tasks, %d trials in all into %s (%d records there)", name, #tasks, n, log,
                         count_lines(log)))
     io.stdout:flush()
-    -- with --tune-seconds, tuning goes in chunks of 4 rounds (each a task scheduler resumed from
+    -- with --tune-seconds, tuning goes in chunks of 2 rounds (each a task scheduler resumed from
     -- the log) until the network's share of the time is spent or the trials are reached
     local deadline = opts.tune_seconds and os.time() + math.floor(opts.tune_seconds / #list)
-    local chunk = 4 * math.min(opts.per_round, math.max(1, math.floor(n / #tasks)))
+    local chunk = 2 * math.min(opts.per_round, math.max(1, math.floor(n / #tasks)))
     local t0, tuner = os.time(), nil
     repeat
       local have = count_lines(log)
@@ -217,7 +217,7 @@ local function ratio(a, b) return (a and b) and string.format("%.2f", a / b) or 
 local out = {}
 local function emit(s) print(s); out[#out + 1] = s end
 local peer_heads = on_gpu and { "PyTorch eager", "PyTorch graph" } or { "PyTorch" }
-local ratio_heads = on_gpu and { "graph / auto", "default NHWC / NCHW", "NHWC / Mali TopHub" }
+local ratio_heads = on_gpu and { "PyTorch graph / auto", "default NHWC / default NCHW", "default NHWC / Mali TopHub" }
                              or { "AutoTVM / auto", "PyTorch / auto" }
 emit("")
 emit(string.format("%s, batch 1, fp32%s%s; median of %d runs (ms), interleaved in %d rounds", opts.target,
