@@ -14,8 +14,8 @@
 --        -- processes; this process starts no kernel before tuning ends), then built and timed;
 --        -- the peer is PyTorch on the first CUDA device (cuDNN, fp32, TF32 off; eager calls and
 --        -- CUDA-graph replay)
---   tunelua scripts/bench/ansor_network.lua --target opencl --trials 0 --image-size 224
---        -- no log: the default OpenCL schedules, NHWC against NCHW (generic defaults, the
+--   tunelua scripts/bench/ansor_network.lua --target opencl --trials 0 --log-dir none
+--        -- no log there: the default OpenCL schedules, NHWC against NCHW (generic defaults, the
 --        -- Mali templates' fallback configs, TopHub's Mali records)
 --
 -- Options: --networks LIST (resnet-18,mobilenet), --target T (llvm; "opencl" or any OpenCL
@@ -29,7 +29,8 @@
 -- the table's "records" column says how many trials each network's log holds).
 --
 -- Batch 1, fp32. Every figure is a median; ratios are the other build's time over the
--- auto-scheduled one's (> 1: auto-scheduled is faster).
+-- auto-scheduled one's (> 1: auto-scheduled is faster); on OpenCL the default NHWC build is also
+-- set against the NCHW ones.
 local tl = require "tunelua"
 local autotvm = require "tunelua.autotvm"
 local relay = require "tunelua.relay"
