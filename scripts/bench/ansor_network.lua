@@ -126,7 +126,10 @@ for _, name in ipairs(list) do
     local t0, tuner = os.time(), nil
     repeat
       local have = count_lines(log)
-      local goal = deadline and math.min(n, math.max(#tasks, have + chunk)) or n
+      -- the first chunk gives each task up to 4 trials (a task whose first round measured
+      -- nothing valid is not tuned again)
+      local first = have < #tasks and #tasks * math.min(opts.per_round, 4) or #tasks
+      local goal = deadline and math.min(n, math.max(first, have + chunk)) or n
       if goal <= have then break end
       tuner = auto_scheduler.TaskScheduler(tasks, weights, { load_log_file = file.exists(log) and log or nil,
                                                              callbacks = {} })
