@@ -112,7 +112,6 @@ static int bind_stage(tl_ctx *ctx, tl_sched *s, int st, int *thread_pos) {
   return TL_OK;
 }
 
-
 /* A 4-D channel-last reduction: an NHWC convolution (tag or name ends in
 ** "_nhwc") or an op whose attributes say layout NHWC (the pools). */
 static int channel_last(const tl_dag *dag, int op) {
