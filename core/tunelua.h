@@ -471,6 +471,12 @@ const char *tl_topi_pattern_name(int pattern);
 int tl_topi_default_schedule(tl_ctx *ctx, tl_sched *s, const char *sched_class);
 /* The OpenCL default schedule alone (what "opencl" above runs). */
 int tl_topi_default_schedule_gpu(tl_ctx *ctx, tl_sched *s);
+/* The weight of conv2d_NCHWc_winograd (core/topi/winograd_nchwc.c): a float32
+** 3x3 kernel src [K/src_block, C, 3, 3, src_block] (src_block 1: OIHW)
+** transformed for tile size m (2, 4, 6) into dst [m+2, m+2, K/out_block, C,
+** out_block]; computed once when a network is built. */
+int tl_topi_winograd_nchwc_weight(tl_ctx *ctx, int m, int64_t K, int64_t C, int64_t src_block,
+                                  int64_t out_block, const float *src, float *dst);
 
 /* ---- graph: ONNX ------------------------------------------------------ */
 /* ONNX models (ModelProto) and ONNX test-data files (serialized TensorProto,

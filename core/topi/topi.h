@@ -122,6 +122,8 @@ tl_ref tl_topi_window(tl_dag *dag, tl_ref y, int64_t s, tl_ref r, int64_t d);
 /* nchwc.c (the channel-blocked layout NCHW[x]c) */
 int tl_topi_conv2d_nchwc(tl_topi_call *c);
 int tl_topi_depthwise_conv2d_nchwc(tl_topi_call *c);
+/* winograd_nchwc.c (Winograd F(m x m, 3 x 3) on NCHW[x]c, the weight transformed once) */
+int tl_topi_conv2d_nchwc_winograd(tl_topi_call *c);
 /* pool.c */
 int tl_topi_pool2d(tl_topi_call *c);
 int tl_topi_global_pool(tl_topi_call *c);

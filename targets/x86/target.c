@@ -173,10 +173,12 @@ static int x86_host_check(tl_ctx *ctx, const tl_target *t) {
 }
 
 static const tl_atvm_template *const templates[] = {&tl_x86_conv2d_nchwc, &tl_x86_depthwise_nchwc,
-                                                    &tl_x86_dense_pack, &tl_x86_dense_nopack, NULL};
+                                                    &tl_x86_dense_pack, &tl_x86_dense_nopack,
+                                                    &tl_x86_conv2d_nchwc_winograd, NULL};
 
 static const tl_target_impl_row impls[] = {
     {"conv2d", "conv2d_NCHWc.x86", "conv_layout", NULL},
+    {"conv2d", "conv2d_NCHWc_winograd.x86", "conv_layout", "3x3s1"},
     {"depthwise_conv2d", "depthwise_conv2d_NCHWc.x86", "conv_layout", NULL},
     {"dense", "dense_nopack.x86", "dense", NULL},
     {"dense", "dense_pack.x86", "dense", NULL},

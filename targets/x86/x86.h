@@ -9,5 +9,7 @@
 
 extern const tl_atvm_template tl_x86_conv2d_nchwc, tl_x86_depthwise_nchwc, tl_x86_dense_pack,
     tl_x86_dense_nopack;
+/* winograd.c: Winograd F(m x m, 3 x 3) on the blocked layout */
+extern const tl_atvm_template tl_x86_conv2d_nchwc_winograd;
 
 #endif

@@ -1,0 +1,259 @@
+/*
+** winograd.c -- conv2d_NCHWc_winograd.x86: Winograd F(m x m, 3 x 3) for
+** float32 3x3, stride-1, dilation-1 convolutions in the graph's blocked
+** layout (NCHW[ib]c data in, NCHW[ob]c out, the weight transformed once at
+** build time to [a, a, K/ob, C, ob] by tl_topi_winograd_nchwc_weight).
+**
+** The compute is topi's conv2d_NCHWc_winograd (core/topi/winograd_nchwc.c):
+** padding, input transform (data_pack), batched GEMM (bgemm), output
+** transform; the fused bias / residual add / relu of the graph follow the
+** output transform in one pass over the output. Schedule:
+**   data_pad   at root, (n, c_chunk, h) fused and parallel, the channel
+**              block vectorized;
+**   data_pack  at root, (c_chunk, p) fused and parallel, (eps, nu) unrolled
+**              (each a straight sum of the tile's inputs), the channel block
+**              vectorized;
+**   bgemm      at root, (eps, nu, k_chunk [, p/tile_p]) fused and parallel
+**              ("parallel" knob); accumulated in registers per tile_p tiles
+**              (cache_write): ic_outer, ic_inner, tile_p rows (unrolled), ob
+**              (vectorized, in vectors of the target's width) -- the direct
+**              conv's FMA micro-kernel, a kernel vector per (c) and a
+**              broadcast V element per row;
+**   output     (n, k_chunk, oh/m) fused and parallel, ow/m, then the m x m
+**              tile unrolled and the block vectorized (the fused endings
+**              computed there, once per output vector).
+** Knobs: tile_ic, tile_oc (the graph's blocks, as conv2d_NCHWc.x86's), tile_size
+** (m: 2, 4, 6), tile_p (most register rows of the GEMM; the largest divisor of
+** the tile count P up to it is taken), parallel (0: over (eps, nu, k_chunk),
+** 1: with p/tile_p too). The NCHW form of the task (no blocked shapes) is the
+** plain conv2d and has no schedule here: the template runs blocked only.
+*/
+#include "x86.h"
+
+#include <stdio.h>
+
+#define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
+
+static const char *const TMPL = "conv2d_NCHWc_winograd.x86";
+
+static int wg_info(tl_ctx *ctx, const tl_atvm_args *a, tl_atvm_conv *ci) {
+  if (a->ntensors < 2)
+    return tl_err(ctx, TL_E_ARG, "%s: expected args [data, kernel, strides, padding, dilation, ...] with 2 tensors, got %d",
+                  TMPL, a->ntensors);
+  TRY(tl_atvm_conv_read(ctx, a, 0, ci));
+  if (json_array_size(a->json) >= 6) {
+    const char *layout = json_string_value(json_array_get(a->json, 5));
+    if (layout && strcmp(layout, "NCHW") != 0)
+      return tl_err(ctx, TL_E_UNSUPPORTED, "%s: data layout '%s' is not supported (NCHW)", TMPL, layout);
+  }
+  return tl_atvm_conv_size(ctx, ci, 0);
+}
+
+/* float32, groups 1, 3x3, stride 1, dilation 1: the convs it computes. */
+static int wg_ok(const tl_atvm_args *a, const tl_atvm_conv *ci) {
+  if (a->dtype[0] != TL_FLOAT32 || a->dtype[1] != TL_FLOAT32) return 0;
+  if (ci->out_dtype && strcmp(ci->out_dtype, "float32") != 0) return 0;
+  return a->shape[1][1] == ci->C && ci->KH == 3 && ci->KW == 3 && ci->stride[0] == 1 &&
+         ci->stride[1] == 1 && ci->dil[0] == 1 && ci->dil[1] == 1;
+}
+
+static int64_t last_of(tl_atvm_cfg *cfg, const char *name) {
+  int w;
+  const int64_t *e = tl_cfg_ints(cfg, name, &w);
+  return e ? e[w - 1] : 0;
+}
+
+static int wg_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
+  tl_ctx *ctx = cfg->ctx;
+  tl_atvm_conv ci;
+  TRY(wg_info(ctx, a, &ci));
+  cfg->flop = 2.0 * (double)(ci.N * ci.O * ci.OH * ci.OW) * (double)(ci.C * ci.KH * ci.KW);
+  if (tl_atvm_space_define_split(ctx, cfg->space, "tile_ic", ci.C, "factors", 2, 0, -1, NULL, 0) < 0 ||
+      tl_atvm_space_define_split(ctx, cfg->space, "tile_oc", ci.O, "factors", 2, 0, -1, NULL, 0) < 0 ||
+      tl_atvm_space_define_knob(ctx, cfg->space, "tile_size", "[4, 2, 6]") < 0 ||
+      tl_atvm_space_define_knob(ctx, cfg->space, "tile_p", "[8, 4, 6, 12, 14, 16, 24, 28]") < 0 ||
+      tl_atvm_space_define_knob(ctx, cfg->space, "parallel", "[0, 1]") < 0)
+    return tl_errcode(ctx);
+  /* fallback: a block of one vector of output channels, the input block at most that;
+  ** F(4x4) (F(2x2) when the output is at most 8 wide: F(4x4) tiles would waste most of
+  ** their work on padding); register rows from the budget (a broadcast and a kernel
+  ** vector free) */
+  int64_t lanes = cfg->hw->lanes > 0 ? cfg->hw->lanes : 16, regs = cfg->hw->registers > 0 ? cfg->hw->registers : 32;
+  int64_t oc_bn = tl_atvm_largest_divisor(ci.O, lanes);
+  int64_t ic_bn = tl_atvm_largest_divisor(ci.C, oc_bn);
+  int64_t s_ic[2] = {-1, ic_bn}, s_oc[2] = {-1, oc_bn};
+  TRY(tl_cfg_fallback_split(cfg, "tile_ic", s_ic, 2));
+  TRY(tl_cfg_fallback_split(cfg, "tile_oc", s_oc, 2));
+  int64_t m = ci.OH <= 8 || ci.OW <= 8 ? 2 : 4;
+  tl_cfg_fallback_other(cfg, "tile_size", (double)m);
+  tl_cfg_fallback_other(cfg, "tile_p", regs >= 32 ? 16 : 12);
+  tl_cfg_fallback_other(cfg, "parallel", 0);
+  return TL_OK;
+}
+
+/* The NCHW form (task creation, a task that is not blocked): the plain conv2d. */
+static int wg_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin, int *out,
+                      int max_out, int *nout) {
+  tl_atvm_conv ci;
+  TRY(wg_info(ctx, a, &ci));
+  if (nin < 2 || tl_dag_tensor_ndim(dag, in[0]) != 5 || tl_dag_tensor_ndim(dag, in[1]) != 5)
+    return tl_atvm_conv2d_nchw_compute(ctx, a, dag, in, nin, out, max_out, nout);
+  if (!wg_ok(a, &ci))
+    return tl_err(ctx, TL_E_UNSUPPORTED, "%s: only float32 3x3 convolutions of stride 1 and dilation 1", TMPL);
+  char attrs[256];
+  snprintf(attrs, sizeof attrs, "{\"padding\":[%lld,%lld,%lld,%lld],\"out_dtype\":\"float32\"}",
+           (long long)ci.pad[0], (long long)ci.pad[1], (long long)ci.pad[2], (long long)ci.pad[3]);
+  return tl_topi_op(ctx, dag, "conv2d_NCHWc_winograd", in, 2, attrs, out, max_out, nout);
+}
+
+static int pos(tl_sched *s, int st, int node) { return tl_sched_node_iter(s, st, node); }
+
+static int ann(tl_ctx *ctx, tl_sched *s, int st, int node, int a) {
+  int p = pos(s, st, node);
+  if (p < 0) return tl_err(ctx, TL_E_INTERNAL, "%s: annotate: lost an iterator", TMPL);
+  if (tl_sched_iter_extent(s, st, p) == 1 && a != TL_ANN_PARALLEL) return TL_OK;
+  return tl_sched_annotate(ctx, s, st, p, a);
+}
+
+/* The output loops of stage O (n, k_chunk, oh, ow, ob): par(n, k_chunk, oh/m), ow/m,
+** oh%m, ow%m (unrolled), ob (vectorized). */
+static int wg_output(tl_ctx *ctx, tl_sched *s, int O, int64_t m, int *par_out) {
+  int t[3];
+  TRY(tl_atvm_split_node(ctx, s, O, 2, 1, &m, t));
+  int oho = t[0], ohi = t[1];
+  TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &m, t));
+  int owo = t[0], owi = t[1];
+  int order[7] = {0, 1, oho, owo, ohi, owi, 4};
+  TRY(tl_atvm_reorder_nodes(ctx, s, O, order, 7));
+  int par, f3[3] = {0, 1, oho};
+  TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, 3, &par));
+  TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
+  *par_out = par;
+  TRY(ann(ctx, s, O, ohi, TL_ANN_UNROLL));
+  TRY(ann(ctx, s, O, owi, TL_ANN_UNROLL));
+  return ann(ctx, s, O, 4, TL_ANN_VECTORIZE);
+}
+
+/* Tiles along the output's width: ceil(OW / m) of stage O's output. */
+static int64_t wg_tiles_w(tl_sched *s, tl_dag *dag, int O, int64_t m) {
+  int64_t OW = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, O, 0))[3];
+  return (OW + m - 1) / m;
+}
+
+static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
+  tl_ctx *ctx = cfg->ctx;
+  tl_dag *dag = tl_sched_dag(s);
+  int Y = tl_atvm_stage_by_tag(s, "conv2d_NCHWc_winograd");
+  int V = tl_atvm_stage_by_tag(s, "winograd_nchwc_data_pack");
+  int M = tl_atvm_stage_by_tag(s, "winograd_nchwc_bgemm");
+  if (Y < 0 || V < 0 || M < 0)
+    return tl_err(ctx, TL_E_UNSUPPORTED,
+                  "%s: runs on the graph's blocked layout only (NCHW[x]c data and the transformed weight); "
+                  "this is the task's NCHW form",
+                  TMPL);
+  (void)a;
+  int64_t m = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, M, 0))[0] - 2;
+  int64_t rows = (int64_t)tl_cfg_other(cfg, "tile_p");
+  int par_p = tl_cfg_other(cfg, "parallel") != 0;
+  int64_t lanes = cfg->hw->lanes > 0 ? cfg->hw->lanes : 16;
+  /* inline the injective stages but the padding, the input transform and the output */
+  int last = tl_sched_num_stages(s) - 1;
+  for (int i = 0; i < last; i++) {
+    if (i == V || i == M || tl_sched_stage_op_kind(s, i) != TL_DAG_COMPUTE) continue;
+    if (tl_dag_op_nreduce(dag, i) > 0) continue;
+    const char *tag = tl_dag_op_tag(dag, i);
+    if (i < V && tag && strncmp(tag, "injective,pad", 13) == 0) {
+      int f[3] = {0, 1, 2};
+      TRY(tl_sched_fuse(ctx, s, i, 3, f));
+      TRY(tl_sched_annotate(ctx, s, i, 0, TL_ANN_PARALLEL));
+      TRY(ann(ctx, s, i, tl_sched_iter_node(s, i, tl_sched_num_iters(s, i) - 1), TL_ANN_VECTORIZE));
+      continue;
+    }
+    if (i == Y && !tl_atvm_same_shape(s, Y, last)) continue;
+    TRY(tl_sched_compute_inline(ctx, s, i));
+  }
+  /* data_pack: c_chunk, p, eps, nu (unrolled), c_block (vectorized) */
+  {
+    int order[5] = {2, 3, 0, 1, 4};
+    TRY(tl_atvm_reorder_nodes(ctx, s, V, order, 5));
+    int par, f2[2] = {2, 3};
+    TRY(tl_atvm_fuse_nodes(ctx, s, V, f2, 2, &par));
+    TRY(ann(ctx, s, V, par, TL_ANN_PARALLEL));
+    TRY(ann(ctx, s, V, 0, TL_ANN_UNROLL));
+    TRY(ann(ctx, s, V, 1, TL_ANN_UNROLL));
+    TRY(ann(ctx, s, V, 4, TL_ANN_VECTORIZE));
+  }
+  /* the output transform (with the fused endings): O */
+  last = tl_sched_num_stages(s) - 1;
+  Y = tl_atvm_stage_by_tag(s, "conv2d_NCHWc_winograd");
+  int O = last, opar;
+  if (Y >= 0 && tl_sched_stage_compute_at(s, Y, NULL, NULL) == TL_CA_ROOT && Y != last) {
+    /* a last stage of another shape: its outer loops in parallel, Y at root */
+    int f[2] = {0, 1};
+    TRY(tl_sched_fuse(ctx, s, last, 2, f));
+    TRY(tl_sched_annotate(ctx, s, last, 0, TL_ANN_PARALLEL));
+    O = Y;
+  }
+  TRY(wg_output(ctx, s, O, m, &opar));
+  /* bgemm: computed per row of tiles and block of output channels at the output's
+  ** parallel loop (a buffer of a*a*nW*ob), accumulated in registers (CC) per tile_p tiles */
+  {
+    const int64_t *ms = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, M, 0));
+    int64_t ob = ms[4], nW = wg_tiles_w(s, dag, O, m);
+    int64_t rp = tl_atvm_largest_divisor(nW, rows > 0 ? rows : 8);
+    char cname[128], oname[128];
+    snprintf(cname, sizeof cname, "%s", tl_sched_stage_name(s, M));
+    snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
+    int CC, t[3];
+    TRY(tl_sched_cache_write(ctx, s, M, "local", &CC));
+    M = tl_sched_stage_find(s, cname);
+    O = tl_sched_stage_find(s, oname);
+    TRY(tl_sched_compute_at(ctx, s, M, O, pos(s, O, opar)));
+    TRY(tl_atvm_split_node(ctx, s, M, 3, 1, &rp, t));
+    int po = t[0], pi = t[1];
+    int order[6] = {2, 0, 1, po, pi, 4};
+    TRY(tl_atvm_reorder_nodes(ctx, s, M, order, 6));
+    TRY(ann(ctx, s, M, 4, TL_ANN_VECTORIZE));
+    TRY(tl_sched_compute_at(ctx, s, CC, M, pos(s, M, po)));
+    /* CC: eps nu k_chunk p k_block | ic_outer ic_inner */
+    TRY(tl_atvm_split_node(ctx, s, CC, 3, 1, &rp, t));
+    po = t[0], pi = t[1];
+    int bo = -1, bi = 4;
+    if (ob > lanes && ob % lanes == 0) {
+      TRY(tl_atvm_split_node(ctx, s, CC, 4, 1, &lanes, t));
+      bo = t[0], bi = t[1];
+    }
+    int o2[10], no = 0;
+    o2[no++] = 0, o2[no++] = 1, o2[no++] = 2, o2[no++] = po, o2[no++] = 5, o2[no++] = 6, o2[no++] = pi;
+    if (bo >= 0) o2[no++] = bo;
+    o2[no++] = bi;
+    TRY(tl_atvm_reorder_nodes(ctx, s, CC, o2, no));
+    TRY(ann(ctx, s, CC, pi, TL_ANN_UNROLL));
+    if (bo >= 0) TRY(ann(ctx, s, CC, bo, TL_ANN_UNROLL));
+    TRY(ann(ctx, s, CC, bi, TL_ANN_VECTORIZE));
+  }
+  (void)par_p;
+  return TL_OK;
+}
+
+/* The graph's blocked inputs under cfg: data [N, C/ib, H, W, ib], the transformed
+** weight [m+2, m+2, K/ob, C, ob]. */
+static int wg_blocked_input(tl_atvm_cfg *cfg, const tl_atvm_args *a, int i, int *ndim, int64_t *shape) {
+  tl_atvm_conv ci;
+  if (i > 1 || wg_info(cfg->ctx, a, &ci) || !wg_ok(a, &ci)) return 0;
+  int64_t ob = last_of(cfg, "tile_oc"), ib = last_of(cfg, "tile_ic");
+  int64_t m = (int64_t)tl_cfg_other(cfg, "tile_size");
+  if (ib < 1 || ob < 1 || ci.C % ib || ci.O % ob || (m != 2 && m != 4 && m != 6)) return 0;
+  *ndim = 5;
+  if (i == 0) {
+    int64_t d[5] = {ci.N, ci.C / ib, ci.H, ci.W, ib};
+    memcpy(shape, d, sizeof d);
+  } else {
+    int64_t k[5] = {m + 2, m + 2, ci.O / ob, ci.C, ob};
+    memcpy(shape, k, sizeof k);
+  }
+  return 1;
+}
+
+const tl_atvm_template tl_x86_conv2d_nchwc_winograd = {
+    "conv2d_NCHWc_winograd.x86", wg_define, wg_compute, wg_schedule, NULL, NULL, 0, wg_blocked_input};
