@@ -41,6 +41,7 @@ local targets = require "tunelua.target"
 local stats = require "tunelua.stats"
 local vta = require "tunelua.vta"
 local vta_groups = require "tunelua.graph.vta_groups"
+local winograd = require "tunelua.graph.winograd_x86"
 
 local C, ctx, check = core.C, core.ctx, core.check
 
@@ -215,7 +216,8 @@ local function by_cost(impls, ctxs, tgt)
 end
 
 -- The blocked templates (their NCHW[x]c forms run the whole graph blocked on x86).
-local BLOCKED = { ["conv2d_NCHWc.x86"] = true, ["depthwise_conv2d_NCHWc.x86"] = true }
+local BLOCKED = { ["conv2d_NCHWc.x86"] = true, ["depthwise_conv2d_NCHWc.x86"] = true,
+                  [winograd.TEMPLATE] = true }
 local CONTRIB = { ["nn.contrib_conv2d_NCHWc"] = true, ["nn.contrib_depthwise_conv2d_NCHWc"] = true }
 
 --- executor.conv_blocks(tgt, ctxs) -> function(conv2d call) -> ic_bn, oc_bn, or nil when the
@@ -223,14 +225,29 @@ local CONTRIB = { ["nn.contrib_conv2d_NCHWc"] = true, ["nn.contrib_depthwise_con
 --- will schedule that conv with (the first dispatch context of ctxs with a record for its
 --- task, else the template's fallback config): the last factors of tile_ic and tile_oc.
 --- AlterOpLayout gives the graph these layouts (relay.optimize's conv_blocks).
-function executor.conv_blocks(tgt, ctxs)
+-- The templates for anchor node in the order the build tries them: by_cost, then the
+-- Winograd choice of a 3x3 stride-1 conv on x86 (tunelua.graph.winograd_x86; mode
+-- "auto", "always" or "never").
+local function conv_impls(node, tgt, ctxs, mode)
+  local impls = by_cost(strategy.templates(node, tgt), ctxs, tgt)
+  return winograd.order(impls, node, mode or "auto", function(impl)
+    local okt, task = pcall(require("tunelua.autotvm.task").create, impl.name, impl.args, tgt.str)
+    if not okt or type(task) ~= "table" or task.handle == nil then return false end
+    for _, c in ipairs(ctxs) do
+      if lookup_index(c, task, tgt, impl) then return true end
+    end
+    return false
+  end)
+end
+
+function executor.conv_blocks(tgt, ctxs, mode)
   local has = false
   for _, row in ipairs(tgt.strategy or {}) do if BLOCKED[row.template] then has = true end end
   if not has then return nil end
   local tm = require "tunelua.autotvm.task"
   local gt = require "tunelua.autotvm.graph_tuner"
   return function(call)
-    local impl = strategy.templates(call, tgt)[1]
+    local impl = conv_impls(call, tgt, ctxs, mode)[1]
     if not impl or not BLOCKED[impl.name] then return nil end
     local okt, task = pcall(tm.create, impl.name, impl.args, tgt.str)
     if not okt or type(task) ~= "table" or task.handle == nil then return nil end
@@ -245,7 +262,7 @@ function executor.conv_blocks(tgt, ctxs)
   end
 end
 
-local function tuned_group(call, tgt, ctxs)
+local function tuned_group(call, tgt, ctxs, mode)
   local tm = require "tunelua.autotvm.task"
   local anchor
   if walk.is_function(call.op) then
@@ -254,7 +271,7 @@ local function tuned_group(call, tgt, ctxs)
     anchor = call
   end
   if not anchor then return nil end
-  local impls = by_cost(strategy.templates(anchor, tgt), ctxs, tgt)
+  local impls = conv_impls(anchor, tgt, ctxs, mode)
   -- a target whose untuned anchors take the first template's fallback config (as TVM does
   -- on Mali): tried after every template was looked up, not counted as tuned
   local passes = tgt.fallback_untuned and 2 or 1
@@ -262,8 +279,12 @@ local function tuned_group(call, tgt, ctxs)
   for pi, impl in ipairs(impls) do
     local okt, task
     if pass == 1 or pi == 1 then okt, task = pcall(tm.create, impl.name, impl.args, tgt.str) end
+    local wconst = anchor_weight_const(call, anchor)
+    -- Winograd takes blocked data and a constant weight (transformed here, once)
+    if impl.name == winograd.TEMPLATE and not (wconst and CONTRIB[anchor.op] and #anchor.args[1].type.shape == 5) then
+      okt = false
+    end
     if okt and type(task) == "table" and task.handle ~= nil then
-      local wconst = anchor_weight_const(call, anchor)
       local cands = {}
       if pass == 1 then
         for _, c in ipairs(ctxs) do cands[#cands + 1] = c end
@@ -284,12 +305,15 @@ local function tuned_group(call, tgt, ctxs)
           local okb, g = pcall(group.build, call, {
             anchor_hook = function(dag, node, in_ids, _)
               -- a blocked conv of the graph: topi's NCHW[x]c compute, the template's schedule
-              if node ~= anchor or CONTRIB[node.op] then return nil end
+              if node ~= anchor or (CONTRIB[node.op] and impl.name ~= winograd.TEMPLATE) then return nil end
               local n = #in_ids
               local ids = intarr(n)
               for i = 1, n do ids[i - 1] = in_ids[i] end
               local extra
               local pv = n >= 2 and deployed_weight(impl, wconst)
+              if impl.name == winograd.TEMPLATE then
+                pv = winograd.weight(wconst, winograd.tile_size(task, index), node.args[2].type.shape[5])
+              end
               if pv then
                 local psh, dt = pv:shape(), pv:dtype()
                 local sh = ffi.new("int64_t[?]", #psh, psh)
@@ -396,8 +420,13 @@ end
 ---   quiet = false, opt = true, layouts = true}) -> lib
 --- layouts = false keeps every activation NCHW on x86 (each conv packs and unpacks its own
 --- data); by default AlterOpLayout runs the graph on the convs' blocked layouts NCHW[x]c.
+--- winograd = "auto" (default), "always" or "never": whether x86 3x3 stride-1 convs run as
+--- conv2d_NCHWc_winograd.x86 (tunelua.graph.winograd_x86: records decide, else a rule by shape).
 function executor.build(mod, opts)
   opts = opts or {}
+  if opts.winograd ~= nil and not winograd.MODES[opts.winograd] then
+    error("executor.build: winograd must be \"auto\", \"always\" or \"never\", got " .. tostring(opts.winograd), 2)
+  end
   local tstr = opts.target or "llvm"
   if not targets.record(tstr).backend then
     error("executor.build: only CPU targets ('llvm', 'c') and OpenCL ('opencl ...') run here, got '"
@@ -436,8 +465,8 @@ function executor.build(mod, opts)
   local m = mod
   if opts.opt ~= false then
     m = extract.optimize(mod, { target = tgt.str, params = params,
-                                conv_blocks = opts.layouts ~= false and not ansor and executor.conv_blocks(tgt, ctxs)
-                                              or nil }, 2)
+                                conv_blocks = opts.layouts ~= false and not ansor and
+                                              executor.conv_blocks(tgt, ctxs, opts.winograd) or nil }, 2)
   end
   local main = walk.main(m, 2)
 
@@ -565,7 +594,7 @@ function executor.build(mod, opts)
       if ansor then
         g, s, how = ansor_group(n, tgt, ansor, ansor_tasks)
       else
-        g, s, how, fallback = tuned_group(n, tgt, ctxs)
+        g, s, how, fallback = tuned_group(n, tgt, ctxs, opts.winograd)
       end
       if not g then
         g = group.build(n, nil, 2)
