@@ -11,19 +11,22 @@
 **
 ** Stages (P = N * nH * nW output tiles of m x m):
 **   data_pad   [N, C/ib, nH*m+2 (or more), nW*m+2, ib]   zero-padded input
-**   data_pack  V[e, u, C/ib, P, ib] = (BT d B)[e, u] of the tile's a x a
-**              window, channel block innermost (one vector per (e, u))
+**   data_pack_rows T[e, rb, C/ib, P, ib] = (BT d)[e, rb] of the tile's a x a
+**              window, then
+**   data_pack  V[e, u, C/ib, P, ib] = (T B)[e, u] (channel block innermost:
+**              one vector per (e, u))
 **   bgemm      M[e, u, K/ob, P, ob] = sum_c U[e, u, k, c, :] * V[e, u, c, p]
 **              (a batched GEMM over the a*a tile positions: the FMA
 **              micro-kernel of the direct conv, a block of ob output
 **              channels as the vector, one broadcast V element per row)
-**   conv2d_NCHWc_winograd  Y[n, k, h, w, :] = (AT M A)[h % m, w % m] of
-**              tile (n, h / m, w / m)   (injective: the fused bias / add /
-**              relu go after it, on the output's own shape)
-** The two transforms are injective: the sum for each (e, u) (or (h % m,
-** w % m)) is written out with the matrices' non-zero entries only (no
-** multiply for +-1), selected by the position; a schedule that unrolls
-** the position loops leaves one straight sum per element. FLOPs: the
+**   inverse_rows R[K/ob, P, m, a, ob] = (AT M)[vh, rb], then
+**   conv2d_NCHWc_winograd  Y[n, k, h, w, :] = (R A)[h % m, w % m] of tile
+**              (n, h / m, w / m)   (injective: the fused bias / add / relu go
+**              after it, on the output's own shape)
+** Each transform pass is injective: for each position of its output along
+** the transformed axis, a sum over the other with the matrix's non-zero
+** entries only (no multiply for +-1), selected by the position; a schedule
+** that unrolls the position loop leaves one short sum per element. FLOPs: the
 ** output op records "FLOP" = the direct convolution's 2*N*K*OH*OW*C*9, the
 ** other stages "FLOP": 0 (as conv2d_winograd).
 */
@@ -39,20 +42,33 @@ static json_t *flop_json(double flop) {
   return j;
 }
 
-/* sum_{i,j} L[i][ri] * R[j][rj] * load(i, j) over the non-zero products,
-** L, R given as [rows][cols] (coefficient of term (i, j) = L[i*lc+ri] *
-** R[j*rc+rj]). load(i, j) is an expression built by the callback. */
-typedef tl_ref (*term_fn)(void *ud, int i, int j);
+/* By position q (0..nq-1): sum_{i < ni} L[i][q] * load(i), the non-zero terms only (no
+** multiply for +-1), as select(q == 0, S0, select(q == 1, S1, ...)). L is [ni][nq]
+** row-major; load(i) is buf at idx with slot si = base + i. */
+typedef struct {
+  tl_dag *dag;
+  int buf, ndim, si;
+  tl_ref idx[8];
+  tl_ref base;        /* added to i in slot si (0: none) */
+} load_ctx;
 
-static tl_ref sparse_sum(tl_dag *dag, tl_type t, const double *L, int li, int lc, int ri,
-                         const double *R, int rj, int rc, int rjj, term_fn f, void *ud) {
+static tl_ref load_at(load_ctx *lc, int i) {
+  tl_ir *ir = lc->dag->ir;
+  tl_ref idx[8];
+  memcpy(idx, lc->idx, sizeof idx);
+  idx[lc->si] = lc->base ? tl_add(ir, lc->base, tl_int(ir, i)) : tl_int(ir, i);
+  return tl_te_load(lc->dag, lc->buf, idx, lc->ndim);
+}
+
+static tl_ref position_sum(tl_dag *dag, tl_type t, tl_ref q, int nq, const double *L, int ni, load_ctx *lc) {
   tl_ir *ir = dag->ir;
-  tl_ref acc = 0;
-  for (int i = 0; i < li; i++)
-    for (int j = 0; j < rj; j++) {
-      double c = L[i * lc + ri] * R[j * rc + rjj];
+  tl_ref v = 0;
+  for (int b = nq - 1; b >= 0; b--) {
+    tl_ref acc = 0;
+    for (int i = 0; i < ni; i++) {
+      double c = L[i * nq + b];
       if (c == 0) continue;
-      tl_ref x = f(ud, i, j);
+      tl_ref x = load_at(lc, i);
       if (c == 1 || c == -1) {
         if (!acc) acc = c == 1 ? x : tl_sub(ir, tl_topi_const(dag, t, 0), x);
         else acc = c == 1 ? tl_add(ir, acc, x) : tl_sub(ir, acc, x);
@@ -61,47 +77,9 @@ static tl_ref sparse_sum(tl_dag *dag, tl_type t, const double *L, int li, int lc
         acc = acc ? tl_add(ir, acc, term) : term;
       }
     }
-  return acc ? acc : tl_topi_const(dag, t, 0);
-}
-
-/* select(p == 0 && q == 0, S00, select(...)) over the np x nq positions. */
-typedef struct {
-  tl_dag *dag;
-  int buf;            /* tensor loaded */
-  int ndim;
-  tl_ref idx[8];      /* its index, with slots si/sj replaced per term */
-  int si, sj;
-  tl_ref base_i, base_j;  /* added to the term's i and j (0: none) */
-} load_ctx;
-
-static tl_ref load_term(void *ud, int i, int j) {
-  load_ctx *lc = ud;
-  tl_ir *ir = lc->dag->ir;
-  tl_ref idx[8];
-  memcpy(idx, lc->idx, sizeof idx);
-  idx[lc->si] = lc->base_i ? tl_add(ir, lc->base_i, tl_int(ir, i)) : tl_int(ir, i);
-  idx[lc->sj] = lc->base_j ? tl_add(ir, lc->base_j, tl_int(ir, j)) : tl_int(ir, j);
-  return tl_te_load(lc->dag, lc->buf, idx, lc->ndim);
-}
-
-/* By position (p, q) in np x nq: sum_{i<ni, j<nj} L[i][p] R[j][q] load(i, j)
-** with L = [ni][lc], R = [nj][rc] row-major. */
-static tl_ref position_select(tl_dag *dag, tl_type t, tl_ref p, tl_ref q, int np, int nq,
-                              const double *L, int ni, int lcols, const double *R, int nj,
-                              int rcols, load_ctx *lc) {
-  tl_ir *ir = dag->ir;
-  tl_ref v = 0;
-  for (int a = np - 1; a >= 0; a--)
-    for (int b = nq - 1; b >= 0; b--) {
-      tl_ref s = sparse_sum(dag, t, L, ni, lcols, a, R, nj, rcols, b, load_term, lc);
-      if (!v) {
-        v = s;
-        continue;
-      }
-      tl_ref cond = tl_and(ir, tl_binary(ir, TL_IR_EQ, p, tl_int(ir, a)),
-                           tl_binary(ir, TL_IR_EQ, q, tl_int(ir, b)));
-      v = tl_select(ir, cond, s, v);
-    }
+    if (!acc) acc = tl_topi_const(dag, t, 0);
+    v = v ? tl_select(ir, tl_binary(ir, TL_IR_EQ, q, tl_int(ir, b)), acc, v) : acc;
+  }
   return v;
 }
 
@@ -171,18 +149,30 @@ int tl_topi_conv2d_nchwc_winograd(tl_topi_call *c) {
     free(txt);
     if (rc) goto done;
   }
-  /* V[e, u, c1, p, ci] */
-  int V;
+  /* the input transform in two passes, each a sum over one axis of the tile:
+  ** T[e, rb, c1, p, ci] = sum_ra B[ra][e] d[ra][rb],  V[e, u, c1, p, ci] = sum_rb B[rb][u] T[e, rb] */
+  int T, V;
   {
-    static const char *const names[5] = {"eps", "nu", "c_chunk", "p", "c_block"};
+    static const char *const names[5] = {"eps", "r_b", "c_chunk", "p", "c_block"};
     tl_ref ax[5];
     tl_te_axis_vars(dag, 5, names, ax);
     tl_ref n = tl_floordiv(ir, ax[3], tl_int(ir, nH * nW));
     tl_ref th = tl_floormod(ir, tl_floordiv(ir, ax[3], tl_int(ir, nW)), tl_int(ir, nH));
     tl_ref tw = tl_floormod(ir, ax[3], tl_int(ir, nW));
-    load_ctx lc = {dag, pad, 5, {n, ax[2], 0, 0, ax[4]}, 2, 3,
-                   tl_mul(ir, th, tl_int(ir, m)), tl_mul(ir, tw, tl_int(ir, m))};
-    tl_ref body = position_select(dag, dt, ax[0], ax[1], a, a, B, a, a, B, a, a, &lc);
+    load_ctx lc = {dag, pad, 5, 2, {n, ax[2], 0, tl_add(ir, tl_mul(ir, tw, tl_int(ir, m)), ax[1]), ax[4]},
+                   tl_mul(ir, th, tl_int(ir, m))};
+    tl_ref body = position_sum(dag, dt, ax[0], a, B, a, &lc);
+    int64_t shape[5] = {a, a, C1, P, ib};
+    if ((rc = tl_topi_emit(c, "data_pack_rows", "winograd_nchwc_rows", "injective", 5, shape, ax, body,
+                           TL_RED_NONE, NULL, 0, 0, z, &T)))
+      goto done;
+  }
+  {
+    static const char *const names[5] = {"eps", "nu", "c_chunk", "p", "c_block"};
+    tl_ref ax[5];
+    tl_te_axis_vars(dag, 5, names, ax);
+    load_ctx lc = {dag, T, 5, 1, {ax[0], 0, ax[2], ax[3], ax[4]}, 0};
+    tl_ref body = position_sum(dag, dt, ax[1], a, B, a, &lc);
     int64_t shape[5] = {a, a, C1, P, ib};
     if ((rc = tl_topi_emit(c, "data_pack", "winograd_nchwc_data_pack", "injective", 5, shape, ax, body,
                            TL_RED_NONE, NULL, 0, 0, z, &V)))
@@ -204,7 +194,20 @@ int tl_topi_conv2d_nchwc_winograd(tl_topi_call *c) {
                            TL_RED_SUM, rv, 2, 0, z, &M)))
       goto done;
   }
-  /* Y[n, k1, h, w, ko] */
+  /* the output transform in two passes: R[k1, p, vh, rb, ko] = sum_ra A[ra][vh] M[ra, rb],
+  ** Y[n, k1, h, w, ko] = sum_rb A[rb][w % m] R[k1, p(n, h / m, w / m), h % m, rb] */
+  int R;
+  {
+    static const char *const names[5] = {"k_chunk", "p", "vh", "r_b", "k_block"};
+    tl_ref ax[5];
+    tl_te_axis_vars(dag, 5, names, ax);
+    load_ctx lc = {dag, M, 5, 0, {0, ax[3], ax[0], ax[1], ax[4]}, 0};
+    tl_ref body = position_sum(dag, dt, ax[2], (int)m, A, a, &lc);
+    int64_t shape[5] = {K1, P, m, a, ob};
+    if ((rc = tl_topi_emit(c, "inverse_rows", "winograd_nchwc_inverse", "injective", 5, shape, ax, body,
+                           TL_RED_NONE, NULL, 0, 0, z, &R)))
+      goto done;
+  }
   {
     static const char *const names[5] = {"n", "oc_chunk", "oh", "ow", "oc_block"};
     tl_ref ax[5];
@@ -213,9 +216,8 @@ int tl_topi_conv2d_nchwc_winograd(tl_topi_call *c) {
     tl_ref pp = tl_add(ir, tl_add(ir, tl_mul(ir, ax[0], tl_int(ir, nH * nW)),
                                   tl_mul(ir, tl_floordiv(ir, ax[2], mm), tl_int(ir, nW))),
                        tl_floordiv(ir, ax[3], mm));
-    load_ctx lc = {dag, M, 5, {0, 0, ax[1], pp, ax[4]}, 0, 1, 0, 0};
-    tl_ref body = position_select(dag, dt, tl_floormod(ir, ax[2], mm), tl_floormod(ir, ax[3], mm), (int)m,
-                                  (int)m, A, a, (int)m, A, a, (int)m, &lc);
+    load_ctx lc = {dag, R, 5, 3, {ax[1], pp, tl_floormod(ir, ax[2], mm), 0, ax[4]}, 0};
+    tl_ref body = position_sum(dag, dt, tl_floormod(ir, ax[3], mm), (int)m, A, a, &lc);
     int64_t shape[5] = {N, K1, OH, OW, ob};
     json_t *aj = flop_json(2.0 * (double)N * (double)(K1 * ob) * (double)OH * (double)OW * (double)C * 9.0);
     json_t *ja = json_array();

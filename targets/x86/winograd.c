@@ -71,23 +71,22 @@ static int wg_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   if (tl_atvm_space_define_split(ctx, cfg->space, "tile_ic", ci.C, "factors", 2, 0, -1, NULL, 0) < 0 ||
       tl_atvm_space_define_split(ctx, cfg->space, "tile_oc", ci.O, "factors", 2, 0, -1, NULL, 0) < 0 ||
       tl_atvm_space_define_knob(ctx, cfg->space, "tile_size", "[4, 2, 6]") < 0 ||
-      tl_atvm_space_define_knob(ctx, cfg->space, "tile_p", "[8, 4, 6, 12, 14, 16, 24, 28]") < 0 ||
-      tl_atvm_space_define_knob(ctx, cfg->space, "parallel", "[0, 1]") < 0)
+      tl_atvm_space_define_knob(ctx, cfg->space, "tile_p", "[8, 4, 6, 12, 14, 16, 24, 28]") < 0)
     return tl_errcode(ctx);
   /* fallback: a block of one vector of output channels, the input block at most that;
-  ** F(4x4) (F(2x2) when the output is at most 8 wide: F(4x4) tiles would waste most of
-  ** their work on padding); register rows from the budget (a broadcast and a kernel
-  ** vector free) */
+  ** F(4x4) from 28x28 outputs up, else F(2x2) (measured on AVX-512, 1 thread: F(4x4) was
+  ** 2.4-2.6x the direct conv on 56x56x64 and 28x28x128, F(2x2) 2.0x on 14x14x256 where
+  ** F(4x4)'s 4x4 tiles of 16x16 cover 14x14 with 30% waste; F(6x6) never ahead of
+  ** both); up to 16 GEMM register rows (12 on 16 registers) */
   int64_t lanes = cfg->hw->lanes > 0 ? cfg->hw->lanes : 16, regs = cfg->hw->registers > 0 ? cfg->hw->registers : 32;
   int64_t oc_bn = tl_atvm_largest_divisor(ci.O, lanes);
   int64_t ic_bn = tl_atvm_largest_divisor(ci.C, oc_bn);
   int64_t s_ic[2] = {-1, ic_bn}, s_oc[2] = {-1, oc_bn};
   TRY(tl_cfg_fallback_split(cfg, "tile_ic", s_ic, 2));
   TRY(tl_cfg_fallback_split(cfg, "tile_oc", s_oc, 2));
-  int64_t m = ci.OH <= 8 || ci.OW <= 8 ? 2 : 4;
+  int64_t m = ci.OH >= 28 && ci.OW >= 28 ? 4 : 2;
   tl_cfg_fallback_other(cfg, "tile_size", (double)m);
   tl_cfg_fallback_other(cfg, "tile_p", regs >= 32 ? 16 : 12);
-  tl_cfg_fallback_other(cfg, "parallel", 0);
   return TL_OK;
 }
 
@@ -116,8 +115,9 @@ static int ann(tl_ctx *ctx, tl_sched *s, int st, int node, int a) {
 }
 
 /* The output loops of stage O (n, k_chunk, oh, ow, ob): par(n, k_chunk, oh/m), ow/m,
-** oh%m, ow%m (unrolled), ob (vectorized). */
-static int wg_output(tl_ctx *ctx, tl_sched *s, int O, int64_t m, int *par_out) {
+** oh%m, ow%m (unrolled: the position of the last transform pass), ob (vectorized).
+** *par: the parallel loop, *owo: the tile loop. */
+static int wg_output(tl_ctx *ctx, tl_sched *s, int O, int64_t m, int *par_out, int *owo_out) {
   int t[3];
   TRY(tl_atvm_split_node(ctx, s, O, 2, 1, &m, t));
   int oho = t[0], ohi = t[1];
@@ -128,8 +128,7 @@ static int wg_output(tl_ctx *ctx, tl_sched *s, int O, int64_t m, int *par_out) {
   int par, f3[3] = {0, 1, oho};
   TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, 3, &par));
   TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
-  *par_out = par;
-  TRY(ann(ctx, s, O, ohi, TL_ANN_UNROLL));
+  *par_out = par, *owo_out = owo;
   TRY(ann(ctx, s, O, owi, TL_ANN_UNROLL));
   return ann(ctx, s, O, 4, TL_ANN_VECTORIZE);
 }
@@ -140,29 +139,42 @@ static int64_t wg_tiles_w(tl_sched *s, tl_dag *dag, int O, int64_t m) {
   return (OW + m - 1) / m;
 }
 
+static int stage_named(tl_ctx *ctx, tl_sched *s, const char *name) {
+  int st = tl_sched_stage_find(s, name);
+  if (st < 0) return tl_err(ctx, TL_E_INTERNAL, "%s: lost stage %s", TMPL, name);
+  return st;
+}
+
 static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   tl_ctx *ctx = cfg->ctx;
   tl_dag *dag = tl_sched_dag(s);
+  (void)a;
   int Y = tl_atvm_stage_by_tag(s, "conv2d_NCHWc_winograd");
+  int T = tl_atvm_stage_by_tag(s, "winograd_nchwc_rows");
   int V = tl_atvm_stage_by_tag(s, "winograd_nchwc_data_pack");
   int M = tl_atvm_stage_by_tag(s, "winograd_nchwc_bgemm");
-  if (Y < 0 || V < 0 || M < 0)
+  int R = tl_atvm_stage_by_tag(s, "winograd_nchwc_inverse");
+  if (Y < 0 || T < 0 || V < 0 || M < 0 || R < 0)
     return tl_err(ctx, TL_E_UNSUPPORTED,
                   "%s: runs on the graph's blocked layout only (NCHW[x]c data and the transformed weight); "
                   "this is the task's NCHW form",
                   TMPL);
-  (void)a;
   int64_t m = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, M, 0))[0] - 2;
   int64_t rows = (int64_t)tl_cfg_other(cfg, "tile_p");
-  int par_p = tl_cfg_other(cfg, "parallel") != 0;
   int64_t lanes = cfg->hw->lanes > 0 ? cfg->hw->lanes : 16;
-  /* inline the injective stages but the padding, the input transform and the output */
+  int64_t ob = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, M, 0))[4];
+  char tname[128], vname[128], mname[128], rname[128], oname[128];
+  snprintf(tname, sizeof tname, "%s", tl_sched_stage_name(s, T));
+  snprintf(vname, sizeof vname, "%s", tl_sched_stage_name(s, V));
+  snprintf(mname, sizeof mname, "%s", tl_sched_stage_name(s, M));
+  snprintf(rname, sizeof rname, "%s", tl_sched_stage_name(s, R));
+  /* inline the injective stages but the padding, the transform passes and the output */
   int last = tl_sched_num_stages(s) - 1;
   for (int i = 0; i < last; i++) {
-    if (i == V || i == M || tl_sched_stage_op_kind(s, i) != TL_DAG_COMPUTE) continue;
+    if (i == T || i == V || i == M || i == R || tl_sched_stage_op_kind(s, i) != TL_DAG_COMPUTE) continue;
     if (tl_dag_op_nreduce(dag, i) > 0) continue;
     const char *tag = tl_dag_op_tag(dag, i);
-    if (i < V && tag && strncmp(tag, "injective,pad", 13) == 0) {
+    if (i < T && tag && strncmp(tag, "injective,pad", 13) == 0) {
       int f[3] = {0, 1, 2};
       TRY(tl_sched_fuse(ctx, s, i, 3, f));
       TRY(tl_sched_annotate(ctx, s, i, 0, TL_ANN_PARALLEL));
@@ -172,43 +184,58 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
     if (i == Y && !tl_atvm_same_shape(s, Y, last)) continue;
     TRY(tl_sched_compute_inline(ctx, s, i));
   }
-  /* data_pack: c_chunk, p, eps, nu (unrolled), c_block (vectorized) */
+  /* data_pack: par(c_chunk, p), eps, nu (unrolled), c_block (vectorized); its rows pass at
+  ** the parallel loop: eps (unrolled), r_b, c_block (vectorized) */
   {
+    V = stage_named(ctx, s, vname);
+    if (V < 0) return tl_errcode(ctx);
     int order[5] = {2, 3, 0, 1, 4};
     TRY(tl_atvm_reorder_nodes(ctx, s, V, order, 5));
     int par, f2[2] = {2, 3};
     TRY(tl_atvm_fuse_nodes(ctx, s, V, f2, 2, &par));
     TRY(ann(ctx, s, V, par, TL_ANN_PARALLEL));
-    TRY(ann(ctx, s, V, 0, TL_ANN_UNROLL));
     TRY(ann(ctx, s, V, 1, TL_ANN_UNROLL));
     TRY(ann(ctx, s, V, 4, TL_ANN_VECTORIZE));
+    T = stage_named(ctx, s, tname);
+    if (T < 0) return tl_errcode(ctx);
+    TRY(tl_sched_compute_at(ctx, s, T, V, pos(s, V, par)));
+    TRY(ann(ctx, s, T, 0, TL_ANN_UNROLL));
+    TRY(ann(ctx, s, T, 4, TL_ANN_VECTORIZE));
   }
   /* the output transform (with the fused endings): O */
   last = tl_sched_num_stages(s) - 1;
   Y = tl_atvm_stage_by_tag(s, "conv2d_NCHWc_winograd");
-  int O = last, opar;
-  if (Y >= 0 && tl_sched_stage_compute_at(s, Y, NULL, NULL) == TL_CA_ROOT && Y != last) {
+  int O = last, opar, owo;
+  if (Y >= 0 && Y != last && tl_sched_stage_compute_at(s, Y, NULL, NULL) == TL_CA_ROOT) {
     /* a last stage of another shape: its outer loops in parallel, Y at root */
     int f[2] = {0, 1};
     TRY(tl_sched_fuse(ctx, s, last, 2, f));
     TRY(tl_sched_annotate(ctx, s, last, 0, TL_ANN_PARALLEL));
     O = Y;
   }
-  TRY(wg_output(ctx, s, O, m, &opar));
-  /* bgemm: computed per row of tiles and block of output channels at the output's
-  ** parallel loop (a buffer of a*a*nW*ob), accumulated in registers (CC) per tile_p tiles */
+  snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
+  TRY(wg_output(ctx, s, O, m, &opar, &owo));
+  /* the inverse's rows pass per row of tiles, at the output's parallel loop: p, vh
+  ** (unrolled), r_b, k_block (vectorized) */
+  (void)owo;
+  R = stage_named(ctx, s, rname);
+  if (R < 0) return tl_errcode(ctx);
+  TRY(tl_sched_compute_at(ctx, s, R, O, pos(s, O, opar)));
+  TRY(ann(ctx, s, R, 2, TL_ANN_UNROLL));
+  TRY(ann(ctx, s, R, 4, TL_ANN_VECTORIZE));
+  /* bgemm: computed per row of tiles and block of output channels where the inverse's
+  ** rows pass is (a buffer of a*a*nW*ob), accumulated in registers (CC) per tile_p tiles:
+  ** ic_outer, ic_inner, tile_p rows (unrolled), k_block (vectorized) */
   {
-    const int64_t *ms = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, M, 0));
-    int64_t ob = ms[4], nW = wg_tiles_w(s, dag, O, m);
-    int64_t rp = tl_atvm_largest_divisor(nW, rows > 0 ? rows : 8);
-    char cname[128], oname[128];
-    snprintf(cname, sizeof cname, "%s", tl_sched_stage_name(s, M));
-    snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
+    int64_t rp = tl_atvm_largest_divisor(wg_tiles_w(s, dag, O, m), rows > 0 ? rows : 8);
     int CC, t[3];
+    M = stage_named(ctx, s, mname);
+    if (M < 0) return tl_errcode(ctx);
     TRY(tl_sched_cache_write(ctx, s, M, "local", &CC));
-    M = tl_sched_stage_find(s, cname);
-    O = tl_sched_stage_find(s, oname);
-    TRY(tl_sched_compute_at(ctx, s, M, O, pos(s, O, opar)));
+    M = stage_named(ctx, s, mname);
+    R = stage_named(ctx, s, rname);
+    if (M < 0 || R < 0) return tl_errcode(ctx);
+    TRY(tl_sched_compute_at(ctx, s, M, R, pos(s, R, 0)));
     TRY(tl_atvm_split_node(ctx, s, M, 3, 1, &rp, t));
     int po = t[0], pi = t[1];
     int order[6] = {2, 0, 1, po, pi, 4};
@@ -232,7 +259,6 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
     if (bo >= 0) TRY(ann(ctx, s, CC, bo, TL_ANN_UNROLL));
     TRY(ann(ctx, s, CC, bi, TL_ANN_VECTORIZE));
   }
-  (void)par_p;
   return TL_OK;
 }
 

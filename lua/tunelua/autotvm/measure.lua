@@ -391,12 +391,14 @@ measure.build_reference = build_reference
 
 -- A blocked task's configs take inputs of their own channel blocks: the reference of config
 -- index is the config with the same blocks (tile_ic, tile_oc) and every other knob at its
--- first value (config 0's rule, per layout).
+-- first value (config 0's rule, per layout); a Winograd task's tile_size is kept too (its
+-- transformed weight's shape depends on it).
+local KEEP = { tile_ic = true, tile_oc = true, tile_size = true }
 local function blocked_reference_index(task, index)
   local sp = task.config_space
   local digits = sp:point2knob(index)
   for k, kb in ipairs(sp:knobs()) do
-    if kb.name ~= "tile_ic" and kb.name ~= "tile_oc" then digits[k] = 0 end
+    if not KEEP[kb.name] then digits[k] = 0 end
   end
   return sp:knob2point(digits)
 end

@@ -108,7 +108,12 @@ function M.weight(value, m, ob)
     error("winograd_x86.weight: expected a float32 3x3 kernel", 2)
   end
   local a = m + 2
-  local u = nd.empty({ a, a, K / ob, Cin, ob }, "float32")
+  if type(ob) ~= "number" or ob < 1 or type(m) ~= "number" or m < 1 or m > 6 then
+    error("winograd_x86.weight: tile size must be 2, 4 or 6 and the block positive, got " .. tostring(m) ..
+          " and " .. tostring(ob), 2)
+  end
+  -- the C side checks the blocks divide K (before writing anything)
+  local u = nd.empty({ a, a, math.max(1, math.floor(K / ob)), Cin, ob }, "float32")
   check(C.tl_topi_winograd_nchwc_weight(ctx, m, K, Cin, b, ob, ffi.cast("const float *", value:data_ptr()),
                                         ffi.cast("float *", u:data_ptr())), 2)
   return u
