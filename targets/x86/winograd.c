@@ -71,7 +71,8 @@ static int wg_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   if (tl_atvm_space_define_split(ctx, cfg->space, "tile_ic", ci.C, "factors", 2, 0, -1, NULL, 0) < 0 ||
       tl_atvm_space_define_split(ctx, cfg->space, "tile_oc", ci.O, "factors", 2, 0, -1, NULL, 0) < 0 ||
       tl_atvm_space_define_knob(ctx, cfg->space, "tile_size", "[4, 2, 6]") < 0 ||
-      tl_atvm_space_define_knob(ctx, cfg->space, "tile_p", "[8, 4, 6, 12, 14, 16, 24, 28]") < 0)
+      tl_atvm_space_define_knob(ctx, cfg->space, "tile_p", "[8, 4, 6, 12, 14, 16, 24, 28]") < 0 ||
+      tl_atvm_space_define_knob(ctx, cfg->space, "rows_first", "[0, 1]") < 0)
     return tl_errcode(ctx);
   /* fallback: a block of one vector of output channels, the input block at most that;
   ** F(4x4) from 28x28 outputs up, else F(2x2) (measured on AVX-512, 1 thread: F(4x4) was
@@ -87,6 +88,11 @@ static int wg_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   int64_t m = ci.OH >= 28 && ci.OW >= 28 ? 4 : 2;
   tl_cfg_fallback_other(cfg, "tile_size", (double)m);
   tl_cfg_fallback_other(cfg, "tile_p", regs >= 32 ? 16 : 12);
+  /* the blocks of a row of tiles one after the other (rows_first) when the transformed
+  ** input would not stay in cache whole (over 4 MB: 56x56x256, 112x112x128, 224x224x64
+  ** with F(4x4)) */
+  int64_t al = m + 2, P = ci.N * ((ci.OH + m - 1) / m) * ((ci.OW + m - 1) / m);
+  tl_cfg_fallback_other(cfg, "rows_first", al * al * ci.C * P * 4 > ((int64_t)4 << 20));
   return TL_OK;
 }
 
@@ -115,17 +121,21 @@ static int ann(tl_ctx *ctx, tl_sched *s, int st, int node, int a) {
 }
 
 /* The output loops of stage O (n, k_chunk, oh, ow, ob): par(n, k_chunk, oh/m), ow/m,
-** oh%m, ow%m (unrolled: the position of the last transform pass), ob (vectorized).
+** oh%m, ow%m (unrolled: the position of the last transform pass), ob (vectorized);
+** rows: par(n, oh/m, k_chunk), ...: the blocks of a row of tiles one after the other
+** (on one thread), so the row's transformed input stays in cache across them.
 ** *par: the parallel loop, *owo: the tile loop. */
-static int wg_output(tl_ctx *ctx, tl_sched *s, int O, int64_t m, int *par_out, int *owo_out) {
+static int wg_output(tl_ctx *ctx, tl_sched *s, int O, int64_t m, int rows, int *par_out, int *owo_out) {
   int t[3];
   TRY(tl_atvm_split_node(ctx, s, O, 2, 1, &m, t));
   int oho = t[0], ohi = t[1];
   TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &m, t));
   int owo = t[0], owi = t[1];
   int order[7] = {0, 1, oho, owo, ohi, owi, 4};
+  if (rows) order[1] = oho, order[2] = 1;   /* n, oh/m, k_chunk: a row of tiles for every block */
   TRY(tl_atvm_reorder_nodes(ctx, s, O, order, 7));
   int par, f3[3] = {0, 1, oho};
+  if (rows) f3[1] = oho, f3[2] = 1;
   TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, 3, &par));
   TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
   *par_out = par, *owo_out = owo;
@@ -161,6 +171,7 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
                   TMPL);
   int64_t m = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, M, 0))[0] - 2;
   int64_t rows = (int64_t)tl_cfg_other(cfg, "tile_p");
+  int rows_first = tl_cfg_other(cfg, "rows_first") != 0;
   int64_t lanes = cfg->hw->lanes > 0 ? cfg->hw->lanes : 16;
   int64_t ob = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, M, 0))[4];
   char tname[128], vname[128], mname[128], rname[128], oname[128];
@@ -184,21 +195,21 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
     if (i == Y && !tl_atvm_same_shape(s, Y, last)) continue;
     TRY(tl_sched_compute_inline(ctx, s, i));
   }
-  /* data_pack: par(c_chunk, p), eps, nu (unrolled), c_block (vectorized); its rows pass at
-  ** the parallel loop: eps (unrolled), r_b, c_block (vectorized) */
+  /* data_pack at root: par(c_chunk, p), eps, nu (unrolled), c_block (vectorized); its rows
+  ** pass T at the parallel loop: eps (unrolled), r_b, c_block (vectorized) */
   {
     V = stage_named(ctx, s, vname);
     if (V < 0) return tl_errcode(ctx);
-    int order[5] = {2, 3, 0, 1, 4};
+    int order[5] = {2, 3, 0, 1, 4}, vpar;
     TRY(tl_atvm_reorder_nodes(ctx, s, V, order, 5));
-    int par, f2[2] = {2, 3};
-    TRY(tl_atvm_fuse_nodes(ctx, s, V, f2, 2, &par));
-    TRY(ann(ctx, s, V, par, TL_ANN_PARALLEL));
+    int f2[2] = {2, 3};
+    TRY(tl_atvm_fuse_nodes(ctx, s, V, f2, 2, &vpar));
+    TRY(ann(ctx, s, V, vpar, TL_ANN_PARALLEL));
     TRY(ann(ctx, s, V, 1, TL_ANN_UNROLL));
     TRY(ann(ctx, s, V, 4, TL_ANN_VECTORIZE));
     T = stage_named(ctx, s, tname);
     if (T < 0) return tl_errcode(ctx);
-    TRY(tl_sched_compute_at(ctx, s, T, V, pos(s, V, par)));
+    TRY(tl_sched_compute_at(ctx, s, T, V, pos(s, V, vpar)));
     TRY(ann(ctx, s, T, 0, TL_ANN_UNROLL));
     TRY(ann(ctx, s, T, 4, TL_ANN_VECTORIZE));
   }
@@ -214,13 +225,14 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
     O = Y;
   }
   snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
-  TRY(wg_output(ctx, s, O, m, &opar, &owo));
-  /* the inverse's rows pass per row of tiles, at the output's parallel loop: p, vh
-  ** (unrolled), r_b, k_block (vectorized) */
+  TRY(wg_output(ctx, s, O, m, rows_first, &opar, &owo));
+  /* the inverse's rows pass per row of tiles and block, at the output's parallel loop:
+  ** p, vh (unrolled), r_b, k_block (vectorized) */
   (void)owo;
   R = stage_named(ctx, s, rname);
   if (R < 0) return tl_errcode(ctx);
   TRY(tl_sched_compute_at(ctx, s, R, O, pos(s, O, opar)));
+  int rat = 0, t[3];
   TRY(ann(ctx, s, R, 2, TL_ANN_UNROLL));
   TRY(ann(ctx, s, R, 4, TL_ANN_VECTORIZE));
   /* bgemm: computed per row of tiles and block of output channels where the inverse's
@@ -228,14 +240,14 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   ** ic_outer, ic_inner, tile_p rows (unrolled), k_block (vectorized) */
   {
     int64_t rp = tl_atvm_largest_divisor(wg_tiles_w(s, dag, O, m), rows > 0 ? rows : 8);
-    int CC, t[3];
+    int CC;
     M = stage_named(ctx, s, mname);
     if (M < 0) return tl_errcode(ctx);
     TRY(tl_sched_cache_write(ctx, s, M, "local", &CC));
     M = stage_named(ctx, s, mname);
     R = stage_named(ctx, s, rname);
     if (M < 0 || R < 0) return tl_errcode(ctx);
-    TRY(tl_sched_compute_at(ctx, s, M, R, pos(s, R, 0)));
+    TRY(tl_sched_compute_at(ctx, s, M, R, pos(s, R, rat)));
     TRY(tl_atvm_split_node(ctx, s, M, 3, 1, &rp, t));
     int po = t[0], pi = t[1];
     int order[6] = {2, 0, 1, po, pi, 4};
