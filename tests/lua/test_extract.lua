@@ -75,10 +75,23 @@ eq(last.name, "dense.mali", "17th task")
 eq(strategy.args_str(last.args), "(('TENSOR',(1,512),'float32'), ('TENSOR',(1000,512),'float32'), None, 'float32')",
    "dense.mali args")
 
--- x86: one conv2d_NCHWc.x86 task per distinct conv (12), args with layouts
+-- x86: one conv2d_NCHWc.x86 task per distinct conv (12), args with layouts, and a
+-- conv2d_NCHWc_winograd.x86 task after each of the 4 distinct 3x3 stride-1 ones (16)
 local x86 = extract.autotvm(mod, { target = "llvm -mcpu=core-avx2", params = params, ops = { "nn.conv2d" } })
-eq(#x86, 12, "resnet-18 x86 conv2d task count")
+eq(#x86, 16, "resnet-18 x86 conv2d task count")
 eq(x86[1].name, "conv2d_NCHWc.x86", "x86 template")
+do
+  local n = { ["conv2d_NCHWc.x86"] = 0, ["conv2d_NCHWc_winograd.x86"] = 0 }
+  for i, t in ipairs(x86) do
+    n[t.name] = n[t.name] + 1
+    if t.name == "conv2d_NCHWc_winograd.x86" then
+      eq(x86[i - 1].name, "conv2d_NCHWc.x86", "the winograd task follows its direct one")
+      eq(strategy.args_json(t.args), strategy.args_json(x86[i - 1].args), "winograd task args")
+      eq(t.args[2][2][3] .. "x" .. t.args[2][2][4] .. " s" .. t.args[3][1], "3x3 s1", "winograd only for 3x3 stride 1")
+    end
+  end
+  eq(n["conv2d_NCHWc.x86"] .. "+" .. n["conv2d_NCHWc_winograd.x86"], "12+4", "direct + winograd tasks")
+end
 eq(strategy.args_json(x86[1].args),
    '[["TENSOR", [1, 3, 224, 224], "float32"], ["TENSOR", [64, 3, 7, 7], "float32"], [2, 2], [3, 3, 3, 3], [1, 1], "NCHW", "NCHW", "float32"]',
    "x86 args as in TopHub logs")

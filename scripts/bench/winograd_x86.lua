@@ -1,0 +1,220 @@
+-- Winograd on x86 against the direct conv and PyTorch, per 3x3 stride-1 layer of resnet-18
+-- and vgg-16 (batch 1, fp32), as the network runs each layer: a one-conv graph built by
+-- executor.build (AlterOpLayout's blocked conv; a relu before it so its data arrives
+-- blocked, as inside a network), checked against the reference conv, the conv step timed
+-- by the executor's profile (median of --repeat profiles). Columns: the direct conv2d_NCHWc
+-- (fallback configs, or TopHub's with --tophub), conv2d_NCHWc_winograd (its fallback config:
+-- the tile size by shape, or each of --tiles, or the best of a --tune N trial xgb run), and
+-- PyTorch's conv2d on the same layer in the same run (/usr/bin/python3, or TUNELUA_PYTHON;
+-- torch.set_num_threads(threads)). GFLOPS are effective: the direct conv's FLOPs / time.
+--
+--   taskset -c 0,1 tunelua scripts/bench/winograd_x86.lua [--repeat 15] [--threads 2]
+--       [--layers resnet|vgg|all] [--tiles 2,4,6] [--tune N] [--tophub] [--target "llvm ..."]
+local ffi = require "ffi"
+local tl = require "tunelua"
+local relay = require "tunelua.relay"
+local executor = require "tunelua.graph.executor"
+local autotvm = require "tunelua.autotvm"
+
+local REPEAT, THREADS, WHICH, TILES, TUNE, TOPHUB = 15, tonumber(os.getenv("TUNELUA_NUM_THREADS") or "2"), "all",
+  nil, 0, false
+local TARGET = "llvm"
+local i = 1
+while i <= #arg do
+  local a = arg[i]
+  if a == "--repeat" then REPEAT = tonumber(arg[i + 1]); i = i + 1
+  elseif a == "--threads" then THREADS = tonumber(arg[i + 1]); i = i + 1
+  elseif a == "--layers" then WHICH = arg[i + 1]; i = i + 1
+  elseif a == "--tiles" then
+    TILES = {}
+    for t in arg[i + 1]:gmatch("%d+") do TILES[#TILES + 1] = tonumber(t) end
+    i = i + 1
+  elseif a == "--tune" then TUNE = tonumber(arg[i + 1]); i = i + 1
+  elseif a == "--tophub" then TOPHUB = true
+  elseif a == "--target" then TARGET = arg[i + 1]; i = i + 1
+  else error("winograd_x86: unknown option " .. a .. " (--repeat, --threads, --layers, --tiles, --tune, --tophub, --target)", 0) end
+  i = i + 1
+end
+assert(REPEAT and REPEAT >= 1 and THREADS and THREADS >= 1, "winograd_x86: --repeat and --threads take positive numbers")
+if WHICH ~= "resnet" and WHICH ~= "vgg" and WHICH ~= "all" then error("winograd_x86: --layers resnet|vgg|all", 0) end
+local PYTHON = os.getenv("TUNELUA_PYTHON") or "/usr/bin/python3"
+
+-- (C, HW, K): the distinct 3x3 stride-1 pad-1 layers whose data is blocked in the network
+local LAYERS = {}
+if WHICH ~= "vgg" then
+  for _, L in ipairs({ { 64, 56, 64 }, { 128, 28, 128 }, { 256, 14, 256 }, { 512, 7, 512 } }) do
+    L.net = "resnet-18"; LAYERS[#LAYERS + 1] = L
+  end
+end
+if WHICH ~= "resnet" then
+  for _, L in ipairs({ { 64, 224, 64 }, { 64, 112, 128 }, { 128, 112, 128 }, { 128, 56, 256 }, { 256, 56, 256 },
+                       { 256, 28, 512 }, { 512, 28, 512 }, { 512, 14, 512 } }) do
+    L.net = "vgg-16"; LAYERS[#LAYERS + 1] = L
+  end
+end
+
+local function median(t)
+  local c = {}
+  for k, v in ipairs(t) do c[k] = v end
+  table.sort(c)
+  local n = #c
+  return n % 2 == 1 and c[(n + 1) / 2] or (c[n / 2] + c[n / 2 + 1]) / 2
+end
+
+-- PyTorch: one subprocess timing every layer
+local function torch_times()
+  if os.getenv("TUNELUA_NO_PEER") then return nil end
+  local specs = {}
+  for k, L in ipairs(LAYERS) do specs[k] = string.format("(%d,%d,%d)", L[1], L[2], L[3]) end
+  local py = string.format([[
+import torch, time, statistics, json
+torch.set_num_threads(%d)
+out = []
+with torch.no_grad():
+    for (C, H, K) in [%s]:
+        x = torch.rand(1, C, H, H); w = torch.rand(K, C, 3, 3)
+        f = lambda: torch.nn.functional.conv2d(x, w, None, 1, 1)
+        for _ in range(3): f()
+        ts = []
+        for _ in range(%d):
+            n = 0; t0 = time.perf_counter()
+            while True:
+                f(); n += 1
+                if time.perf_counter() - t0 > 0.02: break
+            ts.append((time.perf_counter() - t0) / n)
+        out.append(statistics.median(ts))
+print(json.dumps(out))
+]], THREADS, table.concat(specs, ","), REPEAT)
+  local path = os.tmpname()
+  local fh = assert(io.open(path, "w")); fh:write(py); fh:close()
+  local p = io.popen(PYTHON .. " " .. path .. " 2>/dev/null")
+  local txt = p:read("*a"); p:close(); os.remove(path)
+  local t = {}
+  for v in txt:gmatch("[%d%.eE%-]+") do t[#t + 1] = tonumber(v) end
+  return #t == #LAYERS and t or nil
+end
+
+local ref_f = {}
+local function reference(C, H, K)
+  local key = C .. "," .. H .. "," .. K
+  if not ref_f[key] then
+    local te, topi = tl.te, tl.topi
+    local A = te.placeholder({ 1, C, H, H }, "float32", "A")
+    local W = te.placeholder({ K, C, 3, 3 }, "float32", "W")
+    local O = topi.nn.conv2d(A, W, { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 })
+    ref_f[key] = tl.build(topi.default_schedule({ O }, "cpu"), { A, W, O }, "llvm")
+  end
+  return ref_f[key]
+end
+
+-- A dispatch context that gives the Winograd task of a layer config index (and nothing else).
+local function force_context(index_of)
+  return { query_task = function(_, task)
+    if task.name ~= "conv2d_NCHWc_winograd.x86" then return nil end
+    return index_of(task)
+  end, query = function() return nil end }
+end
+
+local function tile_index(m)
+  return function(task)
+    local sp = task.config_space
+    local d = sp:fallback_digits()
+    for k, kb in ipairs(sp:knobs()) do
+      if kb.name == "tile_size" then
+        for j = 0, kb.dim - 1 do if sp:entity_value(k, j) == m then d[k] = j end end
+      end
+    end
+    return sp:knob2point(d)
+  end
+end
+
+-- the conv step's median seconds of layer L built with opts; checked against the reference
+local function run_layer(L, opts, a, w, ref)
+  local C, H, K = L[1], L[2], L[3]
+  local dv = relay.var("data", { shape = { 1, C, H, H } })
+  local wv = relay.var("w", { shape = { K, C, 3, 3 } })
+  local y = relay.nn.conv2d(relay.nn.relu(dv), wv, { padding = { 1, 1, 1, 1 }, channels = K, kernel_size = { 3, 3 } })
+  local mod = relay.Module(relay.Function({ dv, wv }, y))
+  local o = { target = TARGET, params = { w = w }, quiet = true, tophub = TOPHUB }
+  for k, v in pairs(opts) do o[k] = v end
+  local lib = executor.build(mod, o)
+  local m = executor.GraphModule(lib)
+  m:set_input("data", a)
+  m:run()
+  -- the reference of relu(a) = a (uniform [0, 1) data); tolerance as tests/lua/test_winograd_x86.lua
+  tl.testing.assert_allclose(m:get_output(0), ref, { rtol = 1e-3, atol = 1.2e-7 * 9 * C * 256 })
+  local step, name
+  for si, st in ipairs(lib.steps) do
+    if st.name:find("conv2d", 1, true) then step, name = si, st.kernel and st.kernel.key or st.name end
+  end
+  assert(step, "winograd_x86: no conv2d step")
+  local ts = {}
+  local flop = 2 * K * C * 9 * H * H
+  for _ = 1, REPEAT do
+    local prof = m:profile(math.max(1, math.floor(2e8 / flop)))
+    ts[#ts + 1] = prof[step].seconds
+  end
+  return median(ts), name
+end
+
+local function tuned_history(L)
+  local C, H, K = L[1], L[2], L[3]
+  local args = { { "TENSOR", { 1, C, H, H }, "float32" }, { "TENSOR", { K, C, 3, 3 }, "float32" }, { 1, 1 },
+                 { 1, 1, 1, 1 }, { 1, 1 }, "NCHW", "NCHW", "float32" }
+  local task = autotvm.task.create("conv2d_NCHWc_winograd.x86", args, TARGET)
+  task:set_blocked(true)
+  local log = os.tmpname()
+  local tuner = autotvm.tuner.XGBTuner(task)
+  tuner:tune({ n_trial = TUNE, early_stopping = TUNE,
+               measure_option = autotvm.measure_option({ builder = autotvm.LocalBuilder(),
+                 runner = autotvm.LocalRunner({ number = 3, ["repeat"] = 3 }) }),
+               callbacks = { autotvm.callback.log_to_file(log) } })
+  return autotvm.apply_history_best(log), log
+end
+
+tl.set_num_threads(THREADS)
+local tt = torch_times()
+local wcols = TILES or { "fb" }
+print(string.format("3x3 stride-1 layers, batch 1, fp32, %d threads, target %s, median of %d profiles; direct: %s " ..
+                    "configs; winograd: %s; PyTorch conv2d in the same run%s", THREADS, TARGET, REPEAT,
+                    TOPHUB and "TopHub" or "fallback",
+                    TUNE > 0 and ("best of " .. TUNE .. " xgb trials") or TILES and "tile sizes forced" or
+                    "fallback config", tt and "" or " (PyTorch: not available)"))
+local hdr = string.format("%-10s %-14s %9s %7s", "network", "layer (C,HW,K)", "direct", "GFLOPS")
+for _, t in ipairs(wcols) do hdr = hdr .. string.format(" %12s %7s %6s", "winograd" .. (t ~= "fb" and ("F" .. t) or ""), "GFLOPS", "x dir") end
+hdr = hdr .. string.format(" %9s %7s %8s", "torch", "GFLOPS", "x torch")
+print(hdr)
+local sum_d, sum_w, sum_t = 0, 0, 0
+for k, L in ipairs(LAYERS) do
+  local C, H, K = L[1], L[2], L[3]
+  local flop = 2 * K * C * 9 * H * H
+  local a = tl.nd.random_uniform({ 1, C, H, H }, { seed = 1 })
+  local w = tl.nd.random_uniform({ K, C, 3, 3 }, { seed = 2 })
+  local ref = tl.nd.empty({ 1, K, H, H })
+  reference(C, H, K)(a, w, ref)
+  local td = run_layer(L, { winograd = "never" }, a, w, ref)
+  local line = string.format("%-10s %-14s %7.3fms %7.1f", L.net, string.format("%d,%d,%d", C, H, K), td * 1e3,
+                             flop / td / 1e9)
+  local best = math.huge
+  for _, t in ipairs(wcols) do
+    local opts = { winograd = "always" }
+    local log
+    if TUNE > 0 then opts.history, log = tuned_history(L)
+    elseif t ~= "fb" then opts.history = force_context(tile_index(t)) end
+    local tw, name = run_layer(L, opts, a, w, ref)
+    if log then os.remove(log) end
+    assert(name:find("winograd", 1, true), "winograd_x86: the layer did not run as winograd: " .. name)
+    best = math.min(best, tw)
+    line = line .. string.format(" %10.3fms %7.1f %6.2f", tw * 1e3, flop / tw / 1e9, td / tw)
+  end
+  local tp = tt and tt[k]
+  line = line .. string.format(" %9s %7s %8s", tp and string.format("%.3fms", tp * 1e3) or "-",
+                               tp and string.format("%.1f", flop / tp / 1e9) or "-",
+                               tp and string.format("%.2f", tp / best) or "-")
+  print(line)
+  io.stdout:flush()
+  sum_d, sum_w, sum_t = sum_d + td, sum_w + best, sum_t + (tp or 0)
+end
+print(string.format("%-10s %-14s %7.3fms %7s %10.3fms (best winograd column) x dir %.2f; torch %.3fms, x torch %s",
+                    "sum", "", sum_d * 1e3, "", sum_w * 1e3, sum_d / sum_w, sum_t * 1e3,
+                    tt and string.format("%.2f", sum_t / sum_w) or "-"))
