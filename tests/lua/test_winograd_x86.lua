@@ -1,7 +1,8 @@
 -- conv2d_NCHWc_winograd.x86 (targets/x86/winograd.c, core/topi/winograd_nchwc.c) and the x86
 -- graphs that run 3x3 stride-1 convs as Winograd (tunelua.graph.winograd_x86):
 --   * random configs of F(2x2), F(4x4) and F(6x6) on random data against the reference conv,
---     including output sizes that are not multiples of the tile and a layer without padding;
+--     including output sizes that are not multiples of the tile, a layer without padding and
+--     AVX2 code (8-lane blocks);
 --     Winograd's float error grows with the tile and the reduction, so the tolerance is
 --     eps32 * 9C * kappa(m) * max|x| * max|w| with kappa = 16, 64, 256 for m = 2, 4, 6 (the
 --     measured errors sit 10-40x below it; a wrong coefficient is off by O(|y|));
@@ -44,10 +45,11 @@ local function max_abs(a)
 end
 
 -- random configs of each tile size of the task (C, H, O, padding P) against the reference conv
-local function check_task(C, H, O, P, nconfigs)
+local function check_task(C, H, O, P, nconfigs, target)
+  target = target or "llvm"
   local args = { { "TENSOR", { 1, C, H, H }, "float32" }, { "TENSOR", { O, C, 3, 3 }, "float32" }, { 1, 1 },
                  { P, P, P, P }, { 1, 1 }, "NCHW", "NCHW", "float32" }
-  local task = autotvm.task.create(TEMPLATE, args, "llvm")
+  local task = autotvm.task.create(TEMPLATE, args, target)
   assert(task:set_blocked(true) == true, "the winograd task has a blocked form")
   local OH = H + 2 * P - 2
   local A = te.placeholder({ 1, C, H, H }, "float32", "A")
@@ -76,7 +78,7 @@ local function check_task(C, H, O, P, nconfigs)
       assert(#shapes[1] == 5 and #shapes[2] == 5 and #shapes[3] == 5, "5-D args")
       assert(shapes[2][1] == m + 2 and shapes[2][2] == m + 2 and shapes[2][3] * ob == O and shapes[2][4] == C,
              "the transformed weight is [m+2, m+2, K/ob, C, ob]")
-      local f = tl.build(s, targs, "llvm")
+      local f = tl.build(s, targs, target)
       local ab = tl.nd.empty(shapes[1])
       block_data(a, 1, C, H, H, ib, ab)
       local u = winograd.weight(w, m, ob)
@@ -98,6 +100,7 @@ end
 local t16 = check_task(16, 9, 32, 1, 2)   -- 9x9 output: F(4), F(6) tiles run past the edge
 check_task(32, 8, 48, 1, 2)               -- 3 blocks of 16 output channels
 check_task(8, 12, 16, 0, 1)               -- no padding: 10x10 output
+check_task(16, 10, 24, 1, 1, "llvm -mcpu=core-avx2")   -- 8-lane vectors, 16 registers
 
 -- tuning: blocked configs measured and checked against references of their own blocks and tile
 do
