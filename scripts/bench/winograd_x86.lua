@@ -10,6 +10,11 @@
 --
 --   taskset -c 0,1 tunelua scripts/bench/winograd_x86.lua [--repeat 15] [--threads 2]
 --       [--layers resnet|vgg|all] [--tiles 2,4,6] [--tune N] [--tophub] [--target "llvm ..."]
+--
+-- --networks: whole resnet-18 and vgg-16 (224x224, TopHub configs for the direct convs) built
+-- with winograd = "never" and "auto" (the rule), GraphModule:benchmark medians of --repeat
+-- runs, against PyTorch (scripts/bench/torch_peer.py) and, with --ort, ONNX Runtime on the
+-- same architectures in the same run.
 local ffi = require "ffi"
 local tl = require "tunelua"
 local relay = require "tunelua.relay"
@@ -19,6 +24,7 @@ local autotvm = require "tunelua.autotvm"
 local REPEAT, THREADS, WHICH, TILES, TUNE, TOPHUB = 15, tonumber(os.getenv("TUNELUA_NUM_THREADS") or "2"), "all",
   nil, 0, false
 local TARGET = "llvm"
+local NETWORKS, ORT = false, false
 local i = 1
 while i <= #arg do
   local a = arg[i]
@@ -31,8 +37,13 @@ while i <= #arg do
     i = i + 1
   elseif a == "--tune" then TUNE = tonumber(arg[i + 1]); i = i + 1
   elseif a == "--tophub" then TOPHUB = true
+  elseif a == "--networks" then NETWORKS = true
+  elseif a == "--ort" then ORT = true
   elseif a == "--target" then TARGET = arg[i + 1]; i = i + 1
-  else error("winograd_x86: unknown option " .. a .. " (--repeat, --threads, --layers, --tiles, --tune, --tophub, --target)", 0) end
+  else
+    error("winograd_x86: unknown option " .. a .. " (--repeat, --threads, --layers, --tiles, --tune, --tophub, " ..
+          "--target, --networks, --ort)", 0)
+  end
   i = i + 1
 end
 assert(REPEAT and REPEAT >= 1 and THREADS and THREADS >= 1, "winograd_x86: --repeat and --threads take positive numbers")
@@ -188,6 +199,46 @@ local function tuned_history(L)
 end
 
 tl.set_num_threads(THREADS)
+
+if NETWORKS then
+  local networks = require "networks"
+  local src = debug.getinfo(1, "S").source:sub(2)
+  local dir = src:match("^(.*)/[^/]*$") or "."
+  local function peer(net, runtime)
+    if os.getenv("TUNELUA_NO_PEER") then return nil end
+    local p = io.popen(string.format("%s %s/torch_peer.py --network %s --threads %d --repeat %d --runtime %s 2>&1",
+                                     PYTHON, dir, net, THREADS, REPEAT, runtime))
+    local out = p:read("*a"); p:close()
+    return tonumber(out:match('"median_ms": ([%d%.e%-]+)') or "")
+  end
+  print(string.format("whole networks, batch 1, fp32, 224x224, %d threads, target %s, TopHub configs, median of " ..
+                      "%d runs (ms); peers in the same run", THREADS, TARGET, REPEAT))
+  print(string.format("%-10s %10s %10s %9s %9s %9s %8s %8s", "network", "direct", "winograd", "x direct", "PyTorch",
+                      "x torch", "ORT", "x ORT"))
+  for _, net in ipairs({ "resnet-18", "vgg-16" }) do
+    local mod, params, ishape = networks.get_network(net, { batch_size = 1 })
+    local x = tl.nd.random_uniform(ishape, { seed = 1 })
+    local ms, outs = {}, {}
+    for k, mode in ipairs({ "never", "auto" }) do
+      local lib = executor.build(mod, { target = TARGET, params = params, quiet = true, winograd = mode })
+      local m = executor.GraphModule(lib)
+      m:set_input("data", x)
+      m:run()
+      outs[k] = m:get_output(0)
+      local r = m:benchmark({ number = 1, ["repeat"] = REPEAT, quiet = true })
+      ms[k] = (r.median or r.median_ms / 1e3) * 1e3
+    end
+    tl.testing.assert_allclose(outs[2], outs[1], { rtol = 1e-3, atol = 1e-5 })
+    local tp = peer(net, "torch")
+    local to = ORT and peer(net, "onnxruntime") or nil
+    print(string.format("%-10s %8.2fms %8.2fms %9.2f %9s %9s %8s %8s", net, ms[1], ms[2], ms[1] / ms[2],
+                        tp and string.format("%.2fms", tp) or "-", tp and string.format("%.2f", tp / ms[2]) or "-",
+                        to and string.format("%.2fms", to) or "-", to and string.format("%.2f", to / ms[2]) or "-"))
+    io.stdout:flush()
+  end
+  return
+end
+
 local tt = torch_times()
 local wcols = TILES or { "fb" }
 print(string.format("3x3 stride-1 layers, batch 1, fp32, %d threads, target %s, median of %d profiles; direct: %s " ..

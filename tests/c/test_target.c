@@ -123,8 +123,10 @@ TL_TEST(target_template_registry) {
   CHECK_STREQ(tl_atvm_template_list(0), "conv2d_NCHWc.x86");
   int n = 0;
   while (tl_atvm_template_list(n)) n++;
-  CHECK_EQ_INT(n, 13);   /* x86 4, arm_cpu 4, mali 4, vta 1 */
+  CHECK_EQ_INT(n, 14);   /* x86 5, arm_cpu 4, mali 4, vta 1 */
   CHECK(tl_atvm_template_exists("conv2d_nchw_winograd.arm_cpu"));
+  CHECK(tl_atvm_template_exists("conv2d_NCHWc_winograd.x86"));
+  CHECK_EQ_INT(tl_atvm_template_flags("conv2d_NCHWc_winograd.x86"), 0);
 }
 
 /* arm_cpu: the -mtriple picks the cross toolchain (its Debian package named), an
