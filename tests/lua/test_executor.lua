@@ -159,8 +159,9 @@ do
   local mod = relay.Module(relay.Function({ x, w, b }, y))
   local params = { w = rnd({ 16, 8, 3, 3 }, 31), b = rnd({ 16 }, 32) }
   local tasks = extract.autotvm(mod, { target = "llvm", params = params, ops = { "nn.conv2d" } })
-  eq(#tasks, 1, "one conv2d task")
+  eq(#tasks, 2, "one conv2d task and its winograd task (3x3, stride 1)")
   eq(tasks[1].name, "conv2d_NCHWc.x86", "x86 conv template")
+  eq(tasks[2].name, "conv2d_NCHWc_winograd.x86", "x86 winograd template")
   assert(tasks[1].config_space, "an AutoTVM task with a config space")
   do
     local t = tasks[1]
