@@ -5,28 +5,31 @@
 ** build time to [a, a, K/ob, C, ob] by tl_topi_winograd_nchwc_weight).
 **
 ** The compute is topi's conv2d_NCHWc_winograd (core/topi/winograd_nchwc.c):
-** padding, input transform (data_pack), batched GEMM (bgemm), output
-** transform; the fused bias / residual add / relu of the graph follow the
-** output transform in one pass over the output. Schedule:
+** padding, input transform in two passes (data_pack_rows, data_pack), batched
+** GEMM (bgemm), output transform in two passes (inverse_rows, the output); the
+** fused bias / residual add / relu of the graph follow the output transform in
+** one pass over the output. Schedule:
 **   data_pad   at root, (n, c_chunk, h) fused and parallel, the channel
 **              block vectorized;
-**   data_pack  at root, (c_chunk, p) fused and parallel, (eps, nu) unrolled
-**              (each a straight sum of the tile's inputs), the channel block
-**              vectorized;
-**   bgemm      at root, (eps, nu, k_chunk [, p/tile_p]) fused and parallel
-**              ("parallel" knob); accumulated in registers per tile_p tiles
-**              (cache_write): ic_outer, ic_inner, tile_p rows (unrolled), ob
-**              (vectorized, in vectors of the target's width) -- the direct
-**              conv's FMA micro-kernel, a kernel vector per (c) and a
-**              broadcast V element per row;
-**   output     (n, k_chunk, oh/m) fused and parallel, ow/m, then the m x m
-**              tile unrolled and the block vectorized (the fused endings
-**              computed there, once per output vector).
+**   data_pack  at root, (c_chunk, p) fused and parallel, nu unrolled (the
+**              position its pass selects), the channel block vectorized; its
+**              rows pass computed there per tile (eps unrolled);
+**   output     par(n, k_chunk, oh/m) (rows_first: par(n, oh/m, k_chunk)),
+**              ow/m, oh%m, ow%m (unrolled), the block vectorized (the fused
+**              endings computed there, once per output vector);
+**   inverse_rows per row of tiles and block at the output's parallel loop
+**              (vh unrolled), and inside it
+**   bgemm      for the row and block: eps, nu, p/tile_p, accumulated in
+**              registers (cache_write): ic_outer, ic_inner, tile_p rows
+**              (unrolled), ob (vectorized, in vectors of the target's width)
+**              -- the direct conv's FMA micro-kernel, a kernel vector per
+**              input channel and a broadcast V element per row.
 ** Knobs: tile_ic, tile_oc (the graph's blocks, as conv2d_NCHWc.x86's), tile_size
 ** (m: 2, 4, 6), tile_p (most register rows of the GEMM; the largest divisor of
-** the tile count P up to it is taken), parallel (0: over (eps, nu, k_chunk),
-** 1: with p/tile_p too). The NCHW form of the task (no blocked shapes) is the
-** plain conv2d and has no schedule here: the template runs blocked only.
+** the row's tile count up to it is taken), rows_first (the blocks of a row of
+** tiles one after the other, so the row's transformed input stays in cache).
+** The NCHW form of the task (no blocked shapes) is the plain conv2d and has no
+** schedule here: the template runs blocked only.
 */
 #include "x86.h"
 
@@ -38,8 +41,9 @@ static const char *const TMPL = "conv2d_NCHWc_winograd.x86";
 
 static int wg_info(tl_ctx *ctx, const tl_atvm_args *a, tl_atvm_conv *ci) {
   if (a->ntensors < 2)
-    return tl_err(ctx, TL_E_ARG, "%s: expected args [data, kernel, strides, padding, dilation, ...] with 2 tensors, got %d",
-                  TMPL, a->ntensors);
+    return tl_err(ctx, TL_E_ARG,
+                  "%s: expected args [data, kernel, strides, padding, dilation, ...] with 2 tensors, got %d", TMPL,
+                  a->ntensors);
   TRY(tl_atvm_conv_read(ctx, a, 0, ci));
   if (json_array_size(a->json) >= 6) {
     const char *layout = json_string_value(json_array_get(a->json, 5));
@@ -79,7 +83,8 @@ static int wg_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   ** 2.4-2.6x the direct conv on 56x56x64 and 28x28x128, F(2x2) 2.0x on 14x14x256 where
   ** F(4x4)'s 4x4 tiles of 16x16 cover 14x14 with 30% waste; F(6x6) never ahead of
   ** both); up to 16 GEMM register rows (12 on 16 registers) */
-  int64_t lanes = cfg->hw->lanes > 0 ? cfg->hw->lanes : 16, regs = cfg->hw->registers > 0 ? cfg->hw->registers : 32;
+  int64_t lanes = cfg->hw->lanes > 0 ? cfg->hw->lanes : 16;
+  int64_t regs = cfg->hw->registers > 0 ? cfg->hw->registers : 32;
   int64_t oc_bn = tl_atvm_largest_divisor(ci.O, lanes);
   int64_t ic_bn = tl_atvm_largest_divisor(ci.C, oc_bn);
   int64_t s_ic[2] = {-1, ic_bn}, s_oc[2] = {-1, oc_bn};
@@ -104,7 +109,8 @@ static int wg_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int
   if (nin < 2 || tl_dag_tensor_ndim(dag, in[0]) != 5 || tl_dag_tensor_ndim(dag, in[1]) != 5)
     return tl_atvm_conv2d_nchw_compute(ctx, a, dag, in, nin, out, max_out, nout);
   if (!wg_ok(a, &ci))
-    return tl_err(ctx, TL_E_UNSUPPORTED, "%s: only float32 3x3 convolutions of stride 1 and dilation 1", TMPL);
+    return tl_err(ctx, TL_E_UNSUPPORTED, "%s: only float32 3x3 convolutions of stride 1 and dilation 1",
+                  TMPL);
   char attrs[256];
   snprintf(attrs, sizeof attrs, "{\"padding\":[%lld,%lld,%lld,%lld],\"out_dtype\":\"float32\"}",
            (long long)ci.pad[0], (long long)ci.pad[1], (long long)ci.pad[2], (long long)ci.pad[3]);

@@ -220,11 +220,6 @@ local BLOCKED = { ["conv2d_NCHWc.x86"] = true, ["depthwise_conv2d_NCHWc.x86"] = 
                   [winograd.TEMPLATE] = true }
 local CONTRIB = { ["nn.contrib_conv2d_NCHWc"] = true, ["nn.contrib_depthwise_conv2d_NCHWc"] = true }
 
---- executor.conv_blocks(tgt, ctxs) -> function(conv2d call) -> ic_bn, oc_bn, or nil when the
---- target has no blocked conv template: the channel blocks of the config the graph build
---- will schedule that conv with (the first dispatch context of ctxs with a record for its
---- task, else the template's fallback config): the last factors of tile_ic and tile_oc.
---- AlterOpLayout gives the graph these layouts (relay.optimize's conv_blocks).
 -- The templates for anchor node in the order the build tries them: by_cost, then the
 -- Winograd choice of a 3x3 stride-1 conv on x86 (tunelua.graph.winograd_x86; mode
 -- "auto", "always" or "never").
@@ -240,6 +235,12 @@ local function conv_impls(node, tgt, ctxs, mode)
   end)
 end
 
+--- executor.conv_blocks(tgt, ctxs[, winograd mode]) -> function(conv2d call) -> ic_bn, oc_bn,
+--- or nil when the target has no blocked conv template: the channel blocks of the config the graph build
+--- will schedule that conv with (the first dispatch context of ctxs with a record for its
+--- task, else the template's fallback config): the last factors of tile_ic and tile_oc.
+--- AlterOpLayout gives the graph these layouts (relay.optimize's conv_blocks). The template
+--- is the one the build tries first (a 3x3 stride-1 conv's Winograd one where it is chosen).
 function executor.conv_blocks(tgt, ctxs, mode)
   local has = false
   for _, row in ipairs(tgt.strategy or {}) do if BLOCKED[row.template] then has = true end end
@@ -281,7 +282,8 @@ local function tuned_group(call, tgt, ctxs, mode)
     if pass == 1 or pi == 1 then okt, task = pcall(tm.create, impl.name, impl.args, tgt.str) end
     local wconst = anchor_weight_const(call, anchor)
     -- Winograd takes blocked data and a constant weight (transformed here, once)
-    if impl.name == winograd.TEMPLATE and not (wconst and CONTRIB[anchor.op] and #anchor.args[1].type.shape == 5) then
+    if impl.name == winograd.TEMPLATE and
+       not (wconst and CONTRIB[anchor.op] and #anchor.args[1].type.shape == 5) then
       okt = false
     end
     if okt and type(task) == "table" and task.handle ~= nil then
@@ -425,7 +427,8 @@ end
 function executor.build(mod, opts)
   opts = opts or {}
   if opts.winograd ~= nil and not winograd.MODES[opts.winograd] then
-    error("executor.build: winograd must be \"auto\", \"always\" or \"never\", got " .. tostring(opts.winograd), 2)
+    error("executor.build: winograd must be \"auto\", \"always\" or \"never\", got " .. tostring(opts.winograd),
+          2)
   end
   local tstr = opts.target or "llvm"
   if not targets.record(tstr).backend then

@@ -43,7 +43,9 @@ function M.conv_facts(node)
   local ds, ks = d.shape, k.shape
   local Cin, H, W, K
   if node.op == "nn.conv2d" then
-    if (a.data_layout or "NCHW") ~= "NCHW" or (a.kernel_layout or "OIHW") ~= "OIHW" or #ds ~= 4 then return nil end
+    if (a.data_layout or "NCHW") ~= "NCHW" or (a.kernel_layout or "OIHW") ~= "OIHW" or #ds ~= 4 then
+      return nil
+    end
     Cin, H, W, K = ds[2], ds[3], ds[4], ks[1]
     if ks[3] ~= 3 or ks[4] ~= 3 then return nil end
   elseif node.op == "nn.contrib_conv2d_NCHWc" then
