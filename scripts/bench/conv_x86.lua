@@ -29,9 +29,9 @@
 -- records, or TopHub's with --tophub.
 --
 --   taskset -c 0,1 tunelua scripts/bench/conv_x86.lua --peak [repeats=20] [layer]
---       [--target "llvm -mcpu=core-avx2" --cflags "-O3 -march=haswell"] [--log file] [--tophub]
--- (--cflags: the C flags of the kernels and the peak loop, e.g. AVX2 code on an AVX-512
--- machine.) The share of peak is against <threads> x the per-core peak measured with thread
+--       [--target "llvm -mcpu=core-avx2"] [--cflags "-O3 ..."] [--log file] [--tophub]
+-- (a target's -mcpu gives its kernels and the peak loop that machine's -march, e.g. AVX2
+-- code on an AVX-512 machine; --cflags replaces those flags.) The share of peak is against <threads> x the per-core peak measured with thread
 -- CPU time, which a busy machine does not lower; the wall-clock peak of the threads together
 -- is printed beside it. TUNELUA_NO_PEER=1: no PyTorch column.
 local tl = require "tunelua"

@@ -3,9 +3,11 @@
 ** compiler builds both). A target naming -mcpu or -mattr describes that
 ** machine (AVX-512 or AVX2); a plain one describes the host, probed once.
 **
-** Kernels build with "-O3 -march=native" and run on this host, so a target
-** whose -mcpu/-mattr needs an extension the host lacks can be parsed, read
-** from logs and tuned through RPC, but not built or measured here:
+** Kernels of a plain target build with "-O3 -march=native"; a target naming
+** -mcpu/-mattr builds with that machine's -march (x86_toolchain), so AVX2
+** code can be made and measured on an AVX-512 host. A target whose
+** -mcpu/-mattr needs an extension the host lacks can be parsed, read from
+** logs and tuned through RPC, but not built or measured here:
 ** x86_host_check says so (tl_target_check_host).
 */
 #include "x86.h"
@@ -45,24 +47,29 @@ static const struct { const char *attr, *flag, *name; } features[] = {
 #define F_HASWELL (F(SSE42) | F(AVX) | F(AVX2) | F(FMA))
 #define F_SKX (F_HASWELL | F(AVX512F) | F(AVX512BW))
 
-/* -mcpu names and what their code needs. */
-static const struct { const char *mcpu; unsigned need; } cpus[] = {
-    {"haswell", F_HASWELL},
-    {"broadwell", F_HASWELL},
-    {"skylake", F_HASWELL},
-    {"core-avx2", F_HASWELL},
-    {"alderlake", F_HASWELL},
-    {"znver1", F_HASWELL},
-    {"znver2", F_HASWELL},
-    {"znver3", F_HASWELL},
-    {"skylake-avx512", F_SKX},
-    {"icelake-client", F_SKX | F(AVX512VNNI)},
-    {"icelake-server", F_SKX | F(AVX512VNNI)},
-    {"tigerlake", F_SKX | F(AVX512VNNI)},
-    {"cascadelake", F_SKX | F(AVX512VNNI)},
-    {"cooperlake", F_SKX | F(AVX512VNNI) | F(AVX512BF16)},
-    {"znver4", F_SKX | F(AVX512VNNI) | F(AVX512BF16)},
-    {"sapphirerapids", F_SKX | F(AVX512VNNI) | F(AVX512BF16) | F(AVX512FP16) | F(AMXTILE)},
+/* -mcpu names, what their code needs and the C flags that build it (GCC's
+** -march of the same name; GCC 12 has no znver4: znver3 with its AVX-512). */
+#define ZNVER4_FLAGS \
+  "-O3 -march=znver3 -mavx512f -mavx512bw -mavx512cd -mavx512dq -mavx512vl -mavx512vnni -mavx512bf16"
+static const struct { const char *mcpu; unsigned need; tl_toolchain tc; } cpus[] = {
+#define CPU(name, need) {name, need, {NULL, "-O3 -march=" name, NULL, NULL, 0}}
+    CPU("haswell", F_HASWELL),
+    CPU("broadwell", F_HASWELL),
+    CPU("skylake", F_HASWELL),
+    CPU("core-avx2", F_HASWELL),
+    CPU("alderlake", F_HASWELL),
+    CPU("znver1", F_HASWELL),
+    CPU("znver2", F_HASWELL),
+    CPU("znver3", F_HASWELL),
+    CPU("skylake-avx512", F_SKX),
+    CPU("icelake-client", F_SKX | F(AVX512VNNI)),
+    CPU("icelake-server", F_SKX | F(AVX512VNNI)),
+    CPU("tigerlake", F_SKX | F(AVX512VNNI)),
+    CPU("cascadelake", F_SKX | F(AVX512VNNI)),
+    CPU("cooperlake", F_SKX | F(AVX512VNNI) | F(AVX512BF16)),
+    {"znver4", F_SKX | F(AVX512VNNI) | F(AVX512BF16), {NULL, ZNVER4_FLAGS, NULL, NULL, 0}},
+    CPU("sapphirerapids", F_SKX | F(AVX512VNNI) | F(AVX512BF16) | F(AVX512FP16) | F(AMXTILE)),
+#undef CPU
 };
 
 /* The host's extensions: $TUNELUA_HOST_CPU_FLAGS when set (a test hook: the
@@ -161,6 +168,26 @@ static void x86_hw(const tl_target *t, tl_target_hw *hw) {
   hw->registers = lanes == 16 ? 32 : 16;
 }
 
+/* The C flags of a target naming its machine: -mcpu's own -march when it
+** covers what -mattr adds, else the first -mcpu row (oldest first) whose
+** extensions cover -mcpu and -mattr together (an unknown -mcpu counts as
+** AVX2, or AVX-512 when its name says so, as x86_hw reads it), so code for
+** an AVX2 target holds no AVX-512 instruction whatever the host. A plain
+** target: NULL, the family's "-O3 -march=native". */
+static const tl_toolchain *x86_toolchain(const tl_target *t) {
+  if (!explicit_machine(t)) return NULL;
+  unsigned need = target_needs(t) | (names_avx512(t) ? F_SKX : F_HASWELL);
+  const char *mcpu = tl_target_option(t, "mcpu");
+  for (size_t i = 0; mcpu && i < TL_ARRAY_SIZE(cpus); i++)
+    if (strcmp(mcpu, cpus[i].mcpu) == 0 && (need & ~cpus[i].need) == 0) return &cpus[i].tc;
+  static const char *const order[] = {"haswell", "skylake-avx512", "cascadelake", "cooperlake",
+                                      "sapphirerapids"};
+  for (size_t k = 0; k < TL_ARRAY_SIZE(order); k++)
+    for (size_t i = 0; i < TL_ARRAY_SIZE(cpus); i++)
+      if (strcmp(order[k], cpus[i].mcpu) == 0 && (need & ~cpus[i].need) == 0) return &cpus[i].tc;
+  return NULL;
+}
+
 static int x86_host_check(tl_ctx *ctx, const tl_target *t) {
   unsigned missing = target_needs(t) & ~host_features();
   if (!missing) return TL_OK;
@@ -193,6 +220,7 @@ const tl_family tl_family_x86 = {
     .schedules = "cpu",
     .backend = &tl_backend_c,
     .toolchain = {NULL, NULL, NULL},   /* the host compiler, "-O3 -march=native" */
+    .toolchain_of = x86_toolchain,     /* -mcpu/-mattr: that machine's -march */
     .tophub_package = "llvm",
     .tophub_version = "v0.04",
     .templates = templates,

@@ -171,9 +171,15 @@ TL_TEST(target_backend_and_toolchain) {
   CHECK(t->family->backend == &tl_backend_c);
   CHECK_EQ_INT(tl_backend_c.device_type, TL_DEV_CPU);
   CHECK_STREQ(t->family->name, "x86");
-  CHECK(tl_target_toolchain(t) == &t->family->toolchain);       /* static: outlives t */
+  CHECK(tl_target_toolchain(t) != &t->family->toolchain);       /* -mcpu: that machine's row */
   CHECK(tl_target_cc(t) == NULL);                                /* the default compiler */
-  CHECK_STREQ(tl_target_cflags(t), "-O3 -march=native");
+  CHECK_STREQ(tl_target_cflags(t), "-O3 -march=core-avx2");     /* AVX2 code on any host */
+  {
+    tl_target *h = parse_ok(ctx, "llvm");                       /* a plain target: the host */
+    CHECK(tl_target_toolchain(h) == &h->family->toolchain);     /* static: outlives h */
+    CHECK_STREQ(tl_target_cflags(h), "-O3 -march=native");
+    tl_target_free(h);
+  }
   CHECK_STREQ(tl_target_cross_prefix(t), "");
   char *cc = tl_toolchain_cc(tl_target_toolchain(t));
   char *dflt = tl_toolchain_cc(NULL);

@@ -60,7 +60,8 @@ eq(table.concat(target.parse("llvm -keys=a,b -device=d").keys, ","), "a,b,d", "-
 -- what a target builds with and where its kernels run
 local C = require("tunelua.core").C
 eq(t.toolchain ~= nil, true, "x86 toolchain"); eq(t.cc, nil, "x86 compiler: the default")
-eq(t.cflags, "-O3 -march=native", "x86 flags"); eq(t.cross_prefix, "", "x86 cross prefix")
+eq(t.cflags, "-O3 -march=skylake-avx512", "x86 flags of -mcpu");
+eq(target.parse("llvm").cflags, "-O3 -march=native", "x86 flags of the host"); eq(t.cross_prefix, "", "x86 cross prefix")
 eq(t.device_type, C.TL_DEV_CPU, "x86 device type"); eq(t.on_device, false, "x86 runs on the host")
 eq(m.toolchain, nil, "mali has no C toolchain"); eq(m.device_type, C.TL_DEV_OPENCL, "mali device type")
 eq(m.on_device, true, "mali runs on a device")
