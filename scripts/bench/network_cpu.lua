@@ -28,6 +28,10 @@
 -- each per round), so that a load change on the machine hits every column alike.
 -- --layouts blocked (default) builds as executor.build does (AlterOpLayout's NCHW[x]c
 -- between convs); nchw with layouts = false; both prints both and their ratio.
+-- --profile N: after the table, each network's tunelua columns profiled (N runs of the
+-- executor's per-step profile, mean ms per step): time per kind of step (the fused
+-- function's name without its number: convs, layout transforms, pools, dense, softmax...)
+-- and its share of the steps' total, largest first.
 local tl = require "tunelua"
 local autotvm = require "tunelua.autotvm"
 local relay = require "tunelua.relay"
@@ -36,7 +40,7 @@ local networks = require "networks"
 
 local opts = { networks = "resnet-18,mobilenet", threads = 2, ["repeat"] = 30, n_trial = 16,
                log = nil, target = "llvm", python = "/usr/bin/python3", layouts = "blocked", rounds = 5,
-               ansor_trials = nil }
+               ansor_trials = nil, profile = nil }
 do
   local i = 1
   while i <= #arg do
@@ -51,6 +55,7 @@ do
     elseif a == "--layouts" then opts.layouts = v
     elseif a == "--rounds" then opts.rounds = tonumber(v)
     elseif a == "--ansor-trials" then opts.ansor_trials = tonumber(v)
+    elseif a == "--profile" then opts.profile = tonumber(v)
     else error("network_cpu: unknown option " .. tostring(a) .. " (see the header of this script)", 0) end
     if v == nil then error("network_cpu: " .. a .. " expects a value", 0) end
     i = i + 2
@@ -150,7 +155,20 @@ for name in opts.networks:gmatch("[^,]+") do
   local ort, over = peer_ms(name, "onnxruntime")
   if not torch then io.stderr:write("network_cpu: PyTorch peer: ", tostring(tver), "\n") end
   if not ort then io.stderr:write("network_cpu: ONNX Runtime peer: ", tostring(over), "\n") end
-  rows[#rows + 1] = { name = name, t = t,
+  local prof
+  if opts.profile then
+    prof = {}
+    for _, c in ipairs(cols) do
+      local by, total = {}, 0
+      for _, st in ipairs(c.b.m:profile(opts.profile)) do
+        local k = st.name:gsub("_?%d+$", "")
+        by[k] = (by[k] or 0) + st.seconds
+        total = total + st.seconds
+      end
+      prof[#prof + 1] = { name = c.name, by = by, total = total }
+    end
+  end
+  rows[#rows + 1] = { name = name, t = t, prof = prof,
                       torch = torch, torch_ver = torch and tver, ort = ort,
                       ort_ver = ort and over, log = log }
 end
@@ -198,5 +216,17 @@ for _, r in ipairs(rows) do
                         "; auto-sched: NHWC, %d trials of the task scheduler (network_cpu.<net>.ansor.json)",
                         opts.ansor_trials) or ""))
     break
+  end
+end
+for _, r in ipairs(rows) do
+  for _, p in ipairs(r.prof or {}) do
+    print(string.format("\n%s, %s: per-step profile, mean of %d runs, by kind of step (%.2f ms in all)",
+                        r.name, p.name, opts.profile, p.total * 1e3))
+    local ks = {}
+    for k in pairs(p.by) do ks[#ks + 1] = k end
+    table.sort(ks, function(a, b) return p.by[a] > p.by[b] end)
+    for _, k in ipairs(ks) do
+      print(string.format("  %-56s %8.3f ms %5.1f%%", k, p.by[k] * 1e3, 100 * p.by[k] / p.total))
+    end
   end
 end
