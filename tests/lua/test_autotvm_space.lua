@@ -28,9 +28,10 @@ do
   -- flop (compute_flop rules): 2 * N*O*OH*OW * C*KH*KW plus the padding stage's compares
   local conv = 2 * 64 * 112 * 112 * 3 * 7 * 7
   assert(t.flop >= conv and t.flop < conv * 1.01, t.flop)
-  -- fallback: oc_bn 16, ic_bn 3, reg_n 28 (largest divisor of 112 <= 31)
+  -- fallback on 32 zmm registers: oc_bn 32 (two vectors), ic_bn 3, reg_n 14 (largest divisor
+  -- of 112 <= 14: 28 accumulators), kw not unrolled around 14 positions
   assert(tostring(t.config_space:get(-1)) ==
-         "[('tile_ic', [-1, 3]), ('tile_oc', [-1, 16]), ('tile_ow', [-1, 28]), ('unroll_kw', False)],None,233",
+         "[('tile_ic', [-1, 3]), ('tile_oc', [-1, 32]), ('tile_ow', [-1, 14]), ('unroll_kw', False)],None,207",
          tostring(t.config_space:get(-1)))
   -- knob features: split sizes including the -1, then the ot value
   local f = t.config_space:get(193):features()
