@@ -1016,6 +1016,10 @@ static int dense_nopack_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   TRY(define_split2(cfg, "tile_y", M, 2));
   TRY(define_split2(cfg, "tile_x", N, 2));
   TRY(define_split2(cfg, "tile_k", K, 2));
+  /* fallback (deployed when no record covers the layer, TL_TMPL_FALLBACK_DEPLOYS): k split
+  ** by two vectors and rfactored, one output per iteration; the default CPU schedule left
+  ** a scalar chain of dependent FMAs (fc layers at 3-9 GB/s of weights; this: 90-120 GB/s
+  ** from L3, DRAM-bound beyond, 1 thread, AVX-512) */
   int64_t tk = tl_atvm_largest_divisor(K, SIMD_LANES * 2);
   int64_t sy[2] = {-1, M}, sx[2] = {-1, 1}, sk[2] = {-1, tk};
   TRY(tl_cfg_fallback_split(cfg, "tile_y", sy, 2));
@@ -1088,7 +1092,8 @@ static int dense_nopack_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sch
 }
 
 const tl_atvm_template tl_x86_dense_nopack = {"dense_nopack.x86", dense_nopack_define,
-                                              tl_atvm_dense_compute, dense_nopack_schedule};
+                                              tl_atvm_dense_compute, dense_nopack_schedule,
+                                              NULL, NULL, TL_TMPL_FALLBACK_DEPLOYS, NULL};
 
 static int dense_pack_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   int64_t M = 0, N = 0, K = 0;
