@@ -334,15 +334,18 @@ static int conv_nchwc_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   int64_t ic_bn = tl_atvm_largest_divisor(ci.C, oc_bn);
   int64_t reg_n = tl_atvm_largest_divisor(ci.OW, rows_max(cfg, oc_bn, 31));
   int wide = 0;
-  if (conv_blocked_ok(a, &ci) && SIMD_REGS >= 32 && ci.O % (2 * SIMD_LANES) == 0) {
+  int64_t reg_w = tl_atvm_largest_divisor(ci.OW, (SIMD_REGS - 4) / 2);
+  if (conv_blocked_ok(a, &ci) && SIMD_REGS >= 32 && ci.O % (2 * SIMD_LANES) == 0 &&
+      (reg_w >= 7 || 2 * reg_w >= reg_n)) {
     /* 32 registers: two vectors of output channels by at most 14 positions (28
     ** accumulators), so each broadcast feeds two FMAs and each kernel vector up
     ** to 14: 88-100% of the FMA peak on resnet-18's layers against 75-93% with
-    ** one vector by up to 28 positions (AVX-512, measured) */
+    ** one vector by up to 28 positions (AVX-512, measured); not where the width
+    ** has no divisor of 7-14 but one up to 31 (17: 17 positions by one vector) */
     wide = 1;
     oc_bn = 2 * SIMD_LANES;
     ic_bn = tl_atvm_largest_divisor(ci.C, oc_bn);
-    reg_n = tl_atvm_largest_divisor(ci.OW, (SIMD_REGS - 4) / 2);
+    reg_n = reg_w;
   } else if (conv_blocked_ok(a, &ci) && reg_n < 8 && oc_bn == SIMD_LANES && ci.O % (2 * oc_bn) == 0 &&
              reg_n <= rows_max(cfg, 2 * oc_bn, 31)) {
     oc_bn *= 2;
