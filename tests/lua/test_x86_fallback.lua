@@ -1,0 +1,80 @@
+-- The x86 templates' fallback configs (the configs a layer runs on when no record covers it)
+-- and the schedule choices around them, against the reference interpreter:
+--  * conv2d_NCHWc.x86 on 32 registers: two vectors of output channels by up to 14 positions,
+--    kw unrolled around rows of up to 8; a 17-wide output keeps 17 positions by one vector;
+--    on 16 registers (AVX2) one 8-lane vector;
+--  * depthwise_conv2d_NCHWc.x86 in the same 32-channel block;
+--  * widths with no divisor from 4 to the register budget (primes) run in guarded tiles of
+--    8 positions: 3x3, 1x1 and strided convs of such widths match the reference;
+--  * dense_nopack.x86's fallback is deployed (no default-schedule dense in a network).
+local tl = require "tunelua"
+local autotvm = require "tunelua.autotvm"
+local relay = require "tunelua.relay"
+local executor = require "tunelua.graph.executor"
+local reference = require "networks.reference"
+
+local function T(shape) return { "TENSOR", shape, "float32" } end
+local function fallback(name, args, target)
+  return tostring(autotvm.task.create(name, args, target).config_space:get(-1))
+end
+local function conv_args(C, H, O, K, S, P)
+  return { T { 1, C, H, H }, T { O, C, K, K }, { S, S }, { P, P, P, P }, { 1, 1 }, "NCHW", "NCHW", "float32" }
+end
+local function has(s, pat) assert(s:find(pat, 1, true), s .. " lacks " .. pat) end
+
+local AVX512, AVX2 = "llvm -mcpu=skylake-avx512", "llvm -mcpu=core-avx2"
+do
+  local c = fallback("conv2d_NCHWc.x86", conv_args(64, 56, 64, 3, 1, 1), AVX512)
+  has(c, "('tile_ic', [-1, 32]), ('tile_oc', [-1, 32]), ('tile_ow', [-1, 14]), ('unroll_kw', False)")
+  c = fallback("conv2d_NCHWc.x86", conv_args(512, 7, 512, 3, 1, 1), AVX512)
+  has(c, "('tile_oc', [-1, 32]), ('tile_ow', [-1, 7]), ('unroll_kw', True)")
+  c = fallback("conv2d_NCHWc.x86", conv_args(64, 56, 128, 1, 2, 0), AVX512)
+  has(c, "('tile_oc', [-1, 32]), ('tile_ow', [-1, 14]), ('tile_oh', 1)")
+  c = fallback("conv2d_NCHWc.x86", conv_args(768, 17, 192, 1, 1, 0), AVX512)
+  has(c, "('tile_oc', [-1, 16]), ('tile_ow', [-1, 17])")
+  c = fallback("conv2d_NCHWc.x86", conv_args(64, 56, 64, 3, 1, 1), AVX2)
+  has(c, "('tile_oc', [-1, 8]), ('tile_ow', [-1, 14])")
+  local d = fallback("depthwise_conv2d_NCHWc.x86",
+                     { T { 1, 64, 56, 56 }, T { 64, 1, 3, 3 }, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "float32" }, AVX512)
+  has(d, "('tile_oc', [-1, 32]), ('tile_ow', [-1, 8])")
+end
+
+-- a 1x1 conv (so the data arrives blocked, as inside a network), then the conv under test
+-- with relu, and a dense head: the network against the reference interpreter
+local function check(C, H, O, K, S, P, target)
+  local dv = relay.var("data", { shape = { 1, C, H, H } })
+  local w0 = relay.var("w0", { shape = { C, C, 1, 1 } })
+  local wv = relay.var("w", { shape = { O, C, K, K } })
+  local OH = math.floor((H + 2 * P - K) / S) + 1
+  local wd = relay.var("wd", { shape = { 10, O * OH * OH } })
+  local x = relay.nn.conv2d(dv, w0, { channels = C, kernel_size = { 1, 1 } })
+  local y = relay.nn.relu(relay.nn.conv2d(x, wv, { strides = { S, S }, padding = { P, P, P, P }, channels = O,
+                                                   kernel_size = { K, K } }))
+  local z = relay.nn.dense(relay.nn.batch_flatten(y), wd)
+  local mod = relay.Module(relay.Function({ dv, w0, wv, wd }, relay.tuple({ y, z })))
+  local params = { w0 = tl.nd.random_uniform({ C, C, 1, 1 }, { seed = 3 }),
+                   w = tl.nd.random_uniform({ O, C, K, K }, { seed = 2 }),
+                   wd = tl.nd.random_uniform({ 10, O * OH * OH }, { seed = 4 }) }
+  local lib = executor.build(mod, { target = target, params = params, tophub = false, quiet = true })
+  local dense
+  for _, k in ipairs(lib.kernels) do
+    if k.name:find("dense", 1, true) then dense = k end
+  end
+  assert(dense and tostring(dense.tuned):find("dense_nopack.x86 fallback", 1, true),
+         "the dense step does not run dense_nopack.x86's fallback: " .. tostring(dense and dense.tuned))
+  local m = executor.GraphModule(lib)
+  local a = tl.nd.random_uniform({ 1, C, H, H }, { seed = 1 })
+  m:set_input("data", a)
+  m:run()
+  local ref = reference.run(mod, params, { data = a })
+  reference.assert_close(m:get_output(0), ref[1], { rtol = 1e-4 })
+  reference.assert_close(m:get_output(1), ref[2], { rtol = 1e-4 })
+end
+
+local target = "llvm"
+check(16, 39, 32, 3, 1, 0, target)    -- 37 wide: guarded tiles of 8
+check(16, 73, 48, 1, 1, 0, target)    -- 1x1 on 73 wide
+check(8, 141, 32, 3, 2, 1, target)    -- stride 2 to 71 wide
+check(32, 14, 64, 3, 1, 1, target)    -- 14 wide, two vectors (where the host has 32 registers)
+if require("tunelua.target").parse(AVX2):check_host() then check(16, 39, 32, 3, 1, 0, AVX2) end
+print("test_x86_fallback: ok")
