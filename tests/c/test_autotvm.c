@@ -131,9 +131,9 @@ TL_TEST(atvm_index_mapping) {
   float f[16];
   CHECK_EQ_INT(tl_atvm_config_knob_features(t, 193, f, 16), 7);
   CHECK(f[1] == 3 && f[3] == 32 && f[5] == 8 && f[6] == 0);
-  /* the fallback config of a plain target takes the host's lanes: oc_bn 16 with
-  ** AVX-512, 8 with AVX2 and FMA, else 4 */
-  int lanes = tl_test_cpu_has("avx512f") ? 16 : tl_test_cpu_has("avx2") && tl_test_cpu_has("fma") ? 8 : 4;
+  /* the fallback config of a plain target takes the host's lanes: oc_bn 32 (two
+  ** 16-lane vectors on 32 registers) with AVX-512, 8 with AVX2 and FMA, else 4 */
+  int lanes = tl_test_cpu_has("avx512f") ? 32 : tl_test_cpu_has("avx2") && tl_test_cpu_has("fma") ? 8 : 4;
   char oc[64];
   snprintf(oc, sizeof oc, "[\"tile_oc\", \"sp\", [-1, %d]]", lanes);
   CHECK(strstr(tl_atvm_config_json(t, -1), oc) != NULL);
@@ -165,17 +165,17 @@ static int fallback_has(tl_ctx *ctx, const char *tmpl, const char *args, const c
 
 /* Fallback configs keep their accumulators in registers: on AVX2 (16 ymm of 8
 ** floats) rows of one vector, at most 14 of them (a kernel vector and a
-** broadcast beside), on AVX-512 TVM's choices. */
+** broadcast beside), on AVX-512 (32 zmm) rows of two vectors, at most 14. */
 TL_TEST(atvm_fallback_register_budget) {
   tl_ctx *ctx = tl_ctx_new();
   const char *avx2 = "llvm -mcpu=core-avx2", *avx512 = "llvm -mcpu=skylake-avx512";
-  /* conv 3x3 over a 112-wide output: 14 rows on AVX2, 28 on AVX-512 */
+  /* conv 3x3 over a 112-wide output: 14 rows on AVX2, 14 rows of two vectors on AVX-512 */
   const char *conv = "[[\"TENSOR\", [1, 64, 112, 112], \"float32\"], [\"TENSOR\", [64, 64, 3, 3], "
                      "\"float32\"], [1, 1], [1, 1, 1, 1], [1, 1], \"NCHW\", \"NCHW\", \"float32\"]";
   CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", conv, avx2, "[\"tile_oc\", \"sp\", [-1, 8]]"));
   CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", conv, avx2, "[\"tile_ow\", \"sp\", [-1, 14]]"));
-  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", conv, avx512, "[\"tile_oc\", \"sp\", [-1, 16]]"));
-  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", conv, avx512, "[\"tile_ow\", \"sp\", [-1, 28]]"));
+  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", conv, avx512, "[\"tile_oc\", \"sp\", [-1, 32]]"));
+  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", conv, avx512, "[\"tile_ow\", \"sp\", [-1, 14]]"));
   /* a 7-wide output: AVX-512 takes two vectors of channels; on AVX2 7 rows of
   ** two ymm (14 + 2 kernel vectors + a broadcast) would not fit */
   const char *narrow = "[[\"TENSOR\", [1, 512, 7, 7], \"float32\"], [\"TENSOR\", [512, 512, 3, 3], "
@@ -183,16 +183,20 @@ TL_TEST(atvm_fallback_register_budget) {
   CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", narrow, avx512, "[\"tile_oc\", \"sp\", [-1, 32]]"));
   CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", narrow, avx2, "[\"tile_oc\", \"sp\", [-1, 8]]"));
   CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", narrow, avx2, "[\"tile_ow\", \"sp\", [-1, 7]]"));
-  /* 1x1 over 14x14: two output rows of 14 on AVX-512 (28 < 32), one on AVX2 */
+  /* 1x1 over 14x14: one output row of 14 positions by two vectors on AVX-512 (28
+  ** accumulators: a second row would not fit), one on AVX2; over 6x6 two rows of 6 */
   const char *pw = "[[\"TENSOR\", [1, 256, 14, 14], \"float32\"], [\"TENSOR\", [256, 256, 1, 1], "
                    "\"float32\"], [1, 1], [0, 0, 0, 0], [1, 1], \"NCHW\", \"NCHW\", \"float32\"]";
-  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", pw, avx512, "[\"tile_oh\", \"ot\", 2]"));
+  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", pw, avx512, "[\"tile_oh\", \"ot\", 1]"));
+  const char *pw6 = "[[\"TENSOR\", [1, 256, 6, 6], \"float32\"], [\"TENSOR\", [256, 256, 1, 1], "
+                    "\"float32\"], [1, 1], [0, 0, 0, 0], [1, 1], \"NCHW\", \"NCHW\", \"float32\"]";
+  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", pw6, avx512, "[\"tile_oh\", \"ot\", 2]"));
   CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", pw, avx2, "[\"tile_oh\", \"ot\", 1]"));
-  /* depthwise over a 112-wide output: 14 rows on AVX2, 16 on AVX-512 */
+  /* depthwise over a 112-wide output: 14 rows on AVX2, 8 rows of two vectors on AVX-512 */
   const char *dw = "[[\"TENSOR\", [1, 32, 112, 112], \"float32\"], [\"TENSOR\", [32, 1, 3, 3], "
                    "\"float32\"], [1, 1], [1, 1, 1, 1], [1, 1], \"float32\"]";
   CHECK(fallback_has(ctx, "depthwise_conv2d_NCHWc.x86", dw, avx2, "[\"tile_ow\", \"sp\", [-1, 14]]"));
-  CHECK(fallback_has(ctx, "depthwise_conv2d_NCHWc.x86", dw, avx512, "[\"tile_ow\", \"sp\", [-1, 16]]"));
+  CHECK(fallback_has(ctx, "depthwise_conv2d_NCHWc.x86", dw, avx512, "[\"tile_ow\", \"sp\", [-1, 8]]"));
   /* dense_pack, M = 8: rows of 16 outputs (two ymm) x 4 on AVX2, x 8 on AVX-512 */
   const char *dense = "[[\"TENSOR\", [8, 64], \"float32\"], [\"TENSOR\", [64, 64], \"float32\"], null, "
                       "\"float32\"]";
