@@ -18,9 +18,11 @@
 ** consumers go there). The other computes are the plain
 ** topi operators (NCHW data, OIHW kernel; dense [M, K] x [N, K]) with the
 ** blocking expressed by splits. No compute depends on the config, so
-** injective consumers fuse after the anchor. Fallback configs follow TVM's
-** defaults on a 16-lane (AVX-512) machine and keep the accumulators within
-** the register budget on narrower ones (rows_max: 8-lane rows on 16 ymm).
+** injective consumers fuse after the anchor. Fallback configs keep the
+** accumulators within the register budget: on 32 registers (AVX-512) two
+** vectors of output channels by up to 14 positions, on 16 ymm 8-lane rows
+** (rows_max); dense_nopack's fallback is deployed where no record covers a
+** layer (TL_TMPL_FALLBACK_DEPLOYS).
 */
 #include "x86.h"
 
@@ -136,7 +138,8 @@ static int nchwc5_compute(tl_ctx *ctx, const conv_info *ci, tl_dag *dag, const i
 }
 
 /* Inline the injective stages but the output; the padding stays at root,
-** computed once per call with its outer loops fused and parallel. */
+** computed once per call with its outer loops fused and parallel (keep_pad:
+** left unscheduled, for the caller to place). */
 static int nchwc5_inline(tl_ctx *ctx, tl_sched *s, int CV, int keep_pad) {
   tl_dag *dag = tl_sched_dag(s);
   for (int i = 0; i < tl_sched_num_stages(s) - 1; i++) {
@@ -205,6 +208,7 @@ static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched 
     ** 1-3 positions per tile, where each kernel vector feeds 1-3 FMAs (80 -> 192
     ** channels on 71x71: 20% of the FMA peak -> 75%, AVX-512) */
     int64_t v = row_vectors(cfg, ob), rows = SIMD_REGS >= 32 ? (SIMD_REGS - 4) / v : (SIMD_REGS - v - 1) / v;
+    rows /= oh_f;
     reg_n = rows < 8 ? (rows < 1 ? 1 : rows) : 8;
   }
   TRY(nchwc5_inline(ctx, s, CV, 0));
@@ -271,7 +275,6 @@ static int dw_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *s
   TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, 3, &par));
   TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
   TRY(ann(ctx, s, O, 4, TL_ANN_VECTORIZE));
-
   TRY(tl_sched_compute_at(ctx, s, CC, O, pos(s, O, owo)));
   /* CC: n c_chunk oh ow b | kh kw */
   int bo = -1, bi = 4;
