@@ -9,28 +9,37 @@
 #include "topi/topi.h"
 #include "tl_test.h"
 
-static tl_sched *conv_relu(tl_ctx *ctx, int *args, int *nargs) {
+/* A conv2d (op "conv2d" or "conv2d_nhwc", stride 1, padding 1) of data xs
+** by kernel ws, followed by a relu when relu is set, scheduled; args gets the
+** placeholders and the output of the schedule's dag. */
+static tl_sched *conv_sched(tl_ctx *ctx, const char *op, int64_t xs[4], int64_t ws[4], int relu,
+                            int *args, int *nargs) {
   tl_dag *dag = tl_dag_new();
-  int64_t xs[4] = {1, 8, 12, 12}, ws[4] = {16, 8, 3, 3};
   int x = -1, w = -1, out[8], n = 0;
   CHECK_EQ_INT(tl_dag_placeholder(ctx, dag, "data", 4, xs, TL_FLOAT32, &x), 0);
   CHECK_EQ_INT(tl_dag_placeholder(ctx, dag, "kernel", 4, ws, TL_FLOAT32, &w), 0);
   int in[2] = {x, w};
-  CHECK_EQ_INT(tl_topi_op(ctx, dag, "conv2d", in, 2,
+  CHECK_EQ_INT(tl_topi_op(ctx, dag, op, in, 2,
                           "{\"strides\":[1,1],\"padding\":[1,1,1,1],\"dilation\":[1,1]}", out, 8, &n), 0);
-  int y = out[n - 1];
-  CHECK_EQ_INT(tl_topi_op(ctx, dag, "relu", &y, 1, NULL, out, 8, &n), 0);
+  if (relu) {
+    int y = out[n - 1];
+    CHECK_EQ_INT(tl_topi_op(ctx, dag, "relu", &y, 1, NULL, out, 8, &n), 0);
+  }
   int r = out[n - 1];
   tl_sched *s;
   CHECK_EQ_INT(tl_sched_new(ctx, dag, &r, 1, &s), 0);
   tl_dag_free(dag);
-  /* arguments: the placeholders and the output of the schedule's dag */
   tl_dag *d = tl_sched_dag(s);
   *nargs = 0;
   for (int t = 0; t < tl_dag_num_tensors(d); t++)
     if (tl_dag_op_kind(d, tl_dag_tensor_op(d, t)) == TL_DAG_PLACEHOLDER) args[(*nargs)++] = t;
   args[(*nargs)++] = tl_dag_output(d, 0);
   return s;
+}
+
+static tl_sched *conv_relu(tl_ctx *ctx, int *args, int *nargs) {
+  int64_t xs[4] = {1, 8, 12, 12}, ws[4] = {16, 8, 3, 3};
+  return conv_sched(ctx, "conv2d", xs, ws, 1, args, nargs);
 }
 
 static void lowers(tl_ctx *ctx, tl_sched *s, const int *args, int nargs) {
@@ -101,24 +110,8 @@ TL_TEST(ansor_sketch_annotate_mutate) {
 ** draw a register tile (the innermost output-channel length a multiple of
 ** 16, vectorized; 8..28 accumulators), and every state lowers. */
 static tl_sched *conv_nhwc(tl_ctx *ctx, int *args, int *nargs) {
-  tl_dag *dag = tl_dag_new();
   int64_t xs[4] = {1, 14, 14, 8}, ws[4] = {3, 3, 8, 32};
-  int x = -1, w = -1, out[8], n = 0;
-  CHECK_EQ_INT(tl_dag_placeholder(ctx, dag, "data", 4, xs, TL_FLOAT32, &x), 0);
-  CHECK_EQ_INT(tl_dag_placeholder(ctx, dag, "kernel", 4, ws, TL_FLOAT32, &w), 0);
-  int in[2] = {x, w};
-  CHECK_EQ_INT(tl_topi_op(ctx, dag, "conv2d_nhwc", in, 2,
-                          "{\"strides\":[1,1],\"padding\":[1,1,1,1],\"dilation\":[1,1]}", out, 8, &n), 0);
-  int r = out[n - 1];
-  tl_sched *s;
-  CHECK_EQ_INT(tl_sched_new(ctx, dag, &r, 1, &s), 0);
-  tl_dag_free(dag);
-  tl_dag *d = tl_sched_dag(s);
-  *nargs = 0;
-  for (int t = 0; t < tl_dag_num_tensors(d); t++)
-    if (tl_dag_op_kind(d, tl_dag_tensor_op(d, t)) == TL_DAG_PLACEHOLDER) args[(*nargs)++] = t;
-  args[(*nargs)++] = tl_dag_output(d, 0);
-  return s;
+  return conv_sched(ctx, "conv2d_nhwc", xs, ws, 0, args, nargs);
 }
 
 TL_TEST(ansor_register_tile) {
