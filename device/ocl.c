@@ -86,18 +86,6 @@ __attribute__((noreturn, format(printf, 2, 3))) static void answer(int eno, cons
   _exit(0);
 }
 
-/* SIGALRM (which ends the child) after s seconds; 0 cancels. */
-static void alarm_in(double s) {
-  struct itimerval v;
-  memset(&v, 0, sizeof v);
-  if (s > 0) {
-    v.it_value.tv_sec = (time_t)s;
-    v.it_value.tv_usec = (suseconds_t)((s - (double)(time_t)s) * 1e6);
-    if (!v.it_value.tv_sec && !v.it_value.tv_usec) v.it_value.tv_usec = 1;
-  }
-  setitimer(ITIMER_REAL, &v, NULL);
-}
-
 /* ---- the manifest (the engine's format: core/runtime/opencl.c, docs/measure_opencl.md) ------ */
 
 typedef struct {
@@ -117,15 +105,6 @@ typedef struct {
   double temp_bytes[MAX_TEMPS];
   kinfo k[MAX_KERNELS];
 } module;
-
-static int ident(const char *s) {
-  if (!s || !*s || strlen(s) > MAX_NAME) return 0;
-  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
-  for (const char *p = s; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
-      return 0;
-  return 1;
-}
 
 static int keys_ok(const dj_node *o, const char *const *allowed, char *why, size_t wn, const char *where) {
   for (const dj_node *c = o->child; c; c = c->next) {
@@ -197,7 +176,7 @@ static int parse_manifest(char *src, const char *text, module *m, char *why, siz
     goto done;
   }
   if (!int_ok(dj_get(r, "version"), 1, 1, &x, why, wn, "version")) goto done;
-  if (!ident(dj_str(r, "name"))) {
+  if (!tl_c_ident(dj_str(r, "name"), MAX_NAME)) {
     snprintf(why, wn, "name: expected an identifier of at most %d characters", MAX_NAME);
     goto done;
   }
@@ -266,7 +245,7 @@ static int parse_manifest(char *src, const char *text, module *m, char *why, siz
     }
     if (!keys_ok(ko, kk, why, wn, where)) goto done;
     const char *kn = dj_str(ko, "name");
-    if (!ident(kn)) {
+    if (!tl_c_ident(kn, MAX_NAME)) {
       snprintf(why, wn, "%s.name: expected an identifier of at most %d characters", where, MAX_NAME);
       goto done;
     }
@@ -701,7 +680,7 @@ void dev_ocl_child(const dev_ocl_job *j, int fd) {
   char why[1024];
   static loaded L, R;
   phase('b');
-  alarm_in(j->build_s);
+  tl_alarm_in(j->build_s);
   if (load_driver(why, sizeof why)) answer(E_COMPILE_DEVICE, "%s", why);
   device d;
   if (find_device(j->dev, &d, why, sizeof why)) answer(E_COMPILE_DEVICE, "%s", why);
@@ -718,12 +697,12 @@ void dev_ocl_child(const dev_ocl_job *j, int fd) {
   if (ref) load_module(&env, j->ref_src_path, j->ref_man_path, "reference", &R, NULL);
   phase('c');
   put(&cs, sizeof cs);
-  alarm_in(0);
+  tl_alarm_in(0);
   phase('r');
-  alarm_in(j->build_s + j->run_s);   /* some drivers generate code at the first launch */
+  tl_alarm_in(j->build_s + j->run_s);   /* some drivers generate code at the first launch */
   make_args(&env, &L);
   call_once(&env, &L, NULL);
-  alarm_in(j->run_s);
+  tl_alarm_in(j->run_s);
   if (ref) {
     module *a = &L.m, *b = &R.m;
     int same = a->nargs == b->nargs;

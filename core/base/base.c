@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -233,4 +235,26 @@ uint64_t tl_hash_bytes(const void *p, size_t n, uint64_t seed) {
     h *= 0x100000001b3ull;
   }
   return tl_hash_mix(h, n);
+}
+
+/* ---- small helpers shared with the device programs --------------------------- */
+
+int tl_c_ident(const char *s, size_t max) {
+  if (!s || !*s || strlen(s) > max) return 0;
+  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
+  for (const char *p = s; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
+      return 0;
+  return 1;
+}
+
+void tl_alarm_in(double s) {
+  struct itimerval v;
+  memset(&v, 0, sizeof v);
+  if (s > 0) {
+    v.it_value.tv_sec = (time_t)s;
+    v.it_value.tv_usec = (suseconds_t)((s - (double)(time_t)s) * 1e6);
+    if (!v.it_value.tv_sec && !v.it_value.tv_usec) v.it_value.tv_usec = 1;
+  }
+  setitimer(ITIMER_REAL, &v, NULL);
 }

@@ -114,6 +114,14 @@ static inline uint64_t tl_hash_mix(uint64_t h, uint64_t v) {
   return h ^ (h >> 33);
 }
 
+/* ---- small helpers shared with the device programs (device/) ------------- */
+
+/* 1 when s is a C identifier ([A-Za-z_][A-Za-z0-9_]*) of 1 to max characters. */
+int tl_c_ident(const char *s, size_t max);
+/* SIGALRM after s seconds of wall time (ITIMER_REAL, which ends a measurement
+** child); s <= 0 cancels. */
+void tl_alarm_in(double s);
+
 /* ---- files (file.c; tl_file_*, tl_mkdirs, tl_path_remove are public) ------- */
 
 /* Read a whole file (malloc'd, NUL-terminated). */

@@ -59,18 +59,6 @@ typedef struct {
   double min_repeat_ms, build_s, run_s, rtol, atol;
 } ocl_job;
 
-/* SIGALRM (which ends the child) after s seconds of wall time; 0 cancels. */
-static void alarm_in(double s) {
-  struct itimerval v;
-  memset(&v, 0, sizeof v);
-  if (s > 0) {
-    v.it_value.tv_sec = (time_t)s;
-    v.it_value.tv_usec = (suseconds_t)((s - (double)(time_t)s) * 1e6);
-    if (!v.it_value.tv_sec && !v.it_value.tv_usec) v.it_value.tv_usec = 1;
-  }
-  setitimer(ITIMER_REAL, &v, NULL);
-}
-
 static void phase(int fd, char c) { tl_measure_put(fd, &c, 1); }
 
 static int build_error_no(int rc) {
@@ -193,7 +181,7 @@ static int ocl_child(void *arg, int fd) {
   char label[160];
   /* build */
   phase(fd, 'b');
-  alarm_in(j->build_s);
+  tl_alarm_in(j->build_s);
   rc = build_module(ctx, j->f, j->src, j->man, j->dev, &m);
   if (rc) {
     tl_measure_child_reply(fd, build_error_no(rc), 0, NULL, tl_errmsg(ctx));
@@ -208,14 +196,14 @@ static int ocl_child(void *arg, int fd) {
   phase(fd, 'c');
   tl_measure_put(fd, &cs, sizeof cs);
   /* run: the first launch with the build limit on top */
-  alarm_in(0);
+  tl_alarm_in(0);
   phase(fd, 'r');
-  alarm_in(j->build_s + j->run_s);
+  tl_alarm_in(j->build_s + j->run_s);
   if (module_args(ctx, m, j->dev, host, devs, &n) || tl_ocl_module_call(ctx, m, devs, n)) {
     tl_measure_child_reply(fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
     return 0;
   }
-  alarm_in(j->run_s);
+  tl_alarm_in(j->run_s);
   if (j->out_path || rm || j->ref_path) {
     if (tl_ocl_module_call(ctx, m, devs, n)) {
       tl_measure_child_reply(fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
@@ -576,7 +564,7 @@ TL_EXPORT int tl_measure_opencl_exec_main(int argc, char **argv) {
   }
   if (j.compile_only) {
     tl_measure_child_signals();
-    alarm_in(j.build_s);
+    tl_alarm_in(j.build_s);
     tl_ocl_module *m = NULL;
     if (tl_ocl_module_from_source(ctx, src, man, j.dev, &m) == TL_OK) tl_ocl_module_free(m);
     return 0;
@@ -777,7 +765,7 @@ TL_EXPORT int tl_measure_opencl_compile_ahead(tl_ctx *ctx, tl_lowered *f, int de
       dup2(null, 1);
       dup2(null, 2);
     }
-    alarm_in(timeout_s > 0 ? timeout_s : 10);
+    tl_alarm_in(timeout_s > 0 ? timeout_s : 10);
     tl_ctx *c = tl_ctx_new();
     tl_ocl_module *m = NULL;
     if (tl_opencl_build(c, f, dev, &m) == TL_OK) tl_ocl_module_free(m);

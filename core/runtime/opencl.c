@@ -604,15 +604,6 @@ int tl_ocl_module_load(tl_ctx *ctx, int dev, tl_ocl_code *code, const char *name
 #define MAN_MAX_BLOCK 1048576
 #define MAN_MAX_GRID 2147483647LL
 
-static int man_ident(const char *s) {
-  if (!s || !*s || strlen(s) > MAN_MAX_NAME) return 0;
-  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
-  for (const char *p = s; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
-      return 0;
-  return 1;
-}
-
 static int man_err(tl_ctx *ctx, const char *fmt, ...) TL_PRINTF(2, 3);
 static int man_err(tl_ctx *ctx, const char *fmt, ...) {
   char msg[512];
@@ -690,7 +681,7 @@ static int manifest_parse(tl_ctx *ctx, const char *source, const char *text, tl_
   int64_t ver = 0;
   if ((rc = man_int(ctx, json_object_get(root, "version"), "version", 1, 1, &ver))) goto done;
   const char *nm = json_string_value(json_object_get(root, "name"));
-  if (!man_ident(nm)) {
+  if (!tl_c_ident(nm, MAN_MAX_NAME)) {
     rc = man_err(ctx, "name: expected an identifier of at most %d characters", MAN_MAX_NAME);
     goto done;
   }
@@ -773,7 +764,7 @@ static int manifest_parse(tl_ctx *ctx, const char *source, const char *text, tl_
     }
     if ((rc = man_keys(ctx, ko, where, k_keys))) goto done;
     const char *kn = json_string_value(json_object_get(ko, "name"));
-    if (!man_ident(kn)) {
+    if (!tl_c_ident(kn, MAN_MAX_NAME)) {
       rc = man_err(ctx, "%s.name: expected an identifier of at most %d characters", where, MAN_MAX_NAME);
       goto done;
     }
