@@ -28,17 +28,11 @@ typedef struct nchwc_attrs {
 
 static int nchwc_parse(tl_topi_call *c, int data, int kernel, nchwc_attrs *a, int allow_nchw) {
   static const int64_t one2[2] = {1, 1};
-  int rc, n;
+  int rc;
   char b1[160], b2[160];
   if ((rc = tl_topi_get_ints(c, "strides", 2, one2, a->stride, NULL))) return rc;
   if ((rc = tl_topi_get_ints(c, "dilation", 2, one2, a->dil, NULL))) return rc;
-  int64_t p[4];
-  if ((rc = tl_topi_get_ints(c, "padding", -1, NULL, p, &n))) return rc;
-  if (n <= 0) memset(a->pad, 0, sizeof a->pad);
-  else if (n == 1) a->pad[0] = a->pad[1] = a->pad[2] = a->pad[3] = p[0];
-  else if (n == 2) a->pad[0] = a->pad[2] = p[0], a->pad[1] = a->pad[3] = p[1];
-  else if (n == 4) memcpy(a->pad, p, sizeof a->pad);
-  else return tl_err(c->ctx, TL_E_ARG, "%s: padding must have 1, 2 or 4 values, got %d", c->op, n);
+  if ((rc = tl_topi_get_padding(c, a->pad))) return rc;
   for (int i = 0; i < 2; i++)
     if (a->stride[i] <= 0 || a->dil[i] <= 0)
       return tl_err(c->ctx, TL_E_ARG, "%s: strides and dilation must be positive", c->op);

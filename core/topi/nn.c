@@ -57,25 +57,12 @@ static json_t *conv_attrs_json(const conv_attrs *a, const int64_t *ksize) {
 ** is checked by its caller. */
 static int conv_parse(tl_topi_call *c, conv_attrs *a, int packed) {
   static const int64_t one2[2] = {1, 1}, zero2[2] = {0, 0};
-  int rc, n;
+  int rc;
   if ((rc = tl_topi_get_ints(c, "strides", 2, one2, a->stride, NULL))) return rc;
   if ((rc = tl_topi_get_ints(c, "dilation", 2, one2, a->dil, NULL))) return rc;
   if ((rc = tl_topi_get_int(c, "groups", 1, &a->groups))) return rc;
   if ((rc = tl_topi_get_ints(c, "output_padding", 2, zero2, a->out_pad, NULL))) return rc;
-  int64_t p[8];
-  if ((rc = tl_topi_get_ints(c, "padding", -1, NULL, p, &n))) return rc;
-  if (n == -1 || n == 0) {
-    memset(a->pad, 0, sizeof(a->pad));
-  } else if (n == 1) {
-    for (int i = 0; i < 4; i++) a->pad[i] = p[0];
-  } else if (n == 2) {
-    a->pad[0] = a->pad[2] = p[0];
-    a->pad[1] = a->pad[3] = p[1];
-  } else if (n == 4) {
-    memcpy(a->pad, p, sizeof(a->pad));
-  } else {
-    return tl_err(c->ctx, TL_E_ARG, "%s: padding must have 1, 2 or 4 values, got %d", c->op, n);
-  }
+  if ((rc = tl_topi_get_padding(c, a->pad))) return rc;
   const char *dflt = strstr(c->op, "nhwc") ? "NHWC" : "NCHW";
   if ((rc = tl_topi_get_str(c, "layout", dflt, &a->layout))) return rc;
   if ((rc = tl_topi_get_str(c, "data_layout", a->layout, &a->layout))) return rc;

@@ -84,7 +84,7 @@ int tl_topi_pool2d(tl_topi_call *c) {
   const char *layout;
   if ((rc = layout_hw(c, data, &hd, &wd, &layout, &nd)) || (rc = tl_topi_pool_kind(c, &is_max))) return rc;
   static const int64_t one2[2] = {1, 1};
-  int64_t k[2], s[2], d[2], p[4], pin[8], ceil_mode, cip;
+  int64_t k[2], s[2], d[2], p[4], ceil_mode, cip;
   json_t *kv = json_object_get(c->attrs, "kernel") ? NULL : json_object_get(c->attrs, "pool_size");
   if ((rc = tl_topi_get_ints(c, kv ? "pool_size" : "kernel", 2, NULL, k, &np))) return rc;
   if (np < 0) return tl_err(c->ctx, TL_E_ARG, "%s: attribute 'kernel' is required", c->op);
@@ -92,13 +92,8 @@ int tl_topi_pool2d(tl_topi_call *c) {
       (rc = tl_topi_get_ints(c, "dilation", 2, one2, d, NULL)) ||
       (rc = tl_topi_get_int(c, "ceil_mode", 0, &ceil_mode)) ||
       (rc = tl_topi_get_int(c, "count_include_pad", 0, &cip)) ||
-      (rc = tl_topi_get_ints(c, "padding", -1, NULL, pin, &np)))
+      (rc = tl_topi_get_padding(c, p)))
     return rc;
-  if (np <= 0) memset(p, 0, sizeof p);
-  else if (np == 1) p[0] = p[1] = p[2] = p[3] = pin[0];
-  else if (np == 2) p[0] = p[2] = pin[0], p[1] = p[3] = pin[1];
-  else if (np == 4) memcpy(p, pin, sizeof p);
-  else return tl_err(c->ctx, TL_E_ARG, "%s: padding must have 1, 2 or 4 values, got %d", c->op, np);
   char ib[400];
   if (k[0] <= 0 || k[1] <= 0)
     return tl_err(c->ctx, TL_E_ARG, "%s: kernel must be positive, got (%lld, %lld) %s", c->op,

@@ -279,6 +279,18 @@ int tl_topi_get_ints(tl_topi_call *c, const char *key, int n, const int64_t *dfl
   return TL_OK;
 }
 
+int tl_topi_get_padding(tl_topi_call *c, int64_t pad[4]) {
+  int64_t p[TL_TOPI_MAXDIM * 2];
+  int n, rc;
+  if ((rc = tl_topi_get_ints(c, "padding", -1, NULL, p, &n))) return rc;
+  if (n <= 0) memset(pad, 0, 4 * sizeof *pad);
+  else if (n == 1) pad[0] = pad[1] = pad[2] = pad[3] = p[0];
+  else if (n == 2) pad[0] = pad[2] = p[0], pad[1] = pad[3] = p[1];
+  else if (n == 4) memcpy(pad, p, 4 * sizeof *pad);
+  else return tl_err(c->ctx, TL_E_ARG, "%s: padding must have 1, 2 or 4 values, got %d", c->op, n);
+  return TL_OK;
+}
+
 int tl_topi_get_dtype(tl_topi_call *c, const char *key, tl_type dflt, tl_type *out) {
   const char *s = NULL;
   int rc = tl_topi_get_str(c, key, NULL, &s);

@@ -73,6 +73,9 @@ int tl_topi_get_float(tl_topi_call *c, const char *key, double dflt, double *out
 int tl_topi_get_str(tl_topi_call *c, const char *key, const char *dflt, const char **out);
 int tl_topi_get_ints(tl_topi_call *c, const char *key, int n, const int64_t *dflt,
                      int64_t *out, int *count);
+/* "padding" as (top, left, bottom, right): absent 0; one value for all four, two for
+** (top/bottom, left/right), or four; any other count is an error naming the op. */
+int tl_topi_get_padding(tl_topi_call *c, int64_t pad[4]);
 /* "out_dtype" (or key) as a tl_type; dflt when absent. */
 int tl_topi_get_dtype(tl_topi_call *c, const char *key, tl_type dflt, tl_type *out);
 /* Check the input count (min..max). */

@@ -168,21 +168,16 @@ int tl_topi_winograd_weight_transform(tl_topi_call *c) {
 }
 
 int tl_topi_conv2d_winograd(tl_topi_call *c) {
-  int rc, np;
-  int64_t m, pre, st[2], dil[2], groups, pin[8], p[4];
+  int rc;
+  int64_t m, pre, st[2], dil[2], groups, p[4];
   static const int64_t one2[2] = {1, 1};
   if ((rc = tl_topi_nin(c, 2, 2)) || (rc = tile_attr(c, &m)) ||
       (rc = tl_topi_get_int(c, "pre_transformed", 0, &pre)) ||
       (rc = tl_topi_get_ints(c, "strides", 2, one2, st, NULL)) ||
       (rc = tl_topi_get_ints(c, "dilation", 2, one2, dil, NULL)) ||
       (rc = tl_topi_get_int(c, "groups", 1, &groups)) ||
-      (rc = tl_topi_get_ints(c, "padding", -1, NULL, pin, &np)))
+      (rc = tl_topi_get_padding(c, p)))
     return rc;
-  if (np <= 0) memset(p, 0, sizeof p);
-  else if (np == 1) p[0] = p[1] = p[2] = p[3] = pin[0];
-  else if (np == 2) p[0] = p[2] = pin[0], p[1] = p[3] = pin[1];
-  else if (np == 4) memcpy(p, pin, sizeof p);
-  else return tl_err(c->ctx, TL_E_ARG, "%s: padding must have 1, 2 or 4 values, got %d", c->op, np);
   for (int i = 0; i < 4; i++)
     if (p[i] < 0)
       return tl_err(c->ctx, TL_E_ARG, "%s: padding must be non-negative, got (%lld, %lld, %lld, %lld)",

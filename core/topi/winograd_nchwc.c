@@ -84,15 +84,9 @@ static tl_ref position_sum(tl_dag *dag, tl_type t, tl_ref q, int nq, const doubl
 }
 
 int tl_topi_conv2d_nchwc_winograd(tl_topi_call *c) {
-  int rc, np;
-  int64_t pin[8], p[4];
-  if ((rc = tl_topi_nin(c, 2, 2)) || (rc = tl_topi_get_ints(c, "padding", -1, NULL, pin, &np)))
-    return rc;
-  if (np <= 0) memset(p, 0, sizeof p);
-  else if (np == 1) p[0] = p[1] = p[2] = p[3] = pin[0];
-  else if (np == 2) p[0] = p[2] = pin[0], p[1] = p[3] = pin[1];
-  else if (np == 4) memcpy(p, pin, sizeof p);
-  else return tl_err(c->ctx, TL_E_ARG, "%s: padding must have 1, 2 or 4 values, got %d", c->op, np);
+  int rc;
+  int64_t p[4];
+  if ((rc = tl_topi_nin(c, 2, 2)) || (rc = tl_topi_get_padding(c, p))) return rc;
   for (int i = 0; i < 4; i++)
     if (p[i] < 0) return tl_err(c->ctx, TL_E_ARG, "%s: padding must be non-negative", c->op);
   tl_dag *dag = c->dag;

@@ -100,6 +100,8 @@ TL_TEST(topi_conv2d_errors) {
              "for data (1, 3, 5, 5) and kernel (2, 4, 3, 3)");
   expect_err(ctx, dag, "conv2d", c, 2, "{\"groups\":3}", "conv2d: groups=3 does not divide 4 input channels for data (1, 4, 5, 5) and kernel (2, 4, 3, 3)");
   expect_err(ctx, dag, "conv2d", a, 2, "{\"padding\":[1,2,3]}", "conv2d: padding must have 1, 2 or 4 values, got 3");
+  expect_err(ctx, dag, "conv2d", a, 2, "{\"padding\":[1,1,1,1,1,1,1,1,1,1,1,1]}",
+             "conv2d: padding must have 1, 2 or 4 values, got 12");
   expect_err(ctx, dag, "conv2d", a, 2, "{\"layout\":\"NCWH\"}",
              "conv2d: layout 'NCWH' is not supported (NCHW or NHWC)");
   expect_err(ctx, dag, "conv2d", a, 2, "{\"strides\":\"x\"}",
