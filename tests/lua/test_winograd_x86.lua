@@ -12,7 +12,6 @@
 --     32x32 with winograd = "always" against the reference interpreter;
 --   * the choice: "auto" picks Winograd by the shape rule, "never" keeps the direct conv, the
 --     first conv (reading the graph's NCHW input in place) stays direct; bad input errors.
-local ffi = require "ffi"
 local tl = require "tunelua"
 local core = require "tunelua.core"
 local te, topi = tl.te, tl.topi
@@ -24,16 +23,9 @@ local reference = require "networks.reference"
 local networks = require "networks"
 
 local TEMPLATE = "conv2d_NCHWc_winograd.x86"
-local function f32(a) return ffi.cast("float *", a:data_ptr()) end
+local util = require "tests.lua.lib.util"
+local f32, block_data = util.f32, util.block_data
 local function numel(sh) local n = 1; for _, d in ipairs(sh) do n = n * d end; return n end
-
--- NCHW [N, C, H, W] -> NCHW[b]c [N, C/b, H, W, b]
-local function block_data(src, N, C, H, W, b, dst)
-  local s, d = f32(src), f32(dst)
-  for n = 0, N - 1 do for c = 0, C - 1 do for y = 0, H - 1 do for x = 0, W - 1 do
-    d[(((n * (C / b) + math.floor(c / b)) * H + y) * W + x) * b + c % b] = s[((n * C + c) * H + y) * W + x]
-  end end end end
-end
 
 local KAPPA = { [2] = 16, [4] = 64, [6] = 256 }
 local EPS32 = 1.2e-7

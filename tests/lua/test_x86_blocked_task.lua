@@ -6,21 +6,13 @@
 -- blocked inputs and output converted in Lua); a short tuning run with check_correctness
 -- measures blocked configs against references of their own blocks; extraction sets the
 -- tasks blocked unless layouts = false.
-local ffi = require "ffi"
 local tl = require "tunelua"
 local te, topi = tl.te, tl.topi
 local autotvm = require "tunelua.autotvm"
 local relay = require "tunelua.relay"
 
-local function f32(a) return ffi.cast("float *", a:data_ptr()) end
-
--- NCHW [N, C, H, W] <-> NCHW[b]c [N, C/b, H, W, b]
-local function block_data(src, N, C, H, W, b, dst)
-  local s, d = f32(src), f32(dst)
-  for n = 0, N - 1 do for c = 0, C - 1 do for y = 0, H - 1 do for x = 0, W - 1 do
-    d[(((n * (C / b) + math.floor(c / b)) * H + y) * W + x) * b + c % b] = s[((n * C + c) * H + y) * W + x]
-  end end end end
-end
+local util = require "tests.lua.lib.util"
+local f32, block_data = util.f32, util.block_data
 -- OIHW [O, I, KH, KW] -> OIHW[b]o [O/b, I, KH, KW, b]
 local function block_kernel(src, O, I, KH, KW, b, dst)
   local s, d = f32(src), f32(dst)

@@ -1,7 +1,7 @@
 -- Shared by the Lua tests (required by path as "tests.lua.lib.util", not a test of its own):
 -- a private temporary directory, reading a whole file, running a command for its output,
 -- checking an error message, a template task's knob names, a kernel's naive reference on
--- random inputs, a small deterministic random index.
+-- random inputs, NCHW data blocked into NCHW[b]c, a small deterministic random index.
 local file = require "tunelua.file"
 
 local M = {}
@@ -78,6 +78,18 @@ function M.reference(op, shapes, attrs, seed)
   call[#call + 1] = expect
   ref(unpack(call))
   return inputs, expect, out.shape
+end
+
+--- M.f32(a) -> a float * over an NDArray's data
+function M.f32(a) return require("ffi").cast("float *", a:data_ptr()) end
+
+--- M.block_data(src, N, C, H, W, b, dst): NCHW [N, C, H, W] src -> NCHW[b]c [N, C/b, H, W, b] dst
+--- (float32 NDArrays; dst allocated by the caller)
+function M.block_data(src, N, C, H, W, b, dst)
+  local s, d = M.f32(src), M.f32(dst)
+  for n = 0, N - 1 do for c = 0, C - 1 do for y = 0, H - 1 do for x = 0, W - 1 do
+    d[(((n * (C / b) + math.floor(c / b)) * H + y) * W + x) * b + c % b] = s[((n * C + c) * H + y) * W + x]
+  end end end end
 end
 
 --- M.lcg(seed) -> function(n) -> an index in [0, n): a small LCG, the same indices every run
