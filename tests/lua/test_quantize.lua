@@ -71,6 +71,18 @@ end
 local function rnd(v) return v >= 0 and math.floor(v + 0.5) or -math.floor(-v + 0.5) end
 local function clamp(v) return math.max(-127, math.min(127, v)) end
 
+-- the quantized graph built for the host and run on x -> its output (flat), x quantized to
+-- int8 as the graph's input is (rounded at the activation scale), that scale (1/16)
+local function run_int8(qmod, x)
+  local m = executor.GraphModule(executor.build(qmod, { target = "llvm", quiet = true }))
+  m:set_input("data", x)
+  m:run()
+  local sa = 1 / 16
+  local xq = {}
+  for i, v in ipairs(x:flat()) do xq[i] = clamp(rnd(v / sa)) end
+  return m:get_output(0):flat(), xq, sa
+end
+
 -- conv -> add(bias) -> relu -> conv, and conv -> add(bias) -> conv -> add(data) (negative
 -- values through the rounding shift; the residual's left shift to the finer scale)
 for _, case in ipairs { { relu = true }, { relu = false, residual = true } } do
@@ -99,14 +111,8 @@ for _, case in ipairs { { relu = true }, { relu = false, residual = true } } do
     end
   end)
   assert(n8 == 2)
-  local m = executor.GraphModule(executor.build(qmod, { target = "llvm", quiet = true }))
-  m:set_input("data", x)
-  m:run()
-  local got = m:get_output(0):flat()
+  local got, xq, sa = run_int8(qmod, x)
   -- the same arithmetic in Lua
-  local sa = 1 / 16
-  local xq = {}
-  for i, v in ipairs(x:flat()) do xq[i] = clamp(rnd(v / sa)) end
   local w1q, s1 = quantize.quantize_weight(w1)
   local w2q, s2 = quantize.quantize_weight(w2)
   local acc1 = conv3(xq, w1q:flat(), C, H, W, O)
@@ -163,13 +169,7 @@ for _, lowbit in ipairs { true, false } do
     end
   end)
   assert(stops == (lowbit and 1 or 0), "fusion boundaries: " .. stops)
-  local m = executor.GraphModule(executor.build(qmod, { target = "llvm", quiet = true }))
-  m:set_input("data", x)
-  m:run()
-  local got = m:get_output(0):flat()
-  local sa = 1 / 16
-  local xq = {}
-  for i, v in ipairs(x:flat()) do xq[i] = clamp(rnd(v / sa)) end
+  local got, xq, sa = run_int8(qmod, x)
   local w1q, s1 = quantize.quantize_weight(w1)
   local w3q, s3 = quantize.quantize_weight(w3)
   assert(s3 < s1, "the second operand has the finer scale")
