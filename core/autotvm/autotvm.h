@@ -180,6 +180,9 @@ int tl_atvm_conv_size(tl_ctx *ctx, tl_atvm_conv *ci, int check_dilation);
 /* The topi attributes of ci (strides, padding, dilation, out_dtype) with extra (",..." or
 ** NULL) appended, into buf. */
 void tl_atvm_conv_attrs(const tl_atvm_conv *ci, const char *extra, char *buf, size_t cap);
+/* a's float32 OIHW kernel (argument 1) src repacked into dst as [O/B, C, KH, KW, B], a block
+** of B output channels innermost (B divides O): the blocked conv templates' deployed weight. */
+void tl_atvm_pack_kernel_oihw(const tl_atvm_args *a, int64_t B, const void *src, void *dst);
 /* The topi conv2d (NCHW) and depthwise_conv2d computes of such arguments. */
 int tl_atvm_conv2d_nchw_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in,
                                 int nin, int *out, int max_out, int *nout);

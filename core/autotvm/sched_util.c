@@ -159,6 +159,18 @@ void tl_atvm_conv_attrs(const tl_atvm_conv *ci, const char *extra, char *buf, si
            ci->out_dtype ? ci->out_dtype : "", ci->out_dtype ? "\"" : "", extra ? extra : "");
 }
 
+void tl_atvm_pack_kernel_oihw(const tl_atvm_args *a, int64_t B, const void *src, void *dst) {
+  const float *w = src;
+  float *p = dst;
+  int64_t O = a->shape[1][0], C = a->shape[1][1], khw = a->shape[1][2] * a->shape[1][3];
+  for (int64_t o = 0; o < O; o++)
+    for (int64_t c = 0; c < C; c++) {
+      const float *s = w + (o * C + c) * khw;
+      float *d = p + ((o / B) * C + c) * khw * B + o % B;
+      for (int64_t k = 0; k < khw; k++) d[k * B] = s[k];
+    }
+}
+
 int tl_atvm_conv2d_nchw_compute(tl_ctx *ctx, const tl_atvm_args *a, tl_dag *dag, const int *in, int nin,
                       int *out, int max_out, int *nout) {
   tl_atvm_conv ci;

@@ -335,16 +335,7 @@ static int sp_deployed_input(const tl_atvm_args *a, int i, int *ndim, int64_t *s
 /* OIHW -> [O/B, C, KH, KW, B]. */
 static void sp_deploy(const tl_atvm_args *a, int i, const void *src, void *dst) {
   (void)i;
-  const float *w = src;
-  float *p = dst;
-  int64_t O = a->shape[1][0], C = a->shape[1][1], khw = a->shape[1][2] * a->shape[1][3];
-  int64_t B = sp_block(O);
-  for (int64_t o = 0; o < O; o++)
-    for (int64_t c = 0; c < C; c++) {
-      const float *s = w + (o * C + c) * khw;
-      float *d = p + ((o / B) * C + c) * khw * B + o % B;
-      for (int64_t k = 0; k < khw; k++) d[k * B] = s[k];
-    }
+  tl_atvm_pack_kernel_oihw(a, sp_block(a->shape[1][0]), src, dst);
 }
 
 /* The spatial pack's compute (float32 without groups; anything else is topi's conv2d):
