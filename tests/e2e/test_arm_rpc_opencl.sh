@@ -27,20 +27,9 @@ cat > "$W/kernels.lua" <<'LUA'
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local autotvm = require "tunelua.autotvm"
-local te = require "tunelua.te"
 local C, ctx = core.C, core.ctx
 local W = arg[1]
-autotvm.task.register("armocl_add.test", function(cfg, n)
-  local A = te.placeholder({ n }, "float32", "A")
-  local Bt = te.placeholder({ n }, "float32", "B")
-  local Cc = te.compute({ n }, function(i) return A(i) + Bt(i) end, "C")
-  local s = te.create_schedule(Cc.op)
-  cfg:define_split("tile_x", n, { num_outputs = 2 })
-  local bx, tx = cfg.tile_x:apply(s, Cc, Cc.op.axis[1])
-  s[Cc]:bind(bx, "blockIdx.x")
-  s[Cc]:bind(tx, "threadIdx.x")
-  return s, { A, Bt, Cc }
-end)
+autotvm.task.register("armocl_add.test", require("tests.lua.lib.util").gpu_add)
 local t = autotvm.task.create("armocl_add.test", { 256 }, "opencl")
 local function emit(tx, name)
   for i = 0, #t.config_space - 1 do

@@ -31,7 +31,6 @@ cat > "$W/job.lua" <<EOF
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local autotvm = require "tunelua.autotvm"
-local te = require "tunelua.te"
 local measure = require "tunelua.autotvm.measure"
 local record = require "tunelua.autotvm.record"
 local rpc = require "tunelua.rpc"
@@ -80,17 +79,7 @@ assert(good == 6, "every Mali config measured with error_no 0 (check_correctness
 print(string.format("tuning: 6 trials on 2 remote OpenCL devices in %.1f s, all error_no 0", tune_s))
 
 -- 2. an oversized work-group through RPCRunner: an error record naming the limit
-autotvm.task.register("rpcocl_add.test", function(cfg, n)
-  local A = te.placeholder({ n }, "float32", "A")
-  local B = te.placeholder({ n }, "float32", "B")
-  local Cc = te.compute({ n }, function(i) return A(i) + B(i) end, "C")
-  local s = te.create_schedule(Cc.op)
-  cfg:define_split("tile_x", n, { num_outputs = 2 })
-  local bx, tx = cfg.tile_x:apply(s, Cc, Cc.op.axis[1])
-  s[Cc]:bind(bx, "blockIdx.x")
-  s[Cc]:bind(tx, "threadIdx.x")
-  return s, { A, B, Cc }
-end)
+autotvm.task.register("rpcocl_add.test", require("tests.lua.lib.util").gpu_add)
 local t = autotvm.task.create("rpcocl_add.test", { 2 * maxwg }, "opencl")
 local big, small
 for i = 0, #t.config_space - 1 do

@@ -45,17 +45,7 @@ local maxwg = tonumber(info.max_work_group_size)
 
 -- Lua templates: an elementwise add with a tiled thread binding, and a kernel that never ends
 -- in practice (a reduction of 2^34 steps per work-item).
-autotvm.task.register("oclm_add.test", function(cfg, n)
-  local A = te.placeholder({ n }, "float32", "A")
-  local B = te.placeholder({ n }, "float32", "B")
-  local Cc = te.compute({ n }, function(i) return A(i) + B(i) end, "C")
-  local s = te.create_schedule(Cc.op)
-  cfg:define_split("tile_x", n, { num_outputs = 2 })
-  local bx, tx = cfg.tile_x:apply(s, Cc, Cc.op.axis[1])
-  s[Cc]:bind(bx, "blockIdx.x")
-  s[Cc]:bind(tx, "threadIdx.x")
-  return s, { A, B, Cc }
-end)
+autotvm.task.register("oclm_add.test", require("tests.lua.lib.util").gpu_add)
 autotvm.task.register("oclm_slow.test", function(cfg, n, k1, k2)
   local A = te.placeholder({ n }, "float32", "A")
   local r1, r2 = te.reduce_axis({ 0, k1 }, "r1"), te.reduce_axis({ 0, k2 }, "r2")

@@ -1,7 +1,8 @@
 -- Shared by the Lua tests (required by path as "tests.lua.lib.util", not a test of its own):
 -- a private temporary directory, reading a whole file, running a command for its output,
 -- checking an error message, a template task's knob names, a kernel's naive reference on
--- random inputs, NCHW data blocked into NCHW[b]c, a small deterministic random index.
+-- random inputs, NCHW data blocked into NCHW[b]c, an OpenCL add template, a small
+-- deterministic random index.
 local file = require "tunelua.file"
 
 local M = {}
@@ -90,6 +91,22 @@ function M.block_data(src, N, C, H, W, b, dst)
   for n = 0, N - 1 do for c = 0, C - 1 do for y = 0, H - 1 do for x = 0, W - 1 do
     d[(((n * (C / b) + math.floor(c / b)) * H + y) * W + x) * b + c % b] = s[((n * C + c) * H + y) * W + x]
   end end end end
+end
+
+--- M.gpu_add(cfg, n) -> s, { A, B, C }: an autotvm template (for autotvm.task.register) of
+--- C = A + B over n float32 elements, its one axis split by the knob tile_x and bound to
+--- blockIdx.x / threadIdx.x (the OpenCL measurement checks' kernel)
+function M.gpu_add(cfg, n)
+  local te = require "tunelua.te"
+  local A = te.placeholder({ n }, "float32", "A")
+  local B = te.placeholder({ n }, "float32", "B")
+  local Cc = te.compute({ n }, function(i) return A(i) + B(i) end, "C")
+  local s = te.create_schedule(Cc.op)
+  cfg:define_split("tile_x", n, { num_outputs = 2 })
+  local bx, tx = cfg.tile_x:apply(s, Cc, Cc.op.axis[1])
+  s[Cc]:bind(bx, "blockIdx.x")
+  s[Cc]:bind(tx, "threadIdx.x")
+  return s, { A, B, Cc }
 end
 
 --- M.lcg(seed) -> function(n) -> an index in [0, n): a small LCG, the same indices every run
