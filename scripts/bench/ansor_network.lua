@@ -39,7 +39,6 @@ local auto_scheduler = require "tunelua.auto_scheduler"
 local ameasure = require "tunelua.autotvm.measure"
 local targets = require "tunelua.target"
 local networks = require "networks"
-local stats = require "tunelua.stats"
 local file = require "tunelua.file"
 
 local opts = { networks = "resnet-18,mobilenet", target = "llvm", trials = 0, per_round = 64, population = nil,
@@ -158,19 +157,14 @@ local function build(mod, params, o)
   local shape = mod.main.params[1].type.shape
   m:set_input("data", tl.nd.random_uniform(shape, { low = 0, high = 1, seed = 1 }))
   m:run()
-  return { m = m, runs = {}, lib = lib }
+  return { m = m, lib = lib }
 end
 
 local function time_all(cols)
-  local per = math.max(1, math.floor(opts["repeat"] / opts.rounds))
-  for _ = 1, opts.rounds do
-    for _, c in ipairs(cols) do
-      local r = c.b.m:benchmark({ number = 1, repeats = per, quiet = true })
-      for _, x in ipairs(r.results) do c.b.runs[#c.b.runs + 1] = x end
-    end
-  end
-  local r = {}
-  for _, c in ipairs(cols) do r[c.name] = stats.median(c.b.runs) * 1e3 end
+  local mods = {}
+  for i, c in ipairs(cols) do mods[i] = c.b.m end
+  local res, r = executor.benchmark_interleaved(mods, opts["repeat"], opts.rounds), {}
+  for i, c in ipairs(cols) do r[c.name] = res[i].median * 1e3 end
   return r
 end
 

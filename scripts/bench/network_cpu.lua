@@ -65,7 +65,6 @@ if opts.layouts ~= "blocked" and opts.layouts ~= "nchw" and opts.layouts ~= "bot
   error("network_cpu: --layouts must be blocked, nchw or both, got " .. tostring(opts.layouts), 0)
 end
 tl.set_num_threads(opts.threads)
-local stats = require "tunelua.stats"
 
 local function script_dir()
   local src = debug.getinfo(1, "S").source:sub(2)
@@ -94,20 +93,15 @@ local function build(mod, params, history, tophub, layouts)
   local shape = mod.main.params[1].type.shape
   m:set_input("data", tl.nd.random_uniform(shape, { seed = 1 }))
   m:run()
-  return { m = m, runs = {} }
+  return { m = m }
 end
 
 -- every built network of a row timed in rounds, interleaved: column name -> median ms
 local function time_all(cols)
-  local per = math.max(1, math.floor(opts["repeat"] / opts.rounds))
-  for _ = 1, opts.rounds do
-    for _, c in ipairs(cols) do
-      local r = c.b.m:benchmark({ number = 1, repeats = per, quiet = true })
-      for _, x in ipairs(r.results) do c.b.runs[#c.b.runs + 1] = x end
-    end
-  end
-  local r = {}
-  for _, c in ipairs(cols) do r[c.name] = stats.median(c.b.runs) * 1e3 end
+  local mods = {}
+  for i, c in ipairs(cols) do mods[i] = c.b.m end
+  local res, r = executor.benchmark_interleaved(mods, opts["repeat"], opts.rounds), {}
+  for i, c in ipairs(cols) do r[c.name] = res[i].median * 1e3 end
   return r
 end
 

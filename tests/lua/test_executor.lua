@@ -96,6 +96,13 @@ do
   m2:set_input("data", x2)
   local r2 = m2:benchmark("cpu", { number = 1, repeats = 2, quiet = true })
   eq(#r2.results, 2, "benchmark(dev, opts)")
+  -- two modules timed in 3 interleaved rounds of floor(7 / 3) = 2 runs each
+  local ri = executor.benchmark_interleaved({ m, m2 }, 7, 3)
+  eq(#ri, 2, "benchmark_interleaved: a result per module")
+  for i = 1, 2 do
+    eq(#ri[i].results, 6, "benchmark_interleaved: runs of module " .. i)
+    assert(ri[i].median > 0 and ri[i].mean > 0, "benchmark_interleaved: positive times")
+  end
   assert(tostring(r2):find("^Mean inference time %(std dev%): [%d.]+ ms %([%d.]+ ms%)$"), tostring(r2))
   eq(#m2.module:time_evaluator("run", "cpu", { number = 1, ["repeat"] = 3 })().results, 3, "time_evaluator")
   reference.assert_close(m2:get_output(0), reference.run(mod, params, { data = x2 })[1], { rtol = 1e-4 })

@@ -989,6 +989,25 @@ function executor.bench_result(r)
   return setmetatable({ mean = mean, median = stats.median(r), std = std, results = r }, BenchResult)
 end
 
+--- executor.benchmark_interleaved(mods, total, rounds) -> one bench_result per GraphModule of
+--- mods: in each of rounds rounds every module in turn runs max(1, floor(total / rounds))
+--- timed single calls, so that drifts of the machine (clock, other load) fall on all alike.
+function executor.benchmark_interleaved(mods, total, rounds)
+  local per = math.max(1, math.floor(total / rounds))
+  local runs = {}
+  for i = 1, #mods do runs[i] = {} end
+  for _ = 1, rounds do
+    for i, m in ipairs(mods) do
+      for _, x in ipairs(m:benchmark({ number = 1, repeats = per, quiet = true }).results) do
+        runs[i][#runs[i] + 1] = x
+      end
+    end
+  end
+  local res = {}
+  for i = 1, #mods do res[i] = executor.bench_result(runs[i]) end
+  return res
+end
+
 --- Per-step mean seconds: list of {name, seconds}.
 function GraphModule:profile(number)
   number = number or 1
