@@ -19,12 +19,7 @@ local function fails(want, f, ...)
   end
 end
 
-local function read(path)
-  local f = assert(io.open(path, "r"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read = require("tests.lua.lib.util").read
 
 -- this process's CPUs (the affinity mask, as Cpus_allowed_list shows it)
 local list = assert(read("/proc/self/status"):match("Cpus_allowed_list:%s*([%d,%-]+)"))

@@ -13,12 +13,7 @@ local ffi = require "ffi"
 local core = require "tunelua.core"
 local C = core.C
 
-local function read_all(path)
-  local f = assert(io.open(path, "rb"))
-  local t = f:read("*a")
-  f:close()
-  return t
-end
+local read_all = require("tests.lua.lib.util").read
 
 local env = vta.get_env()
 local B = 16
