@@ -127,37 +127,13 @@ local function time_config(task, idx, L, check_ref)
 end
 
 -- PyTorch peer: one subprocess timing every layer
+local torch_conv = dofile((debug.getinfo(1, "S").source:sub(2):gsub("conv_x86%.lua$", "torch_conv_cpu.lua")))
 local function torch_times()
-  if os.getenv("TUNELUA_NO_PEER") then return nil end
-  local specs = {}
-  for i, L in ipairs(LAYERS) do specs[i] = "(" .. table.concat(L, ",") .. ")" end
-  local py = string.format([[
-import torch, time, statistics, json
-torch.set_num_threads(%d)
-out = []
-with torch.no_grad():
-    for (C, H, O, K, S, P) in [%s]:
-        g = C if %s else 1
-        x = torch.rand(1, C, H, H); w = torch.rand(O, C // g, K, K)
-        f = lambda: torch.nn.functional.conv2d(x, w, None, S, P, 1, g)
-        for _ in range(3): f()
-        ts = []
-        for _ in range(%d):
-            n = 0; t0 = time.perf_counter()
-            while True:
-                f(); n += 1
-                if time.perf_counter() - t0 > 0.02: break
-            ts.append((time.perf_counter() - t0) / n)
-        out.append(statistics.median(ts))
-print(json.dumps(out))
-]], THREADS, table.concat(specs, ","), DW and "True" or "False", REPEATS)
-  local path = os.tmpname()
-  local fh = assert(io.open(path, "w")); fh:write(py); fh:close()
-  local p = io.popen(PYTHON .. " " .. path .. " 2>/dev/null")
-  local txt = p:read("*a"); p:close(); os.remove(path)
-  local t = {}
-  for v in txt:gmatch("[%d%.eE%-]+") do t[#t + 1] = tonumber(v) end
-  return #t == #LAYERS and t or nil
+  local layers = {}
+  for i, L in ipairs(LAYERS) do
+    layers[i] = { L[1], L[2], L[3], L[4], L[5], L[6], DW and L[1] or 1 }
+  end
+  return torch_conv(PYTHON, THREADS, REPEATS, layers)
 end
 
 local ref_f = {}

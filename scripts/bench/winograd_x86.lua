@@ -64,45 +64,14 @@ if WHICH ~= "resnet" then
   end
 end
 
-local function median(t)
-  local c = {}
-  for k, v in ipairs(t) do c[k] = v end
-  table.sort(c)
-  local n = #c
-  return n % 2 == 1 and c[(n + 1) / 2] or (c[n / 2] + c[n / 2 + 1]) / 2
-end
+local median = require("tunelua.stats").median
 
--- PyTorch: one subprocess timing every layer
+-- PyTorch: one subprocess timing every layer (3x3, stride 1, padding 1)
+local torch_conv = dofile((debug.getinfo(1, "S").source:sub(2):gsub("winograd_x86%.lua$", "torch_conv_cpu.lua")))
 local function torch_times()
-  if os.getenv("TUNELUA_NO_PEER") then return nil end
-  local specs = {}
-  for k, L in ipairs(LAYERS) do specs[k] = string.format("(%d,%d,%d)", L[1], L[2], L[3]) end
-  local py = string.format([[
-import torch, time, statistics, json
-torch.set_num_threads(%d)
-out = []
-with torch.no_grad():
-    for (C, H, K) in [%s]:
-        x = torch.rand(1, C, H, H); w = torch.rand(K, C, 3, 3)
-        f = lambda: torch.nn.functional.conv2d(x, w, None, 1, 1)
-        for _ in range(3): f()
-        ts = []
-        for _ in range(%d):
-            n = 0; t0 = time.perf_counter()
-            while True:
-                f(); n += 1
-                if time.perf_counter() - t0 > 0.02: break
-            ts.append((time.perf_counter() - t0) / n)
-        out.append(statistics.median(ts))
-print(json.dumps(out))
-]], THREADS, table.concat(specs, ","), REPEAT)
-  local path = os.tmpname()
-  local fh = assert(io.open(path, "w")); fh:write(py); fh:close()
-  local p = io.popen(PYTHON .. " " .. path .. " 2>/dev/null")
-  local txt = p:read("*a"); p:close(); os.remove(path)
-  local t = {}
-  for v in txt:gmatch("[%d%.eE%-]+") do t[#t + 1] = tonumber(v) end
-  return #t == #LAYERS and t or nil
+  local layers = {}
+  for k, L in ipairs(LAYERS) do layers[k] = { L[1], L[2], L[3], 3, 1, 1 } end
+  return torch_conv(PYTHON, THREADS, REPEAT, layers)
 end
 
 local ref_f = {}
