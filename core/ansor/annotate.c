@@ -29,14 +29,6 @@ static const tl_iter *leaf_of(const tl_sched *s, int st, int i) {
   const tl_stage *sg = &s->stages.v[st];
   return &sg->nodes.v[sg->leaves.v[i]];
 }
-static int attached_at(const tl_sched *s, int st, int node) {
-  for (int i = 0; i < s->stages.n; i++) {
-    const tl_stage *o = &s->stages.v[i];
-    if (o->compute_at == TL_CA_ITER && o->at_stage == st && (node < 0 || o->at_node == node))
-      return i;
-  }
-  return -1;
-}
 static int pick(uint64_t *rng, int n) { return n <= 1 ? 0 : (int)(tl_ansor_rand(rng) % (uint64_t)n); }
 
 /* ---- factorizations ---------------------------------------------------------------------- */
@@ -204,7 +196,7 @@ static int location_candidates(const tl_sched *s, int st, int *target, int *cand
         strcmp(it->name + ln - 2, ".0") == 0)
       continue;
     cand[n++] = i;
-    if (attached_at(s, c, tg->leaves.v[i]) >= 0) break;
+    if (tl_sched_attached_at(s, c, tg->leaves.v[i]) >= 0) break;
   }
   return n;
 }
@@ -221,7 +213,7 @@ static int change_compute_location(tl_ctx *ctx, const tl_ansor_env *env, tl_sche
     int n = location_candidates(s, st, &target, cand, 64);
     int choice = pick(rng, n + 2);
     if (choice == 0) {
-      if (!op->nreduce && attached_at(s, st, -1) < 0) {
+      if (!op->nreduce && tl_sched_attached_at(s, st, -1) < 0) {
         tl_ctx sub = {0};
         tl_sched_compute_inline(&sub, s, st);   /* kept at root when not inlinable */
       }
@@ -244,7 +236,7 @@ static int annotate_parallel(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s, 
     if (it->kind != TL_ITER_SPATIAL || it->ann != TL_ANN_NONE) break;
     prod *= it->extent > 0 ? it->extent : 1;
     n++;
-    if (attached_at(s, st, sg->leaves.v[i]) >= 0 || prod > cores * 16) break;
+    if (tl_sched_attached_at(s, st, sg->leaves.v[i]) >= 0 || prod > cores * 16) break;
   }
   if (n == 0) return 0;
   if (n > 1) {
@@ -288,7 +280,7 @@ static int init_vectorize(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s, uin
     int64_t cum = 1;
     for (int i = nl - 1; i >= 0; i--) {
       const tl_iter *it = leaf_of(s, st, i);
-      if (attached_at(s, st, sg->leaves.v[i]) >= 0) break;
+      if (tl_sched_attached_at(s, st, sg->leaves.v[i]) >= 0) break;
       if (it->kind != TL_ITER_SPATIAL || it->ann != TL_ANN_NONE) break;
       int64_t e = it->extent > 0 ? it->extent : 1;
       /* a tiled stage's innermost iterator also when it is a multiple of the
@@ -613,7 +605,7 @@ static tl_sched *mutate_parallel(tl_ctx *ctx, const tl_ansor_env *env, const tl_
     const tl_iter *it = leaf_of(pre, st, i);
     if (it->kind != TL_ITER_SPATIAL || it->ann != TL_ANN_NONE) break;
     maxf++;
-    if (attached_at(pre, st, sg->leaves.v[i]) >= 0) break;
+    if (tl_sched_attached_at(pre, st, sg->leaves.v[i]) >= 0) break;
   }
   tl_sched_free(pre);
   int len = maxf ? 1 + pick(rng, maxf) : 0;

@@ -96,8 +96,7 @@ int tl_sched_leaf_pos(const tl_sched *s, int stage, int node) {
   return -1;
 }
 
-/* A stage computed at (stage st, node), or -1. */
-static int attached_at(const tl_sched *s, int st, int node) {
+int tl_sched_attached_at(const tl_sched *s, int st, int node) {
   for (int i = 0; i < s->stages.n; i++) {
     const tl_stage *o = &s->stages.v[i];
     if (o->compute_at == TL_CA_ITER && o->at_stage == st && (node < 0 || o->at_node == node))
@@ -506,7 +505,7 @@ static int step_fuse(tl_ctx *ctx, tl_sched *s, const tl_step *t) {
                     leaf(sg, (int)t->ints[i - 1])->name, leaf(sg, (int)t->ints[i])->name);
   }
   for (int i = 0; i + 1 < t->nints; i++) {
-    int a = attached_at(s, st, sg->leaves.v[t->ints[i]]);
+    int a = tl_sched_attached_at(s, st, sg->leaves.v[t->ints[i]]);
     if (a >= 0)
       return tl_err(ctx, TL_E_SCHED,
                     "%s: stage '%s' is computed at iterator '%s' of stage '%s', which is not the "
@@ -705,7 +704,7 @@ static int step_compute_inline(tl_ctx *ctx, tl_sched *s, const tl_step *t) {
     return tl_err(ctx, TL_E_SCHED, "%s: stage '%s' is an output", verb, op->name);
   if (op->nout != 1)
     return tl_err(ctx, TL_E_SCHED, "%s: stage '%s' has %d outputs", verb, op->name, op->nout);
-  int a = attached_at(s, st, -1);
+  int a = tl_sched_attached_at(s, st, -1);
   if (a >= 0)
     return tl_err(ctx, TL_E_SCHED, "%s: stage '%s' is computed at stage '%s'", verb,
                   stage_name(s, a), op->name);
@@ -815,7 +814,7 @@ static int step_cache_write(tl_ctx *ctx, tl_sched *s, const tl_step *t) {
     return tl_err(ctx, TL_E_SCHED,
                   "%s: stage '%s' has already been transformed (cache_write must come first)",
                   verb, op->name);
-  int a = attached_at(s, st, -1);
+  int a = tl_sched_attached_at(s, st, -1);
   if (a >= 0)
     return tl_err(ctx, TL_E_SCHED, "%s: stage '%s' is computed at stage '%s'", verb,
                   stage_name(s, a), op->name);
@@ -898,7 +897,7 @@ static int step_rfactor(tl_ctx *ctx, tl_sched *s, const tl_step *t) {
                   verb, t->factor_iter_id, op->name, op->ndim);
   if (op->ndim >= 63 || op->nreduce > 64 || sg->leaves.n > 64)
     return tl_err(ctx, TL_E_SCHED, "%s: stage '%s' has too many axes", verb, op->name);
-  int a = attached_at(s, st, -1);
+  int a = tl_sched_attached_at(s, st, -1);
   if (a >= 0)
     return tl_err(ctx, TL_E_SCHED, "%s: stage '%s' is computed at stage '%s'", verb,
                   stage_name(s, a), op->name);

@@ -124,6 +124,9 @@ struct tl_sched {
 ** message naming the stage and the iterator. */
 int tl_sched_apply(tl_ctx *ctx, tl_sched *s, const tl_step *step);
 
+/* The stage computed at (stage st, iterator node), or -1; node -1: at any node of st. */
+int tl_sched_attached_at(const tl_sched *s, int st, int node);
+
 /* Current position of iterator node in stage's leaves, or -1. */
 int tl_sched_leaf_pos(const tl_sched *s, int stage, int node);
 
