@@ -75,6 +75,11 @@ void tl_set_num_threads(int n);                 /* resizes the global pool */
 ** (TUNELUA_BIND_THREADS=0) or the pool is larger than the set. Elsewhere the
 ** pool binds nothing unless TUNELUA_BIND_THREADS=1. */
 void tl_pool_bind_caller(void);
+/* Restrict the calling thread (and so the threads and processes it makes later) to
+** the CPUs of a list such as "2,3" or "0-3,8". Returns 0, or -1 with err naming the
+** list and what was expected (or why the system refused it). Measurement children
+** apply TUNELUA_MEASURE_CPUS this way before timing. */
+int tl_pin_cpus(const char *list, char *err, size_t errlen);
 
 /* ---- base: child processes -------------------------------------------- */
 

@@ -65,6 +65,8 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #if defined(__linux__) && !defined(TL_POOL_NO_FUTEX)
@@ -427,6 +429,53 @@ TL_EXPORT void tl_pool_bind_caller(void) {
       pthread_setaffinity_np(pthread_self(), sizeof one, &one);
       return;
     }
+}
+
+/* Parse a CPU list ("2,3", "0-3,8", whitespace ignored) into set. Returns 0, or
+** -1 with err naming the list and what was expected. */
+static int parse_cpu_list(const char *list, cpu_set_t *set, char *err, size_t errlen) {
+  CPU_ZERO(set);
+  const char *p = list;
+  int any = 0;
+  while (*p) {
+    while (*p == ' ' || *p == '\t') p++;
+    if (!*p) break;
+    char *end;
+    errno = 0;
+    long a = strtol(p, &end, 10), b;
+    if (end == p || errno || a < 0 || a >= CPU_SETSIZE) goto bad;
+    p = end;
+    b = a;
+    if (*p == '-') {
+      p++;
+      b = strtol(p, &end, 10);
+      if (end == p || errno || b < a || b >= CPU_SETSIZE) goto bad;
+      p = end;
+    }
+    for (long c = a; c <= b; c++) CPU_SET((int)c, set);
+    any = 1;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == ',') p++;
+    else if (*p) goto bad;
+  }
+  if (any) return 0;
+bad:
+  snprintf(err, errlen, "CPU list '%s': expected CPU numbers and ranges separated by commas "
+           "(e.g. 2,3 or 0-3)", list);
+  return -1;
+}
+
+TL_EXPORT int tl_pin_cpus(const char *list, char *err, size_t errlen) {
+  cpu_set_t set;
+  if (!list || parse_cpu_list(list, &set, err, errlen)) {
+    if (!list) snprintf(err, errlen, "CPU list: none given");
+    return -1;
+  }
+  if (sched_setaffinity(0, sizeof set, &set) != 0) {
+    snprintf(err, errlen, "CPU list '%s': cannot run on these CPUs (%s)", list, strerror(errno));
+    return -1;
+  }
+  return 0;
 }
 
 TL_EXPORT void tl_pool_free(tl_pool *pool) {

@@ -517,6 +517,15 @@ static int run_child(void *arg, int out_fd) {
       }
     }
   }
+  const char *pin = getenv("TUNELUA_MEASURE_CPUS");
+  if (pin && *pin) {
+    char perr[256];
+    if (tl_pin_cpus(pin, perr, sizeof perr)) {
+      tl_measure_child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL,
+                             tl_sprintf("TUNELUA_MEASURE_CPUS: %s", perr));
+      return 0;
+    }
+  }
   tl_pool_bind_caller();
   if (tl_kernel_time(*(void **)&fn, dl, s.nargs, ra->number, ra->repeat, ra->min_repeat_ms,
                          ra->cache_flush, costs, &kcode)) {

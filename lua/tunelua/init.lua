@@ -45,4 +45,14 @@ function tl.num_cores() return core.C.tl_num_cores() end
 --- Threads used by generated parallel loops.
 function tl.set_num_threads(n) core.C.tl_set_num_threads(n) end
 
+--- Restrict this process (its threads and the processes it starts from now on) to the CPUs
+--- of a list such as "2,3" or "0-3"; raises an error naming the list when it is malformed or
+--- refused. Benchmarks use it to time peers on the CPUs TUNELUA_MEASURE_CPUS gives the
+--- measurement children.
+function tl.pin_cpus(list)
+  local ffi = require "ffi"
+  local err = ffi.new("char[256]")
+  if core.C.tl_pin_cpus(tostring(list), err, 256) ~= 0 then error(ffi.string(err), 2) end
+end
+
 return tl

@@ -26,7 +26,7 @@
 --       [--no-matmul | --matmul-only] [--no-autotvm] [--no-ansor] [--no-peer]
 --       [--population=2048] [--model=xgb|random] [--per-round=64] [--number=3]
 --       [--min-repeat-ms=50] [--build-timeout=10] [--logdir=DIR] [--time-limit=S] [--seed=1]
---       [--target=llvm]
+--       [--target=llvm] [--build-jobs=N]
 --
 -- (a bare number N is --trials=N.) --logdir keeps the logs (DIR/ansor-<workload>.json,
 -- DIR/autotvm-<workload>.json, and the search rounds' times DIR/rounds-<workload>.txt): a rerun with the same DIR resumes an interrupted run of either
@@ -42,6 +42,13 @@
 --
 --   taskset -c 2,3 tunelua scripts/bench/ansor_cpu.lua --trials=64,256,512 --layers=2,3,4 \
 --       --no-matmul --logdir=ansor-cpu-logs --time-limit=500     (repeat until complete)
+--
+-- --build-jobs=N: parallel kernel compiles (default: the threads). With TUNELUA_MEASURE_CPUS
+-- (a CPU list, e.g. 2,3) every measurement child times on those CPUs and the peers are timed
+-- on them at the end, while the search and the compiles use the rest of the machine:
+--
+--   TUNELUA_NUM_THREADS=2 TUNELUA_MEASURE_CPUS=2,3 tunelua scripts/bench/ansor_cpu.lua \
+--       --build-jobs=12 ...
 --
 -- Threads: TUNELUA_NUM_THREADS (else every online CPU) sizes the kernels' thread pool, the
 -- parallel compiles, PyTorch and OpenBLAS; under taskset set it to the CPUs given, e.g.
@@ -62,7 +69,7 @@ local opts = { population = "2048", model = "xgb", target = "llvm", ["per-round"
 local KNOWN = { population = 1, model = 1, target = 1, ["per-round"] = 1, number = 1,
                 ["min-repeat-ms"] = 1, seed = 1, trials = 1, ["build-timeout"] = 1, ["time-limit"] = 1, layers = 1, logdir = 1,
                 ["no-matmul"] = 1, ["matmul-only"] = 1, ["no-autotvm"] = 1, ["no-ansor"] = 1,
-                ["no-peer"] = 1 }
+                ["no-peer"] = 1, ["build-jobs"] = 1 }
 for _, a in ipairs(arg) do
   local k, v = a:match("^%-%-([%w-]+)=(.*)$")
   if not k and a:match("^%-%-") then k, v = a:sub(3), true end
@@ -102,6 +109,9 @@ local TGT = opts.target
 local GPU = TGT:find("opencl") ~= nil
 local THREADS = tonumber(os.getenv("TUNELUA_NUM_THREADS") or "") or tl.num_cores()
 local PYTHON = os.getenv("TUNELUA_PYTHON") or "/usr/bin/python3"
+local BUILD_JOBS = opts["build-jobs"] and num_opt("build-jobs", 1) or THREADS
+local MEASURE_CPUS = os.getenv("TUNELUA_MEASURE_CPUS")
+if MEASURE_CPUS == "" then MEASURE_CPUS = nil end
 if opts.model ~= "xgb" and opts.model ~= "random" then
   error("ansor_cpu: --model=" .. tostring(opts.model) .. ": expected xgb or random", 0)
 end
@@ -200,7 +210,7 @@ local function ansor(task, name, seed)
     local r = task:tune(auto_scheduler.TuningOptions{
       num_measure_trials = TIME_LIMIT and math.min(NMAX, have + PER_ROUND) or NMAX,
       num_measures_per_round = math.min(PER_ROUND, NMAX), verbose = 0,
-      builder = auto_scheduler.LocalBuilder({ timeout = BUILD_TIMEOUT, n_parallel = THREADS }),
+      builder = auto_scheduler.LocalBuilder({ timeout = BUILD_TIMEOUT, n_parallel = BUILD_JOBS }),
       runner = auto_scheduler.LocalRunner({ number = NUMBER, min_repeat_ms = MIN_REPEAT_MS }),
       measure_callbacks = { auto_scheduler.RecordToFile(log), count_errors } },
       auto_scheduler.SketchPolicy(task, { seed = seed, program_cost_model = model(),
@@ -265,7 +275,7 @@ local function autotvm_best(L, name)
     end
     if #inps > 0 then t:add_history(inps, ress) end
     local mo = autotvm.measure_option({
-      builder = autotvm.LocalBuilder({ timeout = BUILD_TIMEOUT, n_parallel = THREADS }),
+      builder = autotvm.LocalBuilder({ timeout = BUILD_TIMEOUT, n_parallel = BUILD_JOBS }),
       runner = autotvm.LocalRunner({ number = NUMBER, min_repeat_ms = MIN_REPEAT_MS }) })
     -- in runs of PER_ROUND trials while time is left (--time-limit), the same tuner throughout
     local left = n - #recs
@@ -373,7 +383,12 @@ local tlist = table.concat(TRIALS, ",")
 print(string.format("auto-scheduler on %s: trials %s per workload, population %d, model %s, %d threads, "
                     .. "runner number %d min_repeat_ms %d; logs in %s", TGT, tlist, P, opts.model,
                     THREADS, NUMBER, MIN_REPEAT_MS, dir))
-local torch = (opts["no-peer"] or #which == 0) and {} or (GPU and cudnn_times() or torch_times())
+local function peer_times()
+  return (opts["no-peer"] or #which == 0) and {} or (GPU and cudnn_times() or torch_times())
+end
+-- With TUNELUA_MEASURE_CPUS the peers are timed at the end, once this process (and so
+-- PyTorch's subprocess and OpenBLAS's threads) is pinned to those CPUs.
+local torch = MEASURE_CPUS and {} or peer_times()
 
 local rows = {}
 local function add_row(name, kind, flop, round_s, ta, tt, tp)
@@ -393,14 +408,23 @@ for k, i in ipairs(which) do
           round_s, ta, tt, torch[k])
   io.stderr:write(string.format("done: %s\n", name))
 end
+local function pin_for_peers()
+  if not MEASURE_CPUS then return end
+  tl.pin_cpus(MEASURE_CPUS)
+  torch = peer_times()
+  for k, r in ipairs(rows) do r.tp = torch[k] end
+end
 if MATMUL then
   local A = te.placeholder({ 1024, 1024 }, "float32", "A")
   local B = te.placeholder({ 1024, 1024 }, "float32", "B")
   local task = auto_scheduler.SearchTask{ compute_dag = topi.matmul(A, B), target = TGT }
   local ta, round_s = ansor(task, "matmul1024", SEED * 1000 + 100)
+  pin_for_peers()
   add_row("matmul 1024^3", "matmul", task.flop, round_s, ta, {},
           not GPU and not opts["no-peer"] and openblas_time(1024) or nil)
 end
+
+if not MATMUL then pin_for_peers() end
 
 local function ms(t) return t and string.format("%.3f", t * 1e3) or "-" end
 local function ratio(x, y) return (x and y) and string.format("%.2f", x / y) or "-" end
