@@ -28,6 +28,10 @@
 -- (tuning stops after about S seconds in all, shared evenly by the networks, or at --trials;
 -- the table's "records" column says how many trials each network's log holds).
 --
+-- On a many-core host, `TUNELUA_NUM_THREADS=2 TUNELUA_MEASURE_CPUS=2,3 tunelua
+-- scripts/bench/ansor_network.lua ...` (no taskset) compiles and searches on every CPU, times
+-- each trial on CPUs 2,3 and then pins itself there for the table.
+--
 -- Batch 1, fp32. Every figure is a median; ratios are the other build's time over the
 -- auto-scheduled one's (> 1: auto-scheduled is faster); on OpenCL the default NHWC build is also
 -- set against the NCHW ones.
@@ -149,6 +153,10 @@ for _, name in ipairs(list) do
 end
 
 -- ---- 2. build every column of a network, time them interleaved ----------------------------
+-- With TUNELUA_MEASURE_CPUS (the CPUs the tuning's measurement children timed on) the builds and
+-- the PyTorch peer are timed there too: tuning compiles and searches on the other CPUs.
+local pin = os.getenv("TUNELUA_MEASURE_CPUS")
+if pin and pin ~= "" then tl.pin_cpus(pin) end
 local function build(mod, params, o)
   local bo = { target = opts.target, params = params, quiet = true }
   for k, v in pairs(o) do bo[k] = v end
