@@ -29,12 +29,16 @@
 ** readers are done; after: the fill is complete). Without thread binding
 ** nothing changes, so CPU schedules lower as before.
 **   flatten      one row-major element index per LOAD/STORE (storage_align
-**                pads strides), then tl_ir_simplify
+**                pads strides); the loops a schedule marks with the pragma
+**                "loop_partition" split into border and interior ranges
+**                (partition.c); then tl_ir_simplify (which drops the guards
+**                the interior ranges prove)
 **
 ** The result is a fresh tl_ir owned by the tl_lowered (the schedule's DAG is
 ** only read), handed to the build layer (core/build) and its code generators.
 */
 #include "schedule.h"
+#include "partition.h"
 
 #include <stdio.h>
 
@@ -952,6 +956,7 @@ static int run(lw *L, const int *args, int nargs, const char *name, lowered_full
   compute_strides(L, &fs);
   body = tl_ir_mutate(ir, body, flatten_fn, &fs);
   apply_padding(L, &fs);
+  body = tl_partition_loops(ir, body);   /* loops marked "loop_partition" (partition.h) */
   body = tl_ir_simplify(ir, body, NULL);
 #ifndef NDEBUG
   if ((rc = tl_ir_verify(L->ctx, ir, body, NULL, 0)) != 0) {

@@ -7,7 +7,10 @@
 --   tunelua scripts/bench/conv_x86.lua [N=16] [repeats=5] [layer]
 --
 -- --depthwise: mobilenet's 9 depthwise layers with depthwise_conv2d_NCHWc.x86
--- against torch conv2d(groups=C).
+-- against torch conv2d(groups=C); besides the NCHW task's configs, a "blocked" column:
+-- the fallback config on NCHW[b]c data as the network runs it (the input read in place,
+-- borders by loop partitioning, no padded copy), its GFLOPS (per output, so stride 1 and
+-- 2 compare), and torch / blocked.
 -- --mobilenet: end to end, mobilenet batch 1 fp32 untuned (fallback configs,
 -- default schedules) through relay.build + GraphModule:benchmark, against
 -- scripts/bench/torch_peer.py --network mobilenet in the same run
@@ -335,13 +338,29 @@ if MODE == "peak" then
   return
 end
 
+-- --depthwise: the fallback config of the blocked task (NCHW[b]c data, as the network runs
+-- it): median seconds per call
+local function time_blocked(L)
+  local task = autotvm.task.create(TEMPLATE, args_of(L), TARGET)
+  if not task:set_blocked(true) then return nil end
+  local s, targs, shapes = task:instantiate(-1)
+  local f = tl.build(s, targs, "c")
+  local a = tl.nd.random_uniform(shapes[1], {seed = 1})
+  local w = tl.nd.random_uniform(shapes[2], {seed = 2})
+  local o = tl.nd.empty(shapes[3])
+  f(a, w, o)
+  return median(f:time_evaluator({number = 1, repeats = REPEATS, min_repeat_ms = 20})(a, w, o).results)
+end
+
 math.randomseed(42)
+tl.set_num_threads(THREADS)
 print(string.format(TEMPLATE .. " on " .. (DW and "mobilenet depthwise" or "resnet-18") .. " layers, %d threads, %d random configs, median of %d",
                     THREADS, NSAMPLE, REPEATS))
 local tt = torch_times()
-print(string.format("%-22s %9s %7s %9s %7s %9s %7s %7s", "layer (C,HW,O,K,S,P)", "fallback", "GFLOPS",
-                    "best-of-N", "GFLOPS", "torch", "GFLOPS", "torch/best"))
-local sum_fb, sum_best, sum_t = 0, 0, 0
+print(string.format("%-22s %9s %7s %9s %7s %9s %7s %7s" .. (DW and " %9s %7s %7s" or ""), "layer (C,HW,O,K,S,P)",
+                    "fallback", "GFLOPS", "best-of-N", "GFLOPS", "torch", "GFLOPS", "torch/best", "blocked",
+                    "GFLOPS", "torch/blk"))
+local sum_fb, sum_best, sum_t, sum_blk = 0, 0, 0, 0
 for i, L in ipairs(LAYERS) do
   if not ONLY or ONLY == i then
     local task = autotvm.task.create(TEMPLATE, args_of(L), TARGET)
@@ -355,13 +374,18 @@ for i, L in ipairs(LAYERS) do
     end
     local gf = task.flop / 1e9
     local tp = tt and tt[i]
+    local tb = DW and time_blocked(L)
     print(string.format("%-22s %7.3fms %7.1f %7.3fms %7.1f %7s %7s %7s", table.concat(L, ","),
                         tf * 1e3, gf / tf, best * 1e3, gf / best,
                         tp and string.format("%.3fms", tp * 1e3) or "-",
                         tp and string.format("%.1f", gf / tp) or "-",
-                        tp and string.format("%.2f", tp / best) or "-"))
-    sum_fb, sum_best, sum_t = sum_fb + tf, sum_best + best, sum_t + (tp or 0)
+                        tp and string.format("%.2f", tp / best) or "-") ..
+          (DW and string.format(" %7s %7s %7s", tb and string.format("%.3fms", tb * 1e3) or "-",
+                                tb and string.format("%.1f", gf / tb) or "-",
+                                tb and tp and string.format("%.2f", tp / tb) or "-") or ""))
+    sum_fb, sum_best, sum_t, sum_blk = sum_fb + tf, sum_best + best, sum_t + (tp or 0), sum_blk + (tb or 0)
   end
 end
 print(string.format("%-22s %7.3fms %7s %7.3fms %7s %7.3fms %7s %7.2f", "sum (distinct layers)",
-                    sum_fb * 1e3, "", sum_best * 1e3, "", sum_t * 1e3, "", sum_t / sum_best))
+                    sum_fb * 1e3, "", sum_best * 1e3, "", sum_t * 1e3, "", sum_t / sum_best) ..
+      (DW and sum_blk > 0 and string.format(" %7.3fms %7s %7.2f", sum_blk * 1e3, "", sum_t / sum_blk) or ""))

@@ -254,28 +254,48 @@ static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched 
   return TL_OK;
 }
 
-/* The NCHW[x]c depthwise conv: O (n, c_chunk, oh, ow, b) -> par(n, c_chunk, oh), ow/reg_n,
-** reg_n, b (vectorized); the accumulation at ow/reg_n as kh, kw, reg_n (unrolled),
-** b (vectorized, in vectors of the target's width). */
+static int pragma(tl_ctx *ctx, tl_sched *s, int st, int node, const char *text) {
+  int64_t a[2] = {st, pos(s, st, node)};
+  if (a[1] < 0) return tl_err(ctx, TL_E_INTERNAL, "template: pragma: lost an iterator");
+  return tl_sched_step(ctx, s, TL_STEP_PR, a, 2, NULL, 0, text, NULL);
+}
+
+/* The NCHW[x]c depthwise conv, reading the unpadded blocked input in place:
+** O (n, c_chunk, oh, ow, b) -> par(n, c_chunk, oh/oh_f), oh_f, ow/reg_n, reg_n, b
+** (vectorized); the accumulation at ow/reg_n as kh, kw, reg_n (unrolled), b
+** (vectorized, in vectors of the target's width). The padding is inlined (a
+** guarded load) and the row loop (oh_f), the tile loop (ow/reg_n) and the
+** tile's positions (reg_n) are partitioned (pragma "loop_partition",
+** core/te/partition.h): the guards stay on the border rows and columns only,
+** the interior runs the unguarded FMA loop on the input as the previous layer
+** wrote it (no padded copy). oh_f = OH unless the (n, c_chunk) chunks are too
+** few to keep the threads busy (then OH is cut into at least 8 chunks in all). */
 static int dw_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *s, int CV) {
   tl_ctx *ctx = cfg->ctx;
   tl_dag *dag = tl_sched_dag(s);
   int64_t reg_n = last_of(cfg, "tile_ow");
   if (!reg_n) return tl_errcode(ctx);
-  int64_t b = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, CV, 0))[4];
-  int strided = ci->stride[0] > 1 || ci->stride[1] > 1;
-  TRY(nchwc5_inline(ctx, s, CV, strided));
+  const int64_t *os = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, CV, 0));
+  int64_t b = os[4], chunks = os[0] * os[1], OH = os[2], x = 1;
+  while (x < OH && (chunks * x < 8 || OH % x)) x++;
+  int64_t oh_f = OH / x;
+  TRY(nchwc5_inline(ctx, s, CV, 1));
+  int P = pad_stage(s, CV);
+  if (P >= 0) TRY(tl_sched_compute_inline(ctx, s, P));
   int O, CC, t[3];
   TRY(nchwc5_stages(ctx, s, CV, &O, &CC));
-  TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &reg_n, t));
-  int owo = t[0], owi = t[1];
-  int order[10] = {0, 1, 2, owo, owi, 4};
-  TRY(tl_atvm_reorder_nodes(ctx, s, O, order, 6));
-  int par, f3[3] = {0, 1, 2};
+  int oho = 2, ohi, owo, owi;
+  TRY(tl_atvm_split_node(ctx, s, O, 2, 1, &oh_f, t)); oho = t[0], ohi = t[1];
+  TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
+  int order[10] = {0, 1, oho, ohi, owo, owi, 4};
+  TRY(tl_atvm_reorder_nodes(ctx, s, O, order, 7));
+  int par, f3[3] = {0, 1, oho};
   TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, 3, &par));
   TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
   TRY(ann(ctx, s, O, 4, TL_ANN_VECTORIZE));
   TRY(tl_sched_compute_at(ctx, s, CC, O, pos(s, O, owo)));
+  TRY(pragma(ctx, s, O, ohi, "loop_partition"));
+  TRY(pragma(ctx, s, O, owo, "loop_partition"));
   /* CC: n c_chunk oh ow b | kh kw */
   int bo = -1, bi = 4;
   TRY(tl_atvm_split_node(ctx, s, CC, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
@@ -290,14 +310,7 @@ static int dw_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *s
   TRY(tl_atvm_reorder_nodes(ctx, s, CC, order, no));
   TRY(ann(ctx, s, CC, owi, TL_ANN_UNROLL));
   TRY(ann(ctx, s, CC, bi, TL_ANN_VECTORIZE));
-  /* strided: the padded window of each tile copied beside it (in L1) instead of a
-  ** pass over the whole input at root, of which a quarter is read (0.097 -> 0.065 ms
-  ** on 64x112x112 stride 2, AVX-512); stride 1 keeps the pass (3-5% faster there) */
-  int P = strided ? pad_stage(s, CC) : -1;
-  if (P >= 0) {
-    TRY(tl_sched_compute_at(ctx, s, P, CC, pos(s, CC, owo)));
-    TRY(ann(ctx, s, P, node_at(s, P, tl_sched_num_iters(s, P) - 1), TL_ANN_VECTORIZE));
-  }
+  if (reg_n > 1) TRY(pragma(ctx, s, CC, owi, "loop_partition"));
   return TL_OK;
 }
 

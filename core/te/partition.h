@@ -1,0 +1,21 @@
+/*
+** partition.h -- loop partitioning of the loops a schedule marks with the
+** pragma "loop_partition" (core/te/partition.c).
+*/
+#ifndef TL_PARTITION_H
+#define TL_PARTITION_H
+
+#include "../ir/ir.h"
+
+/* Each FOR under an ATTR "pragma_loop_partition" in root (lowered IR, after
+** flattening) is split into up to three loops over consecutive ranges of its
+** variable: a middle one over the longest run of values at which every guard
+** of the body that reads the variable (IF conditions, if_then_else and select
+** conditions, their conjuncts) is proven true for all values of the loops
+** inside and around it, and the values before and after it, where the guards
+** stay. The simplifier then drops the proven guards from the middle loop.
+** Marked loops are partitioned outermost first; the ATTR goes away; a loop
+** with no such run (or where every value qualifies) stays one loop. */
+tl_ref tl_partition_loops(tl_ir *ir, tl_ref root);
+
+#endif
