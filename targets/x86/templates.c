@@ -15,7 +15,9 @@
 ** [N][C/16][H][W][16], the weight to [C/16][KH][KW][16], the accumulation
 ** [N][C/16][OH][OW][16] vectorized over the channel block with tile_ow
 ** register accumulators, and an injective stage back to NCHW (fused
-** consumers go there). The other computes are the plain
+** consumers go there). Where the graph passes NCHW[x]c data (AlterOpLayout),
+** both read it in place; the blocked depthwise conv reads the unpadded input
+** with its border loops partitioned (no padded copy). The other computes are the plain
 ** topi operators (NCHW data, OIHW kernel; dense [M, K] x [N, K]) with the
 ** blocking expressed by splits. No compute depends on the config, so
 ** injective consumers fuse after the anchor. Fallback configs keep the

@@ -20,11 +20,11 @@ local function block_kernel(src, C, K, b, dst)
 end
 
 local ref_cache = {}
-local function check(C, H, K, S, pad, configs)
+local function check(C, H, K, S, pad, configs, target)
   local P = type(pad) == "table" and pad or { pad, pad, pad, pad }
   local args = { { "TENSOR", { 1, C, H, H }, "float32" }, { "TENSOR", { C, 1, K, K }, "float32" }, { S, S }, P,
                  { 1, 1 }, "float32" }
-  local task = autotvm.task.create("depthwise_conv2d_NCHWc.x86", args, "llvm")
+  local task = autotvm.task.create("depthwise_conv2d_NCHWc.x86", args, target or "llvm")
   assert(task:set_blocked(true) == true, "expected a blocked depthwise form")
   local OH = math.floor((H + P[1] + P[3] - K) / S) + 1
   local OW = math.floor((H + P[2] + P[4] - K) / S) + 1
@@ -36,13 +36,14 @@ local function check(C, H, K, S, pad, configs)
   local w = tl.nd.random_uniform({ C, 1, K, K }, { low = -1, high = 1, seed = 22 })
   local ref = tl.nd.empty({ 1, C, OH, OW })
   ref_f(a, w, ref)
-  local what = string.format("depthwise C=%d H=%d K=%d S=%d pad={%s}", C, H, K, S, table.concat(P, ","))
+  local what = string.format("depthwise C=%d H=%d K=%d S=%d pad={%s} target %s", C, H, K, S, table.concat(P, ","),
+                             target or "llvm")
   for _, i in ipairs(configs or { -1 }) do
     local s, targs, shapes = task:instantiate(i)
     local b = shapes[1][5]
     local lowered = tl.lower(s, targs):text()
     assert(not lowered:find("data_pad", 1, true), what .. ": the kernel should read the input in place, no padded copy")
-    local f = tl.build(s, targs, "c")
+    local f = tl.build(s, targs, target or "c")
     local ab, wb, ob = tl.nd.empty(shapes[1]), tl.nd.empty(shapes[2]), tl.nd.empty(shapes[3])
     block_data(a, 1, C, H, H, b, ab)
     block_kernel(w, C, K, b, wb)
@@ -77,6 +78,9 @@ local cfgs = {}
 for k = 1, 5 do cfgs[k] = math.random(0, #task.config_space - 1) end
 check(32, 17, 3, 1, 1, cfgs)
 check(32, 18, 3, 2, 1, cfgs)
+-- AVX2's 8-lane vectors and 16 registers (this machine runs AVX2 code)
+check(64, 28, 3, 1, 1, nil, "llvm -mcpu=core-avx2")
+check(64, 28, 3, 2, 1, nil, "llvm -mcpu=core-avx2")
 
 -- the lowered IR of a stride-1 layer: an interior loop over the tiles (starting past the
 -- left border) whose loads are unguarded, and the guards kept on the border
