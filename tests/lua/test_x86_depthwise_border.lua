@@ -101,4 +101,43 @@ do
          "expected a partitioned interior loop starting at 1:\n" .. text)
 end
 
+-- the blocked kernels keep their accumulators in registers (kw and the tile's positions
+-- unrolled): no vector reloaded from the stack in a block of FMAs, planned for AVX2 and
+-- compiled for haswell, planned for AVX-512 and compiled for skylake-avx512
+do
+  local measure = require "tunelua.autotvm.measure"
+  local dir = util.tmpdir("dw-border")
+  local function spills(src, march, name)
+    local c = dir .. "/" .. name .. ".c"
+    local fh = assert(io.open(c, "w"))
+    assert(fh:write(src))
+    assert(fh:close())
+    local asm, ok = util.sh(string.format("cc -std=gnu11 -O3 -fPIC -march=%s -Wno-psabi -S -o - '%s'", march, c))
+    assert(ok, "cc -march=" .. march .. " failed:\n" .. asm)
+    local n, reloads, fma = 0, 0, false
+    for line in (asm .. "\n.Lend:\n"):gmatch("[^\n]+") do
+      if line:match("^[%.%w_]+:") then
+        if fma then n = n + reloads end
+        reloads, fma = 0, false
+      else
+        if line:match("^%s*v%a+%s+%-?%d*%(%%r[sb]p[^)]*%),.*%%[yz]mm%d+$") then reloads = reloads + 1 end
+        if line:match("^%s*vfn?m[as][du][db]") then fma = true end
+      end
+    end
+    return n
+  end
+  for _, m in ipairs({ { "llvm -mcpu=core-avx2", "haswell" }, { "llvm -mcpu=skylake-avx512", "skylake-avx512" } }) do
+    for _, L in ipairs({ { 32, 112, 1 }, { 64, 112, 2 }, { 512, 14, 1 } }) do
+      local args = { { "TENSOR", { 1, L[1], L[2], L[2] }, "float32" }, { "TENSOR", { L[1], 1, 3, 3 }, "float32" },
+                     { L[3], L[3] }, { 1, 1, 1, 1 }, { 1, 1 }, "float32" }
+      local t = autotvm.task.create("depthwise_conv2d_NCHWc.x86", args, m[1])
+      assert(t:set_blocked(true))
+      local n = spills(measure.source_of(t:lower(-1)), m[2], "dw" .. L[1])
+      assert(n == 0, string.format("blocked depthwise %d,%d,s%d on '%s': %d vector reloads from the stack among FMAs",
+                                   L[1], L[2], L[3], m[1], n))
+    end
+  end
+  util.cleanup(dir)
+end
+
 print("test_x86_depthwise_border: ok")
