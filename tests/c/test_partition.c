@@ -1,0 +1,108 @@
+/* Unit tests for core/te/partition.c: a loop marked "loop_partition" whose
+** body reads a padded input through guards splits into border and interior
+** ranges, the simplifier drops the guards of the interior only; unmarked
+** loops, guards that cannot be proven and loops of one value stay whole. */
+#include <string.h>
+
+#include "te/partition.h"
+#include "tl_test.h"
+
+typedef struct {
+  int ite, fors;
+} counts;
+
+static int count_fn(const tl_ir *ir, tl_ref n, void *ud) {
+  counts *c = ud;
+  if (tl_ir_op(ir, n) == TL_IR_IF_THEN_ELSE) c->ite++;
+  if (tl_ir_op(ir, n) == TL_IR_FOR) c->fors++;
+  return 1;
+}
+
+static counts count(const tl_ir *ir, tl_ref r) {
+  counts c = {0, 0};
+  tl_ir_visit(ir, r, count_fn, &c);
+  return c;
+}
+
+/* out[i] = sum_j (0 <= i + j - 1 < W ? in[i + j - 1] : 0), i in [0, W), j in [0, 3),
+** the i loop marked when mark; with bound (a variable, or 0) the guard also holds i < bound. */
+static tl_ref conv1d(tl_ir *ir, int64_t W, int mark, tl_ref bound) {
+  tl_ref sh = tl_int(ir, W);
+  int in = tl_buffer_new(ir, "in", TL_T_F32, 1, &sh, TL_SCOPE_GLOBAL);
+  int out = tl_buffer_new(ir, "out", TL_T_F32, 1, &sh, TL_SCOPE_GLOBAL);
+  tl_ref i = tl_var_new(ir, "i", TL_T_INDEX), j = tl_var_new(ir, "j", TL_T_INDEX);
+  tl_ref x = tl_sub(ir, tl_add(ir, i, j), tl_int(ir, 1));
+  tl_ref g = tl_and(ir, tl_binary(ir, TL_IR_GE, x, tl_int(ir, 0)), tl_lt(ir, x, tl_int(ir, W)));
+  if (bound) g = tl_and(ir, g, tl_lt(ir, i, bound));
+  tl_ref v = tl_if_then_else(ir, g, tl_load(ir, in, &x, 1), tl_imm_float(ir, TL_T_F32, 0.0));
+  tl_ref acc = tl_add(ir, tl_load(ir, out, &i, 1), v);
+  tl_ref inner = tl_for(ir, j, tl_int(ir, 0), tl_int(ir, 3), TL_FOR_UNROLLED, TL_TAG_NONE, tl_store(ir, out, acc, &i, 1));
+  tl_ref loop = tl_for(ir, i, tl_int(ir, 0), tl_int(ir, W), TL_FOR_SERIAL, TL_TAG_NONE, inner);
+  return mark ? tl_attr(ir, "pragma_loop_partition", tl_int(ir, 1), loop) : loop;
+}
+
+TL_TEST(partition_border_interior) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_ir *ir = tl_ir_new();
+  tl_ref root = conv1d(ir, 10, 1, 0);
+  tl_ref p = tl_partition_loops(ir, root);
+  CHECK_EQ_INT(tl_ir_verify(ctx, ir, p, NULL, 0), 0);
+  /* i in [0, 1), [1, 9), [9, 10) */
+  CHECK_EQ_INT(tl_ir_op(ir, p), TL_IR_SEQ);
+  CHECK_EQ_INT(tl_ir_nkids(ir, p), 3);
+  static const int64_t mins[3] = {0, 1, 9}, exts[3] = {1, 8, 1};
+  for (int k = 0; k < 3 && tl_ir_nkids(ir, p) == 3; k++) {
+    tl_ref f = tl_ir_kid(ir, p, k);
+    int64_t m = -1, e = -1;
+    CHECK_EQ_INT(tl_ir_op(ir, f), TL_IR_FOR);
+    CHECK(tl_ir_is_int(ir, tl_ir_kid(ir, f, 1), &m) && m == mins[k]);
+    CHECK(tl_ir_is_int(ir, tl_ir_kid(ir, f, 2), &e) && e == exts[k]);
+  }
+  /* after simplification: the interior loop has no guard, the borders keep theirs */
+  tl_ref s = tl_ir_simplify(ir, p, NULL);
+  CHECK_EQ_INT(tl_ir_verify(ctx, ir, s, NULL, 0), 0);
+  tl_ref interior = 0;
+  if (tl_ir_op(ir, s) == TL_IR_SEQ)
+    for (int k = 0; k < tl_ir_nkids(ir, s); k++) {
+      tl_ref f = tl_ir_kid(ir, s, k);
+      int64_t e;
+      if (tl_ir_op(ir, f) == TL_IR_FOR && tl_ir_is_int(ir, tl_ir_kid(ir, f, 2), &e) && e == 8) interior = f;
+    }
+  CHECK(interior != 0);
+  if (interior) CHECK_EQ_INT(count(ir, interior).ite, 0);
+  CHECK(count(ir, s).ite > 0);
+  tl_ir_free(ir);
+  tl_ctx_free(ctx);
+}
+
+TL_TEST(partition_leaves_whole) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_ir *ir = tl_ir_new();
+  /* unmarked: untouched */
+  tl_ref a = conv1d(ir, 10, 0, 0);
+  CHECK(tl_partition_loops(ir, a) == a);
+  /* a guard comparing i with a variable of unknown range: nothing is proven, one loop
+  ** (the mark gone) */
+  tl_ref n = tl_var_new(ir, "n", TL_T_INDEX);
+  tl_ref b = conv1d(ir, 10, 1, n);
+  tl_ref b2 = tl_partition_loops(ir, b);
+  CHECK_EQ_INT(tl_ir_op(ir, b2), TL_IR_FOR);
+  CHECK(b2 == tl_ir_kid(ir, b, 1));
+  /* the guard holds at every value (no padding to read): one loop */
+  tl_ref sh = tl_int(ir, 4);
+  int buf = tl_buffer_new(ir, "o", TL_T_F32, 1, &sh, TL_SCOPE_GLOBAL);
+  tl_ref k = tl_var_new(ir, "k", TL_T_INDEX);
+  tl_ref v = tl_if_then_else(ir, tl_lt(ir, k, tl_int(ir, 4)), tl_imm_float(ir, TL_T_F32, 1.0),
+                             tl_imm_float(ir, TL_T_F32, 0.0));
+  tl_ref c = tl_attr(ir, "pragma_loop_partition", tl_int(ir, 1),
+                     tl_for(ir, k, tl_int(ir, 0), tl_int(ir, 4), TL_FOR_SERIAL, TL_TAG_NONE, tl_store(ir, buf, v, &k, 1)));
+  tl_ref c2 = tl_partition_loops(ir, c);
+  CHECK_EQ_INT(tl_ir_op(ir, c2), TL_IR_FOR);
+  CHECK_EQ_INT(count(ir, c2).fors, 1);
+  /* one value: nothing to split */
+  tl_ref d = conv1d(ir, 1, 1, 0);
+  CHECK_EQ_INT(tl_ir_op(ir, tl_partition_loops(ir, d)), TL_IR_FOR);
+  CHECK_EQ_INT(tl_ir_verify(ctx, ir, b2, &n, 1), 0);
+  tl_ir_free(ir);
+  tl_ctx_free(ctx);
+}
