@@ -149,10 +149,13 @@ static int wg_output(tl_ctx *ctx, tl_sched *s, int O, int64_t m, int rows, int *
   return ann(ctx, s, O, 4, TL_ANN_VECTORIZE);
 }
 
-/* Tiles along the output's width: ceil(OW / m) of stage O's output. */
-static int64_t wg_tiles_w(tl_sched *s, tl_dag *dag, int O, int64_t m) {
-  int64_t OW = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, O, 0))[3];
-  return (OW + m - 1) / m;
+/* Tiles along a row of the transformed input: P / (N * ceil(OH / m)) of the GEMM stage M
+** (at least ceil(OW / m): topi pads a row whose count has no divisor from 4 to 16). */
+static int64_t wg_tiles_w(tl_sched *s, tl_dag *dag, int O, int M, int64_t m) {
+  const int64_t *os = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, O, 0));
+  const int64_t *ms = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, M, 0));
+  int64_t rows = os[0] * ((os[2] + m - 1) / m);
+  return rows > 0 && ms[3] % rows == 0 ? ms[3] / rows : (os[3] + m - 1) / m;
 }
 
 static int stage_named(tl_ctx *ctx, tl_sched *s, const char *name) {
@@ -245,10 +248,10 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   ** rows pass is (a buffer of a*a*nW*ob), accumulated in registers (CC) per tile_p tiles:
   ** ic_outer, ic_inner, tile_p rows (unrolled), k_block (vectorized) */
   {
-    int64_t rp = tl_atvm_largest_divisor(wg_tiles_w(s, dag, O, m), rows > 0 ? rows : 8);
     int CC;
     M = stage_named(ctx, s, mname);
     if (M < 0) return tl_errcode(ctx);
+    int64_t rp = tl_atvm_largest_divisor(wg_tiles_w(s, dag, O, M, m), rows > 0 ? rows : 8);
     TRY(tl_sched_cache_write(ctx, s, M, "local", &CC));
     M = stage_named(ctx, s, mname);
     R = stage_named(ctx, s, rname);

@@ -1,8 +1,9 @@
 -- conv2d_NCHWc_winograd.x86 (targets/x86/winograd.c, core/topi/winograd_nchwc.c) and the x86
 -- graphs that run 3x3 stride-1 convs as Winograd (tunelua.graph.winograd_x86):
 --   * random configs of F(2x2), F(4x4) and F(6x6) on random data against the reference conv,
---     including output sizes that are not multiples of the tile, a layer without padding and
---     AVX2 code (8-lane blocks);
+--     including output sizes that are not multiples of the tile, a layer without padding, rows
+--     of tiles that topi pads to a multiple of 8 (no divisor from 4 to 16) and AVX2 code
+--     (8-lane blocks);
 --     Winograd's float error grows with the tile and the reduction, so the tolerance is
 --     eps32 * 9C * kappa(m) * max|x| * max|w| with kappa = 16, 64, 256 for m = 2, 4, 6 (the
 --     measured errors sit 10-40x below it; a wrong coefficient is off by O(|y|));
@@ -92,6 +93,7 @@ end
 local t16 = check_task(16, 9, 32, 1, 2)   -- 9x9 output: F(4), F(6) tiles run past the edge
 check_task(32, 8, 48, 1, 2)               -- 3 blocks of 16 output channels
 check_task(8, 12, 16, 0, 1)               -- no padding: 10x10 output
+check_task(8, 74, 16, 1, 1)               -- rows of 37 (F(2)) and 19 (F(4)) tiles: padded to 40 and 24
 check_task(16, 10, 24, 1, 1, "llvm -mcpu=core-avx2")   -- 8-lane vectors, 16 registers
 
 -- tuning: blocked configs measured and checked against references of their own blocks and tile

@@ -1,7 +1,9 @@
 -- The x86 templates' fallback configs (the configs a layer runs on when no record covers it)
 -- and the schedule choices around them, against the reference interpreter:
 --  * conv2d_NCHWc.x86 on 32 registers: two vectors of output channels by up to 14 positions,
---    kw unrolled around rows of up to 8; a 17-wide output keeps 17 positions by one vector;
+--    kw unrolled around rows of up to 8; a 17-wide output (no divisor of 7-14) takes two
+--    vectors too, its rows in guarded tiles of 9 and 8 positions (3x3, 1x1 and stride-2 convs
+--    to 17 and 19 wide match the reference);
 --    on 16 registers (AVX2) one 8-lane vector;
 --  * depthwise_conv2d_NCHWc.x86 in the same 32-channel block;
 --  * widths with no divisor from 4 to the register budget (primes) run in guarded tiles of
@@ -31,7 +33,7 @@ do
   c = fallback("conv2d_NCHWc.x86", conv_args(64, 56, 128, 1, 2, 0), AVX512)
   has(c, "('tile_oc', [-1, 32]), ('tile_ow', [-1, 14]), ('tile_oh', 1)")
   c = fallback("conv2d_NCHWc.x86", conv_args(768, 17, 192, 1, 1, 0), AVX512)
-  has(c, "('tile_oc', [-1, 16]), ('tile_ow', [-1, 17])")
+  has(c, "('tile_oc', [-1, 32]), ('tile_ow', [-1, 17])")
   c = fallback("conv2d_NCHWc.x86", conv_args(64, 56, 64, 3, 1, 1), AVX2)
   has(c, "('tile_oc', [-1, 8]), ('tile_ow', [-1, 14])")
   local d = fallback("depthwise_conv2d_NCHWc.x86",
@@ -76,5 +78,8 @@ check(16, 39, 32, 3, 1, 0, target)    -- 37 wide: guarded tiles of 8
 check(16, 73, 48, 1, 1, 0, target)    -- 1x1 on 73 wide
 check(8, 141, 32, 3, 2, 1, target)    -- stride 2 to 71 wide
 check(32, 14, 64, 3, 1, 1, target)    -- 14 wide, two vectors (where the host has 32 registers)
+check(32, 17, 64, 1, 1, 0, target)    -- 1x1 on 17 wide: two vectors, tiles of 9 + 8 (32 registers)
+check(32, 35, 64, 3, 2, 0, target)    -- stride 2 to 17 wide
+check(32, 19, 64, 3, 1, 1, target)    -- 19 wide: tiles of 10 + 9
 if require("tunelua.target").parse(AVX2):check_host() then check(16, 39, 32, 3, 1, 0, AVX2) end
 print("test_x86_fallback: ok")
