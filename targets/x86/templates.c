@@ -213,12 +213,12 @@ static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched 
     rows /= oh_f;
     reg_n = rows < 8 ? (rows < 1 ? 1 : rows) : 8;
   } else if (SIMD_REGS >= 32) {
-    /* a tile of more accumulators than the registers hold (e.g. two vectors by 17
-    ** positions) where the width has no divisor of 7 up to the budget: balanced
+    /* a tile of one or two vectors with more accumulators than the registers hold (two
+    ** vectors by 17 positions) where the width has no divisor of 7 up to the budget: balanced
     ** tiles within the budget, the last one guarded (17 -> 9 + 8), instead of
     ** accumulators spilled to the stack */
     int64_t v = row_vectors(cfg, ob), rows = (SIMD_REGS - 4) / v / oh_f;
-    if (rows >= 1 && reg_n > rows && tl_atvm_largest_divisor(ci->OW, rows) < 7) {
+    if (v <= 2 && reg_n > rows && tl_atvm_largest_divisor(ci->OW, rows) < 7) {
       int64_t nt = (reg_n + rows - 1) / rows;
       reg_n = (reg_n + nt - 1) / nt;
     }
