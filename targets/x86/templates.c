@@ -188,6 +188,19 @@ static int nchwc5_stages(tl_ctx *ctx, tl_sched *s, int CV, int *O, int *CC) {
   return TL_OK;
 }
 
+/* The positions per tile of a row of width OW, oc_bn channels wide, oh_f rows: reg_n, or on
+** 32 registers, where a tile of one or two vectors would hold more accumulators than the
+** registers (two vectors by 17 positions) and the width has no divisor of 7 up to the
+** budget, balanced tiles within it, the last one guarded (17 -> 9 + 8), instead of
+** accumulators spilled to the stack. */
+static int64_t fit_tile(tl_atvm_cfg *cfg, int64_t OW, int64_t reg_n, int64_t oc_bn, int64_t oh_f) {
+  if (SIMD_REGS < 32) return reg_n;
+  int64_t v = row_vectors(cfg, oc_bn), rows = (SIMD_REGS - 4) / v / (oh_f > 0 ? oh_f : 1);
+  if (v > 2 || rows < 1 || reg_n <= rows || tl_atvm_largest_divisor(OW, rows) >= 7) return reg_n;
+  int64_t nt = (reg_n + rows - 1) / rows;
+  return (reg_n + nt - 1) / nt;
+}
+
 /* The NCHW[x]c conv: O (n, oc_chunk, oh, ow, ob) -> par(n, oc_chunk, oh/oh_f), ow/reg_n,
 ** [oh_f,] reg_n, ob (vectorized); the accumulation computed at ow/reg_n as
 ** ic_outer, kh, kw, ic_inner (unroll_kw: kh, ic_inner, kw; 1x1: ic_inner, kh, kw),
@@ -212,16 +225,8 @@ static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched 
     int64_t v = row_vectors(cfg, ob), rows = SIMD_REGS >= 32 ? (SIMD_REGS - 4) / v : (SIMD_REGS - v - 1) / v;
     rows /= oh_f;
     reg_n = rows < 8 ? (rows < 1 ? 1 : rows) : 8;
-  } else if (SIMD_REGS >= 32) {
-    /* a tile of one or two vectors with more accumulators than the registers hold (two
-    ** vectors by 17 positions) where the width has no divisor of 7 up to the budget: balanced
-    ** tiles within the budget, the last one guarded (17 -> 9 + 8), instead of
-    ** accumulators spilled to the stack */
-    int64_t v = row_vectors(cfg, ob), rows = (SIMD_REGS - 4) / v / oh_f;
-    if (v <= 2 && reg_n > rows && tl_atvm_largest_divisor(ci->OW, rows) < 7) {
-      int64_t nt = (reg_n + rows - 1) / rows;
-      reg_n = (reg_n + nt - 1) / nt;
-    }
+  } else {
+    reg_n = fit_tile(cfg, ci->OW, reg_n, ob, oh_f);
   }
   TRY(nchwc5_inline(ctx, s, CV, 0));
   int O, CC, t[3];
@@ -582,6 +587,7 @@ static int conv_blocked_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched
   int64_t oh_f = is1x1 ? (int64_t)tl_cfg_other(cfg, "tile_oh") : 1;
   int unroll_kw = is1x1 ? 0 : tl_cfg_other(cfg, "unroll_kw") != 0;
   if (oh_f < 1 || ci->OH % oh_f != 0) oh_f = 1;
+  reg_n = fit_tile(cfg, ci->OW, reg_n, oc_bn, oh_f);
   /* inline the injective stages except the output, the padding and the
   ** weight packing (both kept at root, computed once per call) */
   for (int i = 0; i < tl_sched_num_stages(s) - 1; i++) {
