@@ -476,6 +476,14 @@ const char *tl_topi_pattern_name(int pattern);
 int tl_topi_default_schedule(tl_ctx *ctx, tl_sched *s, const char *sched_class);
 /* The OpenCL default schedule alone (what "opencl" above runs). */
 int tl_topi_default_schedule_gpu(tl_ctx *ctx, tl_sched *s);
+/* The OpenCL default schedule with the channel-last tiles shaped for a kind of
+** device: TL_GPU_SHAPES_CPU (what tl_topi_default_schedule_gpu does: wide
+** channel vectors per work-item, for CPU devices such as pocl) or
+** TL_GPU_SHAPES_GPU (one channel per work-item, adjacent work-items on adjacent
+** channels, a register tile of columns sized so the grid keeps 128 work-items
+** per compute unit; compute_units 0: unknown, counted as 64). */
+enum { TL_GPU_SHAPES_CPU = 0, TL_GPU_SHAPES_GPU = 1 };
+int tl_topi_default_schedule_gpu_for(tl_ctx *ctx, tl_sched *s, int shapes, int64_t compute_units);
 /* The weight of conv2d_NCHWc_winograd (core/topi/winograd_nchwc.c): a float32
 ** 3x3 kernel src [K/src_block, C, 3, 3, src_block] (src_block 1: OIHW)
 ** transformed for tile size m (2, 4, 6) into dst [m+2, m+2, K/out_block, C,

@@ -36,7 +36,20 @@
 ** kernel windows (up to 3) unrolled. One work-item walking a row of
 ** weights per reduction step reads a whole cache line of them with 16
 ** channels: on a CPU device (pocl) 4 channels ran 4-5x slower.
-** The tiles are fused and bound as in 3.
+** The tiles are fused and bound as in 3. These are the CPU-device shapes
+** (tl_topi_default_schedule_gpu, and tl_topi_default_schedule_gpu_for with
+** shapes TL_GPU_SHAPES_CPU).
+**
+** The GPU shapes (TL_GPU_SHAPES_GPU, for a device of type GPU) give each
+** work-item one output channel and a small register tile of wt columns
+** (4, 2 or 7 dividing OW; 1 leaves the stage to 3), with channels innermost in
+** the fused thread loop: adjacent work-items of a work-group compute adjacent
+** output channels, so their HWIO (or [KH, KW, C, M]) weight loads are one
+** coalesced access, their input loads one broadcast address, and each
+** weight serves wt FMAs. The tile is the widest that still leaves at least
+** 128 work-items per compute unit (the whole grid fills the device), else
+** one column; the reduction stays inside the work-item, small windows
+** unrolled, as above.
 */
 #include "topi.h"
 
@@ -140,16 +153,47 @@ static int split_by(tl_ctx *ctx, tl_sched *s, int st, int pos, int64_t factor, i
   return 2;
 }
 
+/* How the channel-last tiles are shaped: gpu 0 (a CPU device's: wide
+** vectors per work-item) or 1 (a GPU's: a channel per work-item, channels
+** across the work-group); min_items: the GPU shapes' least work-items. */
+typedef struct gpu_shape {
+  int gpu;
+  int64_t min_items;
+} gpu_shape;
+
+static int tile_columns(tl_ctx *ctx, tl_sched *s, int o, int a, int nr, int64_t wt, int64_t ct,
+                        int *done);
+
 /* The consumer o (root, fresh, 4-D [N, H, W, C]) of channel-last anchor a:
 ** tiles of wt x ct bound, a computed at the thread. Returns TL_OK with
 ** *done 0 when the shapes leave nothing to tile (the caller binds as usual). */
-static int tile_channel_last(tl_ctx *ctx, tl_sched *s, int o, int a, int *done) {
+/* The GPU shapes' column tile of a [N, H, W, C] output: the widest of 4, 2
+** and 7 dividing W that leaves at least min_items work-items, else 1. */
+static int64_t gpu_columns(int64_t N, int64_t H, int64_t W, int64_t C, int64_t min_items) {
+  static const int64_t cand[3] = {4, 7, 2};
+  int64_t best = 1;
+  for (int i = 0; i < 3; i++) {
+    int64_t w = cand[i];
+    if (W % w != 0 || N * H * (W / w) * C < min_items) continue;
+    if (w > best) best = w;
+  }
+  return best;
+}
+
+static int tile_channel_last(tl_ctx *ctx, tl_sched *s, int o, int a, const gpu_shape *gs,
+                             int *done) {
   const tl_dag *dag = tl_sched_dag(s);
   *done = 0;
   if (tl_sched_num_iters(s, o) != 4 || tl_dag_op_nreduce(dag, o) != 0) return TL_OK;
   int nr = tl_dag_op_nreduce(dag, a);
   if (nr > 24 || tl_sched_num_iters(s, a) != 4 + nr) return TL_OK;   /* (aord below holds 6 + nr) */
   int64_t W = tl_sched_iter_extent(s, o, 2), C = tl_sched_iter_extent(s, o, 3);
+  if (gs->gpu) {
+    int64_t wt = gpu_columns(tl_sched_iter_extent(s, o, 0), tl_sched_iter_extent(s, o, 1), W, C,
+                             gs->min_items);
+    if (wt <= 1) return TL_OK;
+    return tile_columns(ctx, s, o, a, nr, wt, 1, done);
+  }
   /* columns: 4 when they divide W, else the largest divisor up to 7 (14 and 7 columns: 7) */
   int64_t wt = 1;
   if (W % 4 == 0) wt = 4;
@@ -163,6 +207,13 @@ static int tile_channel_last(tl_ctx *ctx, tl_sched *s, int o, int a, int *done) 
   for (int64_t c2 = ct * 2; c2 <= 16 && C % c2 == 0 && wt * c2 <= 64 && rest * (C / c2) >= 512; c2 *= 2)
     ct = c2;
   if (wt * ct < 4) return TL_OK;
+  return tile_columns(ctx, s, o, a, nr, wt, ct, done);
+}
+
+/* Tile consumer o and anchor a (nr reduction axes) by wt columns x ct channels
+** (a vector when ct > 1), fuse and bind the tiles; *done = 1. */
+static int tile_columns(tl_ctx *ctx, tl_sched *s, int o, int a, int nr, int64_t wt, int64_t ct,
+                        int *done) {
   int rc = TL_OK;
   /* o: n h w c -> n h wo wi co ci -> n h wo co | wi ci */
   int nc = split_by(ctx, s, o, 3, ct, &rc);
@@ -218,7 +269,28 @@ static int tile_channel_last(tl_ctx *ctx, tl_sched *s, int o, int a, int *done) 
   return TL_OK;
 }
 
+static int schedule_gpu(tl_ctx *ctx, tl_sched *s, const gpu_shape *gs);
+
 TL_EXPORT int tl_topi_default_schedule_gpu(tl_ctx *ctx, tl_sched *s) {
+  gpu_shape gs = {0, 0};
+  return schedule_gpu(ctx, s, &gs);
+}
+
+TL_EXPORT int tl_topi_default_schedule_gpu_for(tl_ctx *ctx, tl_sched *s, int shapes,
+                                               int64_t compute_units) {
+  if (shapes != TL_GPU_SHAPES_CPU && shapes != TL_GPU_SHAPES_GPU)
+    return tl_err(ctx, TL_E_ARG,
+                  "default_schedule_gpu: shapes must be TL_GPU_SHAPES_CPU (0) or TL_GPU_SHAPES_GPU (1), "
+                  "got %d", shapes);
+  if (compute_units < 0)
+    return tl_err(ctx, TL_E_ARG, "default_schedule_gpu: compute_units must be >= 0 (0: unknown), got %lld",
+                  (long long)compute_units);
+  /* 128 work-items per compute unit; an unknown device counts as 64 units */
+  gpu_shape gs = {shapes == TL_GPU_SHAPES_GPU, 128 * (compute_units > 0 ? compute_units : 64)};
+  return schedule_gpu(ctx, s, &gs);
+}
+
+static int schedule_gpu(tl_ctx *ctx, tl_sched *s, const gpu_shape *gs) {
   if (!s) return tl_err(ctx, TL_E_ARG, "default_schedule_gpu: no schedule");
   if (tl_sched_num_steps(s) != 0)
     return tl_err(ctx, TL_E_ARG, "default_schedule_gpu: the schedule already has %d steps",
@@ -257,7 +329,7 @@ TL_EXPORT int tl_topi_default_schedule_gpu(tl_ctx *ctx, tl_sched *s) {
     if (is_anchor) continue;
     int tp, done = 0;
     if (anchor_of[st] >= 0 && channel_last(dag, anchor_of[st])) {
-      rc = tile_channel_last(ctx, s, st, anchor_of[st], &done);
+      rc = tile_channel_last(ctx, s, st, anchor_of[st], gs, &done);
       if (rc != TL_OK || done) continue;
     }
     rc = bind_stage(ctx, s, st, &tp);

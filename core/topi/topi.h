@@ -157,6 +157,7 @@ int tl_topi_layout_transform(tl_topi_call *c);
 ** spatial axes fused, split by a work-group size and bound to blockIdx.x /
 ** threadIdx.x, reductions kept inside each work-item. */
 int tl_topi_default_schedule_gpu(tl_ctx *ctx, tl_sched *s);
+int tl_topi_default_schedule_gpu_for(tl_ctx *ctx, tl_sched *s, int shapes, int64_t compute_units);
 /* winograd.c */
 int tl_topi_conv2d_winograd(tl_topi_call *c);
 int tl_topi_winograd_weight_transform(tl_topi_call *c);

@@ -9,6 +9,10 @@ local core = require "tunelua.core"
 local nd = require "tunelua.nd"
 local relay = require "tunelua.relay"
 local ex = require "tests.lua.lib.executor_check"
+local executor = require "tunelua.graph.executor"
+local reference = require "networks.reference"
+local networks = require "networks"
+local walk = require "tunelua.graph.walk"
 
 local C = core.C
 local TARGET = "opencl -device=mali"
@@ -115,9 +119,85 @@ check("avg_pool 2x2 s2 p1 9x9x12", { 1, 9, 9, 12 }, {},
 check("global_avg_pool 7x7x32", { 1, 7, 7, 32 }, {},
       function(x) return relay.nn.global_avg_pool2d(x, { layout = "NHWC" }) end, 4)
 
--- a whole network (1x1 and depthwise convolutions, global pool, dense)
-for _, name in ipairs({ "mobilenet" }) do
-  local lib = ex.check_network(name, "NHWC", 32, 3, { target = TARGET })
-  print(string.format("%-52s ok (%d kernels)", name .. " NHWC 32x32", #lib.kernels))
+-- a whole network (1x1 and depthwise convolutions, global pool, dense), with the tiles shaped
+-- for this device (auto: pocl is a CPU device) and with the GPU shapes forced
+for _, shapes in ipairs({ "auto", "gpu" }) do
+  local lib = ex.check_network("mobilenet", "NHWC", 32, 3, { target = TARGET, opencl_shapes = shapes })
+  print(string.format("%-52s ok (%d kernels)", "mobilenet NHWC 32x32, shapes " .. shapes, #lib.kernels))
+end
+
+-- The tile shapes option: a bad value is an error naming it.
+do
+  local x = var("data", { 1, 4, 4, 4 })
+  local mod = relay.Module(relay.Function({ x }, relay.nn.relu(x)))
+  for _, bad in ipairs({ "tpu", "gpu:0", "gpu:x" }) do
+    local ok, err = pcall(executor.build, mod, { target = TARGET, opencl_shapes = bad, quiet = true })
+    assert(not ok and tostring(err):find("opencl_shapes must be", 1, true) and tostring(err):find(bad, 1, true),
+           "opencl_shapes = " .. bad .. ": expected an error naming it, got " .. tostring(err))
+  end
+end
+
+-- Every distinct convolution of resnet-18 and mobilenet (NHWC, 224x224; depthwise included),
+-- with bias and relu, under each tile shape: the CPU-device shapes (auto on pocl), the GPU
+-- shapes with this device's compute units (the widest column tiles) and the GPU shapes sized
+-- for 132 compute units (an H100/H200: narrower tiles or one output per work-item on the small
+-- layers). The GPU shapes give one channel per work-item: no vector stores, the channel the
+-- innermost part of the work-item id. Each distinct kernel runs once against the reference.
+do
+  local seen, convs = {}, {}
+  for _, name in ipairs({ "resnet-18", "mobilenet" }) do
+    local mod = networks.get_network(name, { layout = "NHWC", image_size = 224 })
+    walk.each_op_call(walk.main(mod).body, function(n)
+      if n.op ~= "nn.conv2d" then return end
+      local d, k = walk.ttype(n.args[1]).shape, walk.ttype(n.args[2]).shape
+      local key = string.format("%s %s s%d g%d", table.concat(d, "x"), table.concat(k, "x"),
+                                (n.attrs.strides or { 1 })[1], n.attrs.groups or 1)
+      if not seen[key] then
+        seen[key] = true
+        convs[#convs + 1] = { key = name .. " " .. key, d = d, k = k, attrs = n.attrs }
+      end
+    end)
+  end
+  assert(#convs >= 25, "expected the distinct convolutions of resnet-18 and mobilenet, got " .. #convs)
+  local nrun, ntiled = 0, 0
+  for ci, c in ipairs(convs) do
+    local a = {}
+    for k, v in pairs(c.attrs) do a[k] = v end
+    local cout = a.kernel_layout == "HWOI" and c.k[3] or c.k[4]
+    local x, w, b = var("data", c.d), var("w", c.k), var("b", { cout })
+    local mod = relay.Module(relay.Function({ x, w, b },
+      relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, w, a), b, { axis = 3 }))))
+    local params = { w = rand(c.k), b = rand({ cout }, 0, 1) }
+    local inputs = { data = nd.random_uniform(c.d, { seed = 500 + ci, low = 0, high = 1 }) }
+    local ref = reference.run(mod, params, inputs)[1]
+    -- sums of up to 4608 products: the tolerance scales with the reduction's length
+    local atol = 2e-6 * c.k[1] * c.k[2] * (a.kernel_layout == "HWOI" and 1 or c.k[3])
+    local sources = {}
+    for _, shapes in ipairs({ "auto", "gpu", "gpu:132" }) do
+      local lib = executor.build(mod, { target = TARGET, params = params, quiet = true, opencl_shapes = shapes })
+      assert(#lib.kernels == 1, c.key .. ": expected one kernel, got " .. #lib.kernels)
+      local src = lib.kernels[1].ocl_source
+      if shapes ~= "auto" then
+        assert(not src:find("vstore%d+%("), c.key .. ", shapes " .. shapes .. ": a GPU tile has no channel vector")
+        -- a private tile of one channel by at most 7 columns
+        local tile = tonumber(src:match("float [%w_]+%[(%d+)%];"))
+        assert(tile == nil or tile <= 7, c.key .. ", shapes " .. shapes ..
+               ": expected a tile of at most 7 columns of one channel, got " .. tostring(tile))
+        if tile and tile > 1 then ntiled = ntiled + 1 end
+      end
+      if not sources[src] then
+        sources[src] = true
+        local m = executor.GraphModule(lib)
+        m:set_input(inputs)
+        m:run()
+        local ok, msg = reference.compare(m:get_output(0), ref, { rtol = 1e-4, atol = atol })
+        assert(ok, c.key .. ", shapes " .. shapes .. ": " .. tostring(msg))
+        nrun = nrun + 1
+      end
+    end
+  end
+  assert(ntiled > 0, "expected GPU-shaped column tiles")
+  print(string.format("%-52s ok (%d kernels run, %d GPU tiles)", #convs .. " convolutions of resnet-18 and mobilenet",
+                      nrun, ntiled))
 end
 print(string.format("test_opencl_nhwc: ok (%.1f s)", C.tl_now() - t_start))

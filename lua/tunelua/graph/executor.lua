@@ -22,7 +22,9 @@
 -- each group's DAG with the best record's steps of its workload key replayed, else the
 -- default schedule (tunelua.auto_scheduler.dispatch); a kernel's .record is the record used.
 -- OpenCL targets ("opencl", "opencl -device=mali"): Mali templates (fallback config when
--- no record) or tl_topi_default_schedule_gpu, then tunelua.graph.opencl: storage slots on
+-- no record) or tl_topi_default_schedule_gpu_for (tiles shaped for the device kind:
+-- opts.opencl_shapes = "auto" | "gpu" | "cpu", or TUNELUA_OPENCL_SHAPES; tunelua.graph.opencl
+-- .tile_shapes), then tunelua.graph.opencl: storage slots on
 -- the device, one OpenCL program for all groups, the same C run loop (docs/executor.md).
 -- VTA (opts.vta = {env = vta env[, config = function(task, match) -> index]}): the packed
 -- conv groups that VTA can run whole (tunelua.graph.vta_groups) become kernels on one
@@ -94,7 +96,9 @@ local function new_sched(g)
 end
 
 -- The default schedule of the target's class (tgt.schedules: "cpu", "opencl").
-local function default_schedule(s, class)
+-- OpenCL: shaped for the device kind (shp: tunelua.graph.opencl.tile_shapes).
+local function default_schedule(s, class, shp)
+  if shp then return ocl.default_schedule_for(s, shp) end
   check(C.tl_topi_default_schedule(ctx, s, class), 3)
   return true
 end
@@ -454,6 +458,8 @@ function executor.build(mod, opts)
   local build_toolchain = tgt.toolchain
   if cross then build_toolchain = nil end
   local params = opts.params or {}
+  -- the OpenCL default schedules' tiles, shaped for the device's kind (docs/opencl.md)
+  local ocl_shapes = tgt.schedules == "opencl" and ocl.tile_shapes(tgt, opts, 2) or nil
   local t0 = C.tl_now()
   local history = load_history(opts.history, 2)
   -- an auto-scheduler context (auto_scheduler.ApplyHistoryBest) replaces templates and TopHub
@@ -613,7 +619,7 @@ function executor.build(mod, opts)
       elseif not k then
         if not s then
           s = new_sched(g)
-          local ok, err = pcall(default_schedule, s, tgt.schedules)
+          local ok, err = pcall(default_schedule, s, tgt.schedules, ocl_shapes)
           if not ok then
             -- a default schedule that fails leaves the group unscheduled (correct, slow)
             C.tl_clearerr(ctx)

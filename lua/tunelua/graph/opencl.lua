@@ -16,6 +16,7 @@ local ffi = require "ffi"
 local core = require "tunelua.core"
 local nd = require "tunelua.nd"
 local group = require "tunelua.graph.group"
+local json = require "tunelua.json"
 
 local C, ctx, check = core.C, core.ctx, core.check
 
@@ -30,6 +31,51 @@ local ALIGN = 64
 --- The default OpenCL schedule of s (tl_topi_default_schedule_gpu).
 function M.default_schedule(s)
   check(C.tl_topi_default_schedule_gpu(ctx, s), 3)
+  return true
+end
+
+--- How the default schedules shape their channel-last tiles for target tgt (a parsed
+--- target): {shapes = C.TL_GPU_SHAPES_CPU | TL_GPU_SHAPES_GPU, compute_units, name = "cpu" |
+--- "gpu"}. opts.opencl_shapes, else the environment variable TUNELUA_OPENCL_SHAPES, else
+--- "auto": "gpu" for a local device of type GPU (its compute units size the grid), "cpu"
+--- otherwise (a CPU device such as pocl, or no local device); "gpu" or "cpu" force them (the
+--- GPU shapes then run on pocl too), "gpu:N" sizes the GPU shapes' grid for N compute units
+--- (e.g. "gpu:132", an H100/H200's SMs, to build and check those kernels on pocl).
+function M.tile_shapes(tgt, opts, level)
+  level = (level or 1) + 1
+  local how, src = opts and opts.opencl_shapes, "opencl_shapes"
+  if how == nil then how, src = os.getenv("TUNELUA_OPENCL_SHAPES"), "TUNELUA_OPENCL_SHAPES" end
+  if how == nil or how == "" then how = "auto" end
+  local forced_cu, given = nil, how
+  if type(how) == "string" and how:match("^gpu:%d+$") then
+    forced_cu = tonumber(how:sub(5))
+    how = "gpu"
+  end
+  if (how ~= "auto" and how ~= "gpu" and how ~= "cpu") or forced_cu == 0 then
+    error(string.format("executor.build: %s must be \"auto\", \"gpu\", \"gpu:N\" (N compute units, " ..
+                        "N > 0) or \"cpu\", got %s", src, tostring(given)), level)
+  end
+  local dev = targets.device_id(tgt) or 0
+  local cu, kind = 0, "cpu"
+  if C.tl_opencl_device_count() > dev then
+    local out = ffi.new("const char *[1]")
+    if C.tl_opencl_device_info(ctx, dev, out) == 0 then
+      local info = json.decode(ffi.string(out[0]))
+      kind = info.type == "gpu" and "gpu" or "cpu"
+      cu = tonumber(info.compute_units) or 0
+    else
+      C.tl_clearerr(ctx)
+    end
+  end
+  if how ~= "auto" then kind = how end
+  if forced_cu then cu = forced_cu end
+  return { shapes = kind == "gpu" and C.TL_GPU_SHAPES_GPU or C.TL_GPU_SHAPES_CPU, compute_units = cu,
+           name = kind }
+end
+
+--- The default OpenCL schedule of s shaped by shp (M.tile_shapes).
+function M.default_schedule_for(s, shp)
+  check(C.tl_topi_default_schedule_gpu_for(ctx, s, shp.shapes, shp.compute_units), 3)
   return true
 end
 
