@@ -16,7 +16,9 @@
 --        -- CUDA-graph replay)
 --   tunelua scripts/bench/ansor_network.lua --target opencl --trials 0 --log-dir none
 --        -- no log there: the default OpenCL schedules, NHWC against NCHW (generic defaults, the
---        -- Mali templates' fallback configs, TopHub's Mali records)
+--        -- Mali templates' fallback configs, TopHub's Mali records); the default NHWC build's
+--        -- tiles are shaped for the device's kind (GPU or CPU device), the other kind's shapes
+--        -- are a column beside it ("NHWC gpu shapes" on pocl, "NHWC cpu shapes" on a GPU)
 --
 -- Options: --networks LIST (resnet-18,mobilenet), --target T (llvm; "opencl" or any OpenCL
 -- target string), --trials N (per network, default 0: the log as it is), --per-round N (64),
@@ -129,10 +131,9 @@ for _, name in ipairs(list) do
     local t0, tuner = os.time(), nil
     repeat
       local have = count_lines(log)
-      -- the first chunk gives each task up to 4 trials (a task whose first round measured
-      -- nothing valid is not tuned again)
-      local first = have < #tasks and #tasks * math.min(opts.per_round, 4) or #tasks
-      local goal = deadline and math.min(n, math.max(first, have + chunk)) or n
+      -- (a task whose rounds measured nothing valid is retried by the task scheduler, in this
+      -- chunk or the next: docs/auto_scheduler.md "Failed rounds")
+      local goal = deadline and math.min(n, math.max(#tasks, have + chunk)) or n
       if goal <= have then break end
       tuner = auto_scheduler.TaskScheduler(tasks, weights, { load_log_file = file.exists(log) and log or nil,
                                                              callbacks = {} })
@@ -190,7 +191,16 @@ local function peer(name)
            version = out:match('"version": "([^"]+)"'), device = out:match('"device": "([^"]+)"') }
 end
 
-local heads = on_gpu and { "auto-sched", "default NHWC", "default NCHW", "Mali fallback", "Mali TopHub" }
+-- on OpenCL the default NHWC build takes the tiles of the device's kind (GPU or CPU shapes,
+-- tunelua.graph.opencl.tile_shapes: auto, or TUNELUA_OPENCL_SHAPES); the other kind's is a
+-- column too, so that both are timed in the same run
+local shapes_auto, shapes_other
+if on_gpu then
+  shapes_auto = require("tunelua.graph.opencl").tile_shapes(tgt, {}).name
+  shapes_other = shapes_auto == "gpu" and "cpu" or "gpu"
+end
+local heads = on_gpu and { "auto-sched", "default NHWC", "NHWC " .. (shapes_other or "") .. " shapes", "default NCHW",
+                           "Mali fallback", "Mali TopHub" }
                       or { "auto-sched", "AutoTVM" }
 local rows = {}
 for _, name in ipairs(list) do
@@ -204,6 +214,8 @@ for _, name in ipairs(list) do
   end
   if on_gpu then
     cols[#cols + 1] = { name = "default NHWC", b = build(nmod, nparams, { history = auto_scheduler.ApplyHistoryBest({}) }) }
+    cols[#cols + 1] = { name = "NHWC " .. shapes_other .. " shapes",
+                        b = build(nmod, nparams, { history = auto_scheduler.ApplyHistoryBest({}), opencl_shapes = shapes_other }) }
     cols[#cols + 1] = { name = "default NCHW", b = build(cmod, cparams, { history = auto_scheduler.ApplyHistoryBest({}) }) }
     cols[#cols + 1] = { name = "Mali fallback", b = build(cmod, cparams, { tophub = false }) }
     cols[#cols + 1] = { name = "Mali TopHub", b = build(cmod, cparams, { tophub = true }) }

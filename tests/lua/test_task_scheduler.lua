@@ -1,7 +1,9 @@
 -- The task scheduler (tunelua.auto_scheduler.task_scheduler, algorithms B10) with scripted
 -- search policies: each task's rounds give known costs, so the choices are checked exactly.
 -- The warm-up round of every task, the gradient's pick (weight x expected improvement, the
--- backward window), round-robin, a task with no valid schedule marked dead, per-task and
+-- backward window), round-robin, failed rounds (a task whose first rounds measure nothing
+-- valid is retried after the others had a round each and tuned later; dead after
+-- max_failed_rounds in a row; the table lists it), per-task and
 -- global early stopping, the budget split (num_measure_trials / tasks per round), seed 003's
 -- table, the records written per round, and load_log_file: a second scheduler over the same
 -- log restores the best costs and trial counts, skips restored tasks in the warm-up, hands
@@ -101,12 +103,87 @@ do
   for i, p in ipairs(ps) do p.id = i end
   local s = sched({ task(1, 1e9), task(2, 1e9), task(3, 1e9) }, nil, { strategy = "round-robin" })
   s:tune({ num_measure_trials = 60, num_measures_per_round = 5 }, ps, { per_task_early_stopping = 10 })
-  -- task 2 fails its warm-up round: dead; tasks 1 and 3 never improve after their first round:
-  -- dead once 15 trials (> 10) passed without improvement
-  eq(table.concat(order, ","), "1,2,3,1,3,1,3,1,3", "round-robin over the alive tasks")
-  assert(s.dead_tasks[2]:find("no valid schedule", 1, true), tostring(s.dead_tasks[2]))
+  -- task 2 fails every round: retried in its turn, dead after 3 failed rounds in a row (the
+  -- default max_failed_rounds); tasks 1 and 3 never improve after their first round: dead
+  -- once 15 trials (> 10) passed without improvement
+  eq(table.concat(order, ","), "1,2,3,1,2,3,1,2,3,1,3", "round-robin over the alive tasks")
+  assert(s.dead_tasks[2]:find("no valid trial in 3 rounds in a row", 1, true), tostring(s.dead_tasks[2]))
   assert(s.dead_tasks[1]:find("no improvement in 15 trials", 1, true), tostring(s.dead_tasks[1]))
-  eq(s.ct, 45, "stopped when every task was dead")
+  eq(s.ct, 55, "stopped when every task was dead")
+end
+
+-- ---- failed rounds: a task whose first rounds fail is retried and tuned later ----------------
+do
+  local order = {}
+  -- task 2's first two rounds fail (every build or run), its third measures 2e-3, then 1e-3
+  local ps = { scripted({ 4e-3, 3e-3, 2.5e-3, 2e-3 }, order), scripted({ false, false, 2e-3, 1e-3 }, order),
+               scripted({ 1e-3, 0.9e-3 }, order) }
+  for i, p in ipairs(ps) do p.id = i end
+  local tables = {}
+  local cb = { pre_tune = function(_, tuner, idx)
+    local buf = {}
+    tuner:print_table(idx, { write = function(_, ...) for _, x in ipairs({ ... }) do buf[#buf + 1] = x end end,
+                             flush = function() end })
+    tables[#tables + 1] = table.concat(buf)
+  end }
+  local s = sched({ task(1, 1e9), task(2, 1e9), task(3, 1e9) }, nil, { callbacks = { cb } })
+  s:tune({ num_measure_trials = 60, num_measures_per_round = 4 }, ps)
+  -- warm-up 1,2,3; task 2 (no valid schedule: gradient -inf) comes back as soon as the other
+  -- two had a round each since its failure, fails again, waits two rounds, then succeeds
+  eq(table.concat(order, ",", 1, 3), "1,2,3", "warm-up order")
+  local rounds2 = {}
+  for k, id in ipairs(order) do if id == 2 then rounds2[#rounds2 + 1] = k end end
+  eq(rounds2[2], 5, "task 2 retried once the others had a round")
+  eq(rounds2[3], 8, "task 2 retried again after two more rounds of the others")
+  assert(#rounds2 >= 3 and not s.dead_tasks[2], "task 2 alive: " .. tostring(s.dead_tasks[2]))
+  eq(s.best_costs[2] <= 2e-3, true, "task 2 tuned after its failed rounds")
+  eq(s.failed_rounds[2], 0, "failed rounds reset by a valid one")
+  eq(s.ct, 60, "the whole budget")
+  -- the tables before rounds 4..7 list task 2's failed rounds
+  assert(tables[4]:find("Task 1: no valid trial in its last 1 round (retried; done after 3)", 1, true), tables[4])
+  assert(tables[6]:find("Task 1: no valid trial in its last 2 rounds", 1, true), tables[6])
+  assert(not tables[#tables]:find("Task 1:", 1, true), tables[#tables])
+  -- the gradient: -inf while a task has no valid schedule; a backward window over a failed
+  -- round's cost counts as 0
+  local g = sched({ task(1, 1e9), task(2, 1e9) }, nil)
+  g.best_costs, g.task_cts = { 1e10, 1e-3 }, { 1, 4 }
+  g.task_costs_history = { { 1e10 }, { 1e10, 2e-3, 1.5e-3, 1e-3 } }
+  eq(g:gradient(1), -math.huge, "no valid schedule: first in line")
+  assert(math.abs(g:gradient(2) - 0.8 * (-1e-3 / 4)) < 1e-15, "backward from a failed round is 0: " .. g:gradient(2))
+end
+
+-- ---- failed rounds: the cap (max_failed_rounds) ------------------------------------------
+do
+  local order = {}
+  local ps = { scripted({ 2e-3, 1e-3 }, order), scripted({ false }, order) }
+  for i, p in ipairs(ps) do p.id = i end
+  local buf = {}
+  local s = sched({ task(1, 1e9), task(2, 1e9) }, nil, { max_failed_rounds = 2 })
+  s:tune({ num_measure_trials = 40, num_measures_per_round = 4 }, ps)
+  local n2 = 0
+  for _, id in ipairs(order) do if id == 2 then n2 = n2 + 1 end end
+  eq(n2, 2, "task 2: two failed rounds, then dead")
+  assert(s.dead_tasks[2]:find("no valid trial in 2 rounds in a row", 1, true), tostring(s.dead_tasks[2]))
+  eq(s.ct, 40, "the budget went to task 1")
+  s:print_table(nil, { write = function(_, ...) for _, x in ipairs({ ... }) do buf[#buf + 1] = x end end,
+                       flush = function() end })
+  assert(table.concat(buf):find("Task 1: done (no valid trial in 2 rounds in a row)", 1, true), table.concat(buf))
+  local ok, err = pcall(auto_scheduler.TaskScheduler, { task(1, 1) }, nil, { max_failed_rounds = 0 })
+  assert(not ok and err:find("max_failed_rounds must be an integer >= 1", 1, true), err)
+  -- resumed from a log whose records of task 2 all failed: one more try (K - 1 = 1 counted)
+  local log = dir .. "/f.json"
+  local s1 = sched({ task(1, 1e9), task(2, 1e9) }, nil, { load_log_file = log, max_failed_rounds = 2 })
+  s1:tune({ num_measure_trials = 16, num_measures_per_round = 4, measure_callbacks = { records.RecordToFile(log) } },
+          { scripted({ 2e-3 }), scripted({ false }) })
+  eq(s1.dead_tasks[2] ~= nil, true, "task 2 dead in the first run")
+  local order2 = {}
+  local ps2 = { scripted({ 1e-3 }, order2), scripted({ 3e-3 }, order2) }
+  for i, p in ipairs(ps2) do p.id = i end
+  local s2 = sched({ task(1, 1e9), task(2, 1e9) }, nil, { load_log_file = log, max_failed_rounds = 2 })
+  eq(s2.failed_rounds[2], 0, "nothing restored before tune")
+  s2:tune({ num_measure_trials = 32, num_measures_per_round = 4, measure_callbacks = { records.RecordToFile(log) } }, ps2)
+  eq(order2[1], 2, "the resumed run tries task 2 first")
+  eq(s2.best_costs[2], 3e-3, "task 2 tuned in the resumed run")
 end
 
 -- ---- global early stopping --------------------------------------------------------------

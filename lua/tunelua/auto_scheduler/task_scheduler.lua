@@ -10,18 +10,33 @@
 -- The objective is the weighted sum of the tasks' best latencies (objective_func(costs) may
 -- replace it). Each round gives one task num_measures_per_round trials (at most
 -- num_measure_trials / #tasks). "gradient" (the default) first tunes every task once (a
--- warm-up; tasks restored from a log are skipped), marks tasks with no valid schedule dead,
--- then picks the task whose next round is expected to lower the objective most: with t its
--- rounds so far, h its best cost after each round and w its weight,
---   backward = (h[t] - h[t - window]) / window           (0 while t <= window)
+-- warm-up; tasks restored from a log are skipped), then picks the task whose next round is
+-- expected to lower the objective most: with t its rounds so far, h its best cost after each
+-- round and w its weight,
+--   backward = (h[t] - h[t - window]) / window           (0 while t <= window, or while
+--                                                          h[t - window] is not a valid cost)
 --   forward  = min(best - best / t, beta * flop / max_group_speed) - best
 --   grad     = w * (alpha * backward + (1 - alpha) * forward)
 -- (similarity groups are tasks with the same .tag and FLOP magnitude; tasks without a tag
 -- form none) and the smallest grad wins (a random alive task when all are equal).
--- "round-robin" tunes the alive tasks in turn. A task dies when a round measures nothing or
--- when it has not improved for per_task_early_stopping trials; the run stops at the budget,
--- when every task is dead, or (early_stopping) when the objective has not improved for that
--- many trials and every task has a valid schedule.
+-- "round-robin" tunes the alive tasks in turn.
+--
+-- Failed rounds: a round whose results hold no valid trial (every build or run failed or
+-- timed out) is a failed round. A task is retried after one: while it has no valid schedule
+-- at all its gradient is -infinity (the estimated latency has no value until it has one),
+-- but it waits until the other alive tasks had a round each since its failure (a transient
+-- failure, e.g. a busy device, gets time to pass; the budget keeps flowing to the others);
+-- a task with a valid schedule and a failed last round waits likewise, then takes its
+-- gradient as usual (the failed round repeats its best cost in h). After max_failed_rounds
+-- (K, default 3) consecutive failed rounds the task is dead. A task restored from a log
+-- with no valid record starts at min(its restored rounds, K - 1) failed rounds, so a resumed
+-- run tries it at least once more. print_table lists the tasks with failed rounds and the
+-- dead ones below the table.
+--
+-- A task dies after K consecutive failed rounds, when a round measures nothing (the policy
+-- has no new state) or when it has not improved for per_task_early_stopping trials; the run
+-- stops at the budget, when every task is dead, or (early_stopping) when the objective has
+-- not improved for that many trials and every task has a valid schedule.
 --
 -- Per task, a search policy runs the rounds: an object with
 --   policy:continue_search_one_round(n) -> list of results {steps = JSON text, costs = {s...},
@@ -84,7 +99,8 @@ end
 
 --- TaskScheduler(tasks, task_weights, {strategy = "gradient" | "round-robin",
 ---   load_log_file = path, alpha = 0.2, beta = 2, backward_window_size = 3,
----   objective_func = fn(costs) -> number, callbacks = {...}, seed = n, verbose = 1})
+---   objective_func = fn(costs) -> number, callbacks = {...}, seed = n, verbose = 1,
+---   max_failed_rounds = 3})
 function M.TaskScheduler(tasks, task_weights, opts)
   opts = opts or {}
   if type(tasks) ~= "table" or #tasks == 0 then error("TaskScheduler: expected a non-empty list of tasks", 2) end
@@ -95,7 +111,7 @@ function M.TaskScheduler(tasks, task_weights, opts)
   end
   if type(opts) ~= "table" then error("TaskScheduler: options must be a table", 2) end
   local known = { strategy = 1, load_log_file = 1, alpha = 1, beta = 1, backward_window_size = 1,
-                  objective_func = 1, callbacks = 1, seed = 1, verbose = 1 }
+                  objective_func = 1, callbacks = 1, seed = 1, verbose = 1, max_failed_rounds = 1 }
   for k in pairs(opts) do
     if not known[k] then error("TaskScheduler: unknown option '" .. tostring(k) .. "'", 2) end
   end
@@ -116,6 +132,10 @@ function M.TaskScheduler(tasks, task_weights, opts)
   check_num("beta", beta, 0)
   check_num("backward_window_size", window, 1)
   if opts.seed ~= nil then check_num("seed", opts.seed, 0) end
+  local max_failed = opts.max_failed_rounds or 3
+  if type(max_failed) ~= "number" or max_failed < 1 or max_failed % 1 ~= 0 then
+    error("TaskScheduler: max_failed_rounds must be an integer >= 1, got " .. tostring(max_failed), 2)
+  end
   if opts.load_log_file ~= nil and type(opts.load_log_file) ~= "string" then
     error("TaskScheduler: load_log_file must be a file name", 2)
   end
@@ -129,13 +149,14 @@ function M.TaskScheduler(tasks, task_weights, opts)
     verbose = opts.verbose or 1, rng_state = (opts.seed or 1) % 2147483646 + 1,
     best_costs = {}, task_cts = {}, task_best_cts = {}, task_trials = {}, task_costs_history = {},
     flop_cts = {}, dead_tasks = {}, ct = 0, best_ct = 0, best_score = math.huge, rounds = 0,
-    restored = {},
+    restored = {}, max_failed_rounds = max_failed, failed_rounds = {}, retry_after = {},
   }, TaskScheduler)
   -- similarity groups: same tag and FLOP magnitude (log base 1.618)
   local groups, by_tag = {}, {}
   for i, t in ipairs(tasks) do
     self.best_costs[i], self.task_cts[i], self.task_best_cts[i], self.task_trials[i] = INF_COST, 0, 0, 0
     self.task_costs_history[i] = {}
+    self.failed_rounds[i], self.retry_after[i] = 0, 0
     self.flop_cts[i] = tonumber(t.flop) or 0
     if t.tag and t.tag ~= "" then
       local tag = t.tag .. "_" .. math.floor(math.log(self.flop_cts[i] + 1) / math.log(1.618))
@@ -188,6 +209,16 @@ function TaskScheduler:print_table(next_id, out)
                                       tostring(self.task_trials[i]))
   end
   lines[#lines + 1] = string.rep("-", 49)
+  -- tasks with failed rounds (no valid trial) and the dead ones
+  for i = 1, #self.tasks do
+    local f, why = self.failed_rounds[i], self.dead_tasks[i]
+    if why then
+      lines[#lines + 1] = string.format("Task %d: done (%s)", i - 1, why)
+    elseif f > 0 then
+      lines[#lines + 1] = string.format("Task %d: no valid trial in its last %d round%s (retried; done after %d)",
+                                        i - 1, f, f == 1 and "" or "s", self.max_failed_rounds)
+    end
+  end
   local lat = self:estimated_latency()
   lines[#lines + 1] = string.format("Estimated total latency: %s ms\tTrials: %d\tUsed time : %.0f s\tNext ID: %d\t",
     lat and string.format("%.3f", lat * 1e3) or "-", self.ct, self:elapsed(), next_id and (next_id - 1) or -1)
@@ -227,6 +258,9 @@ function TaskScheduler:restore(per_round, policies)
     self.task_cts[i] = math.ceil(#recs / per_round)
     self.task_best_cts[i] = self.task_cts[i]
     self.task_costs_history[i][1] = self.best_costs[i]
+    if self.best_costs[i] >= INF_COST then
+      self.failed_rounds[i] = math.min(self.task_cts[i], self.max_failed_rounds - 1)
+    end
     self.ct = self.ct + #recs
     self.restored[i] = true
     n = n + #recs
@@ -282,16 +316,27 @@ function TaskScheduler:tune_task(i)
   self.rounds = self.rounds + 1
   self.task_cts[i] = self.task_cts[i] + 1
   self.task_trials[i] = self.task_trials[i] + #results
+  local nvalid = 0
   for _, r in ipairs(results) do
     local c = ((r.error_no or 0) == 0 and r.costs and #r.costs > 0) and records.mean(r.costs) or math.huge
+    if c < INF_COST then nvalid = nvalid + 1 end
     if c < self.best_costs[i] then
       self.best_costs[i] = c
       self.task_best_cts[i] = self.task_cts[i]
     end
   end
+  -- a failed round: retried once the other alive tasks had a round each, dead after K in a row
+  if #results > 0 and nvalid == 0 then
+    self.failed_rounds[i] = self.failed_rounds[i] + 1
+    self.retry_after[i] = self.rounds + math.max(0, #self.tasks - self:num_dead() - 1)
+  else
+    self.failed_rounds[i], self.retry_after[i] = 0, 0
+  end
   local why
   if #results == 0 then
     why = "no new state to measure"
+  elseif self.failed_rounds[i] >= self.max_failed_rounds then
+    why = string.format("no valid trial in %d rounds in a row", self.failed_rounds[i])
   elseif (self.task_cts[i] - self.task_best_cts[i]) * self.per_round > self.per_task_early_stopping then
     why = string.format("no improvement in %d trials", (self.task_cts[i] - self.task_best_cts[i]) * self.per_round)
   end
@@ -306,7 +351,9 @@ function TaskScheduler:tune_task(i)
     print(string.format("[round %d] task %d %s: %d measured, %d failed; best %s ms%s; trials %d/%d; %.0f s%s",
       self.rounds, i - 1, task.desc and task.desc[1] or "", #results, nerr, fmt_lat(c),
       c < 1e9 and string.format(" (%.2f GFLOPS)", self.flop_cts[i] / c / 1e9) or "",
-      self.ct, self.num_measure_trials, self:elapsed(), why and ("; task done: " .. why) or ""))
+      self.ct, self.num_measure_trials, self:elapsed(), why and ("; task done: " .. why) or
+      (self.failed_rounds[i] > 0 and string.format("; no valid trial (%d of %d failed rounds in a row; retried later)",
+                                                   self.failed_rounds[i], self.max_failed_rounds) or "")))
     io.stdout:flush()
   end
   for _, cb in ipairs(self.callbacks) do if cb.post_tune then cb:post_tune(self, i) end end
@@ -324,9 +371,11 @@ function TaskScheduler:gradient(i)
   else
     chain = self.task_weights[i]
   end
+  -- no valid schedule yet: first in line (its share of the objective is unknown)
+  if best >= INF_COST then return -math.huge end
   local t, h, win = self.task_cts[i], self.task_costs_history[i], self.backward_window_size
   local backward = 0
-  if t - 1 - win >= 0 and t - 1 < #h then backward = (h[t] - h[t - win]) / win end
+  if t - 1 - win >= 0 and t - 1 < #h and h[t - win] < INF_COST then backward = (h[t] - h[t - win]) / win end
   local g1 = best - best / math.max(t, 1)
   local g2 = self.beta * 1e30
   local grp = self.group_of[i]
@@ -371,20 +420,26 @@ local function pick_next(self, last)
     end
     return nil
   end
-  local grads, gmin, gmax, best = {}, math.huge, -math.huge, nil
+  -- the candidates: alive tasks not waiting after a failed round (when every alive task
+  -- waits, the one whose wait ends first)
+  local cand, waiting = {}, nil
   for i = 1, n do
-    local g = 0
-    if not self.dead_tasks[i] then g = self:gradient(i) end
-    grads[i] = g
-    if g < gmin then gmin, best = g, i end
+    if not self.dead_tasks[i] then
+      if self.failed_rounds[i] > 0 and self.rounds < self.retry_after[i] then
+        if not waiting or self.retry_after[i] < self.retry_after[waiting] then waiting = i end
+      else
+        cand[#cand + 1] = i
+      end
+    end
+  end
+  if #cand == 0 then return waiting end
+  local gmin, gmax, best = math.huge, -math.huge, nil
+  for _, i in ipairs(cand) do
+    local g = self:gradient(i)
+    if g < gmin or not best then gmin, best = g, i end
     if g > gmax then gmax = g end
   end
-  if gmax == gmin then
-    local alive = {}
-    for i = 1, n do if not self.dead_tasks[i] then alive[#alive + 1] = i end end
-    if #alive == 0 then return nil end
-    return alive[self:random(#alive)]
-  end
+  if gmax == gmin then return cand[self:random(#cand)] end
   return best
 end
 
@@ -429,11 +484,6 @@ function TaskScheduler:tune(opts, policies, extra)
   for i = 1, n do
     if self.ct >= budget then break end
     if not self.restored[i] and not self.dead_tasks[i] then self:tune_task(i) end
-  end
-  for i = 1, n do
-    if self.best_costs[i] >= INF_COST and not self.dead_tasks[i] then
-      self.dead_tasks[i] = "no valid schedule in its first round"
-    end
   end
   local last = 0
   while self.ct < budget and self:num_dead() < n do
