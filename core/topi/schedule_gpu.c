@@ -42,14 +42,15 @@
 **
 ** The GPU shapes (TL_GPU_SHAPES_GPU, for a device of type GPU) give each
 ** work-item one output channel and a small register tile of wt columns
-** (4, 2 or 7 dividing OW; 1 leaves the stage to 3), with channels innermost in
+** (7, 4 or 2 dividing OW, else 1), with channels innermost in
 ** the fused thread loop: adjacent work-items of a work-group compute adjacent
 ** output channels, so their HWIO (or [KH, KW, C, M]) weight loads are one
 ** coalesced access, their input loads one broadcast address, and each
 ** weight serves wt FMAs. The tile is the widest that still leaves at least
 ** 128 work-items per compute unit (the whole grid fills the device), else
 ** one column; the reduction stays inside the work-item, small windows
-** unrolled, as above.
+** unrolled, as above. Work-groups: 256 work-items, halved down to 64 while
+** there would be fewer than 4 work-groups per compute unit.
 */
 #include "topi.h"
 
@@ -162,7 +163,7 @@ typedef struct gpu_shape {
 } gpu_shape;
 
 static int tile_columns(tl_ctx *ctx, tl_sched *s, int o, int a, int nr, int64_t wt, int64_t ct,
-                        int *done);
+                        const gpu_shape *gs, int *done);
 
 /* The consumer o (root, fresh, 4-D [N, H, W, C]) of channel-last anchor a:
 ** tiles of wt x ct bound, a computed at the thread. Returns TL_OK with
@@ -191,8 +192,7 @@ static int tile_channel_last(tl_ctx *ctx, tl_sched *s, int o, int a, const gpu_s
   if (gs->gpu) {
     int64_t wt = gpu_columns(tl_sched_iter_extent(s, o, 0), tl_sched_iter_extent(s, o, 1), W, C,
                              gs->min_items);
-    if (wt <= 1) return TL_OK;
-    return tile_columns(ctx, s, o, a, nr, wt, 1, done);
+    return tile_columns(ctx, s, o, a, nr, wt, 1, gs, done);
   }
   /* columns: 4 when they divide W, else the largest divisor up to 7 (14 and 7 columns: 7) */
   int64_t wt = 1;
@@ -207,13 +207,13 @@ static int tile_channel_last(tl_ctx *ctx, tl_sched *s, int o, int a, const gpu_s
   for (int64_t c2 = ct * 2; c2 <= 16 && C % c2 == 0 && wt * c2 <= 64 && rest * (C / c2) >= 512; c2 *= 2)
     ct = c2;
   if (wt * ct < 4) return TL_OK;
-  return tile_columns(ctx, s, o, a, nr, wt, ct, done);
+  return tile_columns(ctx, s, o, a, nr, wt, ct, gs, done);
 }
 
 /* Tile consumer o and anchor a (nr reduction axes) by wt columns x ct channels
 ** (a vector when ct > 1), fuse and bind the tiles; *done = 1. */
 static int tile_columns(tl_ctx *ctx, tl_sched *s, int o, int a, int nr, int64_t wt, int64_t ct,
-                        int *done) {
+                        const gpu_shape *gs, int *done) {
   int rc = TL_OK;
   /* o: n h w c -> n h wo wi co ci -> n h wo co | wi ci */
   int nc = split_by(ctx, s, o, 3, ct, &rc);
@@ -231,6 +231,10 @@ static int tile_columns(tl_ctx *ctx, tl_sched *s, int o, int a, int nr, int64_t 
   TRY(tl_sched_fuse(ctx, s, o, 4, f));
   int64_t e = tl_sched_iter_extent(s, o, 0);
   int64_t wg = e < 8192 ? 64 : e < 65536 ? 128 : 256;
+  /* GPU shapes: work-groups of 256 halved (down to 64) until there are at least 4 per
+  ** compute unit, so that a small grid still spreads over the whole device */
+  if (gs->gpu)
+    for (wg = 256; wg > 64 && e / wg < 4 * (gs->min_items / 128); wg /= 2) {}
   int tp = 0;
   if (e <= wg) {
     TRY(tl_sched_annotate(ctx, s, o, 0, TL_ANN_THREAD_X));
