@@ -156,20 +156,17 @@ static int split_by(tl_ctx *ctx, tl_sched *s, int st, int pos, int64_t factor, i
 
 /* How the channel-last tiles are shaped: gpu 0 (a CPU device's: wide
 ** vectors per work-item) or 1 (a GPU's: a channel per work-item, channels
-** across the work-group); min_items: the GPU shapes' least work-items. */
+** across the work-group); units: the GPU's compute units. */
 typedef struct gpu_shape {
   int gpu;
-  int64_t min_items;
+  int64_t units;
 } gpu_shape;
 
 static int tile_columns(tl_ctx *ctx, tl_sched *s, int o, int a, int nr, int64_t wt, int64_t ct,
                         const gpu_shape *gs, int *done);
 
-/* The consumer o (root, fresh, 4-D [N, H, W, C]) of channel-last anchor a:
-** tiles of wt x ct bound, a computed at the thread. Returns TL_OK with
-** *done 0 when the shapes leave nothing to tile (the caller binds as usual). */
-/* The GPU shapes' column tile of a [N, H, W, C] output: the widest of 4, 2
-** and 7 dividing W that leaves at least min_items work-items, else 1. */
+/* The GPU shapes' column tile of a [N, H, W, C] output: the widest of 7, 4
+** and 2 dividing W that leaves at least min_items work-items, else 1. */
 static int64_t gpu_columns(int64_t N, int64_t H, int64_t W, int64_t C, int64_t min_items) {
   static const int64_t cand[3] = {4, 7, 2};
   int64_t best = 1;
@@ -181,6 +178,9 @@ static int64_t gpu_columns(int64_t N, int64_t H, int64_t W, int64_t C, int64_t m
   return best;
 }
 
+/* The consumer o (root, fresh, 4-D [N, H, W, C]) of channel-last anchor a:
+** tiles of wt x ct bound, a computed at the thread. Returns TL_OK with
+** *done 0 when the shapes leave nothing to tile (the caller binds as usual). */
 static int tile_channel_last(tl_ctx *ctx, tl_sched *s, int o, int a, const gpu_shape *gs,
                              int *done) {
   const tl_dag *dag = tl_sched_dag(s);
@@ -191,7 +191,7 @@ static int tile_channel_last(tl_ctx *ctx, tl_sched *s, int o, int a, const gpu_s
   int64_t W = tl_sched_iter_extent(s, o, 2), C = tl_sched_iter_extent(s, o, 3);
   if (gs->gpu) {
     int64_t wt = gpu_columns(tl_sched_iter_extent(s, o, 0), tl_sched_iter_extent(s, o, 1), W, C,
-                             gs->min_items);
+                             128 * gs->units);
     return tile_columns(ctx, s, o, a, nr, wt, 1, gs, done);
   }
   /* columns: 4 when they divide W, else the largest divisor up to 7 (14 and 7 columns: 7) */
@@ -234,7 +234,7 @@ static int tile_columns(tl_ctx *ctx, tl_sched *s, int o, int a, int nr, int64_t 
   /* GPU shapes: work-groups of 256 halved (down to 64) until there are at least 4 per
   ** compute unit, so that a small grid still spreads over the whole device */
   if (gs->gpu)
-    for (wg = 256; wg > 64 && e / wg < 4 * (gs->min_items / 128); wg /= 2) {}
+    for (wg = 256; wg > 64 && e / wg < 4 * gs->units; wg /= 2) {}
   int tp = 0;
   if (e <= wg) {
     TRY(tl_sched_annotate(ctx, s, o, 0, TL_ANN_THREAD_X));
@@ -289,8 +289,8 @@ TL_EXPORT int tl_topi_default_schedule_gpu_for(tl_ctx *ctx, tl_sched *s, int sha
   if (compute_units < 0)
     return tl_err(ctx, TL_E_ARG, "default_schedule_gpu: compute_units must be >= 0 (0: unknown), got %lld",
                   (long long)compute_units);
-  /* 128 work-items per compute unit; an unknown device counts as 64 units */
-  gpu_shape gs = {shapes == TL_GPU_SHAPES_GPU, 128 * (compute_units > 0 ? compute_units : 64)};
+  /* an unknown device counts as 64 units */
+  gpu_shape gs = {shapes == TL_GPU_SHAPES_GPU, compute_units > 0 ? compute_units : 64};
   return schedule_gpu(ctx, s, &gs);
 }
 
