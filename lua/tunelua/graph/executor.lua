@@ -458,8 +458,10 @@ function executor.build(mod, opts)
   local build_toolchain = tgt.toolchain
   if cross then build_toolchain = nil end
   local params = opts.params or {}
-  -- the OpenCL default schedules' tiles, shaped for the device's kind (docs/opencl.md)
-  local ocl_shapes = tgt.schedules == "opencl" and ocl.tile_shapes(tgt, opts, 2) or nil
+  -- the OpenCL default schedules' tiles, shaped for the device's kind (docs/opencl.md); asked
+  -- when a group first needs a default schedule (a plan_only build asks no device)
+  local ocl_shapes
+  if tgt.schedules == "opencl" then ocl.shapes_option(opts, 2) end   -- a bad value fails here
   local t0 = C.tl_now()
   local history = load_history(opts.history, 2)
   -- an auto-scheduler context (auto_scheduler.ApplyHistoryBest) replaces templates and TopHub
@@ -619,6 +621,7 @@ function executor.build(mod, opts)
       elseif not k then
         if not s then
           s = new_sched(g)
+          if tgt.schedules == "opencl" and not ocl_shapes then ocl_shapes = ocl.tile_shapes(tgt, opts, 2) end
           local ok, err = pcall(default_schedule, s, tgt.schedules, ocl_shapes)
           if not ok then
             -- a default schedule that fails leaves the group unscheduled (correct, slow)

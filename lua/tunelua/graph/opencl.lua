@@ -34,18 +34,14 @@ function M.default_schedule(s)
   return true
 end
 
---- How the default schedules shape their channel-last tiles for target tgt (a parsed
---- target): {shapes = C.TL_GPU_SHAPES_CPU | TL_GPU_SHAPES_GPU, compute_units, name = "cpu" |
---- "gpu"}. opts.opencl_shapes, else the environment variable TUNELUA_OPENCL_SHAPES, else
---- "auto": "gpu" for a local device of type GPU (its compute units size the grid), "cpu"
---- otherwise (a CPU device such as pocl, or no local device); "gpu" or "cpu" force them (the
---- GPU shapes then run on pocl too), "gpu:N" sizes the GPU shapes' grid for N compute units
---- (e.g. "gpu:132", an H100/H200's SMs, to build and check those kernels on pocl).
-function M.tile_shapes(tgt, opts, level)
+--- The tile shapes asked for: opts.opencl_shapes, else the environment variable
+--- TUNELUA_OPENCL_SHAPES, else "auto". Returns how ("auto" | "gpu" | "cpu") and the compute
+--- units of "gpu:N" (or nil); a bad value is an error naming where it came from.
+function M.shapes_option(opts, level)
   level = (level or 1) + 1
   local how, src = opts and opts.opencl_shapes, "opencl_shapes"
   if how == nil then how, src = os.getenv("TUNELUA_OPENCL_SHAPES"), "TUNELUA_OPENCL_SHAPES" end
-  if how == nil or how == "" then how = "auto" end
+  if how == nil or how == "" then return "auto", nil end
   local forced_cu, given = nil, how
   if type(how) == "string" and how:match("^gpu:%d+$") then
     forced_cu = tonumber(how:sub(5))
@@ -55,20 +51,35 @@ function M.tile_shapes(tgt, opts, level)
     error(string.format("executor.build: %s must be \"auto\", \"gpu\", \"gpu:N\" (N compute units, " ..
                         "N > 0) or \"cpu\", got %s", src, tostring(given)), level)
   end
-  local dev = targets.device_id(tgt) or 0
-  local cu, kind = 0, "cpu"
-  if C.tl_opencl_device_count() > dev then
-    local out = ffi.new("const char *[1]")
-    if C.tl_opencl_device_info(ctx, dev, out) == 0 then
-      local info = json.decode(ffi.string(out[0]))
-      kind = info.type == "gpu" and "gpu" or "cpu"
-      cu = tonumber(info.compute_units) or 0
-    else
-      C.tl_clearerr(ctx)
+  return how, forced_cu
+end
+
+--- How the default schedules shape their channel-last tiles for target tgt (a parsed
+--- target): {shapes = C.TL_GPU_SHAPES_CPU | TL_GPU_SHAPES_GPU, compute_units, name = "cpu" |
+--- "gpu"}. M.shapes_option's "auto": "gpu" for a local device of type GPU (its compute
+--- units size the grid), "cpu" otherwise (a CPU device such as pocl, or no local device);
+--- "gpu" or "cpu" force them (the GPU shapes then run on pocl too), "gpu:N" sizes the GPU
+--- shapes' grid for N compute units (e.g. "gpu:132", an H100/H200's SMs, to build and check
+--- those kernels on pocl). The device is asked only for "auto" and "gpu".
+function M.tile_shapes(tgt, opts, level)
+  level = (level or 1) + 1
+  local how, forced_cu = M.shapes_option(opts, level)
+  local cu, kind = forced_cu or 0, how
+  if how == "auto" or (how == "gpu" and not forced_cu) then
+    local dev = targets.device_id(tgt) or 0
+    local dkind = "cpu"
+    if C.tl_opencl_device_count() > dev then
+      local out = ffi.new("const char *[1]")
+      if C.tl_opencl_device_info(ctx, dev, out) == 0 then
+        local info = json.decode(ffi.string(out[0]))
+        dkind = info.type == "gpu" and "gpu" or "cpu"
+        cu = tonumber(info.compute_units) or 0
+      else
+        C.tl_clearerr(ctx)
+      end
     end
+    if how == "auto" then kind = dkind end
   end
-  if how ~= "auto" then kind = how end
-  if forced_cu then cu = forced_cu end
   return { shapes = kind == "gpu" and C.TL_GPU_SHAPES_GPU or C.TL_GPU_SHAPES_CPU, compute_units = cu,
            name = kind }
 end
