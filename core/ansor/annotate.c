@@ -9,7 +9,12 @@
 **
 **   CPU  change compute location, parallel, auto-unroll pragma, vectorize
 **   GPU  thread binding (blockIdx over the first two tile levels, threadIdx over the
-**        third; cooperative fetch of shared stages), auto-unroll pragma
+**        third; cooperative fetch of shared stages; a cross-thread reduction's outer
+**        spatial iterators over blockIdx), auto-unroll pragma
+**
+** A cross-thread reduction's thread count (the one length of its split) is drawn from
+** thread_counts (multiples of the warp, up to max_threads_per_block) and mutated among
+** them.
 **
 ** Mutations edit the step list (a tile size moved between two levels of one
 ** split, an auto_unroll_max_step value, a compute location, the number of
@@ -30,6 +35,38 @@ static const tl_iter *leaf_of(const tl_sched *s, int st, int i) {
   return &sg->nodes.v[sg->leaves.v[i]];
 }
 static int pick(uint64_t *rng, int n) { return n <= 1 ? 0 : (int)(tl_ansor_rand(rng) % (uint64_t)n); }
+
+/* ---- cross-thread reductions: the block's thread count ------------------------------------ */
+
+/* Thread counts for a cross-thread reduction of `reduce` elements (sketch.c): W x 2^a and
+** W x 3 x 2^a (W the warp, at least 2; the second kind makes the tree fold a
+** non-power-of-two count) up to max_threads_per_block, ending at the first that covers the
+** reduction. Ascending; returns the count (at least 1). */
+static int thread_counts(const tl_ansor_env *env, int64_t reduce, int64_t *out, int cap) {
+  int64_t warp = env->hw.v[7] > 1 ? env->hw.v[7] : 2;
+  int64_t maxt = env->hw.v[5] > 0 ? env->hw.v[5] : 1024;
+  int n = 0;
+  for (int64_t x = warp; x <= maxt && n < cap; x *= 2) {
+    out[n++] = x;
+    if (x >= reduce) break;
+    if (x % 2 == 0 && x / 2 * 3 <= maxt && n < cap) {
+      out[n++] = x / 2 * 3;
+      if (x / 2 * 3 >= reduce) break;
+    }
+  }
+  if (!n) out[n++] = maxt < warp ? maxt : warp;
+  return n;
+}
+
+/* Whether step i of s is the thread-count split of a cross-thread reduction: a split of one
+** length whose inner part the next step binds to threadIdx.x (the sketch rule's form). */
+static int is_thread_split(const tl_sched *s, int i) {
+  const tl_step *t = &s->steps.v[i];
+  if (t->kind != TL_STEP_SP || t->nints != 1 || i + 1 >= s->steps.n) return 0;
+  const tl_step *a = &s->steps.v[i + 1];
+  return a->kind == TL_STEP_AN && a->stage_id == t->stage_id && a->iter_id == t->iter_id + 1 &&
+         a->annotation == TL_ANN_THREAD_X;
+}
 
 /* ---- factorizations ---------------------------------------------------------------------- */
 
@@ -335,6 +372,18 @@ static int init_thread_bind(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s, u
     const tl_te_op *op = op_of(s, st);
     const tl_stage *sg = &s->stages.v[st];
     if (op->kind == TL_OP_PLACEHOLDER || sg->compute_at == TL_CA_INLINED) continue;
+    if (sg->compute_at == TL_CA_ROOT &&
+        (tl_ansor_stage_xred(s, st) || tl_ansor_stage_xred(s, tl_sched_attached_at(s, st, -1)))) {
+      /* a cross-thread reduction, or the consumer it is computed in: its threadIdx.x is the
+      ** sketch's; the outer spatial iterators go to blockIdx.x */
+      int n = 0;
+      while (n < sg->leaves.n && n < 64 && leaf_of(s, st, n)->kind == TL_ITER_SPATIAL &&
+             leaf_of(s, st, n)->ann == TL_ANN_NONE)
+        n++;
+      int64_t e;
+      if (n > 0 && (rc = fuse_bind(ctx, s, st, 0, n, TL_ANN_BLOCK_X, &e)) != 0) break;
+      continue;
+    }
     int bound = 0;
     for (int i = 0; i < sg->leaves.n; i++) bound |= leaf_of(s, st, i)->ann == TL_ANN_THREAD_X;
     if (bound) continue;
@@ -456,6 +505,12 @@ tl_sched *tl_ansor_annotate(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor
   for (int at = 0; at < sk->tiles.n; at += 1 + sk->tiles.v[at])
     if (tl_ansor_uniform(rng) < 0.5) register_tile(env, &sk->tiles.v[at], steps, store, rng);
   for (int i = 0; i < sk->open.n; i++) steps[sk->open.v[i]].ints = store + 16 * (int64_t)sk->open.v[i];
+  for (int i = 0; i + 1 < sk->threads.n; i += 2) {   /* cross-thread reductions: thread counts */
+    int64_t id = sk->threads.v[i], counts[64];
+    int nc = thread_counts(env, sk->threads.v[i + 1], counts, 64);
+    store[16 * id] = counts[pick(rng, nc)];
+    steps[id].ints = store + 16 * id;
+  }
   tl_sched *s = tl_ansor_replay(ctx, k, steps, k->steps.n);
   free(steps);
   free(store);
@@ -484,12 +539,31 @@ static tl_sched *mutate_tile(tl_ctx *ctx, const tl_ansor_env *env, const tl_sche
   int64_t maxin = env->p.max_innermost_split_factor;
   for (int i = 0; i < s->steps.n && n < 512; i++) {
     const tl_step *t = &s->steps.v[i];
-    if (t->kind == TL_STEP_SP && t->extent > 1 && t->nints > 0 && t->nints < 16 &&
-        t->ints[t->nints - 1] <= maxin && t->inner_to_outer)
+    if (env->gpu && is_thread_split(s, i)) cand[n++] = i;
+    else if (t->kind == TL_STEP_SP && t->extent > 1 && t->nints > 0 && t->nints < 16 &&
+             t->ints[t->nints - 1] <= maxin && t->inner_to_outer)
       cand[n++] = i;
   }
   if (!n) { tl_err(ctx, TL_E_SCHED, "mutate tile size: no split to mutate"); return NULL; }
   int si = cand[pick(rng, n)];
+  if (env->gpu && is_thread_split(s, si)) {
+    /* a cross-thread reduction's thread count: another one of the candidates (the
+    ** reduction's extent bounds them where the split is the reduction's own) */
+    const tl_step *t = &s->steps.v[si];
+    int follows = si + 2 < s->steps.n && s->steps.v[si + 2].kind == TL_STEP_FSP &&
+                  s->steps.v[si + 2].src_step_id == si;
+    int64_t counts[64], other[64];
+    int nc = thread_counts(env, follows || t->extent < 1 ? INT64_MAX : t->extent, counts, 64), no = 0;
+    for (int i = 0; i < nc; i++)
+      if (counts[i] != t->ints[0]) other[no++] = counts[i];
+    if (!no) { tl_err(ctx, TL_E_SCHED, "mutate thread count: no other count"); return NULL; }
+    int64_t cnt = other[pick(rng, no)];
+    tl_step *steps = steps_copy(s);
+    steps[si].ints = &cnt;
+    tl_sched *out = tl_ansor_replay(ctx, s, steps, s->steps.n);
+    free(steps);
+    return out;
+  }
   const tl_step *t = &s->steps.v[si];
   int k = t->nints + 1;
   int64_t len[17], prod = 1;

@@ -44,6 +44,9 @@ typedef struct tl_ansor_sketch {
                                   ** spatial split steps (-1: an axis not split); the
                                   ** innermost length of the last one is vectorized and the
                                   ** innermost lengths together size the register tile */
+  TL_VEC(int64_t) threads;        /* GPU cross-thread reductions: pairs (id of the split step
+                                  ** whose one length is the block's thread count, the
+                                  ** reduction's extent); the annotation draws the count */
 } tl_ansor_sketch;
 
 /* What the rules read: the task's kind and limits. */
@@ -78,6 +81,9 @@ void tl_ansor_sketch_free(tl_ansor_sketch *sk);
 int tl_ansor_stage_tiled(const tl_sched *s, int st);      /* leaves != op axes */
 int tl_ansor_spatial_split_steps(const tl_sched *s, int st, int *out, int cap);
 int tl_ansor_needs_mlt(tl_ctx *ctx, const tl_sched *s, int st);
+/* Whether stage st (-1: none) reduces across threads: a reduction iterator bound to
+** threadIdx.x. */
+int tl_ansor_stage_xred(const tl_sched *s, int st);
 
 /* annotate.c: a random complete state from a sketch (NULL when a rule found
 ** it invalid; ctx then says why). rng is advanced. */

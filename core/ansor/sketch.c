@@ -5,8 +5,8 @@
 **
 **   CPU: always-inline, add-rfactor, add-cache-write, multi-level tiling with
 **        fusion of the consumer, multi-level tiling ("SSRSRS"), skip
-**   GPU: add-cache-read (shared), always-inline, split-K (rfactor of a small output's
-**        long reduction), add-cache-write, multi-level tiling with fusion, multi-level
+**   GPU: add-cache-read (shared), always-inline, cross-thread reduction, split-K (rfactor
+**        of a small output's long reduction), add-cache-write, multi-level tiling with fusion, multi-level
 **        tiling ("SSSRRSRS"), skip
 **
 ** Each rule answers skip, apply, or apply-and-skip-the-rest for (state,
@@ -34,6 +34,7 @@ void tl_ansor_sketch_free(tl_ansor_sketch *sk) {
   sk->s = NULL;
   TL_VEC_FREE(sk->open);
   TL_VEC_FREE(sk->tiles);
+  TL_VEC_FREE(sk->threads);
 }
 
 static int sketch_copy(tl_ctx *ctx, const tl_ansor_sketch *src, tl_ansor_sketch *dst) {
@@ -41,6 +42,7 @@ static int sketch_copy(tl_ctx *ctx, const tl_ansor_sketch *src, tl_ansor_sketch 
   if (tl_sched_copy(ctx, src->s, &dst->s)) return -1;
   for (int i = 0; i < src->open.n; i++) TL_VEC_PUSH(dst->open, src->open.v[i]);
   for (int i = 0; i < src->tiles.n; i++) TL_VEC_PUSH(dst->tiles, src->tiles.v[i]);
+  for (int i = 0; i < src->threads.n; i++) TL_VEC_PUSH(dst->threads, src->threads.v[i]);
   return 0;
 }
 
@@ -116,6 +118,17 @@ int tl_ansor_spatial_split_steps(const tl_sched *s, int st, int *out, int cap) {
 
 static int has_cache_write(const tl_sched *s, int st) {
   return s->stages.v[st].scope == TL_SCOPE_LOCAL;
+}
+
+/* Whether stage st reduces across threads (a reduction iterator bound to threadIdx.x). */
+int tl_ansor_stage_xred(const tl_sched *s, int st) {
+  if (st < 0 || st >= s->stages.n) return 0;
+  const tl_stage *sg = &s->stages.v[st];
+  for (int i = 0; i < sg->leaves.n; i++) {
+    const tl_iter *it = &sg->nodes.v[sg->leaves.v[i]];
+    if (it->kind == TL_ITER_REDUCE && it->ann == TL_ANN_THREAD_X) return 1;
+  }
+  return 0;
 }
 
 /* ---- multi-level tiling ---------------------------------------------------------------------- */
@@ -337,6 +350,10 @@ static int c_cache_read(const tl_ansor_env *env, const tl_sched *s, const view *
   int n = tl_ansor_consumers_through(v->a, st, v->inl, cons);
   if (n == 0) return R_SKIP;
   if (tl_ansor_needs_multi_level_tiling(v->a, cons[0]) != 1) return R_SKIP;
+  if (tl_ansor_stage_xred(s, cons[0])) {
+    trace(env, s, st, "add-cache-read", "its consumer reduces across threads");
+    return R_SKIP;
+  }
   /* a direct producer of that consumer */
   const tl_te_op *c = op_of(s, cons[0]), *p = op_of(s, st);
   int direct = 0;
@@ -493,6 +510,108 @@ static int a_split_k(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch
   return made ? 0 : -1;
 }
 
+/* GPU cross-thread reduction: a reduction whose output is too small to give every thread
+** its own output element but whose reduction is long spreads the reduction of each element
+** over the threads of a block, which combine their partial results in shared memory
+** (core/te/lower.c, emit_xred). When (algorithms spec B4, CrossThreadReduction; T =
+** max_threads_per_block, W = warp_size):
+**   multi-level tiling stage   space <= T and space < reduce (TVM's condition), or (an
+**                              extension for small outputs that tiling cannot spread:
+**                              resnet-18's 7x7x512 convs on a GPU) space <= XRED_SPACE x T
+**                              and reduce >= XRED_REDUCE
+**   other stages               reduce > W (a pooling, a batch-1 dense)
+** never for a stage with a cache-write stage or once an rfactor step exists. The reduction
+** iterators are fused; with a single element-wise consumer (bias, relu, a pooling's
+** division) that is not tiled, the consumer's last iterator is split by the thread count and
+** its inner part bound to threadIdx.x, the fused reduction follows that split (inner part
+** threadIdx.x: the same threads) and the stage is computed at the consumer's outer part, so
+** the consumer reads each block's results from shared memory in the same kernel; otherwise
+** the fused reduction is split by the thread count, inner part bound to threadIdx.x. The
+** thread count is open: the annotation draws it (the sketch lists the split in `threads`). */
+enum { XRED_SPACE = 32, XRED_REDUCE = 128 };
+
+static int c_xred(const tl_ansor_env *env, const tl_sched *s, const view *v, int st) {
+  const tl_te_op *op = op_of(s, st);
+  if (!env->gpu || op->kind == TL_OP_PLACEHOLDER || !op->nreduce) return R_SKIP;
+  if (s->stages.v[st].compute_at != TL_CA_ROOT || tl_ansor_stage_tiled(s, st)) return R_SKIP;
+  if (has_cache_write(s, st) || s->stages.v[st].scope != TL_SCOPE_GLOBAL) return R_SKIP;
+  for (int i = 0; i < s->steps.n; i++)
+    if (s->steps.v[i].kind == TL_STEP_RF) return R_SKIP;
+  int64_t space = 1, reduce = 1;
+  int64_t threads = env->hw.v[5] > 0 ? env->hw.v[5] : 1024, warp = env->hw.v[7] > 0 ? env->hw.v[7] : 1;
+  for (int i = 0; i < op->ndim; i++) space *= op->shape[i];
+  for (int i = 0; i < op->nreduce; i++) reduce *= op->reduce_axis[i].extent;
+  char why[200];
+  if (op->nout != 1) {
+    trace(env, s, st, "cross-thread-reduction", "a reduction of several outputs");
+    return R_SKIP;
+  }
+  if (tl_ansor_needs_multi_level_tiling(v->a, st) == 1) {
+    if ((space <= threads && space < reduce) ||
+        (space <= XRED_SPACE * threads && reduce >= XRED_REDUCE))
+      return R_APPLY;
+    snprintf(why, sizeof why, "output of %lld elements for a reduction of %lld (applies to at most "
+             "%lld elements with a longer reduction, or %lld with one of at least %d)",
+             (long long)space, (long long)reduce, (long long)threads,
+             (long long)(XRED_SPACE * threads), XRED_REDUCE);
+  } else {
+    if (reduce > warp) return R_APPLY;
+    snprintf(why, sizeof why, "a reduction of %lld, not longer than the warp (%lld)",
+             (long long)reduce, (long long)warp);
+  }
+  trace(env, s, st, "cross-thread-reduction", why);
+  return R_SKIP;
+}
+
+static int a_xred(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk, const view *v,
+                  int st, workvec *out) {
+  tl_ansor_sketch n;
+  if (sketch_copy(ctx, sk, &n)) return -1;
+  tl_sched *s = n.s;
+  const tl_te_op *op = op_of(s, st);
+  int ndim = op->ndim, nr = op->nreduce;
+  int64_t reduce = 1, one = 1;
+  for (int i = 0; i < nr; i++) reduce *= op->reduce_axis[i].extent;
+  int c = -1;
+  int fused = tl_ansor_elementwise_consumer(v->a, st, v->inl, &c) == 1 &&
+              op_of(s, c)->nreduce == 0 && s->stages.v[c].compute_at == TL_CA_ROOT &&
+              s->stages.v[c].scope == TL_SCOPE_GLOBAL && !tl_ansor_stage_tiled(s, c) &&
+              tl_ansor_needs_multi_level_tiling(v->a, c) != 1 && op_of(s, c)->ndim == ndim &&
+              ndim >= 1;
+  int rc = 0;
+  if (nr > 1) {
+    int ids[64];
+    if (ndim + nr > 64) rc = tl_err(ctx, TL_E_SCHED, "too many iterators");
+    for (int i = 0; i < nr && !rc; i++) ids[i] = ndim + i;
+    if (!rc) rc = tl_sched_fuse(ctx, s, st, nr, ids);
+  }
+  if (!rc && fused) {
+    /* the consumer's last iterator over the threads; the reduction follows it */
+    if (!(rc = tl_sched_split(ctx, s, c, ndim - 1, 1, &one, 1))) {
+      int src = s->steps.n - 1;
+      TL_VEC_PUSH(n.threads, src);
+      TL_VEC_PUSH(n.threads, reduce);
+      rc = tl_sched_annotate(ctx, s, c, ndim, TL_ANN_THREAD_X);
+      int64_t args[4] = {st, ndim, src, 1};
+      if (!rc) rc = tl_sched_step(ctx, s, TL_STEP_FSP, args, 4, NULL, 0, NULL, NULL);
+      if (!rc) rc = tl_sched_annotate(ctx, s, st, ndim + 1, TL_ANN_THREAD_X);
+      if (!rc) rc = tl_sched_compute_at(ctx, s, st, c, ndim - 1);
+    }
+  } else if (!rc) {
+    if (!(rc = tl_sched_split(ctx, s, st, ndim, 1, &one, 1))) {
+      TL_VEC_PUSH(n.threads, s->steps.n - 1);
+      TL_VEC_PUSH(n.threads, reduce);
+      rc = tl_sched_annotate(ctx, s, st, ndim + 1, TL_ANN_THREAD_X);
+    }
+  }
+  if (rc) {
+    trace(env, s, st, "cross-thread-reduction", ctx->msg);
+    tl_ansor_sketch_free(&n);
+    return -1;
+  }
+  return push(out, &n, st - 1);
+}
+
 static const rule cpu_rules[] = {
   {"always-inline", c_inline, a_inline},
   {"add-rfactor", c_rfactor, a_rfactor},
@@ -505,6 +624,7 @@ static const rule cpu_rules[] = {
 static const rule gpu_rules[] = {
   {"add-cache-read", c_cache_read, a_cache_read},
   {"always-inline", c_inline, a_inline},
+  {"cross-thread-reduction", c_xred, a_xred},
   {"split-k", c_split_k, a_split_k},
   {"add-cache-write", c_cache_write, a_cache_write},
   {"multi-level-tiling-with-fusion", c_mlt_fuse, a_mlt_fuse},

@@ -80,6 +80,8 @@ typedef struct lstage {
   TL_VEC(guard) guards;
   int offset;                     /* buffer indexed relative to vmin */
   int alloc;                      /* 0 none (argument), 1 at attach point, 2 at top */
+  int xred;                       /* cross-thread reduction: leaf position of the reduction
+                                  ** iterator bound to threadIdx.x, or -1 */
 } lstage;
 
 /* A load of tensor `tensor` (logical buffer) by stage `stage`. */
@@ -198,6 +200,64 @@ static int collect_fn(const tl_ir *ir, tl_ref node, void *ud) {
 
 /* ---- classify -------------------------------------------------------------------- */
 
+/* A cross-thread reduction: one reduction iterator of stage st bound to
+** threadIdx.x. Its form: every spatial iterator before every reduction
+** iterator, spatial iterators serial or bound to blockIdx, the other reduction
+** iterators serial (or unrolled), one output, no stage attached inside the
+** reduction, the stage's own buffer in global scope (shared when attached). */
+static int classify_xred(lw *L, int st) {
+  const tl_stage *sg = &L->s->stages.v[st];
+  const tl_te_op *op = &L->dag->ops.v[st];
+  int pos = -1, first_red = -1;
+  for (int k = 0; k < sg->leaves.n; k++) {
+    const tl_iter *it = &sg->nodes.v[sg->leaves.v[k]];
+    int thread = it->ann == TL_ANN_THREAD_X || it->ann == TL_ANN_THREAD_Y ||
+                 it->ann == TL_ANN_THREAD_Z;
+    if (it->kind == TL_ITER_REDUCE) {
+      if (first_red < 0) first_red = k;
+      if (it->ann == TL_ANN_THREAD_X && pos < 0) {
+        pos = k;
+      } else if (thread || it->ann == TL_ANN_VTHREAD ||
+                 (it->ann >= TL_ANN_BLOCK_X && it->ann <= TL_ANN_THREAD_Z)) {
+        return tl_err(L->ctx, TL_E_UNSUPPORTED,
+                      "lower: stage '%s': reduction iterator '%s' is bound to %s (a reduction "
+                      "goes across threads only through one iterator bound to threadIdx.x)",
+                      op->name, it->name, tl_ann_name[it->ann]);
+      }
+    }
+  }
+  if (pos < 0) return 0;
+  for (int k = 0; k < sg->leaves.n; k++) {
+    const tl_iter *it = &sg->nodes.v[sg->leaves.v[k]];
+    if (it->kind != TL_ITER_SPATIAL) continue;
+    if (k > first_red)
+      return tl_err(L->ctx, TL_E_UNSUPPORTED,
+                    "lower: stage '%s' reduces across threads but spatial iterator '%s' is "
+                    "inside its reduction", op->name, it->name);
+    if (it->ann == TL_ANN_THREAD_X || it->ann == TL_ANN_THREAD_Y || it->ann == TL_ANN_THREAD_Z ||
+        it->ann == TL_ANN_VTHREAD || it->ann == TL_ANN_VECTORIZE)
+      return tl_err(L->ctx, TL_E_UNSUPPORTED,
+                    "lower: stage '%s' reduces across threads but spatial iterator '%s' is "
+                    "bound to %s (serial or blockIdx only)", op->name, it->name,
+                    tl_ann_name[it->ann]);
+  }
+  if (op->nout != 1 || sg->scope != TL_SCOPE_GLOBAL)
+    return tl_err(L->ctx, TL_E_UNSUPPORTED,
+                  "lower: stage '%s' reduces across threads: only a single-output reduction in "
+                  "global scope does", op->name);
+  for (int a = 0; a < L->s->stages.n; a++) {
+    const tl_stage *ag = &L->s->stages.v[a];
+    if (ag->compute_at == TL_CA_ITER && ag->at_stage == st &&
+        tl_sched_leaf_pos(L->s, st, ag->at_node) >= first_red)
+      return tl_err(L->ctx, TL_E_UNSUPPORTED,
+                    "lower: stage '%s' is computed inside the cross-thread reduction of '%s'",
+                    op_name(L, a), op->name);
+  }
+  L->st[st].xred = pos;
+  return 0;
+}
+
+
 static int classify(lw *L, const int *args, int nargs) {
   tl_sched *s = L->s;
   tl_dag *dag = L->dag;
@@ -214,6 +274,7 @@ static int classify(lw *L, const int *args, int nargs) {
     const tl_stage *sg = &s->stages.v[i];
     const tl_te_op *op = &dag->ops.v[i];
     lstage *ls = &L->st[i];
+    ls->xred = -1;
     if (op->kind == TL_OP_PLACEHOLDER) {
       ls->kind = LS_PLACEHOLDER;
       if (L->arg_of[op->out_tensors[0]] < 0)
@@ -230,6 +291,10 @@ static int classify(lw *L, const int *args, int nargs) {
           return tl_err(L->ctx, TL_E_UNSUPPORTED,
                         "lower: stage '%s' fuses spatial and reduction iterators ('%s')", op->name,
                         sg->nodes.v[sg->leaves.v[k]].name);
+    if (ls->kind == LS_LOOPS && op->reducer != TL_RED_NONE) {
+      int rc = classify_xred(L, i);
+      if (rc) return rc;
+    }
   }
   return 0;
 }
@@ -605,7 +670,10 @@ static int make_buffers(lw *L) {
       int nd = op->ndim;
       if (nd > 64) return tl_err(L->ctx, TL_E_UNSUPPORTED, "lower: '%s' has too many dimensions", op->name);
       for (int d = 0; d < nd; d++) shp[d] = tl_int(ir, attached ? ls->vext[d] : op->shape[d]);
-      L->real[t] = tl_buffer_new(ir, db->name, db->dtype, nd, shp, ls->kind == LS_LOOPS ? sg->scope : TL_SCOPE_GLOBAL);
+      /* an attached cross-thread reduction: its one writer and its consumer's threads
+      ** meet in shared memory */
+      int scope = ls->xred >= 0 && attached ? TL_SCOPE_SHARED : sg->scope;
+      L->real[t] = tl_buffer_new(ir, db->name, db->dtype, nd, shp, ls->kind == LS_LOOPS ? scope : TL_SCOPE_GLOBAL);
     }
   }
   repoint_st rs = {L};
@@ -820,8 +888,71 @@ static tl_ref emit_level(lw *L, int st, int j, int p, int init_done) {
   return loop_wrap(L, st, j, ls->lvar[j], inner);
 }
 
+/* A cross-thread reduction (classify_xred): per output element (the spatial loops as
+** usual), every thread of the block folds its share of the reduction into a private
+** accumulator, the block combines the accumulators in shared memory by a tree (each step
+** halves the active threads; a non-power-of-two thread count folds its tail in the first
+** step), and thread 0 stores the result. Barriers separate the steps and end each element,
+** so the next element's partials never overwrite what a thread still reads, and a
+** consumer computed in the same kernel reads the result after it. Guards of the reduction
+** (a thread count that does not divide it) wrap the accumulation only: every thread
+** reaches every barrier. */
+static tl_ref emit_xred(lw *L, int st) {
+  tl_ir *ir = L->ir;
+  const lstage *ls = &L->st[st];
+  const tl_te_op *op = &L->dag->ops.v[st];
+  int p = first_reduce(L, st), tx = ls->xred, out = L->real[op->out_tensors[0]];
+  tl_type dt = tl_ir_buffer(ir, out)->dtype;
+  tl_ref tv = ls->lvar[tx];
+  int64_t T = ls->lext[tx];
+  char name[300];
+  tl_ref one = tl_int(ir, 1), zero = tl_int(ir, 0), tref = tl_int(ir, T);
+  snprintf(name, sizeof name, "%s.acc", op->name);
+  int acc = tl_buffer_new(ir, name, dt, 1, &one, TL_SCOPE_LOCAL);
+  snprintf(name, sizeof name, "%s.red", op->name);
+  int red = tl_buffer_new(ir, name, dt, 1, &tref, TL_SCOPE_SHARED);
+  /* this thread's share */
+  tl_ref upd = tl_store(ir, acc, tl_te_reducer_combine_in(ir, L->dag, op, tl_load(ir, acc, &zero, 1),
+                                                          ls->body[0]), &zero, 1);
+  tl_ref c = ls->cond;
+  for (int g = 0; g < ls->guards.n; g++)
+    if (ls->guards.v[g].level >= p) c = c ? tl_and(ir, c, ls->guards.v[g].cond) : ls->guards.v[g].cond;
+  if (c) upd = tl_if(ir, c, upd, 0);
+  for (int j = ls->nleaf - 1; j >= p; j--)
+    if (j != tx) upd = loop_wrap(L, st, j, ls->lvar[j], upd);
+  TL_VEC(tl_ref) parts = {0};
+  TL_VEC_PUSH(parts, tl_store(ir, acc, tl_te_op_identity_in(ir, L->dag, op), &zero, 1));
+  TL_VEC_PUSH(parts, upd);
+  TL_VEC_PUSH(parts, tl_store(ir, red, tl_load(ir, acc, &zero, 1), &tv, 1));
+  TL_VEC_PUSH(parts, tl_barrier(ir, TL_SCOPE_SHARED));
+  /* the tree: step s folds red[tx + s] into red[tx] for tx < min(s, T - s) */
+  int64_t s0 = 1;
+  while (s0 * 2 < T) s0 *= 2;
+  for (int64_t s = T > 1 ? s0 : 0; s >= 1; s /= 2) {
+    tl_ref other = tl_add(ir, tv, tl_int(ir, s));
+    tl_ref v = tl_te_reducer_combine_in(ir, L->dag, op, tl_load(ir, red, &tv, 1), tl_load(ir, red, &other, 1));
+    TL_VEC_PUSH(parts, tl_if(ir, tl_lt(ir, tv, tl_int(ir, TL_MIN(s, T - s))), tl_store(ir, red, v, &tv, 1), 0));
+    TL_VEC_PUSH(parts, tl_barrier(ir, TL_SCOPE_SHARED));
+  }
+  tl_ref idx[64];
+  store_index(L, st, idx);
+  tl_ref res = tl_store(ir, out, tl_load(ir, red, &zero, 1), idx, op->ndim);
+  TL_VEC_PUSH(parts, tl_if(ir, tl_binary(ir, TL_IR_EQ, tv, zero), res, 0));
+  TL_VEC_PUSH(parts, tl_barrier(ir, TL_SCOPE_SHARED));
+  tl_ref body = tl_alloc(ir, acc, tl_seq(ir, parts.v, parts.n));
+  TL_VEC_FREE(parts);
+  body = tl_alloc(ir, red, loop_wrap(L, st, tx, tv, body));
+  for (int j = p - 1; j >= 0; j--) {
+    body = wrap_guards(L, ls, j, 0, body);
+    body = wrap_attached(L, st, j, body);
+    body = loop_wrap(L, st, j, ls->lvar[j], body);
+  }
+  return wrap_guards(L, ls, -1, 0, body);
+}
+
 static tl_ref emit_stage(lw *L, int st) {
   const lstage *ls = &L->st[st];
+  if (ls->xred >= 0) return emit_xred(L, st);
   int p = first_reduce(L, st);
   int has_init = L->dag->ops.v[st].reducer != TL_RED_NONE;
   tl_ref body = emit_level(L, st, 0, p, !has_init);

@@ -560,8 +560,10 @@ static int step_annotate(tl_ctx *ctx, tl_sched *s, const tl_step *t) {
   if (ann < 0 || ann >= 12)
     return tl_err(ctx, TL_E_SCHED, "%s: unknown annotation %d for iterator '%s' of stage '%s'",
                   verb, ann, it->name, stage_name(s, st));
+  /* a reduction iterator bound to threadIdx.x: a cross-thread reduction (lower.c) */
+  int xred = it->kind == TL_ITER_REDUCE && ann == TL_ANN_THREAD_X;
   if (it->kind != TL_ITER_SPATIAL && ann != TL_ANN_NONE && ann != TL_ANN_UNROLL &&
-      ann != TL_ANN_TENSORIZE) {
+      ann != TL_ANN_TENSORIZE && !xred) {
     const char *what = it->kind == TL_ITER_MIXED ? "mixed" : "reduction";
     if (ann == TL_ANN_PARALLEL)
       return tl_err(ctx, TL_E_SCHED, "parallel: cannot parallelize %s iterator '%s' of stage '%s'",

@@ -172,8 +172,8 @@ TL_TEST(sched_illegal_steps) {
                 "fuse: iterators 0 and 2 of stage 'C' are not consecutive ('i', 'k')");
   CHECK_REFUSED(tl_sched_fuse(f.ctx, s, 2, 2, (int[]){2, 3}),
                 "fuse: stage 'C' has no iterator 3 (it has 3: i, j, k)");
-  CHECK_REFUSED(tl_sched_annotate(f.ctx, s, 2, 2, TL_ANN_THREAD_X),
-                "bind: cannot bind reduction iterator 'k' of stage 'C' to threadIdx.x");
+  CHECK_REFUSED(tl_sched_annotate(f.ctx, s, 2, 2, TL_ANN_THREAD_Y),
+                "bind: cannot bind reduction iterator 'k' of stage 'C' to threadIdx.y");
   CHECK_REFUSED(tl_sched_annotate(f.ctx, s, 2, 2, TL_ANN_PARALLEL),
                 "parallel: cannot parallelize reduction iterator 'k' of stage 'C'");
   CHECK_REFUSED(tl_sched_annotate(f.ctx, s, 2, 2, TL_ANN_VECTORIZE),

@@ -57,8 +57,8 @@ do
   -- the axis objects of split-away iterators are refused; the op axes too
   expect_error("split: iterator 'i' of stage 'C' is no longer a loop (it was split or fused)",
                function() s[Cm]:split(i, {factor = 2}) end)
-  expect_error("bind: cannot bind reduction iterator 'k' of stage 'C' to threadIdx.x",
-               function() s[Cm]:bind(k, "threadIdx.x") end)
+  expect_error("bind: cannot bind reduction iterator 'k' of stage 'C' to threadIdx.y",
+               function() s[Cm]:bind(k, "threadIdx.y") end)
   expect_error("bind: unknown thread tag 'warp.x' (expected blockIdx.x/y/z, threadIdx.x/y/z or vthread)",
                function() s[Cm]:bind(jo, "warp.x") end)
   expect_error("fuse: iterators 1 and 3 of stage 'C' are not consecutive ('k', 'j.inner')",

@@ -1,0 +1,132 @@
+-- The auto-scheduler's GPU cross-thread reduction (core/ansor/sketch.c rule
+-- "cross-thread-reduction", core/te/lower.c emit_xred; docs/auto_scheduler.md), on the
+-- OpenCL device (pocl in the suite):
+--   - random states of the rule's sketches for a batch-2 dense with bias and relu (the
+--     reduction computed in the relu's kernel), a batch-1 matmul without consumer, a global
+--     average pooling (the sum computed in the division's kernel) and an NHWC conv with a small
+--     output and a long reduction are built and run against the unscheduled DAG on random
+--     data, through the measurement path (check_correctness); their thread counts include
+--     non-powers of two (the tree's tail) and counts that do not divide the reduction (guards);
+--   - each state's printed steps, written as a record and read back (apply_best), give the
+--     same steps and the same OpenCL source;
+--   - the sketch listing of resnet-18's 7x7x512 conv on NVIDIA-like hardware params holds the
+--     rule's sketch, and a 56x56 conv's policy trace says why it does not apply.
+--
+--   TUNELUA_XRED_N=n   states per task type (default 3; the property run uses many more)
+local te = require "tunelua.te"
+local topi = require "tunelua.topi"
+local auto_scheduler = require "tunelua.auto_scheduler"
+local search = require "tunelua.auto_scheduler.search"
+local am = require "tunelua.autotvm.measure"
+
+local N = tonumber(os.getenv("TUNELUA_XRED_N") or "") or 3
+
+local function ph(shape, name) return te.placeholder(shape, "float32", name) end
+local function is_xred(st) return st:source("opencl"):find("_red%[") ~= nil end
+local function thread_count(st)
+  return tonumber(st:steps():match('%["SP", %d+, %d+, %d+, %[(%d+)%], 1%], %["AN", %d+, %d+, 6%]'))
+end
+
+-- sketch listing and trace: NVIDIA-like params, resnet-18's 7x7x512 and 56x56x64 convs
+do
+  local hw = auto_scheduler.HardwareParams(-1, 16, 64, 49152, 2147483647, 1024, 8, 32)
+  local function conv(c, h, o)
+    local y = topi.nn.conv2d_nhwc(ph({ 1, h, h, c }, "data"), ph({ 3, 3, c, o }, "kernel"),
+                                  { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 })
+    return auto_scheduler.SketchPolicy(auto_scheduler.SearchTask{ compute_dag = y, target = "opencl",
+                                                                  hardware_params = hw }, { seed = 1 })
+  end
+  local small, big = conv(512, 7, 512), conv(64, 56, 64)
+  local found = 0
+  for _, sk in ipairs(small:sketches()) do
+    if tostring(sk):find("reduce threadIdx.x", 1, true) then found = found + 1 end
+  end
+  assert(found == 1, "7x7x512: " .. found .. " cross-thread sketches")
+  for _, sk in ipairs(big:sketches()) do
+    assert(not tostring(sk):find("reduce threadIdx.x", 1, true), "56x56x64: a cross-thread sketch")
+  end
+  assert(big:trace():find("cross-thread-reduction: stage 'conv2d_nhwc': output of 200704 elements", 1, true),
+         big:trace())
+  -- the 7x7x512 states lower (checked by the policy) and bind the reduction over the block
+  local n = 0
+  for _, st in ipairs(small:sample(16)) do
+    if is_xred(st) then
+      n = n + 1
+      local t = thread_count(st)
+      assert(t and t <= 1024 and t % 16 == 0, "7x7x512: thread count " .. tostring(t))
+    end
+  end
+  assert(n >= 1, "7x7x512: no cross-thread state among 16")
+end
+
+local have_ocl = require("tunelua.autotvm.measure_opencl").device_info(0) ~= nil
+if not have_ocl then
+  print("test_ansor_xred: sketches checked; no OpenCL device, numerical checks skipped")
+  return
+end
+
+local types = {
+  { "dense_bias_relu", function()
+      local x, w, b = ph({ 2, 300 }, "x"), ph({ 10, 300 }, "w"), ph({ 10 }, "b")
+      return topi.nn.relu(topi.nn.dense(x, w, b))
+    end, fused = true },
+  { "matmul_m1", function()
+      return topi.matmul(ph({ 1, 520 }, "a"), ph({ 520, 6 }, "b"))
+    end },
+  { "global_avg_pool", function()
+      return topi.nn.global_pool(ph({ 1, 6, 7, 7 }, "x"), "avg", "NCHW")
+    end, fused = true },
+  { "conv2d_nhwc_small_out", function()   -- 3x3x8 outputs, a reduction of 3x3x40
+      return topi.nn.conv2d_nhwc(ph({ 1, 3, 3, 40 }, "x"), ph({ 3, 3, 40, 8 }, "w"),
+                                 { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 })
+    end },
+}
+
+local util = require "tests.lua.lib.util"
+local file = require "tunelua.file"
+local tmp = util.tmpdir("ansor-xred")
+local total, counts = 0, {}
+for ti, ty in ipairs(types) do
+  local name = ty[1]
+  local task = auto_scheduler.SearchTask{ compute_dag = ty[2](), target = "opencl" }
+  local policy = auto_scheduler.SketchPolicy(task, { seed = 20 + ti })
+  local picked = {}
+  for _ = 1, 8 do
+    for _, st in ipairs(policy:sample(4 * N)) do
+      if #picked < N and is_xred(st) then picked[#picked + 1] = st end
+    end
+    if #picked >= N then break end
+  end
+  assert(#picked == N, name .. ": " .. #picked .. " cross-thread states sampled")
+  local mt = search.measure_task(task)
+  local inputs = {}
+  for i, st in ipairs(picked) do
+    local src = st:source("opencl")
+    assert(src:find("1 kernel", 1, true) or not ty.fused, name .. ": the consumer is not in the reduction's kernel")
+    local t = thread_count(st)
+    counts[t] = true
+    -- records: the printed steps read back give the same state
+    local log = tmp .. "/" .. name .. i .. ".json"
+    file.write_all(log, search.encode_record(task, st:steps(),
+                                         { costs = { 1e-3 }, error_no = 0, all_cost = 1, timestamp = 1 }) .. "\n")
+    local back = task:apply_best(log)
+    assert(back:steps() == st:steps(), name .. ": steps differ after the record\n" .. st:steps() .. "\n" .. back:steps())
+    assert(back:source("opencl") == src, name .. ": source differs after the record")
+    mt.states[i] = st
+    inputs[i] = am.MeasureInput(mt, i)
+  end
+  local batch = am.create_measure_batch(mt, am.measure_option({ builder = am.LocalBuilder({ timeout = 120 }),
+    runner = am.LocalRunner({ number = 1, repeats = 1, timeout = 120, check_correctness = true }) }))
+  for i, r in ipairs(batch(inputs)) do
+    if r.error_no ~= 0 then
+      error(string.format("%s state %d: %s: %s\nsteps: %s", name, i, am.error_name(r.error_no),
+                          tostring(r.error_msg), mt.states[i]:steps()))
+    end
+    total = total + 1
+  end
+end
+util.cleanup(tmp)
+local odd = false
+for t in pairs(counts) do odd = odd or require("bit").band(t, t - 1) ~= 0 end
+assert(odd, "no thread count that is not a power of two")
+print(string.format("test_ansor_xred: %d cross-thread states match the unscheduled DAGs on OpenCL", total))
