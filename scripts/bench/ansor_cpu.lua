@@ -23,12 +23,15 @@
 -- take on idle cores).
 --
 --   tunelua scripts/bench/ansor_cpu.lua [--trials=64[,256,512]] [--layers=2,3,11|all|none]
---       [--no-matmul | --matmul-only] [--no-autotvm] [--no-ansor] [--no-peer]
+--       [--no-matmul | --matmul-only] [--dense=MxKxN[,...]] [--no-autotvm] [--no-ansor] [--no-peer]
 --       [--population=2048] [--model=xgb|random] [--per-round=64] [--number=3]
 --       [--min-repeat-ms=50] [--build-timeout=10] [--logdir=DIR] [--time-limit=S] [--seed=1]
 --       [--target=llvm] [--build-jobs=N]
 --
--- (a bare number N is --trials=N.) --logdir keeps the logs (DIR/ansor-<workload>.json,
+-- --dense adds dense workloads (topi.nn.dense, batch M, reduction K, N outputs; no template, no
+-- peer): small-batch ones such as resnet-18's classifier 1x512x1000 are where the GPU search's
+-- cross-thread reduction applies (docs/auto_scheduler.md), as for conv layers 9-11 (7x7
+-- outputs). (a bare number N is --trials=N.) --logdir keeps the logs (DIR/ansor-<workload>.json,
 -- DIR/autotvm-<workload>.json, and the search rounds' times DIR/rounds-<workload>.txt): a rerun with the same DIR resumes an interrupted run of either
 -- tuner from its log (its records count, are never measured again and train the model),
 -- skips a tuner whose log already holds max(--trials) records, and so can rebuild the whole
@@ -68,7 +71,7 @@ local opts = { population = "2048", model = "xgb", target = "llvm", ["per-round"
                number = "3", ["min-repeat-ms"] = "50", seed = "1", ["build-timeout"] = "10" }
 local KNOWN = { population = 1, model = 1, target = 1, ["per-round"] = 1, number = 1,
                 ["min-repeat-ms"] = 1, seed = 1, trials = 1, ["build-timeout"] = 1, ["time-limit"] = 1, layers = 1, logdir = 1,
-                ["no-matmul"] = 1, ["matmul-only"] = 1, ["no-autotvm"] = 1, ["no-ansor"] = 1,
+                ["no-matmul"] = 1, ["matmul-only"] = 1, dense = 1, ["no-autotvm"] = 1, ["no-ansor"] = 1,
                 ["no-peer"] = 1, ["build-jobs"] = 1 }
 for _, a in ipairs(arg) do
   local k, v = a:match("^%-%-([%w-]+)=(.*)$")
@@ -138,6 +141,14 @@ else
   for i = 1, #LAYERS do which[i] = i end
 end
 local MATMUL = not opts["no-matmul"]
+local DENSE = {}
+for s in tostring(opts.dense or ""):gmatch("[^,]+") do
+  local m, k, n = s:match("^(%d+)x(%d+)x(%d+)$")
+  if not m or tonumber(m) < 1 or tonumber(k) < 1 or tonumber(n) < 1 then
+    error(string.format("ansor_cpu: --dense: '%s' is not MxKxN (e.g. 1x512x1000)", s), 0)
+  end
+  DENSE[#DENSE + 1] = { tonumber(m), tonumber(k), tonumber(n) }
+end
 
 local dir = opts.logdir and tostring(opts.logdir)
   or file.tmpdir(os.getenv("TMPDIR") or "/tmp", "tunelua-bench-ansor")
@@ -188,6 +199,7 @@ local function search_records_of(task, log)
   return require("tunelua.auto_scheduler.search").task_records(task, log)
 end
 
+local XRED_BEST = {}   -- GPU: per workload, whether its best state reduces across threads
 local function ansor(task, name, seed)
   if opts["no-ansor"] then return {}, nil end
   local log = string.format("%s/ansor-%s.json", dir, name)
@@ -240,6 +252,11 @@ local function ansor(task, name, seed)
       local m = require("tunelua.autotvm.measure").error_name(rec.error_no)
       logged[m] = (logged[m] or 0) + 1
     end
+  end
+  if GPU and any_ok then   -- which kind of state won: a cross-thread reduction or not
+    local best = task:apply_best(log)
+    XRED_BEST[#XRED_BEST + 1] = string.format("%s %s", name,
+      best and tostring(best):find("reduce threadIdx.x", 1, true) and "yes" or "no")
   end
   if #costs > 0 and not any_ok then
     local lines = {}
@@ -408,6 +425,15 @@ for k, i in ipairs(which) do
           round_s, ta, tt, torch[k])
   io.stderr:write(string.format("done: %s\n", name))
 end
+for _, d in ipairs(DENSE) do
+  local x = te.placeholder({ d[1], d[2] }, "float32", "data")
+  local w = te.placeholder({ d[3], d[2] }, "float32", "weight")
+  local task = auto_scheduler.SearchTask{ compute_dag = topi.nn.dense(x, w), target = TGT }
+  local name = string.format("dense%dx%dx%d", d[1], d[2], d[3])
+  local ta, round_s = ansor(task, name, SEED * 1000 + 200 + d[1] + d[2] + d[3])
+  add_row(string.format("dense %dx%dx%d", d[1], d[2], d[3]), "dense", task.flop, round_s, ta, {}, nil)
+  io.stderr:write(string.format("done: %s\n", name))
+end
 local function pin_for_peers()
   if not MEASURE_CPUS then return end
   tl.pin_cpus(MEASURE_CPUS)
@@ -460,5 +486,8 @@ for k, n in ipairs(TRIALS) do
   if g.np > 0 then parts[#parts + 1] = string.format("torch/ansor %.2f (%d convs)", math.exp(g.peer / g.np), g.np) end
   if g.nm > 0 then parts[#parts + 1] = string.format("openblas/ansor %.2f (matmul)", math.exp(g.mm / g.nm)) end
   if #parts > 0 then print(string.format("geomean at %d trials: %s", n, table.concat(parts, ", "))) end
+end
+if #XRED_BEST > 0 then
+  print("best state is a cross-thread reduction: " .. table.concat(XRED_BEST, ", "))
 end
 if not opts.logdir then file.remove(dir) end

@@ -2,7 +2,8 @@
 -- sketches and the annotation produce for resnet-18's 56x56 and 7x7 convs (core/ansor/sketch.c,
 -- annotate.c; docs/auto_scheduler.md). Numerical checks of such states on pocl are in
 -- test_ansor_states.lua; here the structure of the generated OpenCL:
---   - split-K sketches ("RF" step, two kernels) exist for the 7x7x512 conv, not for 56x56x64;
+--   - split-K sketches ("RF" step, two kernels) and a cross-thread reduction sketch exist for
+--     the 7x7x512 conv, not for 56x56x64;
 --   - every state's block fits the register checks: threads x (accumulators + 32) <= 65536 and
 --     accumulators + 32 <= 255 per thread;
 --   - cooperative fetches use vector lengths 1, 2 and 4 (vload4/vstore4 appear);
@@ -52,10 +53,17 @@ end
 local big = conv_task(64, 56, 64)
 local small = conv_task(512, 7, 512)
 local nb, ns = #big:sketches(), #small:sketches()
-local rf_sketches = 0
-for _, sk in ipairs(small:sketches()) do rf_sketches = rf_sketches + (has_rf(sk) and 1 or 0) end
-for _, sk in ipairs(big:sketches()) do assert(not has_rf(sk), "56x56x64: no split-K sketch expected") end
-assert(rf_sketches == 2 and ns == nb + 2, string.format("7x7x512: %d sketches, %d split-K", ns, rf_sketches))
+local rf_sketches, xred_sketches = 0, 0
+local function has_xred(sk) return tostring(sk):find("reduce threadIdx.x", 1, true) ~= nil end
+for _, sk in ipairs(small:sketches()) do
+  rf_sketches = rf_sketches + (has_rf(sk) and 1 or 0)
+  xred_sketches = xred_sketches + (has_xred(sk) and 1 or 0)
+end
+for _, sk in ipairs(big:sketches()) do
+  assert(not has_rf(sk) and not has_xred(sk), "56x56x64: no split-K or cross-thread sketch expected")
+end
+assert(rf_sketches == 2 and xred_sketches == 1 and ns == nb + 3,
+       string.format("7x7x512: %d sketches, %d split-K, %d cross-thread", ns, rf_sketches, xred_sketches))
 
 local seen = {}
 local n_rf = 0
