@@ -26,8 +26,11 @@
 ** threadIdx-bound loops is filled by every thread of a block together: its
 ** region relaxes those threadIdx loops (it covers what the whole block
 ** reads), and its nest is wrapped in barriers (before: the previous fill's
-** readers are done; after: the fill is complete). Without thread binding
-** nothing changes, so CPU schedules lower as before.
+** readers are done; after: the fill is complete). A reduction stage with a
+** reduction iterator bound to threadIdx.x is a cross-thread reduction
+** (classify_xred, emit_xred): private partials, a tree in shared memory, one
+** writer; attached to a consumer, its buffer is shared memory. Without thread
+** binding nothing changes, so CPU schedules lower as before.
 **   flatten      one row-major element index per LOAD/STORE (storage_align
 **                pads strides); the loops a schedule marks with the pragma
 **                "loop_partition" split into border and interior ranges
@@ -937,7 +940,8 @@ static tl_ref emit_xred(lw *L, int st) {
   tl_ref idx[64];
   store_index(L, st, idx);
   tl_ref res = tl_store(ir, out, tl_load(ir, red, &zero, 1), idx, op->ndim);
-  TL_VEC_PUSH(parts, tl_if(ir, tl_binary(ir, TL_IR_EQ, tv, zero), res, 0));
+  TL_VEC_PUSH(parts, tl_if(ir, tl_lt(ir, tv, one), res, 0));   /* thread 0 (`==` in an if draws
+                                                                 ** a warning from clang) */
   TL_VEC_PUSH(parts, tl_barrier(ir, TL_SCOPE_SHARED));
   tl_ref body = tl_alloc(ir, acc, tl_seq(ir, parts.v, parts.n));
   TL_VEC_FREE(parts);

@@ -9,6 +9,7 @@
 --     non-powers of two (the tree's tail) and counts that do not divide the reduction (guards);
 --   - each state's printed steps, written as a record and read back (apply_best), give the
 --     same steps and the same OpenCL source;
+--   - a hand-written schedule binding a reduction axis to threadIdx.x (24 threads over 61) runs;
 --   - the sketch listing of resnet-18's 7x7x512 conv on NVIDIA-like hardware params holds the
 --     rule's sketch, and a 56x56 conv's policy trace says why it does not apply.
 --
@@ -129,4 +130,29 @@ util.cleanup(tmp)
 local odd = false
 for t in pairs(counts) do odd = odd or require("bit").band(t, t - 1) ~= 0 end
 assert(odd, "no thread count that is not a power of two")
-print(string.format("test_ansor_xred: %d cross-thread states match the unscheduled DAGs on OpenCL", total))
+
+-- a hand-written schedule: row max over 61 elements by 24 threads (a count that neither is a
+-- power of two nor divides the row), built and run in this process (after the measurement
+-- children above: OpenCL initialized here would be inherited by them)
+do
+  local tl = require "tunelua"
+  local R, L = 5, 61
+  local A = ph({ R, L }, "A")
+  local k = te.reduce_axis({ 0, L }, "k")
+  local Mx = te.compute({ R }, function(i) return te.max(A(i, k), k) end, "Mx")
+  local s = te.create_schedule(Mx.op)
+  s[Mx]:bind(Mx.op.axis[1], "blockIdx.x")
+  local _, ki = s[Mx]:split(Mx.op.reduce_axis[1], { factor = 24 })
+  s[Mx]:bind(ki, "threadIdx.x")
+  local f = tl.build(s, { A, Mx }, "opencl")
+  local a = tl.nd.random_uniform({ R, L }, { low = -3, high = 3, seed = 7 })
+  local dm = tl.nd.empty({ R }, "float32", "opencl:0")
+  f(a:copyto("opencl:0"), dm)
+  local hm = dm:copyto("cpu")
+  for i = 1, R do
+    local mx = -math.huge
+    for j = 1, L do mx = math.max(mx, a:get(i, j)) end
+    assert(math.abs(hm:get(i) - mx) < 1e-6, string.format("row %d: max %g, expected %g", i, hm:get(i), mx))
+  end
+end
+print(string.format("test_ansor_xred: %d cross-thread states and a hand-written row max match on OpenCL", total))
