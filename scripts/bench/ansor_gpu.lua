@@ -6,6 +6,12 @@
 --
 --   sh scripts/device/run_h200.sh scripts/bench/ansor_gpu.lua 64 --model=xgb
 --   tunelua scripts/bench/ansor_gpu.lua [N=64] [--population=2048] [--model=xgb|random] [--layers=...]
+--
+-- Where the GPU search's cross-thread reduction applies (7x7 outputs, a batch-1 dense; the
+-- table is followed by whether each workload's best state is one):
+--
+--   TUNELUA_PYTHON=python3 sh scripts/device/run_h200.sh scripts/bench/ansor_gpu.lua 64 \
+--       --model=xgb --layers=9,10,11 --no-matmul --dense=1x512x1000
 local args = { "--target=opencl" }
 for _, a in ipairs(arg) do args[#args + 1] = a end
 arg = args
