@@ -521,13 +521,15 @@ static int a_split_k(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch
 **                              and reduce >= XRED_REDUCE
 **   other stages               reduce > W (a pooling, a batch-1 dense)
 ** never for a stage with a cache-write stage or once an rfactor step exists. The reduction
-** iterators are fused; with a single element-wise consumer (bias, relu, a pooling's
-** division) that is not tiled, the consumer's last iterator is split by the thread count and
-** its inner part bound to threadIdx.x, the fused reduction follows that split (inner part
-** threadIdx.x: the same threads) and the stage is computed at the consumer's outer part, so
-** the consumer reads each block's results from shared memory in the same kernel; otherwise
-** the fused reduction is split by the thread count, inner part bound to threadIdx.x. The
-** thread count is open: the annotation draws it (the sketch lists the split in `threads`). */
+** iterators are fused. Root form: the fused reduction is split by the thread count, inner
+** part bound to threadIdx.x (each block reduces one output element; a consumer is a kernel
+** of its own). With a single element-wise consumer (bias, relu, a pooling's division) that
+** is not tiled, also the fused form: the consumer's last iterator is split by the thread
+** count and its inner part bound to threadIdx.x, the fused reduction follows that split
+** (inner part threadIdx.x: the same threads) and the stage is computed at the consumer's
+** outer part, so the consumer reads each block's results from shared memory in the same
+** kernel. The thread count is open: the annotation draws it (the sketch lists the split in
+** `threads`). */
 enum { XRED_SPACE = 32, XRED_REDUCE = 128 };
 
 static int c_xred(const tl_ansor_env *env, const tl_sched *s, const view *v, int st) {
@@ -563,8 +565,9 @@ static int c_xred(const tl_ansor_env *env, const tl_sched *s, const view *v, int
   return R_SKIP;
 }
 
-static int a_xred(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk, const view *v,
-                  int st, workvec *out) {
+/* One cross-thread sketch of stage st: computed in consumer c (c >= 0) or at root (c < 0). */
+static int make_xred(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk, int st,
+                     int c, workvec *out) {
   tl_ansor_sketch n;
   if (sketch_copy(ctx, sk, &n)) return -1;
   tl_sched *s = n.s;
@@ -572,12 +575,6 @@ static int a_xred(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *s
   int ndim = op->ndim, nr = op->nreduce;
   int64_t reduce = 1, one = 1;
   for (int i = 0; i < nr; i++) reduce *= op->reduce_axis[i].extent;
-  int c = -1;
-  int fused = tl_ansor_elementwise_consumer(v->a, st, v->inl, &c) == 1 &&
-              op_of(s, c)->nreduce == 0 && s->stages.v[c].compute_at == TL_CA_ROOT &&
-              s->stages.v[c].scope == TL_SCOPE_GLOBAL && !tl_ansor_stage_tiled(s, c) &&
-              tl_ansor_needs_multi_level_tiling(v->a, c) != 1 && op_of(s, c)->ndim == ndim &&
-              ndim >= 1;
   int rc = 0;
   if (nr > 1) {
     int ids[64];
@@ -585,7 +582,7 @@ static int a_xred(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *s
     for (int i = 0; i < nr && !rc; i++) ids[i] = ndim + i;
     if (!rc) rc = tl_sched_fuse(ctx, s, st, nr, ids);
   }
-  if (!rc && fused) {
+  if (!rc && c >= 0) {
     /* the consumer's last iterator over the threads; the reduction follows it */
     if (!(rc = tl_sched_split(ctx, s, c, ndim - 1, 1, &one, 1))) {
       int src = s->steps.n - 1;
@@ -610,6 +607,22 @@ static int a_xred(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *s
     return -1;
   }
   return push(out, &n, st - 1);
+}
+
+/* The root form always; with an element-wise consumer also the form computed in it (one
+** kernel, but a block's outputs reduced one after the other: the search weighs the two). */
+static int a_xred(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk, const view *v,
+                  int st, workvec *out) {
+  const tl_sched *s = sk->s;
+  int ndim = op_of(s, st)->ndim, c = -1;
+  int fused = tl_ansor_elementwise_consumer(v->a, st, v->inl, &c) == 1 &&
+              op_of(s, c)->nreduce == 0 && s->stages.v[c].compute_at == TL_CA_ROOT &&
+              s->stages.v[c].scope == TL_SCOPE_GLOBAL && !tl_ansor_stage_tiled(s, c) &&
+              tl_ansor_needs_multi_level_tiling(v->a, c) != 1 && op_of(s, c)->ndim == ndim &&
+              ndim >= 1;
+  int made = make_xred(ctx, env, sk, st, -1, out) == 0;
+  if (fused) made += make_xred(ctx, env, sk, st, c, out) == 0;
+  return made ? 0 : -1;
 }
 
 static const rule cpu_rules[] = {

@@ -1,8 +1,9 @@
 /* Unit tests for the auto-scheduler's GPU cross-thread reduction (core/ansor/sketch.c
 ** rule "cross-thread-reduction", annotate.c thread counts, core/te/lower.c emit_xred), on
 ** NVIDIA-like hardware params (1024 threads, warp 32; no device needed):
-**   - a batch-2 dense + relu gets the sketch (the reduction computed at the relu's outer
-**     iterator, both bound to threadIdx.x through one split); its states draw thread
+**   - a batch-2 dense + relu gets two sketches: the root form and the fused one (the
+**     reduction computed at the relu's outer iterator, both bound to threadIdx.x through one
+**     split); the fused one's states draw thread
 **     counts 32 x 2^a or 48 x 2^a up to 1024, lower to one tree in shared memory with
 **     barriers, replay from their printed steps to the same state and lowering, and the
 **     tile-size mutation moves the thread count among the same candidates;
@@ -53,10 +54,13 @@ static tl_ansor_env gpu_env(tl_buf *trace) {
   return env;
 }
 
-static int xred_sketch(const tl_ansor_sketch_vec *sk) {
+/* The cross-thread sketch computed in its consumer (fused) or at root (not fused), or -1. */
+static int xred_sketch(const tl_ansor_sketch_vec *sk, int fused) {
   for (int i = 0; i < sk->n; i++)
     for (int st = 0; st < sk->v[i].s->stages.n; st++)
-      if (tl_ansor_stage_xred(sk->v[i].s, st)) return i;
+      if (tl_ansor_stage_xred(sk->v[i].s, st) &&
+          (sk->v[i].s->stages.v[st].compute_at == TL_CA_ITER) == fused)
+        return i;
   return -1;
 }
 
@@ -105,8 +109,9 @@ TL_TEST(ansor_xred_dense_relu) {
   tl_ansor_env env = gpu_env(&trace);
   tl_ansor_sketch_vec sk = {0};
   CHECK_EQ_INT(tl_ansor_gen_sketches(ctx, &env, init, &sk), 0);
-  int xi = xred_sketch(&sk);
-  CHECK_MSG(xi >= 0, "no cross-thread sketch among %d", sk.n);
+  int xi = xred_sketch(&sk, 1), xr = xred_sketch(&sk, 0);
+  CHECK_MSG(xi >= 0 && xr >= 0, "fused and root cross-thread sketches among %d: %d, %d", sk.n, xi, xr);
+  CHECK_MSG(!strstr(tl_sched_json(sk.v[xr].s), "\"CA\""), "%s", tl_sched_json(sk.v[xr].s));
   const char *j = tl_sched_json(sk.v[xi].s);
   /* the relu's last axis split by the thread count (open), bound; the dense follows it */
   CHECK_MSG(strstr(j, "\"FSP\"") && strstr(j, "\"CA\"") && sk.v[xi].threads.n == 2, "%s", j);
@@ -135,6 +140,13 @@ TL_TEST(ansor_xred_dense_relu) {
   }
   CHECK_MSG(seen_pow2 && seen_3, "thread counts: powers of two %d, 3 x 2^a %d", seen_pow2, seen_3);
   CHECK_MSG(changed > 0, "no mutation changed the thread count");
+  for (int k = 0; k < 10; k++) {   /* the root form: the relu is a kernel of its own */
+    tl_sched *s = tl_ansor_annotate(ctx, &env, &sk.v[xr], &rng);
+    CHECK_MSG(s != NULL, "%s", tl_errmsg(ctx));
+    CHECK(valid_count(thread_count(s)));
+    lowers_like_replay(ctx, s, args, nargs);
+    tl_sched_free(s);
+  }
   for (int i = 0; i < sk.n; i++) tl_ansor_sketch_free(&sk.v[i]);
   TL_VEC_FREE(sk);
   tl_buf_free(&trace);
@@ -151,8 +163,8 @@ TL_TEST(ansor_xred_plain_and_trace) {
   tl_ansor_env env = gpu_env(&trace);
   tl_ansor_sketch_vec sk = {0};
   CHECK_EQ_INT(tl_ansor_gen_sketches(ctx, &env, init, &sk), 0);
-  int xi = xred_sketch(&sk);
-  CHECK(xi >= 0);
+  int xi = xred_sketch(&sk, 0);
+  CHECK(xi >= 0 && xred_sketch(&sk, 1) < 0);
   CHECK_MSG(!strstr(tl_sched_json(sk.v[xi].s), "\"CA\""), "%s", tl_sched_json(sk.v[xi].s));
   uint64_t rng = 3;
   for (int k = 0; k < 10; k++) {
@@ -178,7 +190,8 @@ TL_TEST(ansor_xred_plain_and_trace) {
   CHECK_EQ_INT(tl_sched_new(ctx, dag, &r, 1, &init), 0);
   tl_dag_free(dag);
   CHECK_EQ_INT(tl_ansor_gen_sketches(ctx, &env, init, &sk), 0);
-  CHECK_EQ_INT(xred_sketch(&sk), -1);
+  CHECK_EQ_INT(xred_sketch(&sk, 0), -1);
+  CHECK_EQ_INT(xred_sketch(&sk, 1), -1);
   CHECK_MSG(trace.s && strstr(trace.s, "cross-thread-reduction: stage 'conv2d_nhwc': output of 200704 "
                                        "elements for a reduction of 576"),
             "%s", trace.s ? trace.s : "(no trace)");

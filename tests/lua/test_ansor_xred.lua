@@ -2,8 +2,9 @@
 -- "cross-thread-reduction", core/te/lower.c emit_xred; docs/auto_scheduler.md), on the
 -- OpenCL device (pocl in the suite):
 --   - random states of the rule's sketches for a batch-2 dense with bias and relu (the
---     reduction computed in the relu's kernel), a batch-1 matmul without consumer, a global
---     average pooling (the sum computed in the division's kernel) and an NHWC conv with a small
+--     reduction computed in the relu's kernel, or in a kernel of its own), a batch-1 matmul
+--     without consumer, a global average pooling (the sum computed in the division's kernel or
+--     not) and an NHWC conv with a small
 --     output and a long reduction are built and run against the unscheduled DAG on random
 --     data, through the measurement path (check_correctness); their thread counts include
 --     non-powers of two (the tree's tail) and counts that do not divide the reduction (guards);
@@ -91,19 +92,27 @@ for ti, ty in ipairs(types) do
   local name = ty[1]
   local task = auto_scheduler.SearchTask{ compute_dag = ty[2](), target = "opencl" }
   local policy = auto_scheduler.SketchPolicy(task, { seed = 20 + ti })
-  local picked = {}
+  -- the two forms alternately where both exist (fused: one kernel with the consumer)
+  local forms, picked = { {}, {} }, {}
   for _ = 1, 8 do
     for _, st in ipairs(policy:sample(4 * N)) do
-      if #picked < N and is_xred(st) then picked[#picked + 1] = st end
+      if is_xred(st) then
+        local f = forms[st:source("opencl"):find("1 kernel", 1, true) and 1 or 2]
+        f[#f + 1] = st
+      end
     end
-    if #picked >= N then break end
+    if #forms[1] + #forms[2] >= 2 * N and (not ty.fused or #forms[1] >= N) then break end
+  end
+  for i = 1, N do
+    local f = (ty.fused and i % 2 == 1) and forms[1] or forms[2]
+    picked[#picked + 1] = table.remove(f, 1) or table.remove(forms[1], 1) or table.remove(forms[2], 1)
   end
   assert(#picked == N, name .. ": " .. #picked .. " cross-thread states sampled")
+  if ty.fused then assert(picked[1]:source("opencl"):find("1 kernel", 1, true), name .. ": no fused state") end
   local mt = search.measure_task(task)
   local inputs = {}
   for i, st in ipairs(picked) do
     local src = st:source("opencl")
-    assert(src:find("1 kernel", 1, true) or not ty.fused, name .. ": the consumer is not in the reduction's kernel")
     local t = thread_count(st)
     counts[t] = true
     -- records: the printed steps read back give the same state
