@@ -547,13 +547,24 @@ static tl_sched *mutate_tile(tl_ctx *ctx, const tl_ansor_env *env, const tl_sche
   if (!n) { tl_err(ctx, TL_E_SCHED, "mutate tile size: no split to mutate"); return NULL; }
   int si = cand[pick(rng, n)];
   if (env->gpu && is_thread_split(s, si)) {
-    /* a cross-thread reduction's thread count: another one of the candidates (the
-    ** reduction's extent bounds them where the split is the reduction's own) */
+    /* a cross-thread reduction's thread count: another one of the candidates, bounded by
+    ** the reduction's extent */
     const tl_step *t = &s->steps.v[si];
     int follows = si + 2 < s->steps.n && s->steps.v[si + 2].kind == TL_STEP_FSP &&
                   s->steps.v[si + 2].src_step_id == si;
+    int64_t reduce = t->extent > 0 ? t->extent : INT64_MAX;
+    if (follows) {   /* the consumer's split: the reductions computed in consumers bound it */
+      reduce = 0;
+      for (int st = 0; st < s->stages.n; st++) {
+        if (s->stages.v[st].compute_at != TL_CA_ITER || !tl_ansor_stage_xred(s, st)) continue;
+        int64_t r = 1;
+        for (int a = 0; a < op_of(s, st)->nreduce; a++) r *= op_of(s, st)->reduce_axis[a].extent;
+        reduce = TL_MAX(reduce, r);
+      }
+      if (!reduce) reduce = INT64_MAX;
+    }
     int64_t counts[64], other[64];
-    int nc = thread_counts(env, follows || t->extent < 1 ? INT64_MAX : t->extent, counts, 64), no = 0;
+    int nc = thread_counts(env, reduce, counts, 64), no = 0;
     for (int i = 0; i < nc; i++)
       if (counts[i] != t->ints[0]) other[no++] = counts[i];
     if (!no) { tl_err(ctx, TL_E_SCHED, "mutate thread count: no other count"); return NULL; }

@@ -10,7 +10,8 @@
 --     non-powers of two (the tree's tail) and counts that do not divide the reduction (guards);
 --   - each state's printed steps, written as a record and read back (apply_best), give the
 --     same steps and the same OpenCL source;
---   - a hand-written schedule binding a reduction axis to threadIdx.x (24 threads over 61) runs;
+--   - a hand-written schedule binding a reduction axis to threadIdx.x (24 threads over 61) runs,
+--     and one with a spatial loop inside the reduction is refused by name;
 --   - the sketch listing of resnet-18's 7x7x512 conv on NVIDIA-like hardware params holds the
 --     rule's sketch, and a 56x56 conv's policy trace says why it does not apply.
 --
@@ -163,5 +164,19 @@ do
     for j = 1, L do mx = math.max(mx, a:get(i, j)) end
     assert(math.abs(hm:get(i) - mx) < 1e-6, string.format("row %d: max %g, expected %g", i, hm:get(i), mx))
   end
+end
+-- a form the lowering does not take: a clear error naming the stage and the iterator
+do
+  local tl = require "tunelua"
+  local A = ph({ 4, 32 }, "A")
+  local k = te.reduce_axis({ 0, 32 }, "k")
+  local S = te.compute({ 4 }, function(i) return te.sum(A(i, k), k) end, "S")
+  local s = te.create_schedule(S.op)
+  local ko, ki = s[S]:split(S.op.reduce_axis[1], { factor = 8 })
+  s[S]:reorder(ko, S.op.axis[1], ki)
+  s[S]:bind(ki, "threadIdx.x")
+  local ok, err = pcall(tl.lower, s, { A, S })
+  assert(not ok and tostring(err):find("lower: stage 'S' reduces across threads but spatial iterator 'i' " ..
+                                       "is inside its reduction", 1, true), tostring(err))
 end
 print(string.format("test_ansor_xred: %d cross-thread states and a hand-written row max match on OpenCL", total))
