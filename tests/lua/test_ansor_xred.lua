@@ -4,9 +4,9 @@
 --   - random states of the rule's sketches for a batch-2 dense with bias and relu (the
 --     reduction computed in the relu's kernel, or in a kernel of its own), a batch-1 matmul
 --     without consumer, a global average pooling (the sum computed in the division's kernel or
---     not) and an NHWC conv with a small
---     output and a long reduction are built and run against the unscheduled DAG on random
---     data, through the measurement path (check_correctness); their thread counts include
+--     not) and NHWC convs with a small output and a long reduction (a small one, and
+--     resnet-18's 7x7x512 3x3 layer itself) are built and run against the unscheduled DAG on
+--     random data, through the measurement path (check_correctness); their thread counts include
 --     non-powers of two (the tree's tail) and counts that do not divide the reduction (guards);
 --   - each state's printed steps, written as a record and read back (apply_best), give the
 --     same steps and the same OpenCL source;
@@ -83,6 +83,10 @@ local types = {
       return topi.nn.conv2d_nhwc(ph({ 1, 3, 3, 40 }, "x"), ph({ 3, 3, 40, 8 }, "w"),
                                  { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 })
     end },
+  { "conv2d_resnet18_7x7x512", function()   -- the layer itself: 2 states (about 5 s each on pocl)
+      return topi.nn.conv2d_nhwc(ph({ 1, 7, 7, 512 }, "x"), ph({ 3, 3, 512, 512 }, "w"),
+                                 { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 })
+    end, n = 2 },
 }
 
 local util = require "tests.lua.lib.util"
@@ -90,7 +94,7 @@ local file = require "tunelua.file"
 local tmp = util.tmpdir("ansor-xred")
 local total, counts = 0, {}
 for ti, ty in ipairs(types) do
-  local name = ty[1]
+  local name, N = ty[1], ty.n or N
   local task = auto_scheduler.SearchTask{ compute_dag = ty[2](), target = "opencl" }
   local policy = auto_scheduler.SketchPolicy(task, { seed = 20 + ti })
   -- the two forms alternately where both exist (fused: one kernel with the consumer)
