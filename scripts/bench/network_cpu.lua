@@ -28,6 +28,10 @@
 -- each per round), so that a load change on the machine hits every column alike.
 -- --layouts blocked (default) builds as executor.build does (AlterOpLayout's NCHW[x]c
 -- between convs); nchw with layouts = false; both prints both and their ratio.
+-- --cycles N (1): the tunelua columns, PyTorch and ONNX Runtime measured N times in turn per
+-- network; figures are medians over the cycles and each ratio the median of the cycles' own
+-- ratios (their range printed under the table), so a host whose speed drifts moves every
+-- column of a cycle alike.
 -- --profile N: after the table, each network's tunelua columns profiled (N runs of the
 -- executor's per-step profile, mean ms per step): time per kind of step (the fused
 -- function's name without its number: convs, layout transforms, pools, dense, softmax...)
@@ -40,7 +44,7 @@ local networks = require "networks"
 
 local opts = { networks = "resnet-18,mobilenet", threads = 2, ["repeat"] = 30, n_trial = 16,
                log = nil, target = "llvm", python = "/usr/bin/python3", layouts = "blocked", rounds = 5,
-               ansor_trials = nil, profile = nil }
+               ansor_trials = nil, profile = nil, cycles = 1 }
 do
   local i = 1
   while i <= #arg do
@@ -56,6 +60,7 @@ do
     elseif a == "--rounds" then opts.rounds = tonumber(v)
     elseif a == "--ansor-trials" then opts.ansor_trials = tonumber(v)
     elseif a == "--profile" then opts.profile = tonumber(v)
+    elseif a == "--cycles" then opts.cycles = tonumber(v)
     else error("network_cpu: unknown option " .. tostring(a) .. " (see the header of this script)", 0) end
     if v == nil then error("network_cpu: " .. a .. " expects a value", 0) end
     i = i + 2
@@ -64,7 +69,11 @@ end
 if opts.layouts ~= "blocked" and opts.layouts ~= "nchw" and opts.layouts ~= "both" then
   error("network_cpu: --layouts must be blocked, nchw or both, got " .. tostring(opts.layouts), 0)
 end
+if not opts.cycles or opts.cycles < 1 or opts.cycles % 1 ~= 0 then
+  error("network_cpu: --cycles expects a positive integer", 0)
+end
 tl.set_num_threads(opts.threads)
+local median = require("tunelua.stats").median
 
 local function script_dir()
   local src = debug.getinfo(1, "S").source:sub(2)
@@ -144,11 +153,32 @@ for name in opts.networks:gmatch("[^,]+") do
                                              measure_callbacks = { auto_scheduler.RecordToFile(alog) } })
     cols[#cols + 1] = { name = "auto-sched", b = build(nmod, nparams, auto_scheduler.ApplyHistoryBest(alog), false, true) }
   end
-  local t = time_all(cols)
-  local torch, tver = peer_ms(name, "torch")
-  local ort, over = peer_ms(name, "onnxruntime")
-  if not torch then io.stderr:write("network_cpu: PyTorch peer: ", tostring(tver), "\n") end
-  if not ort then io.stderr:write("network_cpu: ONNX Runtime peer: ", tostring(over), "\n") end
+  -- --cycles N: the tunelua columns and both peers measured N times in turn; each figure is
+  -- the median over the cycles, each ratio the median of the cycles' own ratios
+  local ts, torchs, orts, xt, xo = {}, {}, {}, {}, {}
+  local tver, over
+  for c = 1, opts.cycles do
+    local tc = time_all(cols)
+    local best = math.huge
+    for _, v in pairs(tc) do best = math.min(best, v) end
+    local torch, tv = peer_ms(name, "torch")
+    local ort, ov = peer_ms(name, "onnxruntime")
+    if torch then torchs[#torchs + 1], xt[#xt + 1] = torch, torch / best end
+    if ort then orts[#orts + 1], xo[#xo + 1] = ort, ort / best end
+    tver, over = tver or (torch and tv), over or (ort and ov)
+    if c == opts.cycles then
+      if not torch and not tver then io.stderr:write("network_cpu: PyTorch peer: ", tostring(tv), "\n") end
+      if not ort and not over then io.stderr:write("network_cpu: ONNX Runtime peer: ", tostring(ov), "\n") end
+    end
+    ts[c] = tc
+  end
+  local t = {}
+  for _, col in ipairs(cols) do
+    local l = {}
+    for c = 1, #ts do l[c] = ts[c][col.name] end
+    t[col.name] = median(l)
+  end
+  local torch, ort = median(torchs), median(orts)
   local prof
   if opts.profile then
     prof = {}
@@ -162,7 +192,7 @@ for name in opts.networks:gmatch("[^,]+") do
       prof[#prof + 1] = { name = c.name, by = by, total = total }
     end
   end
-  rows[#rows + 1] = { name = name, t = t, prof = prof,
+  rows[#rows + 1] = { name = name, t = t, prof = prof, xt = xt, xo = xo,
                       torch = torch, torch_ver = torch and tver, ort = ort,
                       ort_ver = ort and over, log = log }
 end
@@ -190,8 +220,8 @@ for _, r in ipairs(rows) do
     if v and v < best then best = v end
     line[#line + 1] = string.format("%12s", f2(v))
   end
-  line[#line + 1] = string.format("%9s %9s %9s %7s", f2(r.torch), f2(r.ort), f2(r.torch and r.torch / best),
-                                  f2(r.ort and r.ort / best))
+  line[#line + 1] = string.format("%9s %9s %9s %7s", f2(r.torch), f2(r.ort),
+                                  f2(#r.xt > 0 and median(r.xt) or nil), f2(#r.xo > 0 and median(r.xo) or nil))
   print(table.concat(line, " "))
   if opts.layouts == "both" then
     local parts = {}
@@ -201,6 +231,18 @@ for _, r in ipairs(rows) do
       end
     end
     print(string.format("%-12s blocked layouts over NCHW (NCHW / blocked): %s", "", table.concat(parts, ", ")))
+  end
+end
+if opts.cycles > 1 then
+  print(string.format("%d cycles; ratios are the median of the cycles' ratios (their range):", opts.cycles))
+  for _, r in ipairs(rows) do
+    local function range(l)
+      if #l == 0 then return "n/a" end
+      local lo, hi = math.huge, -math.huge
+      for _, x in ipairs(l) do lo, hi = math.min(lo, x), math.max(hi, x) end
+      return string.format("%.2f-%.2f", lo, hi)
+    end
+    print(string.format("  %-12s x PyTorch %s, x ORT %s", r.name, range(r.xt), range(r.xo)))
   end
 end
 for _, r in ipairs(rows) do
