@@ -124,29 +124,24 @@ for _, name in ipairs(list) do
     print(string.format("tuning %s: %d tasks, %d trials in all into %s (%d records there)", name, #tasks, n, log,
                         count_lines(log)))
     io.stdout:flush()
-    -- with --tune-seconds, tuning goes in chunks of 2 rounds (each a task scheduler resumed from
-    -- the log) until the network's share of the time is spent or the trials are reached
-    local deadline = opts.tune_seconds and os.time() + math.floor(opts.tune_seconds / #list)
-    local chunk = 2 * math.min(opts.per_round, math.max(1, math.floor(n / #tasks)))
-    local t0, tuner = os.time(), nil
-    repeat
-      local have = count_lines(log)
-      -- (a task whose rounds measured nothing valid is retried by the task scheduler, in this
-      -- chunk or the next: docs/auto_scheduler.md "Failed rounds")
-      local goal = deadline and math.min(n, math.max(#tasks, have + chunk)) or n
-      if goal <= have then break end
+    -- with --tune-seconds, one task scheduler (resumed from the log) tunes in full rounds and
+    -- starts no round once the network's share of the time is spent (TuningOptions.max_seconds);
+    -- a task whose rounds measured nothing valid is retried (docs/auto_scheduler.md)
+    local t0 = os.time()
+    local tuner
+    if count_lines(log) < n then
       tuner = auto_scheduler.TaskScheduler(tasks, weights, { load_log_file = file.exists(log) and log or nil,
                                                              callbacks = {} })
       tuner:tune(auto_scheduler.TuningOptions{
-        num_measure_trials = goal, num_measures_per_round = opts.per_round,
+        num_measure_trials = n, num_measures_per_round = opts.per_round,
+        max_seconds = opts.tune_seconds and math.max(1, math.floor(opts.tune_seconds / #list)) or nil,
         builder = ameasure.LocalBuilder({ timeout = 15 }),
         runner = ameasure.LocalRunner({ number = 3, ["repeat"] = 1, min_repeat_ms = on_gpu and 20 or 50, timeout = 10 }),
         measure_callbacks = { auto_scheduler.RecordToFile(log) },
       }, { program_cost_model = "xgb", seed = 1, params = opts.population and {
         evolutionary_search_population = opts.population,
         sample_init_min_population = math.min(50, math.ceil(opts.population / 4)) } or nil })
-      if tuner.ct < goal then break end   -- every task stopped early
-    until not deadline or goal >= n or os.time() >= deadline
+    end
     local est = tuner and tuner:estimated_latency()
     print(string.format("tuned %s: %d records, estimated %s ms, %d s", name, count_lines(log),
                         est and string.format("%.3f", est * 1e3) or "-", os.time() - t0))

@@ -73,5 +73,29 @@ end
 assert(failed == 2 and valid >= 2, string.format("task 0's records: %d failed, %d valid", failed, valid))
 local text = table.concat(lines)
 assert(text:find("Task 0: no valid trial in its last 1 round (retried; done after 3)", 1, true), text)
+
+-- max_seconds: a run out of time starts no round (task scheduler and single task); the log
+-- gains nothing; a non-positive value is an error naming the option
+local ok, err = pcall(auto_scheduler.TuningOptions, { num_measure_trials = 8, max_seconds = 0 })
+assert(not ok and err:find("max_seconds must be a positive number", 1, true), tostring(err))
+local log2 = dir .. "/log2.json"
+local t2 = auto_scheduler.TaskScheduler(tasks, { 1, 1 }, { callbacks = {}, verbose = 0 })
+t2:tune(auto_scheduler.TuningOptions{ num_measure_trials = 8, num_measures_per_round = 2, max_seconds = 1e-9,
+  builder = ameasure.LocalBuilder({ timeout = 30 }), runner = real,
+  measure_callbacks = { auto_scheduler.RecordToFile(log2) } },
+  { program_cost_model = "random", seed = 1,
+    params = { evolutionary_search_population = 32, sample_init_min_population = 8 } })
+assert(t2.ct == 0, "no trial after max_seconds: " .. t2.ct)
+local f2 = io.open(log2, "r")
+assert(not f2 or f2:read("*a") == "", "the log gained records")
+if f2 then f2:close() end
+local r1 = tasks[2]:tune(auto_scheduler.TuningOptions{ num_measure_trials = 4, num_measures_per_round = 2,
+  max_seconds = 1e-9, runner = real, verbose = 0 })
+assert(r1.trials == 0 and r1.rounds == 0, "single task: " .. r1.trials .. " trials")
+-- with time to spare the limit does not cut the run short
+local r2 = tasks[2]:tune(auto_scheduler.TuningOptions{ num_measure_trials = 4, num_measures_per_round = 2,
+  max_seconds = 3600, runner = real, verbose = 0 })
+assert(r2.trials == 4, "single task with time to spare: " .. r2.trials .. " trials")
+
 util.cleanup(dir)
 print("ok: task 0 failed its first round, then tuned (" .. table.concat(order, ",") .. ")")

@@ -276,12 +276,17 @@ M.task_records = task_records
 -- ---- tuning -------------------------------------------------------------------------------------
 
 --- TuningOptions{num_measure_trials = 0, num_measures_per_round = 64, early_stopping = nil,
----               builder = LocalBuilder(), runner = LocalRunner(), measure_callbacks = {}, verbose = 1}
+---               builder = LocalBuilder(), runner = LocalRunner(), measure_callbacks = {}, verbose = 1,
+---               max_seconds = nil}
+--- max_seconds (a tunelua extension): no new round starts once this many seconds have passed
+--- since tune() began measuring (after a resumed log is loaded); the round in flight finishes and is logged, and a rerun with the same
+--- log resumes. Rounds stay num_measures_per_round long, so a time budget costs no search
+--- overhead per trial.
 function M.TuningOptions(o)
   o = o or {}
   if type(o) ~= "table" then error("TuningOptions: expected a table", 2) end
   local known = { num_measure_trials = 1, num_measures_per_round = 1, early_stopping = 1, builder = 1,
-                  runner = 1, measure_callbacks = 1, verbose = 1 }
+                  runner = 1, measure_callbacks = 1, verbose = 1, max_seconds = 1 }
   for k in pairs(o) do
     if not known[k] then error("TuningOptions: unknown option '" .. tostring(k) .. "'", 2) end
   end
@@ -290,7 +295,11 @@ function M.TuningOptions(o)
     num_measures_per_round = o.num_measures_per_round or 64,
     early_stopping = o.early_stopping, builder = o.builder, runner = o.runner,
     measure_callbacks = o.measure_callbacks or {}, verbose = o.verbose or 1,
+    max_seconds = o.max_seconds,
   }
+  if r.max_seconds ~= nil and (type(r.max_seconds) ~= "number" or not (r.max_seconds > 0)) then
+    error("TuningOptions: max_seconds must be a positive number of seconds, got " .. tostring(r.max_seconds), 2)
+  end
   for _, k in ipairs({ "num_measure_trials", "num_measures_per_round" }) do
     local v = r[k]
     if type(v) ~= "number" or v < 0 or v % 1 ~= 0 then
@@ -369,7 +378,13 @@ function M.tune(task, opts, policy)
   local early = opts.early_stopping
   local best_ct = ct
   local empty_retry = 0
+  local now = core.C.tl_now
+  local deadline = opts.max_seconds and now() + opts.max_seconds
   while ct < opts.num_measure_trials do
+    if deadline and now() >= deadline then
+      say(opts, "Stop: max_seconds (%g s) reached after %d trials.\n", opts.max_seconds, ct)
+      break
+    end
     local n = math.min(opts.num_measures_per_round, opts.num_measure_trials - ct)
     local c0 = os.clock()
     local states, secs, npop = policy:next_batch(n)

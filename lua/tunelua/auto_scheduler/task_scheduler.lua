@@ -481,12 +481,21 @@ function TaskScheduler:tune(opts, policies, extra)
   self:restore(per_round, policies)
 
   -- warm-up: one round of every task not restored from the log
+  local now = require("tunelua.core").C.tl_now
+  local deadline = opts.max_seconds and now() + opts.max_seconds
   for i = 1, n do
-    if self.ct >= budget then break end
+    if self.ct >= budget or (deadline and now() >= deadline) then break end
     if not self.restored[i] and not self.dead_tasks[i] then self:tune_task(i) end
   end
   local last = 0
-  while self.ct < budget and self:num_dead() < n do
+  local function out_of_time()
+    if not deadline or now() < deadline then return false end
+    if self.verbose >= 1 then
+      print(string.format("Stop: max_seconds (%g s) reached after %d trials.", opts.max_seconds, self.ct))
+    end
+    return true
+  end
+  while self.ct < budget and self:num_dead() < n and not out_of_time() do
     local i = pick_next(self, last)
     if not i then break end
     self:tune_task(i)
