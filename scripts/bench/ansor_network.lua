@@ -127,14 +127,16 @@ for _, name in ipairs(list) do
     -- with --tune-seconds, one task scheduler (resumed from the log) tunes in full rounds and
     -- starts no round once the network's share of the time is spent (TuningOptions.max_seconds);
     -- a task whose rounds measured nothing valid is retried (docs/auto_scheduler.md)
+    -- A fresh log first gets a warm-up of small rounds (up to 4 trials a task), so that every
+    -- task has a schedule before full rounds spend the time on a few.
     local t0 = os.time()
+    local share = opts.tune_seconds and math.max(1, math.floor(opts.tune_seconds / #list)) or nil
     local tuner
-    if count_lines(log) < n then
+    local function tune(trials, per_round, seconds)
       tuner = auto_scheduler.TaskScheduler(tasks, weights, { load_log_file = file.exists(log) and log or nil,
                                                              callbacks = {} })
       tuner:tune(auto_scheduler.TuningOptions{
-        num_measure_trials = n, num_measures_per_round = opts.per_round,
-        max_seconds = opts.tune_seconds and math.max(1, math.floor(opts.tune_seconds / #list)) or nil,
+        num_measure_trials = trials, num_measures_per_round = per_round, max_seconds = seconds,
         builder = ameasure.LocalBuilder({ timeout = 15 }),
         runner = ameasure.LocalRunner({ number = 3, ["repeat"] = 1, min_repeat_ms = on_gpu and 20 or 50, timeout = 10 }),
         measure_callbacks = { auto_scheduler.RecordToFile(log) },
@@ -142,6 +144,10 @@ for _, name in ipairs(list) do
         evolutionary_search_population = opts.population,
         sample_init_min_population = math.min(50, math.ceil(opts.population / 4)) } or nil })
     end
+    local warm = #tasks * math.min(opts.per_round, 4)
+    if count_lines(log) < #tasks and n > warm then tune(warm, math.min(opts.per_round, 4), share) end
+    local left = share and share - (os.time() - t0)
+    if count_lines(log) < n and (not left or left > 0) then tune(n, opts.per_round, left) end
     local est = tuner and tuner:estimated_latency()
     print(string.format("tuned %s: %d records, estimated %s ms, %d s", name, count_lines(log),
                         est and string.format("%.3f", est * 1e3) or "-", os.time() - t0))
