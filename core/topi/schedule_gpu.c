@@ -164,6 +164,24 @@ typedef struct gpu_shape {
 
 static int tile_columns(tl_ctx *ctx, tl_sched *s, int o, int a, int nr, int64_t wt, int64_t ct,
                         const gpu_shape *gs, int *done);
+static int tile_blocks(tl_ctx *ctx, tl_sched *s, int o, int a, int nr, int64_t wt, int64_t ct,
+                       int64_t cw, const gpu_shape *gs, int *done);
+
+/* A regular (ungrouped) NHWC convolution whose window or stride is more than one:
+** [rc, ry, rx] reduced, tag conv2d_nhwc, and ry x rx > 1 or a stride > 1 (the
+** GPU shapes' blocked tiles; a 1x1 stride-1 convolution keeps the column tiles). */
+static int windowed_conv(const tl_sched *s, const tl_dag *dag, int a) {
+  const char *tag = tl_dag_op_tag(dag, a);
+  if (!tag || strcmp(tag, "conv2d_nhwc") != 0 || tl_dag_op_nreduce(dag, a) != 3) return 0;
+  if (tl_sched_iter_extent(s, a, 5) * tl_sched_iter_extent(s, a, 6) > 1) return 1;
+  const char *aj = tl_dag_op(dag, a)->attrs_json;
+  json_t *j = aj ? json_loads(aj, 0, NULL) : NULL;
+  json_t *st = j ? json_object_get(j, "strides") : NULL;
+  int r = 0;
+  for (size_t i = 0; st && i < json_array_size(st); i++) r |= json_integer_value(json_array_get(st, i)) > 1;
+  json_decref(j);
+  return r;
+}
 
 /* The GPU shapes' column tile of a [N, H, W, C] output: the widest of 7, 4
 ** and 2 dividing W that leaves at least min_items work-items, else 1. */
@@ -189,6 +207,17 @@ static int tile_channel_last(tl_ctx *ctx, tl_sched *s, int o, int a, const gpu_s
   int nr = tl_dag_op_nreduce(dag, a);
   if (nr > 24 || tl_sched_num_iters(s, a) != 4 + nr) return TL_OK;   /* (aord below holds 6 + nr) */
   int64_t W = tl_sched_iter_extent(s, o, 2), C = tl_sched_iter_extent(s, o, 3);
+  if (gs->gpu && windowed_conv(s, dag, a)) {
+    /* columns as below; channels: 4 or 2 a vector while at least 64 work-items per compute
+    ** unit are left; cw work-items across channels read one 128-byte row of weights */
+    int64_t N = tl_sched_iter_extent(s, o, 0), H = tl_sched_iter_extent(s, o, 1);
+    int64_t wt = gpu_columns(N, H, W, C, 128 * gs->units), ct = 1;
+    for (int64_t c2 = 4; c2 >= 2 && ct == 1; c2 /= 2)
+      if (C % c2 == 0 && N * H * (W / wt) * (C / c2) >= 64 * gs->units) ct = c2;
+    int64_t cw = 32 / ct;
+    while ((C / ct) % cw != 0) cw /= 2;
+    return tile_blocks(ctx, s, o, a, nr, wt, ct, cw, gs, done);
+  }
   if (gs->gpu) {
     int64_t wt = gpu_columns(tl_sched_iter_extent(s, o, 0), tl_sched_iter_extent(s, o, 1), W, C,
                              128 * gs->units);
@@ -269,6 +298,53 @@ static int tile_columns(tl_ctx *ctx, tl_sched *s, int o, int a, int nr, int64_t 
   p = 4 + nr;
   if (nw == 2) TRY(tl_sched_annotate(ctx, s, a, p++, TL_ANN_UNROLL));
   if (nc == 2) TRY(tl_sched_annotate(ctx, s, a, p, TL_ANN_VECTORIZE));
+  *done = 1;
+  return TL_OK;
+}
+
+/* The GPU shapes' tiles of a windowed convolution a and its consumer o: each
+** work-item wt columns x ct channels (a vector), cw work-items side by side on
+** adjacent channel vectors, then the pixel tiles, then the channel blocks:
+** o: n h w c -> n h wo wi co cw ci -> [n co h wo cw] wi ci, the bracket fused
+** and bound; a at the thread, its reduction outside wi ci. *done = 1. */
+static int tile_blocks(tl_ctx *ctx, tl_sched *s, int o, int a, int nr, int64_t wt, int64_t ct,
+                       int64_t cw, const gpu_shape *gs, int *done) {
+  int64_t cf[2] = {cw, ct};
+  TRY(tl_sched_split(ctx, s, o, 3, 2, cf, 1));              /* n h w co cw ci */
+  TRY(tl_sched_split(ctx, s, o, 2, 1, &wt, 1));             /* n h wo wi co cw ci */
+  int order[7] = {0, 4, 1, 2, 5, 3, 6};
+  TRY(tl_sched_reorder(ctx, s, o, 7, order));               /* n co h wo cw wi ci */
+  int f[5] = {0, 1, 2, 3, 4};
+  TRY(tl_sched_fuse(ctx, s, o, 5, f));
+  int64_t e = tl_sched_iter_extent(s, o, 0), wg;
+  for (wg = 256; wg > 64 && e / wg < 4 * gs->units; wg /= 2) {}
+  int tp = 0;
+  if (e <= wg) {
+    TRY(tl_sched_annotate(ctx, s, o, 0, TL_ANN_THREAD_X));
+  } else {
+    TRY(tl_sched_split(ctx, s, o, 0, 1, &wg, 1));
+    TRY(tl_sched_annotate(ctx, s, o, 0, TL_ANN_BLOCK_X));
+    TRY(tl_sched_annotate(ctx, s, o, 1, TL_ANN_THREAD_X));
+    tp = 1;
+  }
+  if (wt > 1) TRY(tl_sched_annotate(ctx, s, o, tp + 1, TL_ANN_UNROLL));
+  if (ct > 1) TRY(tl_sched_annotate(ctx, s, o, tp + 2, TL_ANN_VECTORIZE));
+  /* a: n h w c r.. -> n h wo wi co cw ci r.. -> n h wo co cw r.. wi ci */
+  TRY(tl_sched_compute_at(ctx, s, a, o, tp));
+  TRY(tl_sched_split(ctx, s, a, 3, 2, cf, 1));
+  TRY(tl_sched_split(ctx, s, a, 2, 1, &wt, 1));
+  int n_it = tl_sched_num_iters(s, a);
+  int aord[32], k = 0;
+  aord[k++] = 0, aord[k++] = 1, aord[k++] = 2, aord[k++] = 4, aord[k++] = 5;
+  for (int r = 7; r < n_it; r++) aord[k++] = r;
+  aord[k++] = 3, aord[k++] = 6;
+  TRY(tl_sched_reorder(ctx, s, a, n_it, aord));
+  for (int r = 5; r < 5 + nr; r++) {
+    int64_t re = tl_sched_iter_extent(s, a, r);
+    if (re > 1 && re <= 3) TRY(tl_sched_annotate(ctx, s, a, r, TL_ANN_UNROLL));
+  }
+  if (wt > 1) TRY(tl_sched_annotate(ctx, s, a, 5 + nr, TL_ANN_UNROLL));
+  if (ct > 1) TRY(tl_sched_annotate(ctx, s, a, 6 + nr, TL_ANN_VECTORIZE));
   *done = 1;
   return TL_OK;
 }

@@ -159,7 +159,7 @@ do
     end)
   end
   assert(#convs >= 25, "expected the distinct convolutions of resnet-18 and mobilenet, got " .. #convs)
-  local nrun, ntiled = 0, 0
+  local nrun, ntiled, nblocked = 0, 0, 0
   for ci, c in ipairs(convs) do
     local a = {}
     for k, v in pairs(c.attrs) do a[k] = v end
@@ -173,11 +173,22 @@ do
     -- sums of up to 4608 products: the tolerance scales with the reduction's length
     local atol = 2e-6 * c.k[1] * c.k[2] * (a.kernel_layout == "HWOI" and 1 or c.k[3])
     local sources = {}
+    -- an ungrouped convolution with a window or a stride: the GPU shapes' channel-vector tiles
+    local windowed = (a.groups or 1) == 1 and (c.k[1] * c.k[2] > 1 or (a.strides or { 1 })[1] > 1)
     for _, shapes in ipairs({ "auto", "gpu:132" }) do
       local lib = executor.build(mod, { target = TARGET, params = params, quiet = true, opencl_shapes = shapes })
       assert(#lib.kernels == 1, c.key .. ": expected one kernel, got " .. #lib.kernels)
       local src = lib.kernels[1].ocl_source
-      if shapes ~= "auto" then
+      if shapes ~= "auto" and windowed then
+        -- a windowed convolution: a tile of 2 or 4 channels (a vector) by at most 7 columns
+        local vec = tonumber(src:match("vstore(%d+)%("))
+        assert(vec == 2 or vec == 4, c.key .. ", shapes " .. shapes ..
+               ": expected a GPU tile of 2 or 4 channels (vstore2/vstore4), got " .. tostring(vec))
+        local tile = tonumber(src:match("float [%w_]+%[(%d+)%];"))
+        assert(tile and tile % vec == 0 and tile <= 7 * vec, c.key .. ", shapes " .. shapes ..
+               ": expected a tile of " .. vec .. " channels by at most 7 columns, got " .. tostring(tile))
+        nblocked = nblocked + 1
+      elseif shapes ~= "auto" then
         assert(not src:find("vstore%d+%("), c.key .. ", shapes " .. shapes .. ": a GPU tile has no channel vector")
         -- a private tile of one channel by at most 7 columns
         local tile = tonumber(src:match("float [%w_]+%[(%d+)%];"))
@@ -197,7 +208,9 @@ do
     end
   end
   assert(ntiled > 0, "expected GPU-shaped column tiles")
-  print(string.format("%-52s ok (%d kernels run, %d GPU tiles)", #convs .. " convolutions of resnet-18 and mobilenet",
-                      nrun, ntiled))
+  -- resnet-18's 3x3 (stride 1 and 2), 1x1 stride-2 and 7x7 convolutions, mobilenet's first
+  assert(nblocked >= 10, "expected the windowed convolutions' GPU tiles, got " .. nblocked)
+  print(string.format("%-52s ok (%d kernels run, %d GPU tiles, %d channel-vector GPU tiles)",
+                      #convs .. " convolutions of resnet-18 and mobilenet", nrun, ntiled, nblocked))
 end
 print(string.format("test_opencl_nhwc: ok (%.1f s)", C.tl_now() - t_start))
