@@ -333,18 +333,26 @@ static int tile_blocks(tl_ctx *ctx, tl_sched *s, int o, int a, int nr, int64_t w
   TRY(tl_sched_compute_at(ctx, s, a, o, tp));
   TRY(tl_sched_split(ctx, s, a, 3, 2, cf, 1));
   TRY(tl_sched_split(ctx, s, a, 2, 1, &wt, 1));
+  /* the input channels by 4, unrolled innermost of the reduction: 4 x the window's rows of
+  ** weights (each a new cache line, the channels of a row 4 x ct x C apart) in flight at once */
+  int64_t rc4 = 4;
+  int nrc = tl_sched_iter_extent(s, a, 7) % 4 == 0 && tl_sched_iter_extent(s, a, 7) >= 8 ? 2 : 1;
+  if (nrc == 2) TRY(tl_sched_split(ctx, s, a, 7, 1, &rc4, 1));   /* .. rco rci ry rx */
   int n_it = tl_sched_num_iters(s, a);
   int aord[32], k = 0;
   aord[k++] = 0, aord[k++] = 1, aord[k++] = 2, aord[k++] = 4, aord[k++] = 5;
-  for (int r = 7; r < n_it; r++) aord[k++] = r;
+  aord[k++] = 7;
+  for (int r = 7 + nrc; r < n_it; r++) aord[k++] = r;
+  if (nrc == 2) aord[k++] = 8;
   aord[k++] = 3, aord[k++] = 6;
   TRY(tl_sched_reorder(ctx, s, a, n_it, aord));
-  for (int r = 5; r < 5 + nr; r++) {
+  int nred = nr + nrc - 1;
+  for (int r = 5; r < 5 + nred; r++) {
     int64_t re = tl_sched_iter_extent(s, a, r);
-    if (re > 1 && re <= 3) TRY(tl_sched_annotate(ctx, s, a, r, TL_ANN_UNROLL));
+    if (re > 1 && (re <= 3 || (nrc == 2 && r == 4 + nred))) TRY(tl_sched_annotate(ctx, s, a, r, TL_ANN_UNROLL));
   }
-  if (wt > 1) TRY(tl_sched_annotate(ctx, s, a, 5 + nr, TL_ANN_UNROLL));
-  if (ct > 1) TRY(tl_sched_annotate(ctx, s, a, 6 + nr, TL_ANN_VECTORIZE));
+  if (wt > 1) TRY(tl_sched_annotate(ctx, s, a, 5 + nred, TL_ANN_UNROLL));
+  if (ct > 1) TRY(tl_sched_annotate(ctx, s, a, 6 + nred, TL_ANN_VECTORIZE));
   *done = 1;
   return TL_OK;
 }
