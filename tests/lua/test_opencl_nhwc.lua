@@ -2,7 +2,9 @@
 -- anchor and its consumer tiled per work-item, channels a vector): small graphs whose shapes
 -- take each tile size (16, 8, 4, 2 and 1 channels; 4, 7, 2, 1 columns; strides, padding, odd
 -- channel counts, depthwise, pools, a convolution without consumer) and mobilenet in NHWC
--- at 32x32, all run on the OpenCL device and checked against the reference
+-- at 32x32; the GPU shapes (channel-vector tiles of windowed convolutions, column tiles
+-- otherwise) on small graphs, mobilenet and resnet-18 at 32x32 and every convolution of both
+-- networks at 224x224; all run on the OpenCL device and checked against the reference
 -- interpreter (fp32 rel. error < 1e-4) on random data. Prints SKIP and passes without an
 -- OpenCL device.
 local core = require "tunelua.core"
@@ -105,6 +107,28 @@ check("depthwise 3x3 s2 p1 9x9x24, relu", { 1, 9, 9, 24 }, { { "w", { 3, 3, 24, 
 check("conv2d 3x3 8x8x4 -> 8, no consumer", { 1, 8, 8, 4 }, { { "w", { 3, 3, 4, 8 } } },
       function(x, w) return conv(x, w.w, { padding = { 1, 1 }, channels = 8, kernel_size = { 3, 3 } }) end,
       false)
+-- the GPU shapes on windowed convolutions whose channels take no vector or a partial row of
+-- work-items (odd and small channel counts, a grid that is not a multiple of the work-group,
+-- dilation, a 1x1 stride-2 conv, input channels not a multiple of 4), sized for one compute unit
+-- so that these small grids still take channel vectors: vec, the vector expected (vstoreN)
+for _, g in ipairs({
+  { "gpu:1 3x3 p1 5x5x3 -> 7 (a channel a work-item)", { 1, 5, 5, 3 }, { 3, 3, 3, 7 }, { 1, 1 }, 1, 1, nil },
+  { "gpu:1 3x3 p1 9x9x12 -> 6 (2 channels, 1 across)", { 1, 9, 9, 12 }, { 3, 3, 12, 6 }, { 1, 1 }, 1, 1, 2 },
+  { "gpu:1 3x3 s2 p1 d2 15x15x10 -> 20 (2 by 7 columns)", { 1, 15, 15, 10 }, { 3, 3, 10, 20 }, { 1, 1 }, 2, 2, 2 },
+  { "gpu:1 1x1 s2 16x16x24 -> 48 (4 channels, 4 across)", { 1, 16, 16, 24 }, { 1, 1, 24, 48 }, { 0, 0 }, 2, 1, 4 },
+}) do
+  local what, xs, ks, pad, stride, dil, vec = g[1], g[2], g[3], g[4], g[5], g[6], g[7]
+  local x, w = var("data", xs), var("w", ks)
+  local mod = relay.Module(relay.Function({ x, w }, relay.nn.relu(conv(x, w, {
+    padding = pad, strides = { stride, stride }, dilation = { dil, dil }, channels = ks[4],
+    kernel_size = { ks[1], ks[2] } }))))
+  local lib = ex.check_graph(mod, { w = rand(ks) }, { data = rand(xs, 0, 1) },
+                             { target = TARGET, opencl_shapes = "gpu:1" }, what)
+  local got = tonumber((lib.kernels[1].ocl_source or ""):match("vstore(%d+)%("))
+  assert(got == vec, what .. ": expected " .. (vec and ("vstore" .. vec) or "no vector store") .. ", got "
+         .. tostring(got))
+  print(string.format("%-52s ok (%d kernels)", what, #lib.kernels))
+end
 -- pools in NHWC: max (relu after it), avg without the padding in the count, global avg
 check("max_pool 3x3 s2 p1 12x12x8, relu", { 1, 12, 12, 8 }, {},
       function(x)
@@ -124,6 +148,13 @@ check("global_avg_pool 7x7x32", { 1, 7, 7, 32 }, {},
 for _, shapes in ipairs({ "auto", "gpu" }) do
   local lib = ex.check_network("mobilenet", "NHWC", 32, 3, { target = TARGET, opencl_shapes = shapes })
   print(string.format("%-52s ok (%d kernels)", "mobilenet NHWC 32x32, shapes " .. shapes, #lib.kernels))
+end
+
+-- resnet-18 in NHWC at 32x32 with the GPU shapes sized for 132 compute units: its windowed
+-- convolutions' channel-vector tiles, the residual additions fused into them
+do
+  local lib = ex.check_network("resnet-18", "NHWC", 32, 3, { target = TARGET, opencl_shapes = "gpu:132" })
+  print(string.format("%-52s ok (%d kernels)", "resnet-18 NHWC 32x32, shapes gpu:132", #lib.kernels))
 end
 
 -- The tile shapes option: a bad value is an error naming it.
