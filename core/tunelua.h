@@ -481,7 +481,9 @@ int tl_topi_default_schedule_gpu(tl_ctx *ctx, tl_sched *s);
 ** channel vectors per work-item, for CPU devices such as pocl) or
 ** TL_GPU_SHAPES_GPU (one channel per work-item, adjacent work-items on adjacent
 ** channels, a register tile of columns sized so the grid keeps 128 work-items
-** per compute unit; compute_units 0: unknown, counted as 64). */
+** per compute unit; a convolution with a window or stride above 1: a tile of 2-4
+** channels by those columns, the work-items of a work-group on the pixels of
+** one row of weights; compute_units 0: unknown, counted as 64). */
 enum { TL_GPU_SHAPES_CPU = 0, TL_GPU_SHAPES_GPU = 1 };
 int tl_topi_default_schedule_gpu_for(tl_ctx *ctx, tl_sched *s, int shapes, int64_t compute_units);
 /* The weight of conv2d_NCHWc_winograd (core/topi/winograd_nchwc.c): a float32

@@ -51,6 +51,20 @@
 ** one column; the reduction stays inside the work-item, small windows
 ** unrolled, as above. Work-groups: 256 work-items, halved down to 64 while
 ** there would be fewer than 4 work-groups per compute unit.
+**
+** Under the GPU shapes a windowed convolution (conv2d_nhwc, ungrouped, a window
+** or a stride above 1: resnet's 3x3, 7x7 and 1x1 stride-2 layers; 1x1 stride-1
+** and depthwise ones keep the tiles above) gets a bigger tile (tile_blocks):
+** wt columns as above by ct = 4 or 2 channels (a vector; while at least 64
+** work-items per compute unit are left), cw = 32 / ct work-items side by side
+** on adjacent channel vectors (one 128-byte row of HWIO weights, one vloadN
+** each), and the pixel tiles between those and the channel blocks in the fused
+** thread index: the work-items of a work-group share their weights (wg / cw
+** pixel tiles read each row) and consecutive work-groups walk the pixels of
+** one channel block. Each weight vector feeds wt x ct FMAs, each input ct; the
+** input channels split by 4, unrolled, so that 4 x the window's rows of weights
+** are in flight per iteration. A work-group per pixel (the tiles above) read
+** the whole weight tensor once per pixel tile from L2.
 */
 #include "topi.h"
 
