@@ -62,9 +62,10 @@
 ** thread index: the work-items of a work-group share their weights (wg / cw
 ** pixel tiles read each row) and consecutive work-groups walk the pixels of
 ** one channel block. Each weight vector feeds wt x ct FMAs, each input ct; the
-** input channels split by 4, unrolled, so that 4 x the window's rows of weights
-** are in flight per iteration. A work-group per pixel (the tiles above) read
-** the whole weight tensor once per pixel tile from L2.
+** input channels split by 4 (16 for a 1x1 window), unrolled, so that 4 x the
+** window's rows of weights (16 rows) are in flight per iteration. The tiles
+** above (a work-group per pixel tile) read the whole weight tensor from L2 once
+** per pixel tile.
 */
 #include "topi.h"
 
@@ -347,10 +348,12 @@ static int tile_blocks(tl_ctx *ctx, tl_sched *s, int o, int a, int nr, int64_t w
   TRY(tl_sched_compute_at(ctx, s, a, o, tp));
   TRY(tl_sched_split(ctx, s, a, 3, 2, cf, 1));
   TRY(tl_sched_split(ctx, s, a, 2, 1, &wt, 1));
-  /* the input channels by 4, unrolled innermost of the reduction: 4 x the window's rows of
-  ** weights (each a new cache line, the channels of a row 4 x ct x C apart) in flight at once */
-  int64_t rc4 = 4;
-  int nrc = tl_sched_iter_extent(s, a, 7) % 4 == 0 && tl_sched_iter_extent(s, a, 7) >= 8 ? 2 : 1;
+  /* the input channels by 4 (16 for a 1x1 window), unrolled innermost of the reduction: 4 x
+  ** the window's rows of weights (each a new cache line) in flight at once */
+  int64_t rce = tl_sched_iter_extent(s, a, 7);
+  int64_t rc4 = tl_sched_iter_extent(s, a, 8) * tl_sched_iter_extent(s, a, 9) == 1 && rce % 16 == 0 &&
+                rce >= 32 ? 16 : 4;
+  int nrc = rce % rc4 == 0 && rce >= 2 * rc4 ? 2 : 1;
   if (nrc == 2) TRY(tl_sched_split(ctx, s, a, 7, 1, &rc4, 1));   /* .. rco rci ry rx */
   int n_it = tl_sched_num_iters(s, a);
   int aord[32], k = 0;
