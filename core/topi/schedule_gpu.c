@@ -225,13 +225,19 @@ static int tile_channel_last(tl_ctx *ctx, tl_sched *s, int o, int a, const gpu_s
   if (gs->gpu && windowed_conv(s, dag, a)) {
     /* columns as below; channels: 4 or 2 a vector while at least 64 work-items per compute
     ** unit are left; cw work-items across channels read one 128-byte row of weights */
+    /* sized for 16 x the compute units: a tile of these convs serves so many FMAs that
+    ** the grid wants at least 2048 work-items per compute unit to hide the latency of its
+    ** loads (H200, resnet-18's convs one by one against the NCHW defaults: per-layer sums
+    ** 1.01x NCHW's at 16 x, 1.5-1.9x slower at 1 x and 4 x; docs/performance.md) */
+    gpu_shape g16 = *gs;
+    g16.units = 16 * gs->units;
     int64_t N = tl_sched_iter_extent(s, o, 0), H = tl_sched_iter_extent(s, o, 1);
-    int64_t wt = gpu_columns(N, H, W, C, 128 * gs->units), ct = 1;
+    int64_t wt = gpu_columns(N, H, W, C, 128 * g16.units), ct = 1;
     for (int64_t c2 = 4; c2 >= 2 && ct == 1; c2 /= 2)
-      if (C % c2 == 0 && N * H * (W / wt) * (C / c2) >= 64 * gs->units) ct = c2;
+      if (C % c2 == 0 && N * H * (W / wt) * (C / c2) >= 64 * g16.units) ct = c2;
     int64_t cw = 32 / ct;
     while ((C / ct) % cw != 0) cw /= 2;
-    return tile_blocks(ctx, s, o, a, nr, wt, ct, cw, gs, done);
+    return tile_blocks(ctx, s, o, a, nr, wt, ct, cw, &g16, done);
   }
   if (gs->gpu) {
     int64_t wt = gpu_columns(tl_sched_iter_extent(s, o, 0), tl_sched_iter_extent(s, o, 1), W, C,
