@@ -17,6 +17,8 @@
 #include <string.h>
 
 #define PART_KEY "pragma_loop_partition"
+#define PART_EACH_KEY "pragma_loop_partition_each"
+#define EACH_MAX 8                /* border values split one by one, at most, per side */
 
 typedef struct part_st {
   tl_ir *ir;
@@ -59,9 +61,49 @@ static int atoms_fn(const tl_ir *ir, tl_ref node, void *ud) {
 }
 
 static tl_ref part_stmt(part_st *P, tl_ref s);
+static tl_ref unswitch(tl_ir *ir, tl_ref b, tl_rangemap *known, int depth);
 
-/* The loop f (var in [m0, m0 + ext)) split around its guard-free run. */
-static tl_ref partition_for(part_st *P, tl_ref f) {
+/* x is the float zero (a scalar or a broadcast). */
+static int is_fzero(const tl_ir *ir, tl_ref x) {
+  double d;
+  if (tl_ir_op(ir, x) == TL_IR_BROADCAST) x = tl_ir_kid(ir, x, 0);
+  return tl_ir_is_float(ir, x, &d) && d == 0.0;
+}
+
+/* e is if_then_else(c, x, 0) with c proven false under known. */
+static int zero_guarded(tl_ir *ir, tl_ref e, const tl_rangemap *known) {
+  return tl_ir_op(ir, e) == TL_IR_IF_THEN_ELSE && is_fzero(ir, tl_ir_kid(ir, e, 2)) &&
+         tl_ir_prove(ir, tl_ir_kid(ir, e, 0), known) == 0;
+}
+
+/* An accumulation that adds the padding: buf[i] = buf[i] + if_then_else(c, x, 0) * y
+** (either order of the operands) with c proven false in this piece of the loop: the
+** border taps of a conv that reads its input through guards. Dropped (a no-op; the
+** padded copy's 0 * y added zero for every finite weight y). */
+static tl_ref drop_zero_fn(tl_ir *ir, tl_ref node, void *ud) {
+  const tl_rangemap *known = ud;
+  if (tl_ir_op(ir, node) != TL_IR_STORE) return node;
+  int n = tl_ir_nkids(ir, node);
+  tl_ref v = tl_ir_kid(ir, node, 0);
+  if (tl_ir_op(ir, v) != TL_IR_ADD) return node;
+  for (int side = 0; side < 2; side++) {
+    tl_ref acc = tl_ir_kid(ir, v, side), prod = tl_ir_kid(ir, v, 1 - side);
+    if (tl_ir_op(ir, acc) != TL_IR_LOAD || tl_ir_node(ir, acc)->imm.u != tl_ir_node(ir, node)->imm.u ||
+        tl_ir_nkids(ir, acc) != n - 1 || tl_ir_op(ir, prod) != TL_IR_MUL)
+      continue;
+    int same = 1;
+    for (int i = 1; i < n && same; i++) same = tl_ir_kid(ir, acc, i - 1) == tl_ir_kid(ir, node, i);
+    if (!same) continue;
+    if (zero_guarded(ir, tl_ir_kid(ir, prod, 0), known) || zero_guarded(ir, tl_ir_kid(ir, prod, 1), known))
+      return tl_nop(ir);
+  }
+  return node;
+}
+
+/* The loop f (var in [m0, m0 + ext)) split around its guard-free run; each: the values
+** before and after it one piece each (up to EACH_MAX a side), so the loops inside find
+** their guards decided on each border row or tap. */
+static tl_ref partition_for(part_st *P, tl_ref f, int each) {
   tl_ir *ir = P->ir;
   tl_ref var = tl_ir_kid(ir, f, 0), body = tl_ir_kid(ir, f, 3);
   int64_t m0, ext;
@@ -92,14 +134,25 @@ static tl_ref partition_for(part_st *P, tl_ref f) {
       }
     }
     if (best_n > 0 && best_n < ext) {
-      int64_t cut[4] = {m0, best_lo, best_lo + best_n, m0 + ext};
-      tl_ref parts[3];
+      int64_t cut[2 * EACH_MAX + 4];
+      int nc = 0;
+      cut[nc++] = m0;
+      if (each && best_lo - m0 <= EACH_MAX)
+        for (int64_t v = m0 + 1; v < best_lo; v++) cut[nc++] = v;
+      cut[nc++] = best_lo, cut[nc++] = best_lo + best_n;
+      if (each && m0 + ext - best_lo - best_n <= EACH_MAX)
+        for (int64_t v = best_lo + best_n + 1; v < m0 + ext; v++) cut[nc++] = v;
+      cut[nc++] = m0 + ext;
+      tl_ref parts[2 * EACH_MAX + 3];
       int np = 0;
       const char *name = tl_ir_var(ir, var)->name;
-      for (int k = 0; k < 3; k++) {
+      for (int k = 0; k + 1 < nc; k++) {
         if (cut[k + 1] <= cut[k]) continue;
         tl_ref nv = tl_var_new(ir, name, tl_ir_type(ir, var));
         tl_ref b = tl_ir_substitute(ir, body, &var, &nv, 1);
+        tl_rangemap_set(&known, nv, tl_int(ir, cut[k]), tl_int(ir, cut[k + 1] - cut[k]));
+        b = tl_ir_mutate(ir, b, drop_zero_fn, &known);
+        if (each) b = unswitch(ir, b, &known, 2);
         parts[np++] = tl_for(ir, nv, tl_int(ir, cut[k]), tl_int(ir, cut[k + 1] - cut[k]), kind, tag, b);
       }
       result = tl_seq(ir, parts, np);
@@ -108,6 +161,60 @@ static tl_ref partition_for(part_st *P, tl_ref f) {
   TL_VEC_FREE(a.atoms);
   tl_rangemap_free(&known);
   return result;
+}
+
+/* Unswitching a piece on a guard no loop inside it changes (the first row of a chunk of
+** rows in a parallel loop: the chunk decides whether it is the image's border). */
+typedef struct inv_st {
+  const tl_ir *ir;
+  TL_VEC(tl_ref) vars;            /* variables of the loops inside */
+  TL_VEC(tl_ref) atoms;           /* guard conjuncts */
+} inv_st;
+
+static void inv_atoms(inv_st *a, tl_ref c) {
+  if (tl_ir_op(a->ir, c) == TL_IR_AND) {
+    inv_atoms(a, tl_ir_kid(a->ir, c, 0));
+    inv_atoms(a, tl_ir_kid(a->ir, c, 1));
+    return;
+  }
+  for (int i = 0; i < a->atoms.n; i++)
+    if (a->atoms.v[i] == c) return;
+  TL_VEC_PUSH(a->atoms, c);
+}
+
+static int inv_fn(const tl_ir *ir, tl_ref node, void *ud) {
+  inv_st *a = ud;
+  if (tl_ir_op(ir, node) == TL_IR_FOR) TL_VEC_PUSH(a->vars, tl_ir_kid(ir, node, 0));
+  if (tl_ir_op(ir, node) == TL_IR_IF_THEN_ELSE) inv_atoms(a, tl_ir_kid(ir, node, 0));
+  return 1;
+}
+
+typedef struct repl_st { tl_ref from, to; } repl_st;
+
+static tl_ref repl_fn(tl_ir *ir, tl_ref node, void *ud) {
+  const repl_st *r = ud;
+  (void)ir;
+  return node == r->from ? r->to : node;
+}
+
+static tl_ref unswitch(tl_ir *ir, tl_ref b, tl_rangemap *known, int depth) {
+  inv_st a = {ir, {0}, {0}};
+  tl_ir_visit(ir, b, inv_fn, &a);
+  tl_ref pick = 0;
+  for (int i = 0; i < a.atoms.n && !pick; i++) {
+    tl_ref c = a.atoms.v[i];
+    int inner = 0;
+    for (int j = 0; j < a.vars.n && !inner; j++) inner = tl_ir_uses_var(ir, c, a.vars.v[j]);
+    if (!inner && tl_ir_prove(ir, c, known) < 0) pick = c;
+  }
+  TL_VEC_FREE(a.vars);
+  TL_VEC_FREE(a.atoms);
+  if (!pick) return b;
+  repl_st rt = {pick, tl_bool(ir, 1)}, rf = {pick, tl_bool(ir, 0)};
+  tl_ref bt = tl_ir_mutate(ir, b, repl_fn, &rt), bf = tl_ir_mutate(ir, b, repl_fn, &rf);
+  bf = tl_ir_mutate(ir, bf, drop_zero_fn, known);
+  if (depth > 1) bt = unswitch(ir, bt, known, depth - 1), bf = unswitch(ir, bf, known, depth - 1);
+  return tl_if(ir, pick, bt, bf);
 }
 
 static tl_ref part_kids(part_st *P, tl_ref s, int first) {
@@ -138,10 +245,11 @@ static tl_ref part_stmt(part_st *P, tl_ref s) {
   case TL_IR_ATTR: {
     const char *key = tl_ir_str(ir, (uint32_t)tl_ir_node(ir, s)->imm.u);
     tl_ref body = tl_ir_kid(ir, s, 1);
-    if (strcmp(key, PART_KEY) != 0) return part_kids(P, s, 1);
+    int each = strcmp(key, PART_EACH_KEY) == 0;
+    if (!each && strcmp(key, PART_KEY) != 0) return part_kids(P, s, 1);
     /* outer loops first: inside the interior piece the marked loops find their
     ** guards proven everywhere and stay whole */
-    if (tl_ir_op(ir, body) == TL_IR_FOR) body = partition_for(P, body);
+    if (tl_ir_op(ir, body) == TL_IR_FOR) body = partition_for(P, body, each);
     return part_stmt(P, body);
   }
   case TL_IR_SEQ: return part_kids(P, s, 0);

@@ -201,6 +201,26 @@ static int64_t fit_tile(tl_atvm_cfg *cfg, int64_t OW, int64_t reg_n, int64_t oc_
   return (reg_n + nt - 1) / nt;
 }
 
+static int pragma(tl_ctx *ctx, tl_sched *s, int st, int node, const char *text) {
+  int64_t a[2] = {st, pos(s, st, node)};
+  if (a[1] < 0) return tl_err(ctx, TL_E_INTERNAL, "template: pragma: lost an iterator");
+  return tl_sched_step(ctx, s, TL_STEP_PR, a, 2, NULL, 0, text, NULL);
+}
+
+/* Rows per parallel chunk of a conv that reads its border through guards (the rows
+** loop partitioned: the first and last rows of a chunk keep the guards): all OH rows
+** unless the (n, oc_chunk) chunks are fewer than 8, then OH cut by its smallest divisor
+** giving 8 chunks in all with at least 4 rows each, else the most chunks of 4 rows. */
+static int64_t border_rows(int64_t OH, int64_t chunks) {
+  int64_t best = 1;
+  for (int64_t x = 1; x <= OH; x++) {
+    if (OH % x || OH / x < 4) continue;
+    best = x;
+    if (chunks * x >= 8) break;
+  }
+  return OH / best;
+}
+
 /* The NCHW[x]c conv: O (n, oc_chunk, oh, ow, ob) -> par(n, oc_chunk, oh/oh_f), ow/reg_n,
 ** [oh_f,] reg_n, ob (vectorized); the accumulation computed at ow/reg_n as
 ** ic_outer, kh, kw, ic_inner (unroll_kw: kh, ic_inner, kw; 1x1: ic_inner, kh, kw),
@@ -228,15 +248,29 @@ static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched 
   } else {
     reg_n = fit_tile(cfg, ci->OW, reg_n, ob, oh_f);
   }
-  TRY(nchwc5_inline(ctx, s, CV, 0));
+  /* padded, one row per accumulator tile, 32 registers: the padding inlined (guarded
+  ** loads of the input as the previous layer wrote it, no padded copy) and the rows, tiles,
+  ** taps and a tile's positions partitioned, so the interior is the unguarded FMA loop and
+  ** the border runs its own pieces. On 16 registers the tile holds all but the kernel vector
+  ** and the broadcast, and the border pieces spill (GCC, measured): a padded copy there. */
+  int border = SIMD_REGS >= 32 && oh_f == 1 && pad_stage(s, CV) >= 0;
+  TRY(nchwc5_inline(ctx, s, CV, border));
+  if (border) TRY(tl_sched_compute_inline(ctx, s, pad_stage(s, CV)));
   int O, CC, t[3];
   TRY(nchwc5_stages(ctx, s, CV, &O, &CC));
   int oho = 2, ohi = -1, owo, owi;
   if (oh_f > 1) { TRY(tl_atvm_split_node(ctx, s, O, 2, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
+  if (border) {
+    const int64_t *os = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, O, 0));
+    int64_t rows = border_rows(ci->OH, os[0] * os[1]);
+    TRY(tl_atvm_split_node(ctx, s, O, 2, 1, &rows, t)); oho = t[0], ohi = t[1];
+  }
   TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
   int order[12], no = 0;
-  order[no++] = 0, order[no++] = 1, order[no++] = oho, order[no++] = owo;
-  if (ohi >= 0) order[no++] = ohi;
+  order[no++] = 0, order[no++] = 1, order[no++] = oho;
+  if (border) order[no++] = ohi;
+  order[no++] = owo;
+  if (ohi >= 0 && !border) order[no++] = ohi;
   order[no++] = owi, order[no++] = 4;
   TRY(tl_atvm_reorder_nodes(ctx, s, O, order, no));
   int par, f3[3] = {0, 1, oho};
@@ -244,6 +278,10 @@ static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched 
   TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
   TRY(ann(ctx, s, O, 4, TL_ANN_VECTORIZE));
   TRY(tl_sched_compute_at(ctx, s, CC, O, pos(s, O, owo)));
+  if (border) {
+    TRY(pragma(ctx, s, O, ohi, "loop_partition_each"));
+    TRY(pragma(ctx, s, O, owo, "loop_partition_each"));
+  }
   /* CC: n oc_chunk oh ow ob | ic_outer kh kw ic_inner */
   int rco = 5, ry = 6, rx = 7, rci = 8, obo = -1, obi = 4;
   oho = 2, ohi = -1;
@@ -268,13 +306,15 @@ static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched 
   if (obo >= 0) TRY(ann(ctx, s, CC, obo, TL_ANN_UNROLL));
   TRY(ann(ctx, s, CC, owi, TL_ANN_UNROLL));
   TRY(ann(ctx, s, CC, obi, TL_ANN_VECTORIZE));
+  if (border) {
+    /* kh, kw and the tile's positions too, each border value its own piece: on a border
+    ** row or tile the taps that read only padding are dropped and the others load
+    ** unguarded (a runtime guard, at the edge of a chunk of rows, is unswitched) */
+    if (ci->KH > 1) TRY(pragma(ctx, s, CC, ry, "loop_partition_each"));
+    if (ci->KW > 1) TRY(pragma(ctx, s, CC, rx, "loop_partition_each"));
+    if (reg_n > 1) TRY(pragma(ctx, s, CC, owi, "loop_partition_each"));
+  }
   return TL_OK;
-}
-
-static int pragma(tl_ctx *ctx, tl_sched *s, int st, int node, const char *text) {
-  int64_t a[2] = {st, pos(s, st, node)};
-  if (a[1] < 0) return tl_err(ctx, TL_E_INTERNAL, "template: pragma: lost an iterator");
-  return tl_sched_step(ctx, s, TL_STEP_PR, a, 2, NULL, 0, text, NULL);
 }
 
 /* The NCHW[x]c depthwise conv, reading the unpadded blocked input in place:
