@@ -106,3 +106,88 @@ TL_TEST(partition_leaves_whole) {
   tl_ir_free(ir);
   tl_ctx_free(ctx);
 }
+
+/* out[i] += (0 <= x < W ? in[x] : 0) * w[j], x = p*R + r + j - P, p in [0, np) (an unmarked
+** outer loop: a parallel chunk), r in [0, R) and j in [0, K) marked "loop_partition_each". */
+static tl_ref conv1d_each(tl_ir *ir, int64_t np, int64_t R, int64_t K, int64_t P, int *store_buf) {
+  int64_t W = np * R;
+  tl_ref sh = tl_int(ir, W), shk = tl_int(ir, K);
+  int in = tl_buffer_new(ir, "in", TL_T_F32, 1, &sh, TL_SCOPE_GLOBAL);
+  int out = tl_buffer_new(ir, "out", TL_T_F32, 1, &sh, TL_SCOPE_GLOBAL);
+  int w = tl_buffer_new(ir, "w", TL_T_F32, 1, &shk, TL_SCOPE_GLOBAL);
+  tl_ref p = tl_var_new(ir, "p", TL_T_INDEX), r = tl_var_new(ir, "r", TL_T_INDEX), j = tl_var_new(ir, "j", TL_T_INDEX);
+  tl_ref i = tl_add(ir, tl_mul(ir, p, tl_int(ir, R)), r);
+  tl_ref x = tl_sub(ir, tl_add(ir, i, j), tl_int(ir, P));
+  tl_ref g = tl_and(ir, tl_binary(ir, TL_IR_GE, x, tl_int(ir, 0)), tl_lt(ir, x, tl_int(ir, W)));
+  tl_ref v = tl_if_then_else(ir, g, tl_load(ir, in, &x, 1), tl_imm_float(ir, TL_T_F32, 0.0));
+  tl_ref acc = tl_add(ir, tl_load(ir, out, &i, 1), tl_mul(ir, v, tl_load(ir, w, &j, 1)));
+  tl_ref jl = tl_attr(ir, "pragma_loop_partition_each", tl_int(ir, 1),
+                      tl_for(ir, j, tl_int(ir, 0), tl_int(ir, K), TL_FOR_SERIAL, TL_TAG_NONE, tl_store(ir, out, acc, &i, 1)));
+  tl_ref rl = tl_attr(ir, "pragma_loop_partition_each", tl_int(ir, 1),
+                      tl_for(ir, r, tl_int(ir, 0), tl_int(ir, R), TL_FOR_SERIAL, TL_TAG_NONE, jl));
+  *store_buf = out;
+  return tl_for(ir, p, tl_int(ir, 0), tl_int(ir, np), TL_FOR_SERIAL, TL_TAG_NONE, rl);
+}
+
+typedef struct {
+  int stores, ifs, ite;
+  int64_t taps;                   /* stores times the extents of the loops around them */
+} each_counts;
+
+static void count_each(const tl_ir *ir, tl_ref s, int64_t mult, each_counts *c) {
+  switch (tl_ir_op(ir, s)) {
+  case TL_IR_FOR: {
+    int64_t e = 1;
+    tl_ir_is_int(ir, tl_ir_kid(ir, s, 2), &e);
+    count_each(ir, tl_ir_kid(ir, s, 3), mult * e, c);
+    break;
+  }
+  case TL_IR_STORE:
+    c->stores++, c->taps += mult;
+    break;
+  case TL_IR_IF:
+    c->ifs++;
+    /* fall through */
+  default:
+    for (int k = 0; k < tl_ir_nkids(ir, s); k++)
+      if (tl_ir_kid(ir, s, k) && tl_ir_is_stmt(ir, tl_ir_kid(ir, s, k))) count_each(ir, tl_ir_kid(ir, s, k), mult, c);
+  }
+}
+
+/* loop_partition_each: every border value its own piece, the accumulations that read only
+** padding dropped, every guard decided (none left in a load) */
+TL_TEST(partition_each_drops_padding) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_ir *ir = tl_ir_new();
+  int out;
+  /* one chunk of 10, a 5-tap kernel, padding 2: 10 * 5 taps less 2 + 1 at each end = 44 */
+  tl_ref root = conv1d_each(ir, 1, 10, 5, 2, &out);
+  tl_ref s = tl_ir_simplify(ir, tl_partition_loops(ir, root), NULL);
+  CHECK_EQ_INT(tl_ir_verify(ctx, ir, s, NULL, 0), 0);
+  each_counts c = {0};
+  count_each(ir, s, 1, &c);
+  CHECK_EQ_INT(count(ir, s).ite, 0);
+  CHECK_EQ_INT(c.ifs, 0);
+  CHECK_EQ_INT((int)c.taps, 44);
+  tl_ir_free(ir);
+  tl_ctx_free(ctx);
+}
+
+/* a guard no loop inside a piece changes (the first and last row of a chunk: whether the
+** chunk is at the edge) is unswitched: an IF around the piece, the padding taps gone from
+** the other side */
+TL_TEST(partition_each_unswitches) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_ir *ir = tl_ir_new();
+  int out;
+  /* 4 chunks of 5 rows, a 3-tap kernel, padding 1 */
+  tl_ref root = conv1d_each(ir, 4, 5, 3, 1, &out);
+  tl_ref s = tl_ir_simplify(ir, tl_partition_loops(ir, root), NULL);
+  CHECK_EQ_INT(tl_ir_verify(ctx, ir, s, NULL, 0), 0);
+  each_counts c = {0};
+  count_each(ir, s, 1, &c);
+  CHECK_EQ_INT(count(ir, s).ite, 0);
+  CHECK_EQ_INT(c.ifs, 2);     /* r = 0, j = 0: p >= 1; r = 4, j = 2: p < 3 */
+  tl_ir_free(ir);
+  tl_ctx_free(ctx);
+}
