@@ -16,8 +16,9 @@
 ** [N][C/16][OH][OW][16] vectorized over the channel block with tile_ow
 ** register accumulators, and an injective stage back to NCHW (fused
 ** consumers go there). Where the graph passes NCHW[x]c data (AlterOpLayout),
-** both read it in place; the blocked depthwise conv reads the unpadded input
-** with its border loops partitioned (no padded copy). The other computes are the plain
+** both read it in place; the blocked depthwise conv, and the blocked conv on
+** 32 vector registers, read the unpadded input with their border loops
+** partitioned (no padded copy). The other computes are the plain
 ** topi operators (NCHW data, OIHW kernel; dense [M, K] x [N, K]) with the
 ** blocking expressed by splits. No compute depends on the config, so
 ** injective consumers fuse after the anchor. Fallback configs keep the
@@ -226,7 +227,11 @@ static int64_t border_rows(int64_t OH, int64_t chunks) {
 ** ic_outer, kh, kw, ic_inner (unroll_kw: kh, ic_inner, kw; 1x1: ic_inner, kh, kw),
 ** [oh_f,] reg_n (unrolled), ob (vectorized, in vectors of the target's width):
 ** reg_n (x oh_f) vector accumulators, one kernel vector and one broadcast data
-** element per FMA row, the data read in place (no packing). */
+** element per FMA row, the data read in place (no packing). Padded, with oh_f = 1,
+** on 32 registers: the padding inlined and O's rows cut into chunks (border_rows:
+** par(n, oc_chunk, oh/rows), rows, ow/reg_n, ...), the rows, tiles, kh, kw and the
+** tile's positions marked "loop_partition_each" (no padded copy; the border pieces
+** run only the taps that read the image). */
 static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *s, int CV) {
   tl_ctx *ctx = cfg->ctx;
   tl_dag *dag = tl_sched_dag(s);
