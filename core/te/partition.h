@@ -1,6 +1,6 @@
 /*
 ** partition.h -- loop partitioning of the loops a schedule marks with the
-** pragma "loop_partition" (core/te/partition.c).
+** pragma "loop_partition" or "loop_partition_each" (core/te/partition.c).
 */
 #ifndef TL_PARTITION_H
 #define TL_PARTITION_H
@@ -15,7 +15,13 @@
 ** inside and around it, and the values before and after it, where the guards
 ** stay. The simplifier then drops the proven guards from the middle loop.
 ** Marked loops are partitioned outermost first; the ATTR goes away; a loop
-** with no such run (or where every value qualifies) stays one loop. */
+** with no such run (or where every value qualifies) stays one loop.
+** Under "pragma_loop_partition_each" each value before and after the run is a
+** piece of its own (up to 8 a side), and in each piece an accumulation
+** buf[i] = buf[i] + if_then_else(c, x, 0) * y whose c is proven false is dropped
+** (it adds the padding), and a guard conjunct that no loop inside the piece
+** changes and that is not proven is unswitched: IF (c) the piece with c true,
+** else the piece with c false (up to two such guards). */
 tl_ref tl_partition_loops(tl_ir *ir, tl_ref root);
 
 #endif

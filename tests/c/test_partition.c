@@ -1,7 +1,9 @@
 /* Unit tests for core/te/partition.c: a loop marked "loop_partition" whose
 ** body reads a padded input through guards splits into border and interior
 ** ranges, the simplifier drops the guards of the interior only; unmarked
-** loops, guards that cannot be proven and loops of one value stay whole. */
+** loops, guards that cannot be proven and loops of one value stay whole;
+** "loop_partition_each" splits each border value off, drops the accumulations that
+** read only padding and unswitches a guard no inner loop changes. */
 #include <string.h>
 
 #include "te/partition.h"
