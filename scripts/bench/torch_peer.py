@@ -11,6 +11,7 @@ batch-1 fp32 inference on the CPU with the given thread count.
 
     python3 scripts/bench/torch_peer.py --network resnet-18 --threads 2 --repeat 30
     python3 scripts/bench/torch_peer.py --network resnet-18 --runtime onnxruntime
+    python3 scripts/bench/torch_peer.py --network resnet-50 --memory     # resident MiB
 
 --runtime onnxruntime exports the same model to ONNX (opset 17, into a
 temporary directory) and times it with ONNX Runtime's CPU provider, all graph
@@ -24,7 +25,8 @@ benchmark mode on; a run is `number` back-to-back forward calls between two CUDA
 captured once in a CUDA graph and replayed (null when the capture fails).
 
 Prints one JSON object: {"network", "runtime", "threads", "median_ms", "mean_ms", "std_ms",
-"runs", "torch", "version"} (and, with --device cuda, "device", "graph_ms", "number",
+"runs", "torch", "version"} (with --memory instead of times: "base_mib", "ready_mib",
+"peak_mib", "weights_mib": see main_memory) (and, with --device cuda, "device", "graph_ms", "number",
 "cudnn"); without a CUDA device {"ok": false, "reason"} (exit 3).
 """
 import argparse
@@ -247,6 +249,52 @@ def main_cuda(a):
     }))
 
 
+def proc_status_kb(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return None
+
+
+def reset_peak_rss():
+    """Reset VmHWM to the current RSS (Linux: 5 to /proc/self/clear_refs); False if refused."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def main_memory(a):
+    """Resident memory of the model on the CPU: base (torch imported), ready (model built,
+    weights in memory, before any inference) and peak (the high-water mark over --repeat
+    inferences, counted from ready with the mark reset there), in MiB above base."""
+    import gc
+    torch.set_num_threads(a.threads)
+    gc.collect()
+    base = proc_status_kb("VmRSS")
+    model = build(a.network).eval()
+    size = a.image_size or (299 if a.network == "inception_v3" else 224)
+    x = torch.rand(1, 3, size, size)
+    gc.collect()
+    ready = proc_status_kb("VmRSS")
+    reset = reset_peak_rss()
+    with torch.no_grad():
+        for _ in range(a.repeat):
+            model(x)
+    peak = proc_status_kb("VmHWM")
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    weights += sum(b.numel() * b.element_size() for b in model.buffers())
+    print(json.dumps({
+        "network": a.network, "runtime": "torch", "threads": a.threads, "runs": a.repeat,
+        "base_mib": base / 1024, "ready_mib": (ready - base) / 1024,
+        "peak_mib": (peak - base) / 1024 if reset else None, "weights_mib": weights / 2**20,
+        "torch": torch.__version__, "version": torch.__version__,
+    }))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--network", default="resnet-18")
@@ -256,9 +304,12 @@ def main():
     ap.add_argument("--runtime", choices=["torch", "onnxruntime"], default="torch")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--min-ms", type=float, default=1.0)
+    ap.add_argument("--memory", action="store_true")
     a = ap.parse_args()
     if a.device == "cuda":
         return main_cuda(a)
+    if a.memory:
+        return main_memory(a)
     torch.set_num_threads(a.threads)
     model = build(a.network).eval()
     size = a.image_size or (299 if a.network == "inception_v3" else 224)
