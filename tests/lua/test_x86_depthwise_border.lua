@@ -78,9 +78,28 @@ local cfgs = {}
 for k = 1, 5 do cfgs[k] = math.random(0, #task.config_space - 1) end
 check(32, 17, 3, 1, 1, cfgs)
 check(32, 18, 3, 2, 1, cfgs)
+-- stride 2 in tiles of two output rows (even row counts): random configs, 5x5, a padded
+-- bottom row, rows cut into chunks (one channel block: the chunk edges' guards unswitched)
+check(32, 20, 3, 2, 1, cfgs)
+check(16, 16, 5, 2, 2)
+check(16, 13, 3, 2, { 0, 0, 1, 1 })
+check(16, 32, 3, 2, 1)
+check(16, 64, 3, 2, 1)
 -- AVX2's 8-lane vectors and 16 registers (this machine runs AVX2 code)
 check(64, 28, 3, 1, 1, nil, "llvm -mcpu=core-avx2")
 check(64, 28, 3, 2, 1, nil, "llvm -mcpu=core-avx2")
+
+-- a stride-2 layer computes two output rows per tile on 32 registers (AVX-512): the
+-- accumulation runs over both rows (oh, unrolled) inside the tile loop
+do
+  local args = { { "TENSOR", { 1, 128, 56, 56 }, "float32" }, { "TENSOR", { 128, 1, 3, 3 }, "float32" }, { 2, 2 },
+                 { 1, 1, 1, 1 }, { 1, 1 }, "float32" }
+  local task2 = autotvm.task.create("depthwise_conv2d_NCHWc.x86", args, "llvm -mcpu=skylake-avx512")
+  task2:set_blocked(true)
+  local s, targs = task2:instantiate(-1)
+  local text = tl.lower(s, targs):text()
+  assert(text:find("unrolled (oh.c, 0, 2)", 1, true), "expected a two-row accumulation tile:\n" .. text)
+end
 
 -- the lowered IR of a stride-1 layer: an interior loop over the tiles (starting past the
 -- left border) whose loads are unguarded, and the guards kept on the border
@@ -127,7 +146,7 @@ do
     return n
   end
   for _, m in ipairs({ { "llvm -mcpu=core-avx2", "haswell" }, { "llvm -mcpu=skylake-avx512", "skylake-avx512" } }) do
-    for _, L in ipairs({ { 32, 112, 1 }, { 64, 112, 2 }, { 512, 14, 1 } }) do
+    for _, L in ipairs({ { 32, 112, 1 }, { 64, 112, 2 }, { 128, 56, 2 }, { 256, 28, 2 }, { 512, 14, 1 } }) do
       local args = { { "TENSOR", { 1, L[1], L[2], L[2] }, "float32" }, { "TENSOR", { L[1], 1, 3, 3 }, "float32" },
                      { L[3], L[3] }, { 1, 1, 1, 1 }, { 1, 1 }, "float32" }
       local t = autotvm.task.create("depthwise_conv2d_NCHWc.x86", args, m[1])
