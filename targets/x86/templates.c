@@ -332,7 +332,9 @@ static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched 
 ** core/te/partition.h): the guards stay on the border rows and columns only,
 ** the interior runs the unguarded FMA loop on the input as the previous layer
 ** wrote it (no padded copy). oh_f = OH unless the (n, c_chunk) chunks are too
-** few to keep the threads busy (then OH is cut into at least 8 chunks in all). */
+** few to keep the threads busy (then OH is cut into at least 8 chunks in all).
+** Stride 2 with an even oh_f: oh_f as oh_f/2, ow/reg_n, [b/lanes,] 2, reg_n, b and
+** the accumulation over kh, kw, the 2 rows (all unrolled), reg_n, b. */
 static int dw_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *s, int CV) {
   tl_ctx *ctx = cfg->ctx;
   tl_dag *dag = tl_sched_dag(s);
@@ -348,13 +350,16 @@ static int dw_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *s
   int O, CC, t[3];
   TRY(nchwc5_stages(ctx, s, CV, &O, &CC));
   int64_t nvec = (b + SIMD_LANES - 1) / SIMD_LANES;
-  /* stride 2: two output rows per tile where their accumulators (one channel vector at a
-  ** time), all kernel vectors and a row's data vectors fit in the registers: kh, kw and
-  ** the two rows unrolled, so each kernel vector feeds both rows and the input row the
-  ** two share (2*oh + 2) is loaded once; 13-15% less time on the 7-wide tiles of
-  ** mobilenet's 128x56 and 256x28 stride-2 layers (AVX-512, measured); 8-wide tiles
-  ** (64x112) and rows cut into chunks (the chunk edge's runtime guard) spill (GCC), so
-  ** they keep one row */
+  /* stride 2: two output rows per tile where both rows' accumulators, the KH x KW kernel
+  ** vectors and KW + 2 data vectors fit in the registers (AVX-512's fallback tiles of 7-8
+  ** positions; on 16 ymm only one-position tiles). Each tile takes one channel vector at
+  ** a time (the accumulator buffer small enough for GCC to keep in registers) and its
+  ** accumulation unrolls kh, kw and the two rows, so each kernel vector feeds both rows
+  ** and the input row the two share (2*oh + 2) is loaded once; where rows are cut into
+  ** chunks, kh and the two rows are partitioned one value at a time so the chunk edge's
+  ** runtime guard is unswitched (kept inside, it spills). 11-15% less time on mobilenet's
+  ** 64x112, 128x56 and 256x28 stride-2 layers (AVX-512, measured); odd row counts (7x7
+  ** outputs) keep one row per tile. */
   int64_t rows2 = 2;
   int two = ci->stride[0] == 2 && ci->KH > 1 && oh_f % 2 == 0 &&
             2 * reg_n + ci->KH * ci->KW + ci->KW + 2 <= SIMD_REGS;
