@@ -152,25 +152,7 @@ end
 do
   local measure = require "tunelua.autotvm.measure"
   local dir = util.tmpdir("conv-border")
-  local function spills(src)
-    local c = dir .. "/k.c"
-    local fh = assert(io.open(c, "w"))
-    assert(fh:write(src))
-    assert(fh:close())
-    local asm, ok = util.sh(string.format("cc -std=gnu11 -O3 -fPIC -march=skylake-avx512 -Wno-psabi -S -o - '%s'", c))
-    assert(ok, "cc failed:\n" .. asm)
-    local n, reloads, fma = 0, 0, false
-    for line in (asm .. "\n.Lend:\n"):gmatch("[^\n]+") do
-      if line:match("^[%.%w_]+:") then
-        if fma then n = n + reloads end
-        reloads, fma = 0, false
-      else
-        if line:match("^%s*v%a+%s+%-?%d*%(%%r[sb]p[^)]*%),.*%%[yz]mm%d+$") then reloads = reloads + 1 end
-        if line:match("^%s*vfn?m[as][du][db]") then fma = true end
-      end
-    end
-    return n
-  end
+  local function spills(src) return util.fma_spills(src, "skylake-avx512", dir, "k") end
   for _, L in ipairs({ { 64, 56, 128, 3, 3, 2, 1 }, { 32, 147, 64, 3, 3, 1, 1 }, { 48, 35, 64, 5, 5, 1, 2 },
                        { 128, 17, 128, 1, 7, 1, { 0, 3, 0, 3 } }, { 160, 17, 192, 7, 1, 1, { 3, 0, 3, 0 } } }) do
     local P = type(L[7]) == "table" and L[7] or { L[7], L[7], L[7], L[7] }

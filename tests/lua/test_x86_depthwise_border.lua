@@ -126,25 +126,7 @@ end
 do
   local measure = require "tunelua.autotvm.measure"
   local dir = util.tmpdir("dw-border")
-  local function spills(src, march, name)
-    local c = dir .. "/" .. name .. ".c"
-    local fh = assert(io.open(c, "w"))
-    assert(fh:write(src))
-    assert(fh:close())
-    local asm, ok = util.sh(string.format("cc -std=gnu11 -O3 -fPIC -march=%s -Wno-psabi -S -o - '%s'", march, c))
-    assert(ok, "cc -march=" .. march .. " failed:\n" .. asm)
-    local n, reloads, fma = 0, 0, false
-    for line in (asm .. "\n.Lend:\n"):gmatch("[^\n]+") do
-      if line:match("^[%.%w_]+:") then
-        if fma then n = n + reloads end
-        reloads, fma = 0, false
-      else
-        if line:match("^%s*v%a+%s+%-?%d*%(%%r[sb]p[^)]*%),.*%%[yz]mm%d+$") then reloads = reloads + 1 end
-        if line:match("^%s*vfn?m[as][du][db]") then fma = true end
-      end
-    end
-    return n
-  end
+  local function spills(src, march, name) return util.fma_spills(src, march, dir, name) end
   for _, m in ipairs({ { "llvm -mcpu=core-avx2", "haswell" }, { "llvm -mcpu=skylake-avx512", "skylake-avx512" } }) do
     for _, L in ipairs({ { 32, 112, 1 }, { 64, 112, 2 }, { 128, 56, 2 }, { 256, 28, 2 }, { 512, 14, 1 } }) do
       local args = { { "TENSOR", { 1, L[1], L[2], L[2] }, "float32" }, { "TENSOR", { L[1], 1, 3, 3 }, "float32" },

@@ -12,30 +12,8 @@ local measure = require "tunelua.autotvm.measure"
 local util = require "tests.lua.lib.util"
 local dir = util.tmpdir("register-budget")
 
-local sh = util.sh
-
--- Vector registers reloaded from the stack in the blocks (between labels) of FMAs, in the
--- assembly of C source src compiled for march: the reloads of spilled accumulators. (A stage's
--- accumulators written to a local buffer after its loop are stores only, not counted.)
-local function spills(src, march, name)
-  local c = dir .. "/" .. name .. ".c"
-  local f = assert(io.open(c, "w"))
-  assert(f:write(src))
-  assert(f:close())
-  local asm, ok = sh(string.format("cc -std=gnu11 -O3 -fPIC -march=%s -Wno-psabi -S -o - '%s'", march, c))
-  assert(ok, "cc -march=" .. march .. " failed:\n" .. asm)
-  local n, reloads, fma = 0, 0, false
-  for line in (asm .. "\n.Lend:\n"):gmatch("[^\n]+") do
-    if line:match("^[%.%w_]+:") then
-      if fma then n = n + reloads end
-      reloads, fma = 0, false
-    else
-      if line:match("^%s*v%a+%s+%-?%d*%(%%r[sb]p[^)]*%),.*%%[yz]mm%d+$") then reloads = reloads + 1 end
-      if line:match("^%s*vfn?m[as][du][db]") then fma = true end
-    end
-  end
-  return n
-end
+-- vector registers reloaded from the stack in FMA blocks (tests/lua/lib/util.lua)
+local function spills(src, march, name) return util.fma_spills(src, march, dir, name) end
 
 -- the scan sees spills: 24 accumulators of 8 floats on 16 ymm registers
 local over = [[
