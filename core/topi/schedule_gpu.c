@@ -260,6 +260,19 @@ static int tile_channel_last(tl_ctx *ctx, tl_sched *s, int o, int a, const gpu_s
   return tile_columns(ctx, s, o, a, nr, wt, ct, gs, done);
 }
 
+/* Bind o's fused outer loop of extent e: to threadIdx.x alone when it fits one
+** work-group of wg, else split by wg into blockIdx.x and threadIdx.x. *tp: the
+** position of the thread loop. */
+static int bind_fused(tl_ctx *ctx, tl_sched *s, int o, int64_t e, int64_t wg, int *tp) {
+  *tp = 0;
+  if (e <= wg) return tl_sched_annotate(ctx, s, o, 0, TL_ANN_THREAD_X);
+  TRY(tl_sched_split(ctx, s, o, 0, 1, &wg, 1));
+  TRY(tl_sched_annotate(ctx, s, o, 0, TL_ANN_BLOCK_X));
+  TRY(tl_sched_annotate(ctx, s, o, 1, TL_ANN_THREAD_X));
+  *tp = 1;
+  return TL_OK;
+}
+
 /* Tile consumer o and anchor a (nr reduction axes) by wt columns x ct channels
 ** (a vector when ct > 1), fuse and bind the tiles; *done = 1. */
 static int tile_columns(tl_ctx *ctx, tl_sched *s, int o, int a, int nr, int64_t wt, int64_t ct,
@@ -285,15 +298,8 @@ static int tile_columns(tl_ctx *ctx, tl_sched *s, int o, int a, int nr, int64_t 
   ** compute unit, so that a small grid still spreads over the whole device */
   if (gs->gpu)
     for (wg = 256; wg > 64 && e / wg < 4 * gs->units; wg /= 2) {}
-  int tp = 0;
-  if (e <= wg) {
-    TRY(tl_sched_annotate(ctx, s, o, 0, TL_ANN_THREAD_X));
-  } else {
-    TRY(tl_sched_split(ctx, s, o, 0, 1, &wg, 1));
-    TRY(tl_sched_annotate(ctx, s, o, 0, TL_ANN_BLOCK_X));
-    TRY(tl_sched_annotate(ctx, s, o, 1, TL_ANN_THREAD_X));
-    tp = 1;
-  }
+  int tp;
+  TRY(bind_fused(ctx, s, o, e, wg, &tp));
   int p = tp + 1;
   if (nw == 2) TRY(tl_sched_annotate(ctx, s, o, p++, TL_ANN_UNROLL));
   if (nc == 2) TRY(tl_sched_annotate(ctx, s, o, p, TL_ANN_VECTORIZE));
@@ -339,15 +345,8 @@ static int tile_blocks(tl_ctx *ctx, tl_sched *s, int o, int a, int nr, int64_t w
   TRY(tl_sched_fuse(ctx, s, o, 5, f));
   int64_t e = tl_sched_iter_extent(s, o, 0), wg;
   for (wg = 256; wg > 64 && e / wg < 4 * gs->units; wg /= 2) {}
-  int tp = 0;
-  if (e <= wg) {
-    TRY(tl_sched_annotate(ctx, s, o, 0, TL_ANN_THREAD_X));
-  } else {
-    TRY(tl_sched_split(ctx, s, o, 0, 1, &wg, 1));
-    TRY(tl_sched_annotate(ctx, s, o, 0, TL_ANN_BLOCK_X));
-    TRY(tl_sched_annotate(ctx, s, o, 1, TL_ANN_THREAD_X));
-    tp = 1;
-  }
+  int tp;
+  TRY(bind_fused(ctx, s, o, e, wg, &tp));
   if (wt > 1) TRY(tl_sched_annotate(ctx, s, o, tp + 1, TL_ANN_UNROLL));
   if (ct > 1) TRY(tl_sched_annotate(ctx, s, o, tp + 2, TL_ANN_VECTORIZE));
   /* a: n h w c r.. -> n h wo wi co cw ci r.. -> n h wo co cw r.. wi ci */
