@@ -43,3 +43,20 @@ int tl_test_conv2d(tl_dag *dag, tl_ctx *ctx, int64_t N, int64_t CI, int64_t H, i
 int tl_test_tensor(tl_sched *s, const char *name) {
   return tl_sched_stage_tensor(s, tl_sched_stage_find(s, name), 0);
 }
+
+tl_sched *tl_test_sched_topi(tl_ctx *ctx, tl_dag *dag, int *out, int no, int relu, int *args, int *nargs) {
+  if (relu) {
+    int y = out[no - 1];
+    CHECK_EQ_INT(tl_topi_op(ctx, dag, "relu", &y, 1, NULL, out, 8, &no), 0);
+  }
+  int r = out[no - 1];
+  tl_sched *s;
+  CHECK_EQ_INT(tl_sched_new(ctx, dag, &r, 1, &s), 0);
+  tl_dag_free(dag);
+  tl_dag *d = tl_sched_dag(s);
+  *nargs = 0;
+  for (int t = 0; t < tl_dag_num_tensors(d); t++)
+    if (tl_dag_op_kind(d, tl_dag_tensor_op(d, t)) == TL_DAG_PLACEHOLDER) args[(*nargs)++] = t;
+  args[(*nargs)++] = tl_dag_output(d, 0);
+  return s;
+}

@@ -1,12 +1,14 @@
 /*
 ** conv_dag.h -- the padded NCHW conv2d the C tests schedule and lower
-** (test_lower.c, test_ansor_feature.c), and the Ansor-like CPU sketch both
+** (test_lower.c, test_ansor_feature.c), the scheduling of a topi op the
+** auto-scheduler tests share, and the Ansor-like CPU sketch both
 ** apply to its 64-channel 56x56 form.
 */
 #ifndef TL_TEST_CONV_DAG_H
 #define TL_TEST_CONV_DAG_H
 
 #include "te/schedule.h"
+#include "topi/topi.h"
 
 /* Placeholders X (N, CI, H, W) and W (CO, CI, K, K) (their tensor ids into
 ** *tx, *tw); pad(n, c, h, w) = X[n, c, h - pad, w - pad] inside, 0 outside;
@@ -14,6 +16,11 @@
 ** (y + ry at stride 1). Returns conv's tensor id. */
 int tl_test_conv2d(tl_dag *dag, tl_ctx *ctx, int64_t N, int64_t CI, int64_t H, int64_t W,
                    int64_t CO, int64_t K, int64_t pad, int64_t stride, int *tx, int *tw);
+
+/* The op whose outputs topi gave as out[0..no) in dag, followed by a relu when relu is
+** set, scheduled (dag freed); args gets the placeholders and the output of the
+** schedule's dag (*nargs of them). */
+tl_sched *tl_test_sched_topi(tl_ctx *ctx, tl_dag *dag, int *out, int no, int relu, int *args, int *nargs);
 
 /* The tensor id of op name in the schedule's (extracted) dag. */
 int tl_test_tensor(tl_sched *s, const char *name);

@@ -7,6 +7,7 @@
 
 #include "ansor/search.h"
 #include "topi/topi.h"
+#include "conv_dag.h"
 #include "tl_test.h"
 
 /* A conv2d (op "conv2d" or "conv2d_nhwc", stride 1, padding 1) of data xs
@@ -21,20 +22,7 @@ static tl_sched *conv_sched(tl_ctx *ctx, const char *op, int64_t xs[4], int64_t 
   int in[2] = {x, w};
   CHECK_EQ_INT(tl_topi_op(ctx, dag, op, in, 2,
                           "{\"strides\":[1,1],\"padding\":[1,1,1,1],\"dilation\":[1,1]}", out, 8, &n), 0);
-  if (relu) {
-    int y = out[n - 1];
-    CHECK_EQ_INT(tl_topi_op(ctx, dag, "relu", &y, 1, NULL, out, 8, &n), 0);
-  }
-  int r = out[n - 1];
-  tl_sched *s;
-  CHECK_EQ_INT(tl_sched_new(ctx, dag, &r, 1, &s), 0);
-  tl_dag_free(dag);
-  tl_dag *d = tl_sched_dag(s);
-  *nargs = 0;
-  for (int t = 0; t < tl_dag_num_tensors(d); t++)
-    if (tl_dag_op_kind(d, tl_dag_tensor_op(d, t)) == TL_DAG_PLACEHOLDER) args[(*nargs)++] = t;
-  args[(*nargs)++] = tl_dag_output(d, 0);
-  return s;
+  return tl_test_sched_topi(ctx, dag, out, n, relu, args, nargs);
 }
 
 static tl_sched *conv_relu(tl_ctx *ctx, int *args, int *nargs) {

@@ -14,6 +14,7 @@
 
 #include "ansor/search.h"
 #include "topi/topi.h"
+#include "conv_dag.h"
 #include "tl_test.h"
 
 static tl_sched *dense_sched(tl_ctx *ctx, int64_t m, int64_t k, int64_t n, int relu, int *args,
@@ -25,20 +26,7 @@ static tl_sched *dense_sched(tl_ctx *ctx, int64_t m, int64_t k, int64_t n, int r
   CHECK_EQ_INT(tl_dag_placeholder(ctx, dag, "w", 2, ws, TL_FLOAT32, &w), 0);
   int in[2] = {x, w};
   CHECK_EQ_INT(tl_topi_op(ctx, dag, "dense", in, 2, NULL, out, 8, &no), 0);
-  if (relu) {
-    int y = out[no - 1];
-    CHECK_EQ_INT(tl_topi_op(ctx, dag, "relu", &y, 1, NULL, out, 8, &no), 0);
-  }
-  int r = out[no - 1];
-  tl_sched *s;
-  CHECK_EQ_INT(tl_sched_new(ctx, dag, &r, 1, &s), 0);
-  tl_dag_free(dag);
-  tl_dag *d = tl_sched_dag(s);
-  *nargs = 0;
-  for (int t = 0; t < tl_dag_num_tensors(d); t++)
-    if (tl_dag_op_kind(d, tl_dag_tensor_op(d, t)) == TL_DAG_PLACEHOLDER) args[(*nargs)++] = t;
-  args[(*nargs)++] = tl_dag_output(d, 0);
-  return s;
+  return tl_test_sched_topi(ctx, dag, out, no, relu, args, nargs);
 }
 
 static tl_ansor_env gpu_env(tl_buf *trace) {
