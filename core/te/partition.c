@@ -119,6 +119,13 @@ static tl_ref partition_for(part_st *P, tl_ref f, int each) {
   if (a.atoms.n) {
     for (int i = 0; i < P->outer.n; i++)
       tl_rangemap_set(&known, P->outer.v[i].var, P->outer.v[i].min, P->outer.v[i].extent);
+    /* an atom that reads var only through an index the loop ranges reduce away
+    ** (floormod(p, nW) of p = (row * nH + th) * nW + tw, for the row loop th) does not
+    ** decide the cut: kept, it would fail on every value */
+    int na = 0;
+    for (int i = 0; i < a.atoms.n; i++)
+      if (tl_ir_uses_var(ir, tl_ir_simplify(ir, a.atoms.v[i], &known), var)) a.atoms.v[na++] = a.atoms.v[i];
+    a.atoms.n = na;
     /* the longest run of values at which every atom is proven */
     int64_t best_lo = 0, best_n = 0, run_lo = 0, run_n = 0;
     for (int64_t v = m0; v < m0 + ext; v++) {
@@ -200,12 +207,14 @@ static tl_ref repl_fn(tl_ir *ir, tl_ref node, void *ud) {
 static tl_ref unswitch(tl_ir *ir, tl_ref b, tl_rangemap *known, int depth) {
   inv_st a = {ir, {0}, {0}};
   tl_ir_visit(ir, b, inv_fn, &a);
-  tl_ref pick = 0;
+  tl_ref pick = 0, test = 0;
   for (int i = 0; i < a.atoms.n && !pick; i++) {
     tl_ref c = a.atoms.v[i];
     int inner = 0;
-    for (int j = 0; j < a.vars.n && !inner; j++) inner = tl_ir_uses_var(ir, c, a.vars.v[j]);
-    if (!inner && tl_ir_prove(ir, c, known) < 0) pick = c;
+    /* tested in its simplified form: an index the ranges reduce away reads no inner loop */
+    tl_ref cs = tl_ir_simplify(ir, c, known);
+    for (int j = 0; j < a.vars.n && !inner; j++) inner = tl_ir_uses_var(ir, cs, a.vars.v[j]);
+    if (!inner && tl_ir_prove(ir, c, known) < 0) pick = c, test = cs;
   }
   TL_VEC_FREE(a.vars);
   TL_VEC_FREE(a.atoms);
@@ -214,7 +223,7 @@ static tl_ref unswitch(tl_ir *ir, tl_ref b, tl_rangemap *known, int depth) {
   tl_ref bt = tl_ir_mutate(ir, b, repl_fn, &rt), bf = tl_ir_mutate(ir, b, repl_fn, &rf);
   bf = tl_ir_mutate(ir, bf, drop_zero_fn, known);
   if (depth > 1) bt = unswitch(ir, bt, known, depth - 1), bf = unswitch(ir, bf, known, depth - 1);
-  return tl_if(ir, pick, bt, bf);
+  return tl_if(ir, test, bt, bf);
 }
 
 static tl_ref part_kids(part_st *P, tl_ref s, int first) {

@@ -164,6 +164,26 @@ static int64_t wg_tiles_w(tl_sched *s, tl_dag *dag, int O, int M, int64_t m) {
   return rows > 0 && ms[3] % rows == 0 ? ms[3] / rows : (os[3] + m - 1) / m;
 }
 
+static int pragma(tl_ctx *ctx, tl_sched *s, int st, int node, const char *text) {
+  int64_t a[2] = {st, pos(s, st, node)};
+  if (a[1] < 0) return tl_err(ctx, TL_E_INTERNAL, "%s: pragma: lost an iterator", TMPL);
+  return tl_sched_step(ctx, s, TL_STEP_PR, a, 2, NULL, 0, text, NULL);
+}
+
+/* Rows of tiles per parallel chunk of the input transform (its first and last rows keep
+** the guards where they are the image's): all nH unless the (c_chunk, n) chunks are
+** fewer than 8, then nH cut by its smallest divisor giving 8 chunks in all with at least
+** 4 rows each, else the most chunks of 4 rows. */
+static int64_t wg_border_rows(int64_t nH, int64_t chunks) {
+  int64_t best = 1;
+  for (int64_t x = 1; x <= nH; x++) {
+    if (nH % x || nH / x < 4) continue;
+    best = x;
+    if (chunks * x >= 8) break;
+  }
+  return nH / best;
+}
+
 static int stage_named(tl_ctx *ctx, tl_sched *s, const char *name) {
   int st = tl_sched_stage_find(s, name);
   if (st < 0) return tl_err(ctx, TL_E_INTERNAL, "%s: lost stage %s", TMPL, name);
@@ -194,12 +214,26 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   snprintf(vname, sizeof vname, "%s", tl_sched_stage_name(s, V));
   snprintf(mname, sizeof mname, "%s", tl_sched_stage_name(s, M));
   snprintf(rname, sizeof rname, "%s", tl_sched_stage_name(s, R));
-  /* inline the injective stages but the padding, the transform passes and the output */
+  /* the tiles: N x nH rows of nW (topi's row count, padded where it has no divisor) */
+  const int64_t *ys = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, Y, 0));
+  int64_t nN = ys[0], nH = (ys[2] + m - 1) / m;
+  int64_t nW = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, M, 0))[3] / (nN * nH);
+  /* inline the injective stages but the transform passes and the output; the padding too on
+  ** 32 registers (border: the rows pass loads the unpadded input through guards, its tile
+  ** loops partitioned), else at root: on 16 registers GCC spills the border pieces' rows
+  ** pass (16 stack reloads among its FMAs at 56x56, F(4x4)) and the padded copy stays */
+  int64_t regs = cfg->hw->registers > 0 ? cfg->hw->registers : 32;
+  int border = 0;
   int last = tl_sched_num_stages(s) - 1;
   for (int i = 0; i < last; i++) {
     if (i == T || i == V || i == M || i == R || tl_sched_stage_op_kind(s, i) != TL_DAG_COMPUTE) continue;
     if (tl_dag_op_nreduce(dag, i) > 0) continue;
     const char *tag = tl_dag_op_tag(dag, i);
+    if (i < T && tag && strncmp(tag, "injective,pad", 13) == 0 && regs >= 32 && nW >= 1) {
+      TRY(tl_sched_compute_inline(ctx, s, i));
+      border = 1;
+      continue;
+    }
     if (i < T && tag && strncmp(tag, "injective,pad", 13) == 0) {
       int f[3] = {0, 1, 2};
       TRY(tl_sched_fuse(ctx, s, i, 3, f));
@@ -215,16 +249,42 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   {
     V = stage_named(ctx, s, vname);
     if (V < 0) return tl_errcode(ctx);
-    int order[5] = {2, 3, 0, 1, 4}, vpar;
-    TRY(tl_atvm_reorder_nodes(ctx, s, V, order, 5));
-    int f2[2] = {2, 3};
-    TRY(tl_atvm_fuse_nodes(ctx, s, V, f2, 2, &vpar));
+    int vpar, vat, thi = -1, tw = -1;
+    if (border) {
+      /* p as (n, th/rows, th%rows, tw): par(c_chunk, n, th/rows), the rows of a chunk and
+      ** the tiles of a row partitioned, so interior tiles load unguarded */
+      int t[3];
+      TRY(tl_atvm_split_node(ctx, s, V, 3, 1, &nW, t));
+      int p1 = t[0];
+      tw = t[1];
+      TRY(tl_atvm_split_node(ctx, s, V, p1, 1, &nH, t));
+      int nn = t[0], th = t[1];
+      int64_t rows = wg_border_rows(nH, nN * tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, V, 0))[2]);
+      TRY(tl_atvm_split_node(ctx, s, V, th, 1, &rows, t));
+      int tho = t[0];
+      thi = t[1];
+      int order[8] = {2, nn, tho, thi, tw, 0, 1, 4};
+      TRY(tl_atvm_reorder_nodes(ctx, s, V, order, 8));
+      int f3[3] = {2, nn, tho};
+      TRY(tl_atvm_fuse_nodes(ctx, s, V, f3, 3, &vpar));
+      vat = tw;
+    } else {
+      int order[5] = {2, 3, 0, 1, 4};
+      TRY(tl_atvm_reorder_nodes(ctx, s, V, order, 5));
+      int f2[2] = {2, 3};
+      TRY(tl_atvm_fuse_nodes(ctx, s, V, f2, 2, &vpar));
+      vat = vpar;
+    }
     TRY(ann(ctx, s, V, vpar, TL_ANN_PARALLEL));
     TRY(ann(ctx, s, V, 1, TL_ANN_UNROLL));
     TRY(ann(ctx, s, V, 4, TL_ANN_VECTORIZE));
+    if (border) {
+      TRY(pragma(ctx, s, V, thi, "loop_partition_each"));
+      TRY(pragma(ctx, s, V, tw, "loop_partition"));
+    }
     T = stage_named(ctx, s, tname);
     if (T < 0) return tl_errcode(ctx);
-    TRY(tl_sched_compute_at(ctx, s, T, V, pos(s, V, vpar)));
+    TRY(tl_sched_compute_at(ctx, s, T, V, pos(s, V, vat)));
     TRY(ann(ctx, s, T, 0, TL_ANN_UNROLL));
     TRY(ann(ctx, s, T, 4, TL_ANN_VECTORIZE));
   }

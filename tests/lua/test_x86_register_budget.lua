@@ -46,13 +46,17 @@ local cases = {
   { "conv2d_NCHWc.x86", conv(288, 35, 384, 3, 2, 0), "3x3 s2 17", zmm_only = true },
   { "depthwise_conv2d_NCHWc.x86", { { "TENSOR", { 1, 32, 112, 112 }, "float32" },
     { "TENSOR", { 32, 1, 3, 3 }, "float32" }, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "float32" }, "dw 112" },
+  -- Winograd (blocked form only): the GEMM's register rows and the input transform reading its
+  -- border through guards (F(4x4) at 56, F(2x2) at 14)
+  { "conv2d_NCHWc_winograd.x86", conv(64, 56, 64, 3, 1, 1), "winograd 56", blocked_only = true },
+  { "conv2d_NCHWc_winograd.x86", conv(256, 14, 256, 3, 1, 1), "winograd 14", blocked_only = true },
 }
 local machines = { { "llvm -mcpu=core-avx2", "haswell" }, { "llvm -mcpu=skylake-avx512", "skylake-avx512" } }
 for _, m in ipairs(machines) do
   for i, c in ipairs(cases) do
     if c.zmm_only and m[2] ~= "skylake-avx512" then goto next_case end
     -- the task's NCHW form and the blocked one a graph runs (NCHW[x]c data, no packing)
-    for _, blocked in ipairs({ false, true }) do
+    for _, blocked in ipairs(c.blocked_only and { true } or { false, true }) do
       local task = autotvm.task.create(c[1], c[2], m[1])
       if blocked then task:set_blocked(true) end
       local n = spills(measure.source_of(task:lower(-1)), m[2], "k" .. i)
