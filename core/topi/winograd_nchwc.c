@@ -11,7 +11,8 @@
 **
 ** Stages (P = N * nH * nW output tiles of m x m; nW rounded up to a multiple of 8
 ** where it has no divisor from 4 to 16):
-**   data_pad   [N, C/ib, nH*m+2 (or more), nW*m+2, ib]   zero-padded input
+**   data_pad   [N, C/ib, nH*m+2 (or more), nW*m+2, ib]   zero-padded input (a
+**              schedule may inline it: guarded loads of the unpadded input)
 **   data_pack_rows T[e, rb, C/ib, P, ib] = (BT d)[e, rb] of the tile's a x a
 **              window, then
 **   data_pack  V[e, u, C/ib, P, ib] = (T B)[e, u] (channel block innermost:

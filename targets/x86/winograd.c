@@ -9,11 +9,15 @@
 ** GEMM (bgemm), output transform in two passes (inverse_rows, the output); the
 ** fused bias / residual add / relu of the graph follow the output transform in
 ** one pass over the output. Schedule:
-**   data_pad   at root, (n, c_chunk, h) fused and parallel, the channel
-**              block vectorized;
-**   data_pack  at root, (c_chunk, p) fused and parallel, nu unrolled (the
-**              position its pass selects), the channel block vectorized; its
-**              rows pass computed there per tile (eps unrolled);
+**   data_pad   on 32 registers inlined: the rows pass loads the unpadded
+**              blocked input through guards (no padded copy); on 16 at root,
+**              (n, c_chunk, h) fused and parallel, the channel block vectorized;
+**   data_pack  at root, (c_chunk, p) fused and parallel (32 registers: p as
+**              (n, tile row, tile column), par(c_chunk, n, rows / chunk), the
+**              rows of a chunk partitioned one border row at a time and the
+**              tiles of a row partitioned, so interior tiles load unguarded),
+**              nu unrolled (the position its pass selects), the channel block
+**              vectorized; its rows pass computed there per tile (eps unrolled);
 **   output     par(n, k_chunk, oh/m) (rows_first: par(n, oh/m, k_chunk)),
 **              ow/m, oh%m, ow%m (unrolled), the block vectorized (the fused
 **              endings computed there, once per output vector);
