@@ -193,3 +193,35 @@ TL_TEST(partition_each_unswitches) {
   tl_ir_free(ir);
   tl_ctx_free(ctx);
 }
+
+/* A guard conjunct that reads the marked loop's variable only through an index the loop
+** ranges reduce away (the column floormod(p, 8) of p = th * 8 + tw) does not decide the cut:
+** out[p] = (floordiv(p, 8) >= 1 && floormod(p, 8) >= 1 ? in[p - 9] : 0), th in [0, 4)
+** marked, tw in [0, 8) inside, splits th into [0, 1) and [1, 4). */
+TL_TEST(partition_reduced_atoms) {
+  tl_ctx *ctx = tl_ctx_new();
+  tl_ir *ir = tl_ir_new();
+  tl_ref sh = tl_int(ir, 32);
+  int in = tl_buffer_new(ir, "in", TL_T_F32, 1, &sh, TL_SCOPE_GLOBAL);
+  int out = tl_buffer_new(ir, "out", TL_T_F32, 1, &sh, TL_SCOPE_GLOBAL);
+  tl_ref th = tl_var_new(ir, "th", TL_T_INDEX), tw = tl_var_new(ir, "tw", TL_T_INDEX);
+  tl_ref p = tl_add(ir, tl_mul(ir, th, tl_int(ir, 8)), tw);
+  tl_ref g = tl_and(ir, tl_binary(ir, TL_IR_GE, tl_floordiv(ir, p, tl_int(ir, 8)), tl_int(ir, 1)),
+                    tl_binary(ir, TL_IR_GE, tl_floormod(ir, p, tl_int(ir, 8)), tl_int(ir, 1)));
+  tl_ref x = tl_sub(ir, p, tl_int(ir, 9));
+  tl_ref v = tl_if_then_else(ir, g, tl_load(ir, in, &x, 1), tl_imm_float(ir, TL_T_F32, 0.0));
+  tl_ref inner = tl_for(ir, tw, tl_int(ir, 0), tl_int(ir, 8), TL_FOR_SERIAL, TL_TAG_NONE, tl_store(ir, out, v, &p, 1));
+  tl_ref loop = tl_for(ir, th, tl_int(ir, 0), tl_int(ir, 4), TL_FOR_SERIAL, TL_TAG_NONE, inner);
+  tl_ref r = tl_partition_loops(ir, tl_attr(ir, "pragma_loop_partition", tl_int(ir, 1), loop));
+  CHECK_EQ_INT(tl_ir_verify(ctx, ir, r, NULL, 0), 0);
+  CHECK_EQ_INT(tl_ir_op(ir, r), TL_IR_SEQ);
+  CHECK_EQ_INT(tl_ir_nkids(ir, r), 2);
+  if (tl_ir_op(ir, r) == TL_IR_SEQ && tl_ir_nkids(ir, r) == 2) {
+    int64_t m = -1, e = -1;
+    tl_ref f = tl_ir_kid(ir, r, 1);
+    CHECK(tl_ir_is_int(ir, tl_ir_kid(ir, f, 1), &m) && m == 1);
+    CHECK(tl_ir_is_int(ir, tl_ir_kid(ir, f, 2), &e) && e == 3);
+  }
+  tl_ir_free(ir);
+  tl_ctx_free(ctx);
+}
