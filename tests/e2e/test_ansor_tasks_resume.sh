@@ -10,6 +10,8 @@ cd "$(dirname "$0")/../.."
 . tests/e2e/lib_kill.sh
 dir=$(mktemp -d "${TMPDIR:-/tmp}/tunelua-ansor-tasks-resume.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
+# the killed run cannot remove its build directories: keep them inside $dir
+export TUNELUA_MEASURE_DIR="$dir"
 cat > "$dir/tune.lua" <<'LUA'
 local auto_scheduler = require "tunelua.auto_scheduler"
 local te = require "tunelua.te"
