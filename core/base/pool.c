@@ -467,10 +467,11 @@ bad:
 
 TL_EXPORT int tl_pin_cpus(const char *list, char *err, size_t errlen) {
   cpu_set_t set;
-  if (!list || parse_cpu_list(list, &set, err, errlen)) {
-    if (!list) snprintf(err, errlen, "CPU list: none given");
+  if (!list) {
+    snprintf(err, errlen, "CPU list: none given");
     return -1;
   }
+  if (parse_cpu_list(list, &set, err, errlen)) return -1;
   if (sched_setaffinity(0, sizeof set, &set) != 0) {
     snprintf(err, errlen, "CPU list '%s': cannot run on these CPUs (%s)", list, strerror(errno));
     return -1;

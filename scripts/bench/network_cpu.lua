@@ -155,20 +155,24 @@ for name in opts.networks:gmatch("[^,]+") do
   end
   -- --cycles N: the tunelua columns and both peers measured N times in turn; each figure is
   -- the median over the cycles, each ratio the median of the cycles' own ratios
-  local ts, torchs, orts, xt, xo = {}, {}, {}, {}, {}
-  local tver, over
+  -- (a peer that gave no figure is not asked again: its reason is printed once)
+  local peers = { { runtime = "torch", label = "PyTorch", ms = {}, x = {} },
+                  { runtime = "onnxruntime", label = "ONNX Runtime", ms = {}, x = {} } }
+  local ts = {}
   for c = 1, opts.cycles do
     local tc = time_all(cols)
     local best = math.huge
     for _, v in pairs(tc) do best = math.min(best, v) end
-    local torch, tv = peer_ms(name, "torch")
-    local ort, ov = peer_ms(name, "onnxruntime")
-    if torch then torchs[#torchs + 1], xt[#xt + 1] = torch, torch / best end
-    if ort then orts[#orts + 1], xo[#xo + 1] = ort, ort / best end
-    tver, over = tver or (torch and tv), over or (ort and ov)
-    if c == opts.cycles then
-      if not torch and not tver then io.stderr:write("network_cpu: PyTorch peer: ", tostring(tv), "\n") end
-      if not ort and not over then io.stderr:write("network_cpu: ONNX Runtime peer: ", tostring(ov), "\n") end
+    for _, p in ipairs(peers) do
+      if not p.failed then
+        local ms, info = peer_ms(name, p.runtime)
+        if ms then
+          p.ms[#p.ms + 1], p.x[#p.x + 1], p.ver = ms, ms / best, p.ver or info
+        else
+          p.failed = true
+          io.stderr:write("network_cpu: ", p.label, " peer: ", tostring(info), "\n")
+        end
+      end
     end
     ts[c] = tc
   end
@@ -178,7 +182,8 @@ for name in opts.networks:gmatch("[^,]+") do
     for c = 1, #ts do l[c] = ts[c][col.name] end
     t[col.name] = median(l)
   end
-  local torch, ort = median(torchs), median(orts)
+  local torch, ort = median(peers[1].ms), median(peers[2].ms)
+  local tver, over, xt, xo = peers[1].ver, peers[2].ver, peers[1].x, peers[2].x
   local prof
   if opts.profile then
     prof = {}
