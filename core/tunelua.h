@@ -80,6 +80,10 @@ void tl_pool_bind_caller(void);
 ** list and what was expected (or why the system refused it). Measurement children
 ** apply TUNELUA_MEASURE_CPUS this way before timing. */
 int tl_pin_cpus(const char *list, char *err, size_t errlen);
+/* Check n CPU groups (each a CPU list as tl_pin_cpus takes it, no CPU in two of
+** them), as measurement on several groups at once uses them. Returns 0, or -1 with
+** err naming the group (1-based) and what was expected. */
+int tl_cpu_groups_check(const char *const *groups, int n, char *err, size_t errlen);
 
 /* ---- base: child processes -------------------------------------------- */
 

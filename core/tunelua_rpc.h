@@ -63,6 +63,21 @@ int tl_measure_run(tl_ctx *ctx, const char *so_path, const char *fname,
                    int cache_flush, double timeout_s, const char *ref_so_path,
                    const char *ref_fname, double rtol, double *costs, int *ncosts,
                    int *error_no, char **msg);
+/* tl_measure_run over n kernels at once on ngroups CPU groups (cpu_groups[g] a CPU list,
+** disjoint, as tl_cpu_groups_check wants; a bad list is TL_E_ARG naming the group): up to
+** ngroups measurement children run together, each pinned to a group no other one holds, and
+** a group that finished one waits cooldown_s before its next. Kernel i (fnames, ref_so_paths
+** and ref_fnames NULL or per kernel, as tl_measure_run takes them) fills
+** costs[i*repeat ..], ncosts[i], error_no[i], msgs[i] (malloc'd or NULL) exactly as
+** tl_measure_run would, and secs[i] (its child's wall time); timeout_s limits each child
+** from its own start. Returns TL_OK unless the machinery itself failed. */
+int tl_measure_run_batch(tl_ctx *ctx, int n, const char *const *so_paths,
+                         const char *const *fnames, const char *const *sigs,
+                         const char *const *ref_so_paths, const char *const *ref_fnames,
+                         int number, int repeat, double min_repeat_ms, int cache_flush,
+                         double timeout_s, double rtol, int ngroups,
+                         const char *const *cpu_groups, double cooldown_s, double *costs,
+                         int *ncosts, int *error_no, double *secs, char **msgs);
 
 /* ---- OpenCL kernels (core/measure/measure_opencl.c; docs/measure_opencl.md) ----
 ** One forked child per trial, for the local runner and the RPC session alike:

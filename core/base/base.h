@@ -151,5 +151,14 @@ typedef struct tl_proc_child tl_proc_child;
 int tl_proc_start(tl_ctx *ctx, int (*fn)(void *arg, int out_fd), void *arg, tl_proc_child **out);
 int tl_proc_wait(tl_ctx *ctx, tl_proc_child *c, double timeout_s, size_t max_output,
                  tl_proc_result **out);
+/* Supervise several started children at once from the thread that forked them:
+** returns when one of cs[0..n-1] (NULL entries skipped) has ended or reached
+** deadlines[i] (a tl_now() time; <= 0 or deadlines NULL: none), with *ready its
+** index, or after max_wait_s with *ready -1 (also when all are NULL). Meanwhile
+** it drains their pipes (each kept up to max_output bytes, as tl_proc_wait keeps
+** them), so none blocks on a full pipe. The ready child is then finished with
+** tl_proc_wait (a tiny timeout_s for one past its deadline kills it). */
+int tl_proc_wait_any(tl_ctx *ctx, tl_proc_child *const *cs, int n, const double *deadlines,
+                     size_t max_output, double max_wait_s, int *ready);
 
 #endif

@@ -479,6 +479,40 @@ TL_EXPORT int tl_pin_cpus(const char *list, char *err, size_t errlen) {
   return 0;
 }
 
+TL_EXPORT int tl_cpu_groups_check(const char *const *groups, int n, char *err, size_t errlen) {
+  if (n < 1 || !groups) {
+    snprintf(err, errlen, "CPU groups: none given (expected at least one CPU list)");
+    return -1;
+  }
+  cpu_set_t *sets = calloc((size_t)n, sizeof *sets);
+  if (!sets) {
+    snprintf(err, errlen, "CPU groups: out of memory");
+    return -1;
+  }
+  int rc = 0;
+  for (int g = 0; g < n && !rc; g++) {
+    char perr[256];
+    if (!groups[g] || parse_cpu_list(groups[g], &sets[g], perr, sizeof perr)) {
+      snprintf(err, errlen, "group %d: %s", g + 1,
+               groups[g] ? perr : "none given (expected a CPU list such as 2,3)");
+      rc = -1;
+      break;
+    }
+    for (int h = 0; h < g && !rc; h++) {
+      cpu_set_t both;
+      CPU_AND(&both, &sets[g], &sets[h]);
+      if (CPU_COUNT(&both) == 0) continue;
+      int c = 0;
+      while (!CPU_ISSET(c, &both)) c++;
+      snprintf(err, errlen, "groups %d ('%s') and %d ('%s') share CPU %d: expected disjoint "
+               "groups", h + 1, groups[h], g + 1, groups[g], c);
+      rc = -1;
+    }
+  }
+  free(sets);
+  return rc;
+}
+
 TL_EXPORT void tl_pool_free(tl_pool *pool) {
   if (!pool || pool->global) return; /* the global pool is never freed by a client */
   pool_stop(pool);

@@ -466,8 +466,10 @@ __attribute__((noreturn)) static void call_child(int (*fn)(void *, int), void *a
 
 struct tl_proc_child {
   pid_t pid;
-  int fd_out, fd_err;          /* read ends */
+  int fd_out, fd_err;          /* read ends; -1 once at EOF */
   double t0;                   /* when it was forked */
+  int pidfd;                   /* tl_proc_wait_any's, opened on first use; -1 none */
+  tl_buf out, err;             /* what tl_proc_wait_any drained before the wait */
 };
 
 int tl_proc_start(tl_ctx *ctx, int (*fn)(void *arg, int out_fd), void *arg, tl_proc_child **out) {
@@ -508,8 +510,73 @@ int tl_proc_start(tl_ctx *ctx, int (*fn)(void *arg, int out_fd), void *arg, tl_p
   c->pid = pid;
   c->fd_out = po[0];
   c->fd_err = pe[0];
+  c->pidfd = -2;               /* not opened yet */
   *out = c;
   return TL_OK;
+}
+
+int tl_proc_wait_any(tl_ctx *ctx, tl_proc_child *const *cs, int n, const double *deadlines,
+                     size_t max_output, double max_wait_s, int *ready) {
+  if (!ready || (n > 0 && !cs)) return tl_err(ctx, TL_E_ARG, "tl_proc_wait_any: NULL argument");
+  *ready = -1;
+  size_t limit = max_output ? max_output : PROC_DEFAULT_MAX;
+  double until = tl_now() + (max_wait_s > 0 ? max_wait_s : 0);
+  double slice = 1e-4;         /* polling period while some child has no pidfd */
+  char tmp[4096];
+  for (;;) {
+    double now = tl_now(), wake = until;
+    int any = 0, no_pidfd = 0;
+    for (int i = 0; i < n; i++) {
+      tl_proc_child *c = cs[i];
+      if (!c) continue;
+      any = 1;
+      if (peek_exit(c->pid) != 0 || (deadlines && deadlines[i] > 0 && now >= deadlines[i])) {
+        *ready = i;            /* ended (or lost: tl_proc_wait reports it), or out of time */
+        return TL_OK;
+      }
+      if (deadlines && deadlines[i] > 0) wake = TL_MIN(wake, deadlines[i]);
+      if (c->pidfd == -2) c->pidfd = open_pidfd(c->pid);
+      if (c->pidfd < 0) no_pidfd = 1;
+    }
+    if (!any || now >= until) return TL_OK;
+    struct pollfd pf[3 * 64];
+    tl_proc_child *owner[3 * 64];
+    int which[3 * 64], np = 0;
+    for (int i = 0; i < n && np + 3 <= (int)TL_ARRAY_SIZE(pf); i++) {
+      tl_proc_child *c = cs[i];
+      if (!c) continue;
+      int fds[3] = {c->fd_out, c->fd_err, c->pidfd};
+      for (int k = 0; k < 3; k++)
+        if (fds[k] >= 0) {
+          pf[np].fd = fds[k];
+          pf[np].events = POLLIN;
+          owner[np] = c;
+          which[np++] = k;
+        }
+    }
+    double wait = TL_MAX(0.0, TL_MIN(wake - now, 3600.0));
+    if (no_pidfd || n > 64) {
+      wait = TL_MIN(wait, slice);
+      slice = TL_MIN(slice * 2, 0.02);
+    }
+    struct timespec ts;
+    ts.tv_sec = (time_t)wait;
+    ts.tv_nsec = (long)((wait - (double)ts.tv_sec) * 1e9);
+    int got = ppoll(pf, (nfds_t)np, &ts, NULL);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return tl_err(ctx, TL_E_IO, "tl_proc_wait_any: poll: %s", strerror(errno));
+    }
+    /* drain what the children wrote, so none blocks on a full pipe while it waits */
+    for (int j = 0; j < np; j++) {
+      if (which[j] == 2 || !(pf[j].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) continue;
+      tl_proc_child *c = owner[j];
+      sink s = {which[j] == 0 ? c->fd_out : c->fd_err, which[j] == 0 ? &c->out : &c->err, limit};
+      sink_read(&s, tmp, sizeof tmp);
+      if (which[j] == 0) c->fd_out = s.fd;
+      else c->fd_err = s.fd;
+    }
+  }
 }
 
 int tl_proc_wait(tl_ctx *ctx, tl_proc_child *c, double timeout_s, size_t max_output,
@@ -518,6 +585,9 @@ int tl_proc_wait(tl_ctx *ctx, tl_proc_child *c, double timeout_s, size_t max_out
   if (out) *out = NULL;
   size_t limit = max_output ? max_output : PROC_DEFAULT_MAX;
   tl_proc_result *r = tl_calloc(1, sizeof *r);
+  r->out = c->out;             /* what tl_proc_wait_any drained already */
+  r->err = c->err;
+  if (c->pidfd >= 0) close(c->pidfd);
   /* The limit counts from now: a child that waited for its pipes to be read
   ** is not charged for the wait. Its seconds count from the fork. */
   double now = tl_now();

@@ -27,6 +27,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,6 +452,7 @@ typedef struct {
   int cache_flush;
   const char *ref_so, *ref_fname;
   double rtol, atol;
+  const char *cpus;            /* the CPU group to time on; NULL: TUNELUA_MEASURE_CPUS */
 } run_args;
 
 void tl_measure_child_reply(int fd, int error_no, int ncosts, const double *costs, const char *msg) {
@@ -473,6 +475,16 @@ static int run_child(void *arg, int out_fd) {
   kernel_fn fn, rfn;
   int32_t kcode = 0;
   double costs[TL_MEASURE_MAX_REPEAT];
+  if (ra->cpus) {
+    /* a group of its own from the start: the arrays are first touched there, and the
+    ** reference run disturbs no other group's timing */
+    char perr[256];
+    if (tl_pin_cpus(ra->cpus, perr, sizeof perr)) {
+      tl_measure_child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL,
+                             tl_sprintf("measurement CPU group: %s", perr));
+      return 0;
+    }
+  }
   if (argset_make(ctx, ra->sig, &s)) {
     tl_measure_child_reply(out_fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
     return 0;
@@ -517,7 +529,7 @@ static int run_child(void *arg, int out_fd) {
       }
     }
   }
-  const char *pin = getenv("TUNELUA_MEASURE_CPUS");
+  const char *pin = ra->cpus ? NULL : getenv("TUNELUA_MEASURE_CPUS");
   if (pin && *pin) {
     char perr[256];
     if (tl_pin_cpus(pin, perr, sizeof perr)) {
@@ -563,6 +575,35 @@ void tl_measure_ok_reply(const tl_proc_result *res, int repeat, const char *who,
                     (int)(elen > 2000 ? 2000 : elen), e ? e : "");
 }
 
+/* What a measurement child's end means: its answer, or the crash, timeout or exit status as
+** the trial's error (the same words for one run and a batch). */
+static void run_outcome(const tl_proc_result *res, const char *fname, int repeat, double timeout_s,
+                        double *costs, int *ncosts, int *error_no, char **msg) {
+  size_t elen = 0;
+  const char *e = tl_proc_stderr(res, &elen);
+  switch (tl_proc_status(res)) {
+  case TL_PROC_OK:
+    tl_measure_ok_reply(res, repeat, "the measurement child", costs, ncosts, error_no, msg);
+    break;
+  case TL_PROC_SIGNAL: {
+    int sig = tl_proc_code(res);
+    *error_no = TL_MEASURE_RUNTIME_DEVICE;
+    *msg = tl_sprintf("kernel '%s' crashed: signal %d (%s)%s%.*s", fname, sig, strsignal(sig),
+                      elen ? "\n" : "", (int)(elen > 2000 ? 2000 : elen), e ? e : "");
+    break;
+  }
+  case TL_PROC_TIMEOUT:
+    *error_no = TL_MEASURE_RUN_TIMEOUT;
+    *msg = tl_sprintf("kernel '%s' timed out after %.1f s", fname, timeout_s);
+    break;
+  default:
+    *error_no = TL_MEASURE_RUNTIME_DEVICE;
+    *msg = tl_sprintf("the measurement child exited with status %d%s%.*s", tl_proc_code(res),
+                      elen ? ": " : "", (int)(elen > 2000 ? 2000 : elen), e ? e : "");
+    break;
+  }
+}
+
 TL_EXPORT int tl_measure_run(tl_ctx *ctx, const char *so_path, const char *fname,
                              const char *sig_json, int number, int repeat, double min_repeat_ms,
                              int cache_flush, double timeout_s, const char *ref_so_path,
@@ -595,29 +636,142 @@ TL_EXPORT int tl_measure_run(tl_ctx *ctx, const char *so_path, const char *fname
   tl_proc_result *res = NULL;
   int rc = tl_proc_call(ctx, run_child, &ra, timeout_s, 1 << 16, &res);
   if (rc) return rc;
-  size_t elen = 0;
-  const char *e = tl_proc_stderr(res, &elen);
-  switch (tl_proc_status(res)) {
-  case TL_PROC_OK:
-    tl_measure_ok_reply(res, repeat, "the measurement child", costs, ncosts, error_no, msg);
-    break;
-  case TL_PROC_SIGNAL: {
-    int sig = tl_proc_code(res);
-    *error_no = TL_MEASURE_RUNTIME_DEVICE;
-    *msg = tl_sprintf("kernel '%s' crashed: signal %d (%s)%s%.*s", fname, sig, strsignal(sig),
-                      elen ? "\n" : "", (int)(elen > 2000 ? 2000 : elen), e ? e : "");
-    break;
-  }
-  case TL_PROC_TIMEOUT:
-    *error_no = TL_MEASURE_RUN_TIMEOUT;
-    *msg = tl_sprintf("kernel '%s' timed out after %.1f s", fname, timeout_s);
-    break;
-  default:
-    *error_no = TL_MEASURE_RUNTIME_DEVICE;
-    *msg = tl_sprintf("the measurement child exited with status %d%s%.*s", tl_proc_code(res),
-                      elen ? ": " : "", (int)(elen > 2000 ? 2000 : elen), e ? e : "");
-    break;
-  }
+  run_outcome(res, fname, repeat, timeout_s, costs, ncosts, error_no, msg);
   tl_proc_result_free(res);
   return TL_OK;
+}
+
+/* The kernel's name: fname, or the one the signature gives, or "default_function". */
+static const char *kernel_name(const char *fname, const char *sig_json, char name[256]) {
+  if (fname && *fname) return fname;
+  json_t *root = json_loads(sig_json, 0, NULL);
+  const char *nm = root ? json_string_value(json_object_get(root, "name")) : NULL;
+  snprintf(name, 256, "%s", nm ? nm : "default_function");
+  json_decref(root);
+  return name;
+}
+
+/* A pause of s seconds (none when s <= 0). */
+static void pause_for(double s) {
+  if (s <= 0) return;
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+/* Kernels over CPU groups: every measurement child is forked by this thread (see
+** tl_proc_start) and pinned to a group no other child holds; tl_proc_wait_any watches
+** all of them, so one that hangs holds only its own group, until its own deadline. */
+TL_EXPORT int tl_measure_run_batch(tl_ctx *ctx, int n, const char *const *so_paths,
+                                   const char *const *fnames, const char *const *sigs,
+                                   const char *const *ref_so_paths,
+                                   const char *const *ref_fnames, int number, int repeat,
+                                   double min_repeat_ms, int cache_flush, double timeout_s,
+                                   double rtol, int ngroups, const char *const *cpu_groups,
+                                   double cooldown_s, double *costs, int *ncosts, int *error_no,
+                                   double *secs, char **msgs) {
+  if (n < 0 || (n > 0 && (!so_paths || !sigs || !costs || !ncosts || !error_no || !secs || !msgs)))
+    return tl_err(ctx, TL_E_ARG, "tl_measure_run_batch: NULL argument");
+  if (repeat < 1 || repeat > TL_MEASURE_MAX_REPEAT)
+    return tl_err(ctx, TL_E_ARG, "tl_measure_run_batch: repeat must be in [1, %d], got %d",
+                  TL_MEASURE_MAX_REPEAT, repeat);
+  char gerr[512];
+  if (tl_cpu_groups_check(cpu_groups, ngroups, gerr, sizeof gerr))
+    return tl_err(ctx, TL_E_ARG, "tl_measure_run_batch: CPU groups: %s", gerr);
+  if (n == 0) return TL_OK;
+  typedef struct { char name[256], rname[256]; } names;
+  names *nm = tl_calloc((size_t)n, sizeof *nm);
+  run_args *ra = tl_calloc((size_t)n, sizeof *ra);
+  for (int i = 0; i < n; i++) {
+    ncosts[i] = 0;
+    msgs[i] = NULL;
+    secs[i] = 0;
+    error_no[i] = TL_MEASURE_UNKNOWN_ERROR;
+    if (!so_paths[i] || !sigs[i]) continue;
+    const char *fname = kernel_name(fnames ? fnames[i] : NULL, sigs[i], nm[i].name);
+    const char *ref_so = ref_so_paths ? ref_so_paths[i] : NULL;
+    const char *ref_fname = ref_fnames ? ref_fnames[i] : NULL;
+    if (ref_so && (!ref_fname || !*ref_fname)) {
+      snprintf(nm[i].rname, sizeof nm[i].rname, "%s", fname);
+      ref_fname = nm[i].rname;
+    }
+    ra[i] = (run_args){so_paths[i], fname, sigs[i], number, repeat, min_repeat_ms, cache_flush,
+                       ref_so, ref_fname, rtol > 0 ? rtol : 1e-4, 1e-5, NULL};
+  }
+  int G = ngroups;
+  tl_proc_child **kids = tl_calloc((size_t)G, sizeof *kids);
+  int *item = tl_calloc((size_t)G, sizeof *item);
+  double *deadline = tl_calloc((size_t)G, sizeof *deadline);
+  double *free_at = tl_calloc((size_t)G, sizeof *free_at);
+  int next = 0, running = 0, rc = TL_OK;
+  for (;;) {
+    double now = tl_now();
+    for (int g = 0; g < G; g++) {
+      while (!kids[g] && next < n && now >= free_at[g]) {
+        int i = next++;
+        if (!ra[i].so_path) {
+          msgs[i] = tl_sprintf("tl_measure_run_batch: kernel %d has no module or signature", i);
+          continue;
+        }
+        ra[i].cpus = cpu_groups[g];
+        tl_clearerr(ctx);
+        if (tl_proc_start(ctx, run_child, &ra[i], &kids[g]) != TL_OK) {
+          msgs[i] = tl_strdup(tl_errmsg(ctx));
+          kids[g] = NULL;
+          continue;
+        }
+        item[g] = i;
+        deadline[g] = timeout_s > 0 ? tl_now() + timeout_s : 0;
+        running++;
+      }
+    }
+    if (!running && next >= n) break;
+    /* an idle group that cools down: wake when it may take the next kernel */
+    double wait = 3600;
+    if (next < n)
+      for (int g = 0; g < G; g++)
+        if (!kids[g]) wait = TL_MIN(wait, free_at[g] - now);
+    if (!running) {
+      pause_for(wait);
+      continue;
+    }
+    int g = -1;
+    tl_clearerr(ctx);
+    rc = tl_proc_wait_any(ctx, kids, G, deadline, 1 << 16, TL_MAX(wait, 0.0), &g);
+    if (rc != TL_OK) break;
+    if (g < 0) continue;
+    int i = item[g];
+    double left = 0;
+    if (deadline[g] > 0) left = TL_MAX(deadline[g] - tl_now(), 1e-6);
+    tl_proc_result *res = NULL;
+    tl_clearerr(ctx);
+    if (tl_proc_wait(ctx, kids[g], left, 1 << 16, &res) != TL_OK) {
+      msgs[i] = tl_strdup(tl_errmsg(ctx));
+    } else {
+      run_outcome(res, ra[i].fname, repeat, timeout_s, costs + (size_t)i * (size_t)repeat,
+                  &ncosts[i], &error_no[i], &msgs[i]);
+      secs[i] = tl_proc_seconds(res);
+    }
+    tl_proc_result_free(res);
+    kids[g] = NULL;
+    running--;
+    free_at[g] = tl_now() + cooldown_s;
+  }
+  if (rc != TL_OK) {                /* the machinery failed: end every child still running */
+    char why[TL_ERRMSG_MAX];
+    snprintf(why, sizeof why, "%s", tl_errmsg(ctx));
+    for (int g = 0; g < G; g++) {
+      if (!kids[g]) continue;
+      tl_proc_result *res = NULL;
+      tl_proc_wait(ctx, kids[g], 1e-6, 1 << 16, &res);
+      tl_proc_result_free(res);
+    }
+    rc = tl_err(ctx, rc, "%s", why);
+  }
+  free(kids);
+  free(item);
+  free(deadline);
+  free(free_at);
+  free(ra);
+  free(nm);
+  return rc;
 }

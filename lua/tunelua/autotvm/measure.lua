@@ -357,14 +357,74 @@ local function runner_opts(r, o, lvl)
   if r.repeats < 1 or r.repeats > 1024 then error("repeat must be in [1, 1024]", lvl + 1) end
 end
 
+-- CPU groups: a list of CPU lists ("2,3"), checked (each a CPU list, none sharing a CPU) by
+-- tl_cpu_groups_check; raises "<what>: <why>" at level lvl (0: no position).
+local function check_groups(groups, what, lvl)
+  local n = #groups
+  local arr = ffi.new("const char *[?]", math.max(n, 1))
+  for i, g in ipairs(groups) do arr[i - 1] = g end
+  local err = ffi.new("char[512]")
+  if C.tl_cpu_groups_check(arr, n, err, 512) ~= 0 then
+    error(what .. ": " .. ffi.string(err), lvl > 0 and lvl + 1 or 0)
+  end
+  return groups
+end
+
+--- measure.parse_cpu_groups(spec, what) -> a list of CPU lists: spec is one CPU list or
+--- several separated by ';' ("2,3;4,5"); raises an error naming `what` (default
+--- TUNELUA_MEASURE_CPUS) and what was expected when a group is empty, malformed or shares
+--- a CPU with another.
+function measure.parse_cpu_groups(spec, what)
+  what = what or "TUNELUA_MEASURE_CPUS"
+  if type(spec) ~= "string" then error(what .. ": expected a string of CPU lists", 0) end
+  local groups = {}
+  for part in (spec .. ";"):gmatch("([^;]*);") do
+    local g = part:match("^%s*(.-)%s*$")
+    if g == "" then
+      error(string.format("%s='%s': group %d is empty: expected CPU lists separated by ';' " ..
+                          "(e.g. 2,3;4,5)", what, spec, #groups + 1), 0)
+    end
+    groups[#groups + 1] = g
+  end
+  return check_groups(groups, string.format("%s='%s'", what, spec), 0)
+end
+
 --- LocalRunner({number = 4, repeat = 3, min_repeat_ms = 0, timeout = 10, cooldown_interval = 0.1,
----   enable_cpu_cache_flush = false, check_correctness = false})
+---   enable_cpu_cache_flush = false, check_correctness = false, cpu_groups = nil})
+--- cpu_groups = {"2,3", "4,5", ...} (disjoint CPU lists; overrides TUNELUA_MEASURE_CPUS): the
+--- kernels of a batch are timed concurrently, one measurement child per group, each pinned to
+--- its group (tl_measure_run_batch); cooldown_interval is then a pause per group.
 function measure.LocalRunner(o)
   o = o or {}
   if type(o) ~= "table" then error("LocalRunner: expected an options table", 2) end
   local r = setmetatable({ n_parallel = 1 }, Runner)
   runner_opts(r, o, 2)
+  if o.cpu_groups ~= nil then
+    local g = o.cpu_groups
+    if type(g) ~= "table" or #g == 0 then
+      error("LocalRunner: cpu_groups: expected a non-empty list of CPU lists such as {\"2,3\", \"4,5\"}", 2)
+    end
+    local copy = {}
+    for i, v in ipairs(g) do
+      if type(v) ~= "string" then
+        error(string.format("LocalRunner: cpu_groups: group %d: expected a CPU list string such as \"2,3\", got %s",
+                            i, type(v)), 2)
+      end
+      copy[i] = v
+    end
+    r.cpu_groups = check_groups(copy, "LocalRunner: cpu_groups", 2)
+  end
   return r
+end
+
+-- The CPU groups a runner times on concurrently: its cpu_groups, else those of
+-- TUNELUA_MEASURE_CPUS when it names several ("2,3;4,5"); nil for one group or none (each
+-- child then applies TUNELUA_MEASURE_CPUS itself, serially).
+function Runner:groups()
+  if self.cpu_groups then return self.cpu_groups end
+  local spec = os.getenv("TUNELUA_MEASURE_CPUS")
+  if not spec or not spec:find(";", 1, true) then return nil end
+  return measure.parse_cpu_groups(spec)
 end
 
 -- The reference kernel for check_correctness: task:lower_reference() when the task has it,
@@ -468,7 +528,57 @@ function measure.run_one(r, br, ref)
   return measure.MeasureResult(c, e, 0, t0, m)
 end
 
---- runner:run(inputs, build_results) -> MeasureResults (serial, each in a forked child)
+-- The kernels of items ({br = build result, ref = reference or nil}) timed concurrently on
+-- CPU groups (tl_measure_run_batch); MeasureResults in the order of items, each all_cost its
+-- child's wall time.
+function measure.run_batch(r, items, groups)
+  local n, rep = #items, r.repeats
+  local keep = {}
+  local function strs(f)
+    local a = ffi.new("const char *[?]", n)
+    for k, it in ipairs(items) do
+      local v = f(it)
+      if v ~= nil then
+        keep[#keep + 1] = v
+        a[k - 1] = v
+      end
+    end
+    keep[#keep + 1] = a
+    return a
+  end
+  local sos = strs(function(it) return it.br.so_path end)
+  local fnames = strs(function(it) return it.br.fname end)
+  local sigs = strs(function(it) return it.br.sig end)
+  local rsos = strs(function(it) return it.ref and it.ref.so_path end)
+  local rfnames = strs(function(it) return it.ref and it.ref.fname end)
+  local garr = ffi.new("const char *[?]", #groups)
+  for g, v in ipairs(groups) do garr[g - 1] = v end
+  local costs = ffi.new("double[?]", n * rep)
+  local ncosts = ffi.new("int[?]", n)
+  local eno = ffi.new("int[?]", n)
+  local secs = ffi.new("double[?]", n)
+  local msgs = ffi.new("char *[?]", n)
+  local t0 = os.time()
+  core.check(C.tl_measure_run_batch(ctx, n, sos, fnames, sigs, rsos, rfnames, r.number, rep,
+                                    r.min_repeat_ms, r.enable_cpu_cache_flush and 1 or 0,
+                                    r.timeout, 1e-4, #groups, garr, r.cooldown_interval, costs,
+                                    ncosts, eno, secs, msgs), 2)
+  local out = {}
+  for k = 1, n do
+    local m = msgs[k - 1] ~= nil and ffi.string(msgs[k - 1]) or nil
+    if msgs[k - 1] ~= nil then C.tl_measure_str_free(msgs[k - 1]) end
+    local c = {}
+    for j = 0, ncosts[k - 1] - 1 do c[#c + 1] = tonumber(costs[(k - 1) * rep + j]) end
+    local e = tonumber(eno[k - 1])
+    if e ~= 0 then c = { 1e9 } else trim_costs(c) end
+    out[k] = measure.MeasureResult(c, e, tonumber(secs[k - 1]), t0, m)
+  end
+  keep = nil
+  return out
+end
+
+--- runner:run(inputs, build_results) -> MeasureResults (serial, each in a forked child; with
+--- CPU groups the plain CPU kernels concurrently, one child per group)
 function Runner:run(inputs, build_results)
   local out = {}
   -- kernels of a target this CPU cannot run (an -mcpu of another machine): an error, once
@@ -481,6 +591,8 @@ function Runner:run(inputs, build_results)
       if not ok then error("LocalRunner: " .. why, 0) end
     end
   end
+  local groups = self:groups()
+  local pending = {}       -- with groups: the plain CPU kernels, timed together at the end
   for i, inp in ipairs(inputs) do
     local br = build_results[i]
     local res
@@ -503,13 +615,24 @@ function Runner:run(inputs, build_results)
       if self.check_correctness and not ref then
         res = measure.MeasureResult({ 1e9 }, MeasureErrorNo.WRONG_ANSWER, 0, os.time(),
                                     "check_correctness: no reference kernel: " .. tostring(self.ref_err))
+      elseif groups then
+        pending[#pending + 1] = { i = i, br = br, ref = ref }
       else
         res = measure.run_one(self, br, ref)
       end
-      res.all_cost = (br.time_cost or 0) + (os.clock() - t0)
-      sleep(self.cooldown_interval)
+      if res then
+        res.all_cost = (br.time_cost or 0) + (os.clock() - t0)
+        if not groups then sleep(self.cooldown_interval) end
+      end
     end
     out[i] = res
+  end
+  if groups and #pending > 0 then
+    for k, res in ipairs(measure.run_batch(self, pending, groups)) do
+      local p = pending[k]
+      res.all_cost = (p.br.time_cost or 0) + res.all_cost
+      out[p.i] = res
+    end
   end
   cleanup(build_results)
   return out
