@@ -48,7 +48,9 @@
 --
 -- --build-jobs=N: parallel kernel compiles (default: the threads). With TUNELUA_MEASURE_CPUS
 -- (a CPU list, e.g. 2,3) every measurement child times on those CPUs and the peers are timed
--- on them at the end, while the search and the compiles use the rest of the machine:
+-- on them at the end, while the search and the compiles use the rest of the machine; with
+-- several groups (2,3;4,5;6,7) each round's trials are timed on all of them at once (one child
+-- per group) and the peers on the first group:
 --
 --   TUNELUA_NUM_THREADS=2 TUNELUA_MEASURE_CPUS=2,3 tunelua scripts/bench/ansor_cpu.lua \
 --       --build-jobs=12 ...
@@ -115,6 +117,8 @@ local PYTHON = os.getenv("TUNELUA_PYTHON") or "/usr/bin/python3"
 local BUILD_JOBS = opts["build-jobs"] and num_opt("build-jobs", 1) or THREADS
 local MEASURE_CPUS = os.getenv("TUNELUA_MEASURE_CPUS")
 if MEASURE_CPUS == "" then MEASURE_CPUS = nil end
+-- several groups ("2,3;4,5"): the trials are timed on all of them at once, the peers on the first
+if MEASURE_CPUS then MEASURE_CPUS = require("tunelua.autotvm.measure").parse_cpu_groups(MEASURE_CPUS)[1] end
 if opts.model ~= "xgb" and opts.model ~= "random" then
   error("ansor_cpu: --model=" .. tostring(opts.model) .. ": expected xgb or random", 0)
 end

@@ -32,7 +32,11 @@
 --
 -- On a many-core host, `TUNELUA_NUM_THREADS=2 TUNELUA_MEASURE_CPUS=2,3 tunelua
 -- scripts/bench/ansor_network.lua ...` (no taskset) compiles and searches on every CPU, times
--- each trial on CPUs 2,3 and then pins itself there for the table.
+-- each trial on CPUs 2,3 and then pins itself there for the table. With several groups
+-- (TUNELUA_MEASURE_CPUS=2,3;4,5;6,7) each round's trials are timed on all of them at once, one
+-- measurement child per group, and the table on the first group (2,3); the warm-up rounds then
+-- measure at least one trial per group (scripts/device/ansor_network_cpu.sh). --table no: tune
+-- only (no build, no table).
 --
 -- Batch 1, fp32. Every figure is a median; ratios are the other build's time over the
 -- auto-scheduled one's (> 1: auto-scheduled is faster); on OpenCL the default NHWC build is also
@@ -49,10 +53,11 @@ local file = require "tunelua.file"
 
 local opts = { networks = "resnet-18,mobilenet", target = "llvm", trials = 0, per_round = 64, population = nil,
                log_dir = ".", autotvm_log = nil, threads = 2, ["repeat"] = 30, rounds = 5, image_size = nil,
-               python = "/usr/bin/python3", markdown = nil }
+               python = "/usr/bin/python3", markdown = nil, table = "yes" }
 do
   local names = { ["--networks"] = "networks", ["--target"] = "target", ["--log-dir"] = "log_dir",
-                  ["--autotvm-log"] = "autotvm_log", ["--python"] = "python", ["--markdown"] = "markdown" }
+                  ["--autotvm-log"] = "autotvm_log", ["--python"] = "python", ["--markdown"] = "markdown",
+                  ["--table"] = "table" }
   local counts = { ["--trials"] = "trials", ["--per-round"] = "per_round", ["--population"] = "population",
                    ["--threads"] = "threads", ["--repeat"] = "repeat", ["--rounds"] = "rounds",
                    ["--image-size"] = "image_size", ["--tune-seconds"] = "tune_seconds" }
@@ -73,6 +78,18 @@ do
     opts[key] = v
     i = i + 2
   end
+end
+if opts.table ~= "yes" and opts.table ~= "no" then
+  error("ansor_network: --table expects yes or no, got " .. string.format("%q", opts.table), 0)
+end
+-- the CPU groups the trials are timed on (checked before any tuning; one group or none: nil)
+local pin = os.getenv("TUNELUA_MEASURE_CPUS")
+if pin == "" then pin = nil end
+local groups = pin and ameasure.parse_cpu_groups(pin) or nil
+if groups and #groups > 1 and opts.per_round < #groups then
+  print(string.format("ansor_network: --per-round %d < %d CPU groups: %d trials a round", opts.per_round, #groups,
+                      #groups))
+  opts.per_round = #groups
 end
 if opts.target == "opencl" then opts.target = "opencl -device=mali" end
 local tgt = targets.parse(opts.target, 0)
@@ -144,8 +161,10 @@ for _, name in ipairs(list) do
         evolutionary_search_population = opts.population,
         sample_init_min_population = math.min(50, math.ceil(opts.population / 4)) } or nil })
     end
-    local warm = #tasks * math.min(opts.per_round, 4)
-    if count_lines(log) < #tasks and n > warm then tune(warm, math.min(opts.per_round, 4), share) end
+    -- (on several CPU groups a warm-up round measures at least one trial per group)
+    local warm_round = math.min(opts.per_round, math.max(4, groups and #groups or 0))
+    local warm = #tasks * warm_round
+    if count_lines(log) < #tasks and n > warm then tune(warm, warm_round, share) end
     local left = share and share - (os.time() - t0)
     if count_lines(log) < n and (not left or left > 0) then tune(n, opts.per_round, left) end
     local est = tuner and tuner:estimated_latency()
@@ -154,11 +173,13 @@ for _, name in ipairs(list) do
   end
 end
 
+if opts.table == "no" then return end
+
 -- ---- 2. build every column of a network, time them interleaved ----------------------------
--- With TUNELUA_MEASURE_CPUS (the CPUs the tuning's measurement children timed on) the builds and
--- the PyTorch peer are timed there too: tuning compiles and searches on the other CPUs.
-local pin = os.getenv("TUNELUA_MEASURE_CPUS")
-if pin and pin ~= "" then tl.pin_cpus(pin) end
+-- With TUNELUA_MEASURE_CPUS (the CPUs the tuning's measurement children timed on; of several
+-- groups the first) the builds and the PyTorch peer are timed there too: tuning compiles and
+-- searches on the other CPUs.
+if groups then tl.pin_cpus(groups[1]) end
 local function build(mod, params, o)
   local bo = { target = opts.target, params = params, quiet = true }
   for k, v in pairs(o) do bo[k] = v end

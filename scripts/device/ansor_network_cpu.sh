@@ -1,0 +1,40 @@
+#!/bin/sh
+# scripts/device/ansor_network_cpu.sh SECONDS [table]   (on the accelerator machine; rerun to continue)
+#
+# The CPU table of docs/performance.md "Auto-scheduled networks" on the 16-core host:
+# scripts/bench/ansor_network.lua tunes resnet-18 and mobilenet (NHWC, the task scheduler, its
+# logs resumed) for about SECONDS in all (shared by the two networks; 0: no tuning), timing six
+# trials at once, one measurement child on each pair of cores 2,3 4,5 6,7 8,9 10,11 12,13
+# (TUNELUA_MEASURE_CPUS groups), while the search and the compiles use every core between the
+# rounds' measurements. With "table", the networks are then built and timed, against the
+# TopHub-tuned AutoTVM build and PyTorch, pinned to cores 2,3 with nothing else running.
+# Logs persist in build-device/ansor-net-logs (copied in) and come back as $OUT/logs.tgz:
+# unpack it into build-device/ansor-net-logs before the next call. Every call ends within
+# about 590 s (a tuning round in flight when the limit strikes is lost, nothing else).
+#
+#   sh scripts/device/ansor_network_cpu.sh 480          (repeat: about 2 x 240 s of tuning a call)
+#   sh scripts/device/ansor_network_cpu.sh 0 table      (the table of what the logs hold)
+#
+# Environment: POPULATION (1024: the evolutionary search's population a round), PER_ROUND (64
+# trials a round: at least one per group, and the search, the compiles and the retraining
+# amortised over many), TRIALS (6000 per network: the budget tuning stops at), REPEAT (30 timed
+# runs of each build in the table).
+set -u
+secs=${1:?usage: ansor_network_cpu.sh SECONDS [table]}
+table=no
+[ "${2:-}" = table ] && table=yes
+export TUNELUA_PYTHON=${TUNELUA_PYTHON:-python3} TUNELUA_NUM_THREADS=2
+export TUNELUA_MEASURE_CPUS="2,3;4,5;6,7;8,9;10,11;12,13"
+out=${OUT:-/tmp/ansor-net-out}
+logs=/tmp/ansor-net-logs
+mkdir -p "$logs" "$out"
+[ -d build-device/ansor-net-logs ] && cp -r build-device/ansor-net-logs/. "$logs/"
+trials=${TRIALS:-6000}
+[ "$secs" -gt 0 ] || trials=0
+timeout 590 sh scripts/device/run_h200.sh scripts/bench/ansor_network.lua \
+  --networks resnet-18,mobilenet --trials "$trials" --tune-seconds "$((secs > 0 ? secs : 1))" \
+  --per-round "${PER_ROUND:-64}" --population "${POPULATION:-1024}" --log-dir "$logs" \
+  --python "$TUNELUA_PYTHON" --repeat "${REPEAT:-30}" --table "$table" > "$out/ansor_network_cpu.txt" 2>&1
+echo "exit status $?" >> "$out/ansor_network_cpu.txt"
+tar czf "$out/logs.tgz" -C "$logs" .
+grep -v '^|  *[0-9]' "$out/ansor_network_cpu.txt" | tail -n 40
