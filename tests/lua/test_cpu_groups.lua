@@ -2,8 +2,8 @@
 -- tl_measure_run_batch): two kernels that each wait for the other prove that two children run
 -- together, each pinned to a group of its own (a kernel fails unless its affinity is exactly one
 -- group and it runs there); a crash, a hang and a wrong answer in the same batch are the errors
--- tl_measure_run gives them, in input order, and the kernels after the hang finish while it
--- still runs; malformed group lists are errors naming the variable or option; an
+-- tl_measure_run gives them, in input order, and the kernels after the hang (one of them
+-- flooding its stderr) finish while it still runs; malformed group lists are errors naming the variable or option; an
 -- auto-scheduler search with two groups records one result per trial.
 local ffi = require "ffi"
 local te = require "tunelua.te"
@@ -97,6 +97,10 @@ local BODY = {
   wrong = [[ fill(A); A[3] = -1.0f; return 0; ]],
   ok = [[ if (pinned() < 0) return 7; fill(A); return 0; ]],
   ref = [[ fill(A); return 0; ]],
+  -- more than a pipe holds on stderr: the batch drains it while the child runs
+  flood = [[ static int done; if (pinned() < 0) return 7;
+    if (!done) { for (int k = 0; k < 4096; k++) fprintf(stderr, "%063d\n", k); fflush(stderr); done = 1; }
+    fill(A); return 0; ]],
   last = [[ if (pinned() < 0) return 7; put("last_done", 1); fill(A); return 0; ]],
 }
 local function source(kind)
@@ -127,7 +131,7 @@ local function measure_kinds(kinds, runner_opts)
 end
 
 -- ---- one batch over two groups ------------------------------------------------------------------
-local KINDS = { "sync_a", "sync_b", "crash", "hang", "wrong", "ok", "ok", "last" }
+local KINDS = { "sync_a", "sync_b", "crash", "hang", "wrong", "ok", "flood", "last" }
 local res = measure_kinds(KINDS, { cpu_groups = GROUPS })
 assert(#res == #KINDS, "one result per kernel")
 local want = { E.NO_ERROR, E.NO_ERROR, E.RUNTIME_DEVICE, E.RUN_TIMEOUT, E.WRONG_ANSWER, E.NO_ERROR,
