@@ -5,9 +5,10 @@
 # scripts/bench/ansor_network.lua tunes resnet-18 and mobilenet (NHWC, the task scheduler, its
 # logs resumed) for about SECONDS in all (shared by the two networks; 0: no tuning), timing six
 # trials at once, one measurement child on each pair of cores 2,3 4,5 6,7 8,9 10,11 12,13
-# (TUNELUA_MEASURE_CPUS groups), while the search and the compiles use every core between the
-# rounds' measurements. With "table", the networks are then built and timed, against the
-# TopHub-tuned AutoTVM build and PyTorch, pinned to cores 2,3 with nothing else running.
+# (TUNELUA_MEASURE_CPUS groups); between the rounds' measurements the compiles use every core
+# (the search runs on the tuner's thread pool, ansor_network.lua's --threads, 2). With
+# "table", the networks are then built and timed, against the TopHub-tuned AutoTVM build and
+# PyTorch, pinned to cores 2,3 with nothing else running.
 # Logs persist in build-device/ansor-net-logs (copied in) and come back as $OUT/logs.tgz:
 # unpack it into build-device/ansor-net-logs before the next call. Every call ends within
 # about 590 s (a tuning round in flight when the limit strikes is lost, nothing else).
@@ -17,7 +18,7 @@
 #
 # Environment: POPULATION (1024: the evolutionary search's population a round), PER_ROUND (64
 # trials a round: at least one per group, and the search, the compiles and the retraining
-# amortised over many), TRIALS (6000 per network: the budget tuning stops at), REPEAT (30 timed
+# of a round amortised over many), TRIALS (6000 per network: the budget tuning stops at), REPEAT (30 timed
 # runs of each build in the table).
 set -u
 secs=${1:?usage: ansor_network_cpu.sh SECONDS [table]}
