@@ -13,13 +13,13 @@
 # unpack it into build-device/ansor-net-logs before the next call. Every call ends within
 # about 590 s (a tuning round in flight when the limit strikes is lost, nothing else).
 #
-#   sh scripts/device/ansor_network_cpu.sh 480          (repeat: about 2 x 240 s of tuning a call)
+#   sh scripts/device/ansor_network_cpu.sh 450          (repeat: about 2 x 225 s of tuning a call)
 #   sh scripts/device/ansor_network_cpu.sh 0 table      (the table of what the logs hold)
 #
 # Environment: POPULATION (1024: the evolutionary search's population a round), PER_ROUND (64
 # trials a round: at least one per group, and the search, the compiles and the retraining
-# of a round amortised over many), TRIALS (6000 per network: the budget tuning stops at), REPEAT (30 timed
-# runs of each build in the table).
+# of a round amortised over many), TRIALS (6000 per network: the budget tuning stops at),
+# REPEAT (30 timed runs of each build in the table).
 set -u
 secs=${1:?usage: ansor_network_cpu.sh SECONDS [table]}
 table=no
