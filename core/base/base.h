@@ -137,6 +137,10 @@ int tl_write_file_atomic(tl_ctx *ctx, const char *path, const void *data, size_t
 int tl_proc_call(tl_ctx *ctx, int (*fn)(void *arg, int out_fd), void *arg,
                  double timeout_s, size_t max_output, tl_proc_result **out);
 
+/* In a process that only runs kernels: the global pool takes TUNELUA_NUM_THREADS threads
+** when that is set, whatever count the parent process requested (pool.c). */
+void tl_pool_use_env_threads(void);
+
 /* tl_proc_call in two halves, to keep several children running from one
 ** thread: tl_proc_start forks (fn runs as above), tl_proc_wait supervises the
 ** child to its end under the timeout, counted from the wait, and frees c.

@@ -547,6 +547,18 @@ static int global_size(void) {
   return n > 0 ? n : tl_num_cores();
 }
 
+/* A process that only runs kernels (a measurement child) sizes its global pool from
+** TUNELUA_NUM_THREADS when that is set, not from the count its parent requested. */
+void tl_pool_use_env_threads(void) {
+  int n = env_threads();
+  if (n <= 0) return;
+  pthread_once(&g_once, pool_once);
+  pthread_mutex_lock(&g_mu);
+  int same = g_requested == 0 || g_requested == n;
+  pthread_mutex_unlock(&g_mu);
+  if (!same) tl_set_num_threads(n);
+}
+
 TL_EXPORT tl_pool *tl_pool_global(void) {
   tl_pool *p = atomic_load_explicit(&g_pool, memory_order_acquire);
   if (p) return p;

@@ -475,6 +475,10 @@ static int run_child(void *arg, int out_fd) {
   kernel_fn fn, rfn;
   int32_t kcode = 0;
   double costs[TL_MEASURE_MAX_REPEAT];
+  /* The kernels' thread count is TUNELUA_NUM_THREADS when set, whatever pool the tuning
+  ** process sized for its own search: a tuner may search on every core while its trials are
+  ** timed on a group of two. */
+  tl_pool_use_env_threads();
   if (ra->cpus) {
     /* a group of its own from the start: the arrays are first touched there, and the
     ** reference run disturbs no other group's timing */

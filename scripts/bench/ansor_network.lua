@@ -41,6 +41,7 @@
 -- Batch 1, fp32. Every figure is a median; ratios are the other build's time over the
 -- auto-scheduled one's (> 1: auto-scheduled is faster); on OpenCL the default NHWC build is also
 -- set against the NCHW ones.
+local ffi = require "ffi"
 local tl = require "tunelua"
 local autotvm = require "tunelua.autotvm"
 local relay = require "tunelua.relay"
@@ -95,6 +96,15 @@ if opts.target == "opencl" then opts.target = "opencl -device=mali" end
 local tgt = targets.parse(opts.target, 0)
 local on_gpu = tgt.kind == "opencl"
 if not on_gpu then tl.set_num_threads(opts.threads) end
+-- On several CPU groups the trials run on their groups with --threads threads (the
+-- measurement children take TUNELUA_NUM_THREADS), while the search, the cost model's features
+-- and the compiles between measurements use every core; the table is timed on --threads.
+local search_threads = not on_gpu and groups and #groups > 1 and tl.num_cores() or nil
+if search_threads then
+  ffi.cdef [[ int setenv(const char *name, const char *value, int overwrite); ]]
+  ffi.C.setenv("TUNELUA_NUM_THREADS", tostring(opts.threads), 1)
+  tl.set_num_threads(search_threads)
+end
 if opts.autotvm_log and not file.exists(opts.autotvm_log) then
   error("ansor_network: --autotvm-log " .. opts.autotvm_log .. ": no such file", 0)
 end
@@ -180,6 +190,7 @@ if opts.table == "no" then return end
 -- groups the first) the builds and the PyTorch peer are timed there too: tuning compiles and
 -- searches on the other CPUs.
 if groups then tl.pin_cpus(groups[1]) end
+if search_threads then tl.set_num_threads(opts.threads) end
 local function build(mod, params, o)
   local bo = { target = opts.target, params = params, quiet = true }
   for k, v in pairs(o) do bo[k] = v end

@@ -6,7 +6,7 @@
 # logs resumed) for about SECONDS in all (shared by the two networks; 0: no tuning), timing six
 # trials at once, one measurement child on each pair of cores 2,3 4,5 6,7 8,9 10,11 12,13
 # (TUNELUA_MEASURE_CPUS groups); between the rounds' measurements the compiles use every core
-# (the search runs on the tuner's thread pool, ansor_network.lua's --threads, 2). With
+# (the search and the features run on every core too; each trial on ansor_network.lua's --threads, 2). With
 # "table", the networks are then built and timed, against the TopHub-tuned AutoTVM build and
 # PyTorch, pinned to cores 2,3 with nothing else running.
 # Logs persist in build-device/ansor-net-logs (copied in) and come back as $OUT/logs.tgz:
@@ -16,7 +16,7 @@
 #   sh scripts/device/ansor_network_cpu.sh 450          (repeat: about 2 x 225 s of tuning a call)
 #   sh scripts/device/ansor_network_cpu.sh 0 table      (the table of what the logs hold)
 #
-# Environment: POPULATION (1024: the evolutionary search's population a round), PER_ROUND (64
+# Environment: POPULATION (2048, TVM's: the evolutionary search's population a round), PER_ROUND (64
 # trials a round: at least one per group, and the search, the compiles and the retraining
 # of a round amortised over many), TRIALS (6000 per network: the budget tuning stops at),
 # REPEAT (30 timed runs of each build in the table).
@@ -34,7 +34,7 @@ trials=${TRIALS:-6000}
 [ "$secs" -gt 0 ] || trials=0
 timeout 590 sh scripts/device/run_h200.sh scripts/bench/ansor_network.lua \
   --networks resnet-18,mobilenet --trials "$trials" --tune-seconds "$((secs > 0 ? secs : 1))" \
-  --per-round "${PER_ROUND:-64}" --population "${POPULATION:-1024}" --log-dir "$logs" \
+  --per-round "${PER_ROUND:-64}" --population "${POPULATION:-2048}" --log-dir "$logs" \
   --python "$TUNELUA_PYTHON" --repeat "${REPEAT:-30}" --table "$table" > "$out/ansor_network_cpu.txt" 2>&1
 echo "exit status $?" >> "$out/ansor_network_cpu.txt"
 tar czf "$out/logs.tgz" -C "$logs" .

@@ -203,5 +203,25 @@ assert(r.trials == 8 and lines == 8 and kernels == 8,
        string.format("8 trials: %d trials, %d records, %d kernels timed on the groups", r.trials, lines, kernels))
 assert(nok >= 6 and r.best_cost < math.huge, nok .. " of 8 trials measured without error")
 
+-- ---- the kernels' thread count: TUNELUA_NUM_THREADS, not the tuning process's own pool ---------
+BODY.threads3 = [[ extern void *tl_pool_global(void); extern int tl_pool_size(const void *);
+  fill(A); return tl_pool_size(tl_pool_global()) == 3 ? 0 : 40 + tl_pool_size(tl_pool_global()); ]]
+BODY.threads1 = [[ extern void *tl_pool_global(void); extern int tl_pool_size(const void *);
+  fill(A); return tl_pool_size(tl_pool_global()) == 1 ? 0 : 40 + tl_pool_size(tl_pool_global()); ]]
+local tl = require "tunelua"
+tl.set_num_threads(3)
+ffi.C.unsetenv("TUNELUA_NUM_THREADS")
+res = measure_kinds({ "threads3" }, { cpu_groups = GROUPS, check_correctness = false })
+assert(res[1].error_no == 0, "without TUNELUA_NUM_THREADS the kernel runs on the parent's 3 threads: " ..
+       tostring(res[1].error_msg))
+ffi.C.setenv("TUNELUA_NUM_THREADS", "1", 1)
+res = measure_kinds({ "threads1", "threads1" }, { cpu_groups = GROUPS, check_correctness = false })
+assert(res[1].error_no == 0 and res[2].error_no == 0, "TUNELUA_NUM_THREADS=1 wins over the parent's 3 threads: " ..
+       tostring(res[1].error_msg or res[2].error_msg))
+res = measure_kinds({ "threads1" }, { check_correctness = false })
+assert(res[1].error_no == 0, "and so with no groups: " .. tostring(res[1].error_msg))
+ffi.C.unsetenv("TUNELUA_NUM_THREADS")
+tl.set_num_threads(0)
+
 util.cleanup(dir)
 print(string.format("test_cpu_groups: ok (groups %s;%s)", GROUPS[1], GROUPS[2]))
