@@ -134,6 +134,17 @@ int tl_measure_opencl_compile_ahead(tl_ctx *ctx, tl_lowered *f, int dev, double 
                                     int max_running);
 /* Wait for every compile-ahead child. */
 void tl_measure_opencl_wait_ahead(void);
+/* Where OpenCL trials run (docs/measure_opencl.md): on = 1, in one persistent
+** tunelua-measure-opencl --worker that starts the driver once and serves the
+** trials one at a time (a crash or a hang ends it; the next trial starts a
+** fresh one); on = 0, in a child per trial; on = -1, the default: the worker
+** unless the environment has TUNELUA_OCL_WORKER=0. */
+void tl_measure_opencl_use_worker(int on);
+/* The running worker's process id, 0 when none runs. */
+int tl_measure_opencl_worker_pid(void);
+/* End the worker (its process group killed, the worker reaped); the next
+** trial starts another. */
+void tl_measure_opencl_worker_stop(void);
 
 /* ---- the device farm (rpc/; docs/rpc.md) ----------------------------------
 ** Tracker: TVM's tracker wire protocol; serves until STOP with stop_key (NULL:

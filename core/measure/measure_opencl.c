@@ -35,11 +35,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <jansson.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -54,12 +56,42 @@ typedef struct {
   const char *rsrc, *rman;    /* check_correctness: a reference module built in the child, or */
   const char *ref_path;       /* the reference's argument bytes */
   const char *out_path;       /* a reference run: write the arguments' bytes here, no timing */
+  const char *const *arg_names; /* without f: the arguments' names (n_arg_names, may be NULL) */
+  int n_arg_names;
   int compile_only;           /* a compile ahead: build the module, answer nothing */
   int dev, number, repeat;
   double min_repeat_ms, build_s, run_s, rtol, atol;
 } ocl_job;
 
 static void phase(int fd, char c) { tl_measure_put(fd, &c, 1); }
+
+/* Set in the persistent worker: answers are framed ('a', uint32 length, the answer), so that
+** one stream carries many. */
+static int framed;
+
+/* The trial's answer (tl_measure_child_reply's bytes), framed in the worker. */
+static void answer(int fd, int error_no, int ncosts, const double *costs, const char *msg) {
+  if (!framed) {
+    tl_measure_child_reply(fd, error_no, ncosts, costs, msg);
+  } else {
+    int32_t h[2] = {error_no, ncosts};
+    tl_buf b = {0};
+    tl_buf_putn(&b, "a\0\0\0\0", 5);
+    tl_buf_putn(&b, (const char *)h, sizeof h);
+    if (ncosts) tl_buf_putn(&b, (const char *)costs, sizeof(double) * (size_t)ncosts);
+    if (msg) tl_buf_puts(&b, msg);
+    uint32_t len = (uint32_t)(b.n - 5);
+    memcpy(b.s + 1, &len, sizeof len);
+    tl_measure_put(fd, b.s, b.n);
+    tl_buf_free(&b);
+  }
+}
+
+/* An error answer with a malloc'd message, freed. */
+static void answer_free(int fd, int error_no, char *msg) {
+  answer(fd, error_no, 0, NULL, msg);
+  free(msg);
+}
 
 static int build_error_no(int rc) {
   return rc == TL_E_RUNTIME ? TL_MEASURE_INSTANTIATION_ERROR : TL_MEASURE_COMPILE_DEVICE;
@@ -70,7 +102,15 @@ static int build_module(tl_ctx *ctx, tl_lowered *f, const char *src, const char 
   return f ? tl_opencl_build(ctx, f, dev, m) : tl_ocl_module_from_source(ctx, src, man, dev, m);
 }
 
-/* Host arrays of m's arguments (its manifest), random (seed 1000 + i), and their device copies. */
+static void free_arrays(tl_array **a, int n) {
+  for (int i = 0; i < n; i++) {
+    tl_array_free(a[i]);
+    a[i] = NULL;
+  }
+}
+
+/* Host arrays of m's arguments (its manifest), random (seed 1000 + i), and their device copies;
+** *n counts the slots to free, also on an error. */
 static int module_args(tl_ctx *ctx, tl_ocl_module *m, int dev, tl_array **host, tl_array **devs,
                        int *n) {
   *n = 0;
@@ -107,48 +147,52 @@ static int module_args(tl_ctx *ctx, tl_ocl_module *m, int dev, tl_array **host, 
   return rc;
 }
 
-/* " ('A')": argument i's name when the module is a lowered function (else ""). */
+/* " ('A')": argument i's name when known (the lowered function's, or the job's), else "". */
 static const char *arg_label(const ocl_job *j, int i, char *buf, size_t cap) {
   buf[0] = 0;
   if (j->f && i < j->f->nargs) {
     const tl_buffer *b = tl_ir_buffer(j->f->ir, j->f->arg_bufs[i]);
     if (b->name) snprintf(buf, cap, " ('%s')", b->name);
+  } else if (!j->f && j->arg_names && i < j->n_arg_names && j->arg_names[i] &&
+             *j->arg_names[i]) {
+    snprintf(buf, cap, " ('%s')", j->arg_names[i]);
   }
   return buf;
 }
 
 /* The reference's outputs on the same inputs, as host arrays like host[0..n): from the
-** reference module rm, or from the bytes at j->ref_path. 0, or the error answered. */
+** reference module rm, or from the bytes at j->ref_path. 0, or the error answered. want[]
+** is the caller's to free (n slots). */
 static int reference_outputs(tl_ctx *ctx, int fd, const ocl_job *j, tl_ocl_module *rm,
                              tl_array **host, int n, tl_array **want) {
   static const char *other = "the reference has other arguments than the config";
   if (rm) {
     tl_array *rh[TL_MEASURE_MAX_ARGS] = {0}, *rd[TL_MEASURE_MAX_ARGS] = {0};
-    int rn = 0;
+    int rn = 0, bad = 0;
     if (module_args(ctx, rm, j->dev, rh, rd, &rn) || rn != n) {
-      char *e = tl_sprintf("check_correctness: %s", other);
-      tl_measure_child_reply(fd, TL_MEASURE_WRONG_ANSWER, 0, NULL, e);
-      return -1;
+      answer_free(fd, TL_MEASURE_WRONG_ANSWER, tl_sprintf("check_correctness: %s", other));
+      bad = 1;
+    } else if (tl_ocl_module_call(ctx, rm, rd, rn)) {
+      answer_free(fd, TL_MEASURE_WRONG_ANSWER,
+             tl_sprintf("check_correctness: the reference failed: %s", tl_errmsg(ctx)));
+      bad = 1;
     }
-    if (tl_ocl_module_call(ctx, rm, rd, rn)) {
-      char *e = tl_sprintf("check_correctness: the reference failed: %s", tl_errmsg(ctx));
-      tl_measure_child_reply(fd, TL_MEASURE_WRONG_ANSWER, 0, NULL, e);
-      return -1;
-    }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && !bad; i++) {
       const DLTensor *t = tl_array_dltensor(host[i]);
       if (tl_array_empty(ctx, t->ndim, t->shape, tl_array_dtype(host[i]), TL_DEV_CPU, 0, &want[i]) ||
           tl_array_copyto(ctx, rd[i], want[i])) {
-        tl_measure_child_reply(fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
-        return -1;
+        answer(fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
+        bad = 1;
       }
     }
-    return 0;
+    free_arrays(rh, rn);
+    free_arrays(rd, rn);
+    return bad ? -1 : 0;
   }
   char *data = NULL;
   size_t len = 0, off = 0;
   if (tl_read_file(ctx, j->ref_path, &data, &len)) {
-    tl_measure_child_reply(fd, TL_MEASURE_UNKNOWN_ERROR, 0, NULL, tl_errmsg(ctx));
+    answer(fd, TL_MEASURE_UNKNOWN_ERROR, 0, NULL, tl_errmsg(ctx));
     return -1;
   }
   for (int i = 0; i < n; i++) {
@@ -156,22 +200,24 @@ static int reference_outputs(tl_ctx *ctx, int fd, const ocl_job *j, tl_ocl_modul
     size_t nb = tl_array_nbytes(host[i]);
     if (off + nb > len) break;
     if (tl_array_empty(ctx, t->ndim, t->shape, tl_array_dtype(host[i]), TL_DEV_CPU, 0, &want[i])) {
-      tl_measure_child_reply(fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
+      free(data);
+      answer(fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
       return -1;
     }
     memcpy(tl_array_data(want[i]), data + off, nb);
     off += nb;
   }
+  free(data);
   if (off != len || (n && !want[n - 1])) {
-    tl_measure_child_reply(fd, TL_MEASURE_WRONG_ANSWER, 0, NULL, other);
+    answer(fd, TL_MEASURE_WRONG_ANSWER, 0, NULL, other);
     return -1;
   }
   return 0;
 }
 
-static int ocl_child(void *arg, int fd) {
-  const ocl_job *j = arg;
-  tl_measure_child_signals();
+/* One trial (docs/measure_opencl.md): phases and the answer on fd. Everything it allocates is
+** freed before it returns, and its alarm is off: the worker runs many. */
+static void run_job(const ocl_job *j, int fd) {
   tl_ctx *ctx = tl_ctx_new();
   tl_ocl_module *m = NULL, *rm = NULL;
   tl_array *host[TL_MEASURE_MAX_ARGS] = {0}, *devs[TL_MEASURE_MAX_ARGS] = {0};
@@ -184,13 +230,13 @@ static int ocl_child(void *arg, int fd) {
   tl_alarm_in(j->build_s);
   rc = build_module(ctx, j->f, j->src, j->man, j->dev, &m);
   if (rc) {
-    tl_measure_child_reply(fd, build_error_no(rc), 0, NULL, tl_errmsg(ctx));
-    return 0;
+    answer(fd, build_error_no(rc), 0, NULL, tl_errmsg(ctx));
+    goto done;
   }
   if (j->rsrc && tl_ocl_module_from_source(ctx, j->rsrc, j->rman, j->dev, &rm)) {
-    char *e = tl_sprintf("check_correctness: the reference does not build: %s", tl_errmsg(ctx));
-    tl_measure_child_reply(fd, TL_MEASURE_WRONG_ANSWER, 0, NULL, e);
-    return 0;
+    answer_free(fd, TL_MEASURE_WRONG_ANSWER,
+           tl_sprintf("check_correctness: the reference does not build: %s", tl_errmsg(ctx)));
+    goto done;
   }
   double cs = tl_ocl_module_compile_seconds(m);
   phase(fd, 'c');
@@ -200,74 +246,97 @@ static int ocl_child(void *arg, int fd) {
   phase(fd, 'r');
   tl_alarm_in(j->build_s + j->run_s);
   if (module_args(ctx, m, j->dev, host, devs, &n) || tl_ocl_module_call(ctx, m, devs, n)) {
-    tl_measure_child_reply(fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
-    return 0;
+    answer(fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
+    goto done;
   }
   tl_alarm_in(j->run_s);
   if (j->out_path || rm || j->ref_path) {
     if (tl_ocl_module_call(ctx, m, devs, n)) {
-      tl_measure_child_reply(fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
-      return 0;
+      answer(fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
+      goto done;
     }
     for (int i = 0; i < n; i++)
       if (tl_array_copyto(ctx, devs[i], host[i])) {
-        tl_measure_child_reply(fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
-        return 0;
+        answer(fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
+        goto done;
       }
   }
   if (j->out_path) {
     tl_buf b = {0};
     for (int i = 0; i < n; i++)
       tl_buf_putn(&b, tl_array_data(host[i]), tl_array_nbytes(host[i]));
-    if (tl_write_file_atomic(ctx, j->out_path, b.s ? b.s : "", b.n)) {
-      tl_measure_child_reply(fd, TL_MEASURE_UNKNOWN_ERROR, 0, NULL, tl_errmsg(ctx));
-      return 0;
-    }
-    tl_measure_child_reply(fd, TL_MEASURE_NO_ERROR, 0, NULL, NULL);
-    return 0;
+    rc = tl_write_file_atomic(ctx, j->out_path, b.s ? b.s : "", b.n);
+    tl_buf_free(&b);
+    if (rc) answer(fd, TL_MEASURE_UNKNOWN_ERROR, 0, NULL, tl_errmsg(ctx));
+    else answer(fd, TL_MEASURE_NO_ERROR, 0, NULL, NULL);
+    goto done;
   }
   if (rm || j->ref_path) {
-    if (reference_outputs(ctx, fd, j, rm, host, n, want)) return 0;
+    if (reference_outputs(ctx, fd, j, rm, host, n, want)) goto done;
     for (int i = 0; i < n; i++) {
       int64_t worst = -1;
       double werr = 0;
       int c = tl_array_allclose(ctx, host[i], want[i], j->rtol, j->atol, &worst, &werr);
       if (c > 0) {
-        char *e = tl_sprintf("comparing argument %d with the reference: %s", i + 1, tl_errmsg(ctx));
-        tl_measure_child_reply(fd, TL_MEASURE_UNKNOWN_ERROR, 0, NULL, e);
-        return 0;
+        answer_free(fd, TL_MEASURE_UNKNOWN_ERROR,
+               tl_sprintf("comparing argument %d with the reference: %s", i + 1, tl_errmsg(ctx)));
+        goto done;
       }
       if (c != 0) {
-        char *e = tl_sprintf("wrong answer: argument %d%s differs from the reference at flat "
-                             "index %lld (|diff| = %g: got %.9g, expected %.9g)", i + 1,
-                             arg_label(j, i, label, sizeof label), (long long)worst, werr,
-                             tl_array_get(host[i], worst), tl_array_get(want[i], worst));
-        tl_measure_child_reply(fd, TL_MEASURE_WRONG_ANSWER, 0, NULL, e);
-        return 0;
+        answer_free(fd, TL_MEASURE_WRONG_ANSWER,
+               tl_sprintf("wrong answer: argument %d%s differs from the reference at flat "
+                          "index %lld (|diff| = %g: got %.9g, expected %.9g)", i + 1,
+                          arg_label(j, i, label, sizeof label), (long long)worst, werr,
+                          tl_array_get(host[i], worst), tl_array_get(want[i], worst)));
+        goto done;
       }
     }
   }
   if (tl_ocl_module_time(ctx, m, devs, n, j->number, j->repeat, j->min_repeat_ms, 0, costs)) {
-    tl_measure_child_reply(fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
-    return 0;
+    answer(fd, TL_MEASURE_RUNTIME_DEVICE, 0, NULL, tl_errmsg(ctx));
+    goto done;
   }
-  tl_measure_child_reply(fd, TL_MEASURE_NO_ERROR, j->repeat, costs, NULL);
+  answer(fd, TL_MEASURE_NO_ERROR, j->repeat, costs, NULL);
+done:
+  tl_alarm_in(0);
+  free_arrays(want, n);
+  free_arrays(devs, n);
+  free_arrays(host, n);
+  tl_ocl_module_free(rm);
+  tl_ocl_module_free(m);
+  tl_ctx_free(ctx);
+}
+
+static int ocl_child(void *arg, int fd) {
+  tl_measure_child_signals();
+  run_job(arg, fd);
   return 0;   /* the process ends here */
 }
 
-/* Run job j in a child and turn how it ended into *error_no and *msg (malloc'd or NULL);
-** secs (or NULL): the child's wall seconds and the driver's compile seconds. */
+/* Run job j in a freshly exec'd child (exec_job) or in the persistent worker (worker_job);
+** a refusal of the code generator is returned as *gen_rc. */
 static int exec_job(tl_ctx *ctx, const ocl_job *j, double limit_s, int *gen_rc,
                     tl_proc_result **res);
+static int worker_job(tl_ctx *ctx, const ocl_job *j, double limit_s, int *gen_rc,
+                      double *costs, int *ncosts, int *error_no, char **msg, double *secs);
+static int worker_enabled(void);
 static long long jint(json_t *o, const char *key, long long dflt);
 
-/* How the child that ran job j ended (res), as *error_no and *msg; secs as ocl_measure's. */
-static void outcome(const ocl_job *j, tl_proc_result *res, double *costs, int *ncosts,
+/* How a trial's process ended: its status (TL_PROC_*) and code, the bytes it answered
+** (phases, then the answer), its stderr, its wall seconds. */
+typedef struct {
+  int st, code;
+  const char *o, *e;
+  size_t olen, elen;
+  double seconds;
+} trial_end;
+
+/* How the trial of job j ended (t), as *error_no and *msg; secs as ocl_measure's. */
+static void outcome(const ocl_job *j, const trial_end *t, double *costs, int *ncosts,
                     int *error_no, char **msg, double *secs) {
   const char *fname = j->fname ? j->fname : "kernel";
-  size_t olen = 0, elen = 0;
-  const char *o = tl_proc_stdout(res, &olen);
-  const char *e = tl_proc_stderr(res, &elen);
+  size_t olen = t->olen, elen = t->elen;
+  const char *o = t->o, *e = t->e;
   char ph = 0;
   double compile_s = 0;
   while (olen && (*o == 'b' || *o == 'r' || (*o == 'c' && olen > sizeof(double)))) {
@@ -282,11 +351,11 @@ static void outcome(const ocl_job *j, tl_proc_result *res, double *costs, int *n
     olen--;
   }
   if (secs) {
-    secs[0] = tl_proc_seconds(res);
+    secs[0] = t->seconds;
     secs[1] = compile_s;
   }
-  int st = tl_proc_status(res);
-  int sig = st == TL_PROC_SIGNAL ? tl_proc_code(res) : 0;
+  int st = t->st;
+  int sig = st == TL_PROC_SIGNAL ? t->code : 0;
   int el = (int)(elen > 2000 ? 2000 : elen);
   if (!e) e = "";
   if (st == TL_PROC_OK && tl_measure_read_reply(o, olen, j->repeat, costs, ncosts, error_no, msg)) {
@@ -307,8 +376,16 @@ static void outcome(const ocl_job *j, tl_proc_result *res, double *costs, int *n
   } else {
     *error_no = TL_MEASURE_RUNTIME_DEVICE;
     *msg = tl_sprintf("kernel '%s': the measurement child ended without a result (status %d, "
-                      "code %d)%s%.*s", fname, st, tl_proc_code(res), el ? ": " : "", el, e);
+                      "code %d)%s%.*s", fname, st, t->code, el ? ": " : "", el, e);
   }
+}
+
+static void proc_end(const tl_proc_result *res, trial_end *t) {
+  t->st = tl_proc_status(res);
+  t->code = tl_proc_code(res);
+  t->o = tl_proc_stdout(res, &t->olen);
+  t->e = tl_proc_stderr(res, &t->elen);
+  t->seconds = tl_proc_seconds(res);
 }
 
 static int ocl_measure(tl_ctx *ctx, const ocl_job *j, double *costs, int *ncosts, int *error_no,
@@ -319,21 +396,26 @@ static int ocl_measure(tl_ctx *ctx, const ocl_job *j, double *costs, int *ncosts
   tl_proc_result *res = NULL;
   double limit = 2 * j->build_s + j->run_s + 1;
   int rc, gen = TL_OK;
-  if (tl_opencl_touched()) {
+  if (worker_enabled()) {
+    /* the persistent worker: the driver starts once for many trials */
+    rc = worker_job(ctx, j, limit, &gen, costs, ncosts, error_no, msg, secs);
+  } else if (tl_opencl_touched()) {
     /* a forked child would inherit this process's driver: a fresh program measures */
     rc = exec_job(ctx, j, limit, &gen, &res);
-    if (!rc && gen) {   /* the code generator refused f: what the child's build would say */
-      *error_no = build_error_no(gen);
-      *msg = tl_strdup(tl_errmsg(ctx));
-      tl_clearerr(ctx);
-      if (secs) secs[0] = secs[1] = 0;
-      return TL_OK;
-    }
   } else {
     rc = tl_proc_call(ctx, ocl_child, (void *)j, limit, 1 << 16, &res);
   }
-  if (rc) return rc;
-  outcome(j, res, costs, ncosts, error_no, msg, secs);
+  if (!rc && gen) {   /* the code generator refused f: what the child's build would say */
+    *error_no = build_error_no(gen);
+    *msg = tl_strdup(tl_errmsg(ctx));
+    tl_clearerr(ctx);
+    if (secs) secs[0] = secs[1] = 0;
+    return TL_OK;
+  }
+  if (rc || !res) return rc;
+  trial_end t;
+  proc_end(res, &t);
+  outcome(j, &t, costs, ncosts, error_no, msg, secs);
   tl_proc_result_free(res);
   return TL_OK;
 }
@@ -434,7 +516,7 @@ TL_EXPORT int tl_measure_run_opencl(tl_ctx *ctx, const char *source_path, const 
   return rc;
 }
 
-/* ---- a freshly exec'd child (after this process initialized OpenCL) --------------------- */
+/* ---- a freshly exec'd child, or the persistent worker ------------------------------------ */
 
 /* The program tunelua-measure-opencl: next to the library (the build tree, and tl_tests next
 ** to it), else the installed libexec directory. */
@@ -450,22 +532,23 @@ static int exe_path(tl_ctx *ctx, char *out, size_t cap) {
   }
   snprintf(out, cap, "%s/tunelua-measure-opencl", TL_LIBEXECDIR_INSTALLED);
   if (access(out, X_OK) == 0) return TL_OK;
-  return tl_err(ctx, TL_E_RUNTIME, "measure: this process has initialized OpenCL, so OpenCL "
-                "trials run in a fresh tunelua-measure-opencl process, and that program is "
-                "neither in '%s' nor in '%s'", dir[0] ? dir : "(the library's directory)",
-                TL_LIBEXECDIR_INSTALLED);
+  return tl_err(ctx, TL_E_RUNTIME, "measure: OpenCL trials run in a tunelua-measure-opencl "
+                "process (a persistent worker, or a fresh one per trial once this process has "
+                "initialized OpenCL), and that program is neither in '%s' nor in '%s'",
+                dir[0] ? dir : "(the library's directory)", TL_LIBEXECDIR_INSTALLED);
 }
 
 static void jset_str(json_t *o, const char *k, const char *v) {
   if (v) json_object_set_new(o, k, json_string(v));
 }
 
-/* The job file of j (its module as OpenCL C + manifest): path, or an error. With f, src and
-** man are generated here; a refusal of the code generator is returned as *gen_rc. */
-static int write_job(tl_ctx *ctx, const ocl_job *j, int unlink_after_read, char *path, size_t cap,
-                     int *gen_rc) {
-  static unsigned counter;
+/* The job of j as JSON text (its module as OpenCL C + manifest; malloc'd), or an error. With
+** f, src and man are generated here; a refusal of the code generator is returned as *gen_rc
+** (and *text stays NULL). */
+static int job_text(tl_ctx *ctx, const ocl_job *j, int unlink_after_read, char **text,
+                    int *gen_rc) {
   char *src = NULL, *man = NULL;
+  *text = NULL;
   *gen_rc = TL_OK;
   if (j->f && (*gen_rc = tl_opencl_source_manifest(ctx, j->f, &src, &man)) != TL_OK) return TL_OK;
   json_t *o = json_object();
@@ -476,6 +559,14 @@ static int write_job(tl_ctx *ctx, const ocl_job *j, int unlink_after_read, char 
   jset_str(o, "ref_manifest", j->rman);
   jset_str(o, "ref_path", j->ref_path);
   jset_str(o, "out_path", j->out_path);
+  if (j->f) {   /* the arguments' names, for a wrong answer's message */
+    json_t *names = json_array();
+    for (int i = 0; i < j->f->nargs; i++) {
+      const tl_buffer *b = tl_ir_buffer(j->f->ir, j->f->arg_bufs[i]);
+      json_array_append_new(names, json_string(b->name ? b->name : ""));
+    }
+    json_object_set_new(o, "arg_names", names);
+  }
   json_object_set_new(o, "compile_only", json_boolean(j->compile_only));
   json_object_set_new(o, "unlink", json_boolean(unlink_after_read));
   json_object_set_new(o, "dev", json_integer(j->dev));
@@ -488,17 +579,28 @@ static int write_job(tl_ctx *ctx, const ocl_job *j, int unlink_after_read, char 
   json_object_set_new(o, "atol", json_real(j->atol));
   free(src);
   free(man);
-  char *text = json_object_size(o) ? json_dumps(o, JSON_COMPACT) : NULL;
+  char *t = json_object_size(o) ? json_dumps(o, JSON_COMPACT) : NULL;
   json_decref(o);
-  if (!text || !strstr(text, "\"source\"") || !strstr(text, "\"manifest\""))
-    return free(text), tl_err(ctx, TL_E_ARG, "measure: the OpenCL job cannot be written as JSON "
-                              "(a string that is not UTF-8?)");
+  if (!t || !strstr(t, "\"source\"") || !strstr(t, "\"manifest\""))
+    return free(t), tl_err(ctx, TL_E_ARG, "measure: the OpenCL job cannot be written as JSON "
+                           "(a string that is not UTF-8?)");
+  *text = t;
+  return TL_OK;
+}
+
+/* The job file of j: path, or an error; *gen_rc as job_text's. */
+static int write_job(tl_ctx *ctx, const ocl_job *j, int unlink_after_read, char *path, size_t cap,
+                     int *gen_rc) {
+  static unsigned counter;
+  char *text = NULL;
+  int rc = job_text(ctx, j, unlink_after_read, &text, gen_rc);
+  if (rc || *gen_rc) return rc;
   const char *base = getenv("TUNELUA_MEASURE_DIR");
   if (!base || !*base) base = getenv("TMPDIR");
   if (!base || !*base) base = "/tmp";
   snprintf(path, cap, "%s/tunelua-ocljob-%d-%u.json", base, (int)getpid(),
            __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
-  int rc = tl_write_file_atomic(ctx, path, text, strlen(text));
+  rc = tl_write_file_atomic(ctx, path, text, strlen(text));
   free(text);
   return rc;
 }
@@ -515,11 +617,106 @@ static int exec_job(tl_ctx *ctx, const ocl_job *j, double limit_s, int *gen_rc,
   return rc;
 }
 
+/* A job object (job_text's) as j; its strings live as long as o. names: room for
+** TL_MEASURE_MAX_ARGS argument names. An error names `where`. */
+static int job_parse(tl_ctx *ctx, json_t *o, const char *where, ocl_job *j, const char **names) {
+  const char *src = json_string_value(json_object_get(o, "source"));
+  const char *man = json_string_value(json_object_get(o, "manifest"));
+  if (!json_is_object(o) || !src || !man)
+    return tl_err(ctx, TL_E_PARSE, "%s: expected an object with \"source\" and \"manifest\" "
+                  "strings", where);
+  json_t *an = json_object_get(o, "arg_names");
+  int nn = 0;
+  for (size_t i = 0; i < json_array_size(an) && nn < TL_MEASURE_MAX_ARGS; i++)
+    names[nn++] = json_string_value(json_array_get(an, i));
+  *j = (ocl_job){
+      .src = src, .man = man, .fname = json_string_value(json_object_get(o, "fname")),
+      .rsrc = json_string_value(json_object_get(o, "ref_source")),
+      .rman = json_string_value(json_object_get(o, "ref_manifest")),
+      .ref_path = json_string_value(json_object_get(o, "ref_path")),
+      .out_path = json_string_value(json_object_get(o, "out_path")),
+      .arg_names = names, .n_arg_names = nn,
+      .compile_only = json_is_true(json_object_get(o, "compile_only")),
+      .dev = (int)jint(o, "dev", 0), .number = (int)jint(o, "number", 1),
+      .repeat = (int)jint(o, "repeat", 1),
+      .min_repeat_ms = json_number_value(json_object_get(o, "min_repeat_ms")),
+      .build_s = json_number_value(json_object_get(o, "build_s")),
+      .run_s = json_number_value(json_object_get(o, "run_s")),
+      .rtol = json_number_value(json_object_get(o, "rtol")),
+      .atol = json_number_value(json_object_get(o, "atol"))};
+  int rc = check_times(ctx, where, j->repeat, j->dev, &j->build_s, &j->run_s);
+  if (!rc && !!j->rsrc != !!j->rman)
+    rc = tl_err(ctx, TL_E_ARG, "%s: a reference source needs its manifest", where);
+  return rc;
+}
+
+/* All n bytes from fd: n, or fewer at end of file or on an error. */
+static size_t read_full(int fd, void *p, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, (char *)p + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  return got;
+}
+
+#define WORKER_MAX_JOB ((uint32_t)1 << 30)
+
+/* tunelua-measure-opencl --worker: jobs on stdin (uint32 length, then job_text's JSON), each
+** answered on stdout with the phase bytes and a framed answer; ends at end of input. A job
+** that cannot be read is answered UNKNOWN_ERROR; a kernel that crashes or hangs ends the
+** process (its parent reports the trial and starts another worker). */
+static int worker_main(void) {
+  int out = dup(1);            /* the answers; the driver's chatter on stdout goes to stderr */
+  if (out < 0 || dup2(2, 1) < 0) return 3;
+  fcntl(out, F_SETFD, FD_CLOEXEC);
+  tl_measure_child_signals();
+  framed = 1;
+  tl_ctx *ctx = tl_ctx_new();
+  for (;;) {
+    uint32_t len = 0;
+    size_t got = read_full(0, &len, sizeof len);
+    if (got == 0) return 0;    /* the parent closed our input: done */
+    if (got != sizeof len || len > WORKER_MAX_JOB) {
+      fprintf(stderr, "tunelua-measure-opencl: a malformed job frame on stdin\n");
+      return 3;
+    }
+    char *text = malloc(len ? len : 1);
+    if (!text || read_full(0, text, len) != len) {
+      fprintf(stderr, "tunelua-measure-opencl: a job cut short on stdin\n");
+      return 3;
+    }
+    json_error_t jerr;
+    json_t *o = json_loadb(text, len, 0, &jerr);
+    free(text);
+    ocl_job j;
+    const char *names[TL_MEASURE_MAX_ARGS];
+    tl_clearerr(ctx);
+    if (!o) {
+      answer_free(out, TL_MEASURE_UNKNOWN_ERROR,
+                  tl_sprintf("tunelua-measure-opencl: the job is not JSON: %s", jerr.text));
+    } else if (job_parse(ctx, o, "the job", &j, names)) {
+      answer(out, TL_MEASURE_UNKNOWN_ERROR, 0, NULL, tl_errmsg(ctx));
+    } else if (j.compile_only) {
+      tl_alarm_in(j.build_s);
+      tl_ocl_module *m = NULL;
+      if (tl_ocl_module_from_source(ctx, j.src, j.man, j.dev, &m) == TL_OK) tl_ocl_module_free(m);
+      tl_alarm_in(0);
+      answer(out, TL_MEASURE_NO_ERROR, 0, NULL, NULL);
+    } else {
+      run_job(&j, out);
+    }
+    json_decref(o);
+  }
+}
+
 TL_EXPORT int tl_measure_opencl_exec_main(int argc, char **argv) {
+  if (argc == 2 && !strcmp(argv[1], "--worker")) return worker_main();
   if (argc != 2) {
-    fprintf(stderr, "usage: tunelua-measure-opencl JOB.json\n(libtunelua starts it to measure an "
-                    "OpenCL kernel once the calling process has initialized OpenCL; see "
-                    "docs/measure_opencl.md)\n");
+    fprintf(stderr, "usage: tunelua-measure-opencl JOB.json | --worker\n(libtunelua starts it "
+                    "to measure OpenCL kernels; see docs/measure_opencl.md)\n");
     return 2;
   }
   int out = dup(1);            /* the answer; the driver's chatter on stdout goes to stderr */
@@ -535,30 +732,13 @@ TL_EXPORT int tl_measure_opencl_exec_main(int argc, char **argv) {
   json_t *o = json_loadb(text, len, 0, &jerr);
   free(text);
   if (json_is_true(json_object_get(o, "unlink"))) unlink(argv[1]);
-  const char *src = json_string_value(json_object_get(o, "source"));
-  const char *man = json_string_value(json_object_get(o, "manifest"));
-  if (!json_is_object(o) || !src || !man) {
-    fprintf(stderr, "tunelua-measure-opencl: %s: %s\n", argv[1],
-            o ? "expected an object with \"source\" and \"manifest\" strings" : jerr.text);
+  ocl_job j;
+  const char *names[TL_MEASURE_MAX_ARGS];
+  if (!o) {
+    fprintf(stderr, "tunelua-measure-opencl: %s: %s\n", argv[1], jerr.text);
     return 3;
   }
-  ocl_job j = {
-      .src = src, .man = man, .fname = json_string_value(json_object_get(o, "fname")),
-      .rsrc = json_string_value(json_object_get(o, "ref_source")),
-      .rman = json_string_value(json_object_get(o, "ref_manifest")),
-      .ref_path = json_string_value(json_object_get(o, "ref_path")),
-      .out_path = json_string_value(json_object_get(o, "out_path")),
-      .compile_only = json_is_true(json_object_get(o, "compile_only")),
-      .dev = (int)jint(o, "dev", 0), .number = (int)jint(o, "number", 1),
-      .repeat = (int)jint(o, "repeat", 1),
-      .min_repeat_ms = json_number_value(json_object_get(o, "min_repeat_ms")),
-      .build_s = json_number_value(json_object_get(o, "build_s")),
-      .run_s = json_number_value(json_object_get(o, "run_s")),
-      .rtol = json_number_value(json_object_get(o, "rtol")),
-      .atol = json_number_value(json_object_get(o, "atol"))};
-  if (check_times(ctx, argv[1], j.repeat, j.dev, &j.build_s, &j.run_s) ||
-      (!!j.rsrc != !!j.rman && tl_err(ctx, TL_E_ARG, "%s: a reference source needs its manifest",
-                                     argv[1]))) {
+  if (job_parse(ctx, o, argv[1], &j, names)) {
     fprintf(stderr, "tunelua-measure-opencl: %s\n", tl_errmsg(ctx));
     return 3;
   }
@@ -566,10 +746,350 @@ TL_EXPORT int tl_measure_opencl_exec_main(int argc, char **argv) {
     tl_measure_child_signals();
     tl_alarm_in(j.build_s);
     tl_ocl_module *m = NULL;
-    if (tl_ocl_module_from_source(ctx, src, man, j.dev, &m) == TL_OK) tl_ocl_module_free(m);
+    if (tl_ocl_module_from_source(ctx, j.src, j.man, j.dev, &m) == TL_OK) tl_ocl_module_free(m);
     return 0;
   }
   return ocl_child(&j, out);
+}
+
+/* ---- the persistent worker, seen from the measuring process --------------------------------
+** One tunelua-measure-opencl --worker (its own process group, SIGKILL when the thread that
+** started it ends) serves the trials of this process one at a time: the job goes to its stdin,
+** the phase bytes and the framed answer come back on its stdout, its stderr is kept for a
+** crash's message. A worker that crashed, passed the limit (its group killed) or ended between
+** jobs is reaped, and the next trial starts a fresh one. After a RUNTIME_DEVICE or
+** UNKNOWN_ERROR answer the worker is replaced too (a failed launch may leave the driver's
+** context unusable), and after WORKER_RECYCLE jobs (the driver's program cache grows). */
+
+#define WORKER_RECYCLE 256
+
+typedef struct {
+  pid_t pid;                  /* 0: none */
+  int in, out, err;           /* its stdin (jobs), stdout (answers), stderr */
+  int jobs;                   /* jobs served */
+} ocl_worker;
+
+static pthread_mutex_t worker_mu = PTHREAD_MUTEX_INITIALIZER;
+static ocl_worker W;
+static int worker_mode = -1;  /* -1: TUNELUA_OCL_WORKER decides (on unless "0"), 0 off, 1 on */
+
+static int worker_enabled(void) {
+  int m = __atomic_load_n(&worker_mode, __ATOMIC_ACQUIRE);
+  if (m >= 0) return m;
+  const char *e = getenv("TUNELUA_OCL_WORKER");
+  return !(e && !strcmp(e, "0"));
+}
+
+static void close_fd(int *fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+/* With worker_mu held: the worker's process group killed (when kill_it; else it has ended),
+** the worker reaped, its pipes closed. Its wait status, or -1. */
+static int worker_reap(ocl_worker *w, int kill_it) {
+  int st = -1;
+  if (w->pid <= 0) return -1;
+  if (kill_it) kill(-w->pid, SIGKILL);   /* not reaped yet: the group's id is still its own */
+  while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {}
+  close_fd(&w->in);
+  close_fd(&w->out);
+  close_fd(&w->err);
+  w->pid = 0;
+  w->jobs = 0;
+  return st;
+}
+
+/* With worker_mu held: a running worker (a fresh one when there is none or it has ended). */
+static int worker_ensure(tl_ctx *ctx, ocl_worker *w) {
+  if (w->pid > 0) {
+    int st;
+    pid_t r = waitpid(w->pid, &st, WNOHANG);
+    if (r == 0) return TL_OK;             /* alive */
+    if (r == w->pid) kill(-w->pid, SIGKILL);   /* ended between jobs: what it left goes too */
+    close_fd(&w->in);
+    close_fd(&w->out);
+    close_fd(&w->err);
+    w->pid = 0;
+    w->jobs = 0;
+  }
+  char exe[PATH_MAX + 64];
+  int rc = exe_path(ctx, exe, sizeof exe);
+  if (rc) return rc;
+  int pi[2] = {-1, -1}, po[2] = {-1, -1}, pe[2] = {-1, -1};
+  if (pipe2(pi, O_CLOEXEC) || pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC)) {
+    int e = errno;
+    close_fd(&pi[0]), close_fd(&pi[1]), close_fd(&po[0]), close_fd(&po[1]);
+    close_fd(&pe[0]), close_fd(&pe[1]);
+    return tl_err(ctx, TL_E_IO, "measure: cannot create the OpenCL worker's pipes: %s",
+                  strerror(e));
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {   /* only async-signal-safe calls until the exec */
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    if (dup2(pi[0], 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0) _exit(127);
+#ifdef SYS_close_range
+    syscall(SYS_close_range, 3u, ~0u, 0u);
+#endif
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGPIPE, &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execl(exe, exe, "--worker", (char *)NULL);
+    _exit(127);
+  }
+  int e = errno;
+  close_fd(&pi[0]);
+  close_fd(&po[1]);
+  close_fd(&pe[1]);
+  if (pid < 0) {
+    close_fd(&pi[1]), close_fd(&po[0]), close_fd(&pe[0]);
+    return tl_err(ctx, TL_E_IO, "measure: cannot start the OpenCL worker: %s", strerror(e));
+  }
+  setpgid(pid, pid);
+  *w = (ocl_worker){.pid = pid, .in = pi[1], .out = po[0], .err = pe[0]};
+  return TL_OK;
+}
+
+/* All n bytes to fd with SIGPIPE held back in this thread (a worker that ended is EPIPE, not
+** the end of this process): 0, or -1. */
+static int put_job(int fd, const void *p, size_t n) {
+  sigset_t pipe_set, old, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  sigpending(&pending);
+  int was_pending = sigismember(&pending, SIGPIPE);
+  const char *s = p;
+  int rc = 0;
+  while (n) {
+    ssize_t w = write(fd, s, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      rc = -1;
+      break;
+    }
+    s += w;
+    n -= (size_t)w;
+  }
+  if (rc && !was_pending) {   /* take back the SIGPIPE this write raised */
+    struct timespec zero = {0, 0};
+    sigtimedwait(&pipe_set, NULL, &zero);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
+/* Keep the last bytes of the worker's stderr in b (at most 64 KiB). */
+static void keep_err(tl_buf *b, const char *p, size_t n) {
+  const size_t cap = 1 << 16;
+  if (b->n + n > cap) {
+    if (n >= cap) {
+      p += n - cap;
+      n = cap;
+      b->n = 0;
+    } else {
+      size_t drop = b->n + n - cap;
+      memmove(b->s, b->s + drop, b->n - drop);
+      b->n -= drop;
+    }
+  }
+  tl_buf_putn(b, p, n);
+}
+
+/* How much of the worker's output s[0..n) is one whole trial: the phase bytes and a framed
+** answer. 0 while incomplete; -1 for bytes that are not the protocol. *ans: the answer's
+** offset and *alen its length. */
+static long frame_end(const char *s, size_t n, size_t *ans, size_t *alen) {
+  size_t i = 0;
+  while (i < n) {
+    char c = s[i];
+    if (c == 'b' || c == 'r') {
+      i++;
+    } else if (c == 'c') {
+      if (n - i < 1 + sizeof(double)) return 0;
+      i += 1 + sizeof(double);
+    } else if (c == 'a') {
+      uint32_t len;
+      if (n - i < 5) return 0;
+      memcpy(&len, s + i + 1, sizeof len);
+      if (n - i - 5 < len) return 0;
+      *ans = i + 5;
+      *alen = len;
+      return (long)(i + 5 + len);
+    } else {
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Discard what the worker wrote on stderr between jobs. */
+static void drain_err(int fd) {
+  char buf[4096];
+  struct pollfd p = {fd, POLLIN, 0};
+  while (poll(&p, 1, 0) > 0 && (p.revents & POLLIN)) {
+    ssize_t r = read(fd, buf, sizeof buf);
+    if (r <= 0) break;
+  }
+}
+
+static int worker_job(tl_ctx *ctx, const ocl_job *j, double limit_s, int *gen_rc,
+                      double *costs, int *ncosts, int *error_no, char **msg, double *secs) {
+  char *text = NULL;
+  int rc = job_text(ctx, j, 0, &text, gen_rc);
+  if (rc || *gen_rc) return rc;
+  size_t tlen = strlen(text);
+  tl_buf frame = {0};
+  uint32_t len = (uint32_t)tlen;
+  tl_buf_putn(&frame, (const char *)&len, sizeof len);
+  tl_buf_putn(&frame, text, tlen);
+  free(text);
+  pthread_mutex_lock(&worker_mu);
+  ocl_worker *w = &W;
+  double t0 = tl_now();
+  rc = worker_ensure(ctx, w);
+  if (!rc) {
+    drain_err(w->err);
+    if (put_job(w->in, frame.s, frame.n)) {   /* it ended as the job went: once more, fresh */
+      worker_reap(w, 1);
+      rc = worker_ensure(ctx, w);
+      if (!rc && put_job(w->in, frame.s, frame.n))
+        rc = tl_err(ctx, TL_E_IO, "measure: the OpenCL worker (pid %d) does not take jobs: %s",
+                    (int)w->pid, strerror(errno));
+    }
+  }
+  tl_buf_free(&frame);
+  if (rc) {
+    worker_reap(w, 1);
+    pthread_mutex_unlock(&worker_mu);
+    return rc;
+  }
+  t0 = tl_now();
+  tl_buf ob = {0}, eb = {0};
+  trial_end t = {.st = TL_PROC_OK};
+  size_t ans = 0, alen = 0;
+  long end = 0;
+  int out_open = 1, err_open = 1, timed_out = 0;
+  while (out_open) {
+    double left = limit_s - (tl_now() - t0);
+    if (left <= 0) {
+      timed_out = 1;
+      break;
+    }
+    struct pollfd p[2] = {{w->out, POLLIN, 0}, {err_open ? w->err : -1, POLLIN, 0}};
+    int pr = poll(p, 2, (int)(left * 1000) + 1);
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr < 0) break;
+    char buf[65536];
+    if (p[1].revents) {
+      ssize_t r = read(w->err, buf, sizeof buf);
+      if (r > 0) keep_err(&eb, buf, (size_t)r);
+      else if (r == 0 || errno != EINTR) err_open = 0;
+    }
+    if (p[0].revents) {
+      ssize_t r = read(w->out, buf, sizeof buf);
+      if (r > 0) {
+        tl_buf_putn(&ob, buf, (size_t)r);
+        end = frame_end(ob.s, ob.n, &ans, &alen);
+        if (end != 0) break;
+      } else if (r == 0 || errno != EINTR) {
+        out_open = 0;
+      }
+    }
+  }
+  t.seconds = tl_now() - t0;
+  tl_buf got = {0};   /* the phase bytes, then the answer: a one-trial child's output */
+  int keep = 0;
+  if (end > 0) {
+    for (size_t i = 0; i < ans - 5;) {
+      size_t step = ob.s[i] == 'c' ? 1 + sizeof(double) : 1;
+      tl_buf_putn(&got, ob.s + i, step);
+      i += step;
+    }
+    tl_buf_putn(&got, ob.s + ans, alen);
+    keep = (size_t)end == ob.n;   /* nothing after the answer */
+  } else {
+    /* the worker died, passed the limit or broke the protocol: what it wrote before */
+    for (size_t i = 0; i < ob.n;) {
+      char c = ob.s[i];
+      size_t step = c == 'c' ? 1 + sizeof(double) : 1;
+      if ((c != 'b' && c != 'r' && c != 'c') || i + step > ob.n) break;
+      tl_buf_putn(&got, ob.s + i, step);
+      i += step;
+    }
+    if (err_open) drain_err(w->err);
+    if (timed_out || end < 0) {
+      worker_reap(w, 1);
+      t.st = timed_out ? TL_PROC_TIMEOUT : TL_PROC_EXIT;
+      t.code = -1;
+    } else {
+      /* its answers' pipe closed: it has ended (or is ending); give it a moment, then kill */
+      double until = tl_now() + 2;
+      int st = 0;
+      pid_t r;
+      while ((r = waitpid(w->pid, &st, WNOHANG)) == 0 && tl_now() < until) usleep(2000);
+      int exited = r == w->pid;
+      if (exited) {
+        kill(-w->pid, SIGKILL);   /* what it left in its group */
+        close_fd(&w->in), close_fd(&w->out), close_fd(&w->err);
+        w->pid = 0;
+        w->jobs = 0;
+      } else {
+        worker_reap(w, 1);
+      }
+      if (!exited) {   /* killed here: it did not end by itself */
+        t.st = TL_PROC_EXIT;
+        t.code = -1;
+      } else if (WIFSIGNALED(st)) {
+        t.st = TL_PROC_SIGNAL;
+        t.code = WTERMSIG(st);
+      } else {
+        t.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        t.st = t.code == 0 ? TL_PROC_OK : TL_PROC_EXIT;
+      }
+    }
+  }
+  t.o = got.s;
+  t.olen = got.n;
+  t.e = eb.s;
+  t.elen = eb.n;
+  outcome(j, &t, costs, ncosts, error_no, msg, secs);
+  if (w->pid > 0) {
+    w->jobs++;
+    if (!keep || *error_no == TL_MEASURE_RUNTIME_DEVICE || *error_no == TL_MEASURE_UNKNOWN_ERROR ||
+        w->jobs >= WORKER_RECYCLE)
+      worker_reap(w, 1);
+  }
+  pthread_mutex_unlock(&worker_mu);
+  tl_buf_free(&ob);
+  tl_buf_free(&eb);
+  tl_buf_free(&got);
+  return TL_OK;
+}
+
+TL_EXPORT void tl_measure_opencl_use_worker(int on) {
+  __atomic_store_n(&worker_mode, on < 0 ? -1 : !!on, __ATOMIC_RELEASE);
+}
+
+TL_EXPORT int tl_measure_opencl_worker_pid(void) {
+  pthread_mutex_lock(&worker_mu);
+  int pid = (int)W.pid;
+  pthread_mutex_unlock(&worker_mu);
+  return pid;
+}
+
+TL_EXPORT void tl_measure_opencl_worker_stop(void) {
+  pthread_mutex_lock(&worker_mu);
+  worker_reap(&W, 1);
+  pthread_mutex_unlock(&worker_mu);
 }
 
 /* ---- before the trials: source, limits, device query, compiles ahead -------------------- */

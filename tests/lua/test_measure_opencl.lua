@@ -170,8 +170,12 @@ do
   print("build timeout: " .. res[1].error_msg)
 end
 
--- 4. a crash in the child (here: the driver handed a bad pointer) is RUNTIME_DEVICE
+-- 4. a crash in the child (here: the driver handed a bad pointer) is RUNTIME_DEVICE. The bad
+-- pointer reaches the code generator, which runs in the child only on the child-per-trial path
+-- (the worker gets OpenCL C generated in this process; its crashes are
+-- test_measure_opencl_worker.lua's)
 do
+  mo.use_worker(false)
   local t = autotvm.task.create("oclm_add.test", { 256 }, "opencl")
   local inp = measure.MeasureInput(t, t.config_space:get(0))
   local br = mo.build_one({ timeout = 10 }, inp)
@@ -181,6 +185,7 @@ do
   assert(r.error_no == E.RUNTIME_DEVICE and r.error_msg:find("crashed while compiling: signal 11"),
          measure.error_name(r.error_no) .. ": " .. tostring(r.error_msg))
   print("crash: " .. r.error_msg)
+  mo.use_worker(nil)
 end
 
 -- 5. check_correctness: a config that computes something else than the fallback config

@@ -19,7 +19,8 @@
 --     (tl_measure_opencl_fits; a launch the device cannot run is INSTANTIATION_ERROR naming the
 --     limit, and nothing is compiled). With pocl or NVIDIA (programs cached on disk) and
 --     n_parallel > 1 it also starts a background compile (tl_measure_opencl_compile_ahead).
---   run_one (one forked child per trial, serial): tl_measure_opencl_run.
+--   run_one (serial): tl_measure_opencl_run, in the persistent worker process (use_worker below)
+--     or in a child per trial.
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local measure = require "tunelua.autotvm.measure"
@@ -233,7 +234,8 @@ local function reference_of(runner, task, timeout)
   return st
 end
 
---- run_one(runner, inp, br) -> MeasureResult. One forked child per trial (tl_measure_opencl_run).
+--- run_one(runner, inp, br) -> MeasureResult. In the worker, or one child per trial
+--- (tl_measure_opencl_run).
 function M.run_one(runner, inp, br)
   local t0 = now()
   local ts = os.time()
@@ -274,6 +276,28 @@ function M.run_one(runner, inp, br)
   measure.trim_costs(c)
   return measure.MeasureResult(c, 0, all, ts, nil)
 end
+
+-- ---- where trials run ------------------------------------------------------------------------
+-- By default every trial runs in one persistent worker process (tunelua-measure-opencl --worker,
+-- exec'd, so this process still never initializes OpenCL): the driver starts once, not once per
+-- trial. A kernel that crashes or hangs ends the worker; the trial is reported as with a child
+-- per trial, and the next trial starts a fresh worker. use_worker(false) (or TUNELUA_OCL_WORKER=0
+-- in the environment) measures every trial in a child of its own instead.
+
+--- use_worker(on): true = the persistent worker, false = a child per trial, nil = the default
+--- (the worker unless TUNELUA_OCL_WORKER=0).
+function M.use_worker(on)
+  C.tl_measure_opencl_use_worker(on == nil and -1 or (on and 1 or 0))
+end
+
+--- worker_pid() -> the running worker's process id, or nil when none runs.
+function M.worker_pid()
+  local p = tonumber(C.tl_measure_opencl_worker_pid())
+  return p ~= 0 and p or nil
+end
+
+--- stop_worker(): ends the worker now (the next trial starts another).
+function M.stop_worker() C.tl_measure_opencl_worker_stop() end
 
 --- register(): installs the hook as measure.device_hooks.opencl (done on require).
 function M.register()
