@@ -941,6 +941,85 @@ static void drain_err(int fd) {
   }
 }
 
+/* One job's exchange with the running worker w: the frame sent, then its output read into ob
+** (stdout) and eb (stderr) until a whole trial (*end > 0, frame_end's), bytes that are not
+** the protocol (*end < 0), the end of its stdout (it ended), or limit_s (*timed_out). 0, or -1
+** when the frame could not be sent (it had ended). */
+static int worker_exchange(ocl_worker *w, const tl_buf *frame, double limit_s, tl_buf *ob,
+                           tl_buf *eb, long *end, size_t *ans, size_t *alen, int *timed_out) {
+  *end = 0;
+  *timed_out = 0;
+  drain_err(w->err);
+  if (put_job(w->in, frame->s, frame->n)) return -1;
+  double t0 = tl_now();
+  int err_open = 1;
+  for (;;) {
+    double left = limit_s - (tl_now() - t0);
+    if (left <= 0) {
+      *timed_out = 1;
+      return 0;
+    }
+    struct pollfd p[2] = {{w->out, POLLIN, 0}, {err_open ? w->err : -1, POLLIN, 0}};
+    int pr = poll(p, 2, (int)(left * 1000) + 1);
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr < 0) return 0;
+    char buf[65536];
+    if (p[1].revents) {
+      ssize_t r = read(w->err, buf, sizeof buf);
+      if (r > 0) keep_err(eb, buf, (size_t)r);
+      else if (r == 0 || errno != EINTR) err_open = 0;
+    }
+    if (p[0].revents) {
+      ssize_t r = read(w->out, buf, sizeof buf);
+      if (r > 0) {
+        tl_buf_putn(ob, buf, (size_t)r);
+        *end = frame_end(ob->s, ob->n, ans, alen);
+        if (*end != 0) return 0;
+      } else if (r == 0 || errno != EINTR) {
+        if (err_open) {   /* what it wrote on stderr before it ended */
+          double until = tl_now() + 0.2;
+          while (tl_now() < until) {
+            struct pollfd q = {w->err, POLLIN, 0};
+            if (poll(&q, 1, 50) <= 0) break;
+            ssize_t k = read(w->err, buf, sizeof buf);
+            if (k <= 0) break;
+            keep_err(eb, buf, (size_t)k);
+          }
+        }
+        return 0;
+      }
+    }
+  }
+}
+
+/* With worker_mu held, after the worker w closed its stdout without a whole answer: how it
+** ended, as t->st and t->code (killed after 2 s if it has not ended by then); w reaped. */
+static void worker_ended(ocl_worker *w, trial_end *t) {
+  double until = tl_now() + 2;
+  int st = 0;
+  pid_t r;
+  while ((r = waitpid(w->pid, &st, WNOHANG)) == 0 && tl_now() < until) usleep(2000);
+  int exited = r == w->pid;
+  if (exited) {
+    kill(-w->pid, SIGKILL);   /* what it left in its group */
+    close_fd(&w->in), close_fd(&w->out), close_fd(&w->err);
+    w->pid = 0;
+    w->jobs = 0;
+  } else {
+    worker_reap(w, 1);
+  }
+  if (!exited) {   /* killed here: it did not end by itself */
+    t->st = TL_PROC_EXIT;
+    t->code = -1;
+  } else if (WIFSIGNALED(st)) {
+    t->st = TL_PROC_SIGNAL;
+    t->code = WTERMSIG(st);
+  } else {
+    t->code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    t->st = t->code == 0 ? TL_PROC_OK : TL_PROC_EXIT;
+  }
+}
+
 static int worker_job(tl_ctx *ctx, const ocl_job *j, double limit_s, int *gen_rc,
                       double *costs, int *ncosts, int *error_no, char **msg, double *secs) {
   char *text = NULL;
@@ -952,63 +1031,44 @@ static int worker_job(tl_ctx *ctx, const ocl_job *j, double limit_s, int *gen_rc
   tl_buf_putn(&frame, (const char *)&len, sizeof len);
   tl_buf_putn(&frame, text, tlen);
   free(text);
+  tl_buf ob = {0}, eb = {0}, got = {0};
+  trial_end t = {.st = TL_PROC_OK};
+  size_t ans = 0, alen = 0;
+  long end = 0;
+  int timed_out = 0;
   pthread_mutex_lock(&worker_mu);
   ocl_worker *w = &W;
   double t0 = tl_now();
-  rc = worker_ensure(ctx, w);
-  if (!rc) {
-    drain_err(w->err);
-    if (put_job(w->in, frame.s, frame.n)) {   /* it ended as the job went: once more, fresh */
+  /* A worker that ended between jobs is found dead here, or when the job cannot be sent, or
+  ** when it ends before its first phase byte (it never started the job): the job goes once
+  ** more, to a fresh worker. */
+  for (int attempt = 0; attempt < 2; attempt++) {
+    ob.n = eb.n = 0;
+    t = (trial_end){.st = TL_PROC_OK};
+    rc = worker_ensure(ctx, w);
+    if (rc) break;
+    t0 = tl_now();
+    if (worker_exchange(w, &frame, limit_s, &ob, &eb, &end, &ans, &alen, &timed_out)) {
       worker_reap(w, 1);
-      rc = worker_ensure(ctx, w);
-      if (!rc && put_job(w->in, frame.s, frame.n))
-        rc = tl_err(ctx, TL_E_IO, "measure: the OpenCL worker (pid %d) does not take jobs: %s",
-                    (int)w->pid, strerror(errno));
+      if (attempt == 0) continue;
+      rc = tl_err(ctx, TL_E_IO, "measure: a fresh OpenCL worker does not take jobs");
+      break;
     }
+    if (end != 0 || timed_out) break;
+    worker_ended(w, &t);
+    if (ob.n > 0 || attempt == 1) break;
   }
   tl_buf_free(&frame);
   if (rc) {
     worker_reap(w, 1);
     pthread_mutex_unlock(&worker_mu);
+    tl_buf_free(&ob);
+    tl_buf_free(&eb);
     return rc;
   }
-  t0 = tl_now();
-  tl_buf ob = {0}, eb = {0};
-  trial_end t = {.st = TL_PROC_OK};
-  size_t ans = 0, alen = 0;
-  long end = 0;
-  int out_open = 1, err_open = 1, timed_out = 0;
-  while (out_open) {
-    double left = limit_s - (tl_now() - t0);
-    if (left <= 0) {
-      timed_out = 1;
-      break;
-    }
-    struct pollfd p[2] = {{w->out, POLLIN, 0}, {err_open ? w->err : -1, POLLIN, 0}};
-    int pr = poll(p, 2, (int)(left * 1000) + 1);
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr < 0) break;
-    char buf[65536];
-    if (p[1].revents) {
-      ssize_t r = read(w->err, buf, sizeof buf);
-      if (r > 0) keep_err(&eb, buf, (size_t)r);
-      else if (r == 0 || errno != EINTR) err_open = 0;
-    }
-    if (p[0].revents) {
-      ssize_t r = read(w->out, buf, sizeof buf);
-      if (r > 0) {
-        tl_buf_putn(&ob, buf, (size_t)r);
-        end = frame_end(ob.s, ob.n, &ans, &alen);
-        if (end != 0) break;
-      } else if (r == 0 || errno != EINTR) {
-        out_open = 0;
-      }
-    }
-  }
   t.seconds = tl_now() - t0;
-  tl_buf got = {0};   /* the phase bytes, then the answer: a one-trial child's output */
   int keep = 0;
-  if (end > 0) {
+  if (end > 0) {   /* the phase bytes, then the answer: a one-trial child's output */
     for (size_t i = 0; i < ans - 5;) {
       size_t step = ob.s[i] == 'c' ? 1 + sizeof(double) : 1;
       tl_buf_putn(&got, ob.s + i, step);
@@ -1017,7 +1077,7 @@ static int worker_job(tl_ctx *ctx, const ocl_job *j, double limit_s, int *gen_rc
     tl_buf_putn(&got, ob.s + ans, alen);
     keep = (size_t)end == ob.n;   /* nothing after the answer */
   } else {
-    /* the worker died, passed the limit or broke the protocol: what it wrote before */
+    /* it passed the limit, broke the protocol or ended: the phases it wrote before */
     for (size_t i = 0; i < ob.n;) {
       char c = ob.s[i];
       size_t step = c == 'c' ? 1 + sizeof(double) : 1;
@@ -1025,36 +1085,10 @@ static int worker_job(tl_ctx *ctx, const ocl_job *j, double limit_s, int *gen_rc
       tl_buf_putn(&got, ob.s + i, step);
       i += step;
     }
-    if (err_open) drain_err(w->err);
     if (timed_out || end < 0) {
       worker_reap(w, 1);
       t.st = timed_out ? TL_PROC_TIMEOUT : TL_PROC_EXIT;
       t.code = -1;
-    } else {
-      /* its answers' pipe closed: it has ended (or is ending); give it a moment, then kill */
-      double until = tl_now() + 2;
-      int st = 0;
-      pid_t r;
-      while ((r = waitpid(w->pid, &st, WNOHANG)) == 0 && tl_now() < until) usleep(2000);
-      int exited = r == w->pid;
-      if (exited) {
-        kill(-w->pid, SIGKILL);   /* what it left in its group */
-        close_fd(&w->in), close_fd(&w->out), close_fd(&w->err);
-        w->pid = 0;
-        w->jobs = 0;
-      } else {
-        worker_reap(w, 1);
-      }
-      if (!exited) {   /* killed here: it did not end by itself */
-        t.st = TL_PROC_EXIT;
-        t.code = -1;
-      } else if (WIFSIGNALED(st)) {
-        t.st = TL_PROC_SIGNAL;
-        t.code = WTERMSIG(st);
-      } else {
-        t.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        t.st = t.code == 0 ? TL_PROC_OK : TL_PROC_EXIT;
-      }
     }
   }
   t.o = got.s;
