@@ -1,8 +1,10 @@
 /*
 ** measure_opencl.c -- measuring OpenCL kernels (docs/measure_opencl.md), one path for the
 ** local runner and the RPC session. The module comes either as a lowered function (the
-** local runner: the child inherits it through fork) or as OpenCL C + manifest (uploaded to
-** a device's server). One forked child per trial:
+** local runner) or as OpenCL C + manifest (uploaded to a device's server). By default the
+** trials run in one persistent worker, an exec'd tunelua-measure-opencl --worker that starts
+** the driver once and serves many trials (below, "the persistent worker"); otherwise in one
+** child per trial. Either way a trial goes:
 **
 **   'b'  build the module for the device (SIGALRM after the build limit; a work-group the
 **        device cannot run is INSTANTIATION_ERROR, a driver refusal COMPILE_DEVICE), then
@@ -16,10 +18,11 @@
 **
 ** The phase bytes come before the child's answer (tl_measure_child_reply), so the parent
 ** tells a build timeout (6) from a run timeout (7) and "crashed while compiling" from
-** "crashed while running". OpenCL drivers are not fork-safe: while the calling process has
-** not initialized OpenCL, the device query and the compiles ahead run in forked children as
-** well. Once it has (it built or ran an OpenCL function itself), a forked child would inherit
-** the initialized driver, so every child is a freshly exec'd tunelua-measure-opencl instead:
+** "crashed while running"; the worker writes the same bytes, its answers framed. OpenCL
+** drivers are not fork-safe: while the calling process has not initialized OpenCL, the device
+** query, the compiles ahead and (with the worker off) the trials run in forked children. Once
+** it has (it built or ran an OpenCL function itself), a forked child would inherit the
+** initialized driver, so every such child is a freshly exec'd tunelua-measure-opencl instead:
 ** the job (OpenCL C + manifest, limits, reference) goes to it as a JSON file, it runs the
 ** same child code and answers on its stdout with the same bytes (tl_measure_opencl_exec_main).
 */
@@ -770,7 +773,7 @@ typedef struct {
 } ocl_worker;
 
 static pthread_mutex_t worker_mu = PTHREAD_MUTEX_INITIALIZER;
-static ocl_worker W;
+static ocl_worker W = {.in = -1, .out = -1, .err = -1};
 static int worker_mode = -1;  /* -1: TUNELUA_OCL_WORKER decides (on unless "0"), 0 off, 1 on */
 
 static int worker_enabled(void) {
