@@ -19,7 +19,7 @@
 # Environment: POPULATION (2048, TVM's: the evolutionary search's population a round), PER_ROUND (64
 # trials a round: at least one per group, and the search, the compiles and the retraining
 # of a round amortised over many), TRIALS (6000 per network: the budget tuning stops at),
-# REPEAT (30 timed runs of each build in the table).
+# REPEAT (30 timed runs of each build in the table), NETWORKS (resnet-18,mobilenet).
 set -u
 secs=${1:?usage: ansor_network_cpu.sh SECONDS [table]}
 table=no
@@ -33,7 +33,7 @@ mkdir -p "$logs" "$out"
 trials=${TRIALS:-6000}
 [ "$secs" -gt 0 ] || trials=0
 timeout 590 sh scripts/device/run_h200.sh scripts/bench/ansor_network.lua \
-  --networks resnet-18,mobilenet --trials "$trials" --tune-seconds "$((secs > 0 ? secs : 1))" \
+  --networks "${NETWORKS:-resnet-18,mobilenet}" --trials "$trials" --tune-seconds "$((secs > 0 ? secs : 1))" \
   --per-round "${PER_ROUND:-64}" --population "${POPULATION:-2048}" --log-dir "$logs" \
   --python "$TUNELUA_PYTHON" --repeat "${REPEAT:-30}" --table "$table" > "$out/ansor_network_cpu.txt" 2>&1
 echo "exit status $?" >> "$out/ansor_network_cpu.txt"
