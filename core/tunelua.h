@@ -496,6 +496,10 @@ int tl_topi_default_schedule_gpu_for(tl_ctx *ctx, tl_sched *s, int shapes, int64
 ** out_block]; computed once when a network is built. */
 int tl_topi_winograd_nchwc_weight(tl_ctx *ctx, int m, int64_t K, int64_t C, int64_t src_block,
                                   int64_t out_block, const float *src, float *dst);
+/* The weight of conv2d_winograd_nhwc (core/topi/winograd_nhwc.c): a float32 3x3
+** kernel src HWIO [3, 3, CI, CO] transformed for tile size m (2, 4, 6) into dst
+** [m+2, m+2, CI, CO]; computed once when a network is built. */
+int tl_topi_winograd_nhwc_weight(tl_ctx *ctx, int m, int64_t CI, int64_t CO, const float *src, float *dst);
 
 /* ---- graph: ONNX ------------------------------------------------------ */
 /* ONNX models (ModelProto) and ONNX test-data files (serialized TensorProto,

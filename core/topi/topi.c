@@ -61,6 +61,7 @@ static const topi_entry registry[] = {
   {"conv2d_NCHWc", tl_topi_conv2d_nchwc, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"depthwise_conv2d_NCHWc", tl_topi_depthwise_conv2d_nchwc, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"conv2d_NCHWc_winograd", tl_topi_conv2d_nchwc_winograd, TL_PAT_OUT_ELEMWISE_FUSABLE},
+  {"conv2d_winograd_nhwc", tl_topi_conv2d_winograd_nhwc, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"global_pool", tl_topi_global_pool, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"global_pool1d", tl_topi_global_pool_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},
   {"global_pool3d", tl_topi_global_pool_nd, TL_PAT_OUT_ELEMWISE_FUSABLE},

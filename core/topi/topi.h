@@ -127,6 +127,20 @@ int tl_topi_conv2d_nchwc(tl_topi_call *c);
 int tl_topi_depthwise_conv2d_nchwc(tl_topi_call *c);
 /* winograd_nchwc.c (Winograd F(m x m, 3 x 3) on NCHW[x]c, the weight transformed once) */
 int tl_topi_conv2d_nchwc_winograd(tl_topi_call *c);
+/* A Winograd transform pass, element-wise: by position q (0..nq-1), sum_{i < ni} L[i][q] *
+** load(i) with the non-zero terms only (no multiply for +-1), as select(q == 0, S0,
+** select(q == 1, S1, ...)). L is [ni][nq] row-major; load(i) reads buf at idx with slot si
+** replaced by base + i (base 0: i). */
+typedef struct {
+  tl_dag *dag;
+  int buf, ndim, si;
+  tl_ref idx[8];
+  tl_ref base;
+} tl_topi_wg_load;
+tl_ref tl_topi_wg_position_sum(tl_dag *dag, tl_type t, tl_ref q, int nq, const double *L, int ni,
+                               tl_topi_wg_load *lc);
+/* winograd_nhwc.c (Winograd F(m x m, 3 x 3) on NHWC, the weight [a, a, CI, CO] transformed once) */
+int tl_topi_conv2d_winograd_nhwc(tl_topi_call *c);
 /* pool.c */
 int tl_topi_pool2d(tl_topi_call *c);
 int tl_topi_global_pool(tl_topi_call *c);

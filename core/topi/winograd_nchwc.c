@@ -44,15 +44,8 @@ static json_t *flop_json(double flop) {
   return j;
 }
 
-/* By position q (0..nq-1): sum_{i < ni} L[i][q] * load(i), the non-zero terms only (no
-** multiply for +-1), as select(q == 0, S0, select(q == 1, S1, ...)). L is [ni][nq]
-** row-major; load(i) is buf at idx with slot si = base + i. */
-typedef struct {
-  tl_dag *dag;
-  int buf, ndim, si;
-  tl_ref idx[8];
-  tl_ref base;        /* added to i in slot si (0: none) */
-} load_ctx;
+/* tl_topi_wg_position_sum (topi.h) */
+typedef tl_topi_wg_load load_ctx;
 
 static tl_ref load_at(load_ctx *lc, int i) {
   tl_ir *ir = lc->dag->ir;
@@ -62,7 +55,8 @@ static tl_ref load_at(load_ctx *lc, int i) {
   return tl_te_load(lc->dag, lc->buf, idx, lc->ndim);
 }
 
-static tl_ref position_sum(tl_dag *dag, tl_type t, tl_ref q, int nq, const double *L, int ni, load_ctx *lc) {
+tl_ref tl_topi_wg_position_sum(tl_dag *dag, tl_type t, tl_ref q, int nq, const double *L, int ni,
+                               tl_topi_wg_load *lc) {
   tl_ir *ir = dag->ir;
   tl_ref v = 0;
   for (int b = nq - 1; b >= 0; b--) {
@@ -168,7 +162,7 @@ int tl_topi_conv2d_nchwc_winograd(tl_topi_call *c) {
     tl_ref tw = tl_floormod(ir, ax[3], tl_int(ir, nW));
     load_ctx lc = {dag, pad, 5, 2, {n, ax[2], 0, tl_add(ir, tl_mul(ir, tw, tl_int(ir, m)), ax[1]), ax[4]},
                    tl_mul(ir, th, tl_int(ir, m))};
-    tl_ref body = position_sum(dag, dt, ax[0], a, B, a, &lc);
+    tl_ref body = tl_topi_wg_position_sum(dag, dt, ax[0], a, B, a, &lc);
     int64_t shape[5] = {a, a, C1, P, ib};
     if ((rc = tl_topi_emit(c, "data_pack_rows", "winograd_nchwc_rows", "injective", 5, shape, ax, body,
                            TL_RED_NONE, NULL, 0, 0, z, &T)))
@@ -179,7 +173,7 @@ int tl_topi_conv2d_nchwc_winograd(tl_topi_call *c) {
     tl_ref ax[5];
     tl_te_axis_vars(dag, 5, names, ax);
     load_ctx lc = {dag, T, 5, 1, {ax[0], 0, ax[2], ax[3], ax[4]}, 0};
-    tl_ref body = position_sum(dag, dt, ax[1], a, B, a, &lc);
+    tl_ref body = tl_topi_wg_position_sum(dag, dt, ax[1], a, B, a, &lc);
     int64_t shape[5] = {a, a, C1, P, ib};
     if ((rc = tl_topi_emit(c, "data_pack", "winograd_nchwc_data_pack", "injective", 5, shape, ax, body,
                            TL_RED_NONE, NULL, 0, 0, z, &V)))
@@ -209,7 +203,7 @@ int tl_topi_conv2d_nchwc_winograd(tl_topi_call *c) {
     tl_ref ax[5];
     tl_te_axis_vars(dag, 5, names, ax);
     load_ctx lc = {dag, M, 5, 0, {0, ax[3], ax[0], ax[1], ax[4]}, 0};
-    tl_ref body = position_sum(dag, dt, ax[2], (int)m, A, a, &lc);
+    tl_ref body = tl_topi_wg_position_sum(dag, dt, ax[2], (int)m, A, a, &lc);
     int64_t shape[5] = {K1, P, m, a, ob};
     if ((rc = tl_topi_emit(c, "inverse_rows", "winograd_nchwc_inverse", "injective", 5, shape, ax, body,
                            TL_RED_NONE, NULL, 0, 0, z, &R)))
@@ -224,7 +218,7 @@ int tl_topi_conv2d_nchwc_winograd(tl_topi_call *c) {
                                   tl_mul(ir, tl_floordiv(ir, ax[2], mm), tl_int(ir, nW))),
                        tl_floordiv(ir, ax[3], mm));
     load_ctx lc = {dag, R, 5, 3, {ax[1], pp, tl_floormod(ir, ax[2], mm), 0, ax[4]}, 0};
-    tl_ref body = position_sum(dag, dt, tl_floormod(ir, ax[3], mm), (int)m, A, a, &lc);
+    tl_ref body = tl_topi_wg_position_sum(dag, dt, tl_floormod(ir, ax[3], mm), (int)m, A, a, &lc);
     int64_t shape[5] = {N, K1, OH, OW, ob};
     json_t *aj = flop_json(2.0 * (double)N * (double)(K1 * ob) * (double)OH * (double)OW * (double)C * 9.0);
     json_t *ja = json_array();

@@ -25,6 +25,10 @@
 --
 -- auto_scheduler.XGBModel{...} and auto_scheduler.RandomModel() are the cost models, over the
 -- per-store features auto_scheduler.features(lowered, hw) (tunelua.auto_scheduler.cost_model).
+--
+-- On CPU targets a 3x3 stride-1 NHWC conv with a constant weight becomes a Winograd task
+-- (conv2d_winograd_nhwc, its weight transformed once) where the x86 rule by shape says it
+-- wins (opts.winograd; tunelua.auto_scheduler.winograd).
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local walk = require "tunelua.graph.walk"
@@ -34,6 +38,7 @@ local strategy = require "tunelua.graph.strategy"
 local analysis = require "tunelua.auto_scheduler.analysis"
 local hardware_params = require "tunelua.auto_scheduler.hardware_params"
 local cost_model = require "tunelua.auto_scheduler.cost_model"
+local winograd = require "tunelua.auto_scheduler.winograd"
 
 local C = core.C
 
@@ -140,16 +145,21 @@ auto_scheduler.RandomModel = cost_model.RandomModel
 auto_scheduler.features = cost_model.features
 
 --- extract_tasks(mod, params, target[, opts]) -> tasks, weights
+--- opts.winograd = "auto" (default), "always" or "never": whether 3x3 stride-1 NHWC convs with a
+--- constant weight become Winograd tasks (tunelua.auto_scheduler.winograd); the network build
+--- with ApplyHistoryBest must be given the same mode (relay.build's winograd option).
 function auto_scheduler.extract_tasks(mod, params, target, opts)
   opts = opts or {}
   if target == nil then error("extract_tasks: a target is required (e.g. 'llvm')", 2) end
+  local mode = winograd.check_mode(opts.winograd, "extract_tasks", 2)
   local tgt = strategy.parse_target(target, 2)
   local m = extract.optimize(mod, { target = tgt.str, params = params or {} }, 2)
   local main = walk.main(m, 2)
+  local cpu = tgt.schedules == "cpu"
   local tasks, weights, by_key = {}, {}, {}
   for _, n in ipairs(walk.postorder(main.body)) do
     if n.kind == "call" and (walk.is_function(n.op) or opts.include_unfused) then
-      local g = group.build(n, nil, 2)
+      local g = group.build(n, { anchor_hook = winograd.hook(n, mode, cpu) }, 2)
       if g.has_reduce or opts.include_simple_tasks then
         local key = group.key_text(g)
         local i = by_key[key]

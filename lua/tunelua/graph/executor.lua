@@ -44,6 +44,7 @@ local stats = require "tunelua.stats"
 local vta = require "tunelua.vta"
 local vta_groups = require "tunelua.graph.vta_groups"
 local winograd = require "tunelua.graph.winograd_x86"
+local ansor_winograd = require "tunelua.auto_scheduler.winograd"
 
 local C, ctx, check = core.C, core.ctx, core.check
 
@@ -377,8 +378,8 @@ executor.Lib = Lib
 -- The auto-scheduler path: the group's DAG with the steps of the best record of its workload
 -- key replayed on it (nil schedule: none, or the record does not replay; default schedule).
 -- seen[key] = {tuned = bool} per distinct task (groups with a reduction), seen[i] in order.
-local function ansor_group(call, tgt, hist, seen)
-  local g = group.build(call, nil, 3)
+local function ansor_group(call, tgt, hist, seen, wmode)
+  local g = group.build(call, { anchor_hook = ansor_winograd.hook(call, wmode or "auto", tgt.schedules == "cpu") }, 3)
   if not g.has_reduce then return g end
   local key = group.key_text(g)
   local e = seen[key]
@@ -428,6 +429,8 @@ end
 --- data); by default AlterOpLayout runs the graph on the convs' blocked layouts NCHW[x]c.
 --- winograd = "auto" (default), "always" or "never": whether x86 3x3 stride-1 convs run as
 --- conv2d_NCHWc_winograd.x86 (tunelua.graph.winograd_x86: records decide, else a rule by shape).
+--- With an auto-scheduler context it says whether 3x3 stride-1 NHWC convs run as
+--- conv2d_winograd_nhwc (tunelua.auto_scheduler.winograd; as extract_tasks was given).
 function executor.build(mod, opts)
   opts = opts or {}
   if opts.winograd ~= nil and not winograd.MODES[opts.winograd] then
@@ -603,7 +606,7 @@ function executor.build(mod, opts)
       do
       local g, s, how, fallback
       if ansor then
-        g, s, how = ansor_group(n, tgt, ansor, ansor_tasks)
+        g, s, how = ansor_group(n, tgt, ansor, ansor_tasks, opts.winograd)
       else
         g, s, how, fallback = tuned_group(n, tgt, ctxs, opts.winograd)
       end
