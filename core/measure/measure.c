@@ -430,6 +430,7 @@ static char *kernel_msg(void *h, const char *fname, int32_t code) {
 }
 
 static int open_kernel(const char *so_path, const char *fname, void **h, kernel_fn *fn, char **msg) {
+  tl_kernel_heap_keep();
   *h = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
   if (!*h) {
     const char *e = dlerror();

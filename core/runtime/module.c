@@ -10,11 +10,16 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 struct tl_module {
   char *source;
@@ -27,9 +32,22 @@ struct tl_module {
 typedef int32_t (*kernel_fn)(void **args, int32_t nargs);
 typedef const char *(*kernel_err_fn)(void);
 
+static void heap_keep_once(void) {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
+}
+
+void tl_kernel_heap_keep(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, heap_keep_once);
+}
+
 int tl_module_load(tl_ctx *ctx, const char *path, const char *source, double compile_s,
                    int cache_hit, tl_module **out) {
   *out = NULL;
+  tl_kernel_heap_keep();
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();

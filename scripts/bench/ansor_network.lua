@@ -23,7 +23,10 @@
 -- Options: --networks LIST (resnet-18,mobilenet), --target T (llvm; "opencl" or any OpenCL
 -- target string), --trials N (per network, default 0: the log as it is), --per-round N (64),
 -- --population N (the evolutionary search's population; default TVM's 2048), --log-dir DIR
--- (.), --autotvm-log FILE, --threads N (2; the CPU peers too), --repeat N (30 timed runs of
+-- (.), --winograd MODE (auto, always or never: 3x3 stride-1 NHWC convs as Winograd tasks in the
+-- auto-scheduled network, auto: where the x86 rule by shape says so on a CPU target; the
+-- tuning and the build use the same mode, so a log tuned with one mode serves that mode),
+-- --autotvm-log FILE, --threads N (2; the CPU peers too), --repeat N (30 timed runs of
 -- each build), --rounds N (5: the builds of a network are timed interleaved, repeat/rounds
 -- runs each per round, so that a load change hits every column alike), --image-size N,
 -- --python PATH (/usr/bin/python3), --markdown FILE (the table, appended), --tune-seconds S
@@ -54,11 +57,11 @@ local file = require "tunelua.file"
 
 local opts = { networks = "resnet-18,mobilenet", target = "llvm", trials = 0, per_round = 64, population = nil,
                log_dir = ".", autotvm_log = nil, threads = 2, ["repeat"] = 30, rounds = 5, image_size = nil,
-               python = "/usr/bin/python3", markdown = nil, table = "yes" }
+               python = "/usr/bin/python3", markdown = nil, table = "yes", winograd = "auto" }
 do
   local names = { ["--networks"] = "networks", ["--target"] = "target", ["--log-dir"] = "log_dir",
                   ["--autotvm-log"] = "autotvm_log", ["--python"] = "python", ["--markdown"] = "markdown",
-                  ["--table"] = "table" }
+                  ["--table"] = "table", ["--winograd"] = "winograd" }
   local counts = { ["--trials"] = "trials", ["--per-round"] = "per_round", ["--population"] = "population",
                    ["--threads"] = "threads", ["--repeat"] = "repeat", ["--rounds"] = "rounds",
                    ["--image-size"] = "image_size", ["--tune-seconds"] = "tune_seconds" }
@@ -79,6 +82,9 @@ do
     opts[key] = v
     i = i + 2
   end
+end
+if opts.winograd ~= "auto" and opts.winograd ~= "always" and opts.winograd ~= "never" then
+  error("ansor_network: --winograd expects auto, always or never, got " .. tostring(opts.winograd), 0)
 end
 if opts.table ~= "yes" and opts.table ~= "no" then
   error("ansor_network: --table expects yes or no, got " .. string.format("%q", opts.table), 0)
@@ -141,7 +147,7 @@ for _, name in ipairs(list) do
   if opts.trials > 0 then
     file.mkdirs(opts.log_dir)
     local mod, params = get(name, "NHWC")
-    local tasks, weights = auto_scheduler.extract_tasks(mod, params, opts.target)
+    local tasks, weights = auto_scheduler.extract_tasks(mod, params, opts.target, { winograd = opts.winograd })
     if on_gpu and not hp then
       -- the device is asked in a child process (this one opens no OpenCL context before tuning ends)
       hp = auto_scheduler.hardware_params_of(opts.target, { device = targets.device_id(tgt) or 0 })
@@ -243,10 +249,12 @@ for _, name in ipairs(list) do
   local cols = {}
   local records = count_lines(log)
   if records > 0 then
-    cols[#cols + 1] = { name = "auto-sched", b = build(nmod, nparams, { history = auto_scheduler.ApplyHistoryBest(log) }) }
+    cols[#cols + 1] = { name = "auto-sched", b = build(nmod, nparams, { history = auto_scheduler.ApplyHistoryBest(log),
+                                                                  winograd = opts.winograd }) }
   end
   if on_gpu then
-    cols[#cols + 1] = { name = "default NHWC", b = build(nmod, nparams, { history = auto_scheduler.ApplyHistoryBest({}) }) }
+    cols[#cols + 1] = { name = "default NHWC", b = build(nmod, nparams, { history = auto_scheduler.ApplyHistoryBest({}),
+                                                                          winograd = opts.winograd }) }
     cols[#cols + 1] = { name = "NHWC " .. shapes_other .. " shapes",
                         b = build(nmod, nparams, { history = auto_scheduler.ApplyHistoryBest({}), opencl_shapes = shapes_other }) }
     cols[#cols + 1] = { name = "default NCHW", b = build(cmod, cparams, { history = auto_scheduler.ApplyHistoryBest({}) }) }

@@ -16,7 +16,7 @@ flow.defaults = {
   n_trial = nil,            -- nil: 2 trials per task (a short demonstration run)
   per_round = 64,           -- num_measures_per_round (at most n_trial / tasks)
   log = nil, resume = false, tracker = nil, key = "rk3399", image_size = nil,
-  strategy = "gradient", model = "xgb", seed = 1,
+  strategy = "gradient", model = "xgb", seed = 1, winograd = "auto",
   number = 3, runner_repeat = 1, min_repeat_ms = 100, timeout = 10,
   ["repeat"] = 3, bench_number = 10,
   -- --seed-settings: the seed's own (num_measure_trials = 200; RPCRunner repeat = 3,
@@ -45,6 +45,8 @@ usage: tunelua %s [options]
   --tasks LIST        tune only these task IDs (e.g. 0,2,5-7); the network's other groups
                       are compiled with the default schedules (default: every task)
   --repeat N          end-to-end measurements (default %d)
+  --winograd MODE     auto, always or never: 3x3 stride-1 NHWC convs as Winograd tasks (auto:
+                      on CPU targets where the x86 rule by shape says it wins; default auto)
   --seed-settings     the seed's settings: 200 trials, RPCRunner repeat 3 and timeout 50, the
                       end-to-end time of repeat 3 x at least 500 ms (options given still win)
 ]]
@@ -55,7 +57,7 @@ function flow.parse_args(argv, defaults, script)
   for k, v in pairs(defaults or {}) do o[k] = v end
   local strings = { ["--network"] = "network", ["--layout"] = "layout", ["--target"] = "target",
     ["--log"] = "log", ["--tracker"] = "tracker", ["--key"] = "key", ["--strategy"] = "strategy",
-    ["--model"] = "model", ["--tasks"] = "tasks" }
+    ["--model"] = "model", ["--tasks"] = "tasks", ["--winograd"] = "winograd" }
   local counts = { ["--n-trial"] = "n_trial", ["--per-round"] = "per_round", ["--image-size"] = "image_size",
     ["--repeat"] = "repeat", ["--population"] = "population" }
   local given, seed = {}, false
@@ -91,6 +93,9 @@ function flow.parse_args(argv, defaults, script)
     error("--strategy: expected gradient or round-robin, got " .. o.strategy, 0)
   end
   if o.model ~= "xgb" and o.model ~= "random" then error("--model: expected xgb or random, got " .. o.model, 0) end
+  if o.winograd ~= "auto" and o.winograd ~= "always" and o.winograd ~= "never" then
+    error("--winograd: expected auto, always or never, got " .. o.winograd, 0)
+  end
   if o.tracker and not o.tracker:match("^[^:]+:%d+$") then error("--tracker: expected HOST:PORT, got " .. o.tracker, 0) end
   if o.tasks then o.task_ids = flow.parse_ids(o.tasks) end
   local tgt, why = require("tunelua.target").try_parse(o.target)
@@ -142,7 +147,7 @@ function flow.run(o)
       layout = o.layout, image_size = o.image_size })
   end
   input_name = input_name or "data"
-  local tasks, weights = auto_scheduler.extract_tasks(mod, params, o.target)
+  local tasks, weights = auto_scheduler.extract_tasks(mod, params, o.target, { winograd = o.winograd })
   if #tasks == 0 then error(string.format("no search task in %s for %s", o.network, o.target), 0) end
   -- the device's hardware params: a local OpenCL device is asked (in a child process: this
   -- process leaves the device to the measurements until tuning ends); a tracker's device is
@@ -196,10 +201,11 @@ function flow.run(o)
   tuner:tune(tune_option, { program_cost_model = o.model, seed = o.seed, params = search_params })
 
   print("Compile...")
-  local lib = relay.build(mod, { target = o.target, params = params,
+  local lib = relay.build(mod, { target = o.target, params = params, winograd = o.winograd,
                                  history = auto_scheduler.ApplyHistoryBest(o.log) })
   -- the same network with the default schedules, measured beside it
-  local untuned_lib = relay.build(mod, { target = o.target, params = params, history = auto_scheduler.ApplyHistoryBest({}),
+  local untuned_lib = relay.build(mod, { target = o.target, params = params, winograd = o.winograd,
+                                         history = auto_scheduler.ApplyHistoryBest({}),
                                          quiet = true })
   local module, untuned, remote
   if o.tracker then
