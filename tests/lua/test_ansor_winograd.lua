@@ -5,12 +5,14 @@
 --     the FLOP count is the direct conv's; bad input is refused with a message;
 --   * random states of the CPU sketch rules on a small Winograd DAG (with a fused bias and
 --     relu) compute what the unscheduled DAG computes, and every sketch of resnet-18's
---     Winograd tasks (NHWC, 224x224) lowers with random annotations;
+--     Winograd tasks (NHWC, 224x224) and random states of each lower (test_ansor_search.lua
+--     lowers every sketch of resnet-18 NHWC under the CPU and the GPU rules too);
 --   * extract_tasks: resnet-18 NHWC gets Winograd tasks where the x86 rule says so ("auto"),
 --     none with "never", every 3x3 stride-1 conv with "always";
 --   * a small NHWC network with 3x3 convs, tuned for a few trials and built through
 --     ApplyHistoryBest (the records replayed on the Winograd DAGs), and built with no records
---     (the default schedules), matches the reference interpreter.
+--     (the default schedules), matches the reference interpreter; with an OpenCL device, a
+--     Winograd network ("always") on the default OpenCL schedules does too.
 local tl = require "tunelua"
 local te, topi, nd = tl.te, tl.topi, tl.nd
 local core = require "tunelua.core"
@@ -68,7 +70,7 @@ check_compute(2, 10, 11, 8, 4, { 1, 1, 1, 1 }, 4)
 check_compute(1, 8, 8, 3, 5, { 0, 0, 0, 0 }, 4)
 check_compute(1, 9, 6, 4, 3, { 2, 0, 1, 1 }, 2)
 check_compute(1, 13, 13, 4, 8, { 1, 1, 1, 1 }, 6)
-print("compute ok")
+
 
 -- the FLOP count is the direct conv's; bad input is refused
 do
@@ -136,6 +138,23 @@ do
     return #tasks, n
   end
   local na, wa = count("auto")
+  -- every sketch and a few random states of each Winograd task lower under the CPU rules
+  local nsk, nst = 0, 0
+  for _, t in ipairs(auto_scheduler.extract_tasks(mod, params, "llvm")) do
+    if tostring(t.compute_dag):find("conv2d_winograd_nhwc", 1, true) then
+      for _, sk in ipairs(t:sketches()) do
+        local ok, err = pcall(sk.lower, sk)
+        if not ok then error(t.desc[1] .. ": a sketch does not lower: " .. tostring(err) .. "\n" .. sk:steps()) end
+        nsk = nsk + 1
+      end
+      for _, st in ipairs(t:sample(4)) do
+        local ok, err = pcall(st.lower, st)
+        if not ok then error(t.desc[1] .. ": a state does not lower: " .. tostring(err) .. "\n" .. st:steps()) end
+        nst = nst + 1
+      end
+    end
+  end
+  assert(nsk >= 2 * wa and nst == 4 * wa, nsk .. " sketches, " .. nst .. " states")
   local nn_, wn = count("never")
   local nw, ww = count("always")
   assert(na == nn_ and nw == nn_, "the modes change tasks, not their number")
@@ -193,8 +212,8 @@ do
   for _, t in ipairs(tasks) do
     assert(tostring(t.compute_dag):find("conv2d_winograd_nhwc", 1, true), "a Winograd task: " .. t.desc[1])
     local policy = auto_scheduler.SketchPolicy(t, { seed = 2, program_cost_model = auto_scheduler.RandomModel(),
-      params = { evolutionary_search_population = 32, sample_init_min_population = 8 } })
-    local r = t:tune(auto_scheduler.TuningOptions{ num_measure_trials = 4, num_measures_per_round = 4, verbose = 0,
+      params = { evolutionary_search_population = 16, sample_init_min_population = 4 } })
+    local r = t:tune(auto_scheduler.TuningOptions{ num_measure_trials = 2, num_measures_per_round = 2, verbose = 0,
       builder = auto_scheduler.LocalBuilder({ timeout = 60 }),
       runner = auto_scheduler.LocalRunner({ number = 1, timeout = 60, check_correctness = true }),
       measure_callbacks = { auto_scheduler.RecordToFile(log) } }, policy)
@@ -223,4 +242,29 @@ do
   check(direct, "direct network")
   util.cleanup(dir)
   print("test_ansor_winograd: a tuned and an untuned Winograd network match the reference interpreter")
+end
+
+-- ---- OpenCL (when there is a device; last: this process then holds an OpenCL context) --------
+
+if require("tunelua.autotvm.measure_opencl").device_info(0) ~= nil then
+  local relay = tl.relay
+  local executor = require "tunelua.graph.executor"
+  local reference = require "networks.reference"
+  local dv = relay.var("data", { shape = { 1, 14, 15, 8 } })
+  local w1 = relay.var("w1", { shape = { 3, 3, 8, 8 } })
+  local mod = relay.Module(relay.Function({ dv, w1 }, relay.nn.relu(relay.nn.conv2d(dv, w1, {
+    padding = { 1, 1, 1, 1 }, channels = 8, kernel_size = { 3, 3 }, data_layout = "NHWC", kernel_layout = "HWIO" }))))
+  local params = { w1 = nd.random_uniform({ 3, 3, 8, 8 }, { seed = 31, low = -1, high = 1 }) }
+  local inputs = { data = nd.random_uniform({ 1, 14, 15, 8 }, { seed = 32, low = -1, high = 1 }) }
+  local tasks = auto_scheduler.extract_tasks(mod, params, "opencl", { winograd = "always" })
+  assert(#tasks == 1 and tostring(tasks[1].compute_dag):find("conv2d_winograd_nhwc", 1, true), "always on OpenCL")
+  local lib = executor.build(mod, { target = "opencl", params = params, quiet = true, winograd = "always",
+                                    history = auto_scheduler.ApplyHistoryBest({}) })
+  local m = executor.GraphModule(lib)
+  m:set_input(inputs)
+  m:run()
+  local ref = reference.run(mod, params, inputs)
+  local ok, msg = reference.compare(m:get_output(0), ref[1], { rtol = 1e-4, atol = EPS32 * 9 * 8 * KAPPA[2] * maxabs(ref[1]) })
+  assert(ok, "OpenCL Winograd network: " .. tostring(msg))
+  print("test_ansor_winograd: the OpenCL default schedules of a Winograd network match the reference interpreter")
 end
