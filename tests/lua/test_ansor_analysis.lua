@@ -51,7 +51,7 @@ eq(ca:stage(y.op.name).needs_multi_level_tiling, true, "conv tiling")
 
 -- a task extracted from a network: every conv2d task has a stage that needs tiling
 local mod, params = networks.get_network("resnet-18", { layout = "NHWC", batch_size = 1 })
-local tasks = auto_scheduler.extract_tasks(mod, params, "llvm")
+local tasks = auto_scheduler.extract_tasks(mod, params, "llvm", { winograd = "never" })
 assert(#tasks > 0, "resnet-18 tasks")
 -- conv2d tasks tile the conv and fuse the bias add (a [1, 1, 1, C] broadcast); pooling
 -- and softmax tasks reduce without reuse and tile nothing
@@ -74,6 +74,28 @@ for _, t in ipairs(tasks) do
   assert(ta.stages[#ta.stages].is_output, name .. ": last stage is an output")
 end
 assert(nconv >= 12, "conv2d tasks: " .. nconv)
+
+-- the Winograd tasks of the default extraction: the batched GEMM is the one tiled stage (its
+-- consumer, the output transform's first pass, is no element-wise match: not fused); the
+-- transform passes are injective with a branch (their select), so never strictly inlinable
+local nwg = 0
+for _, t in ipairs(auto_scheduler.extract_tasks(mod, params, "llvm")) do
+  local ta = auto_scheduler.analyze(t)
+  local name = table.concat(t.desc, ",")
+  if tostring(t.compute_dag):find("conv2d_winograd_nhwc", 1, true) then
+    nwg = nwg + 1
+    local tiled = {}
+    for _, s in ipairs(ta.stages) do if s.needs_multi_level_tiling then tiled[#tiled + 1] = s end end
+    eq(#tiled, 1, name .. ": tiled stages")
+    eq(tiled[1].name, "bgemm", name .. ": the tiled stage")
+    eq(tiled[1].fused_consumer, nil, name .. ": the GEMM fuses no consumer")
+    for _, st in ipairs({ "data_pack_rows", "data_pack", "inverse_rows", "conv2d_winograd_nhwc" }) do
+      eq(ta:stage(st).strictly_inlinable, false, name .. ": " .. st .. " inlinable")
+    end
+    assert(ta.stages[#ta.stages].is_output, name .. ": last stage is an output")
+  end
+end
+eq(nwg, 9, "resnet-18 Winograd tasks")
 
 local ok, err = pcall(auto_scheduler.analyze, 42)
 assert(not ok and err:find("analyze: expected a search task, a compute DAG or tensors, got number", 1, true), err)

@@ -227,7 +227,8 @@ assert(next(hashes), "workload keys start with a hash")
 -- ---- auto-scheduler: resnet-18 NHWC on llvm (§9b) ---------------------------------------
 
 local rmod, rparams = networks.get_network("resnet-18", { layout = "NHWC" })
-local rt, rw = auto_scheduler.extract_tasks(rmod, rparams, "llvm")
+-- the direct convs (winograd = "never"); the Winograd tasks of the default ("auto") below
+local rt, rw = auto_scheduler.extract_tasks(rmod, rparams, "llvm", { winograd = "never" })
 eq(#rt, 24, "resnet-18 NHWC llvm tasks")
 total = 0
 for _, w in ipairs(rw) do total = total + w end
@@ -264,5 +265,24 @@ for _, s in ipairs({ { 64, 128, 56 }, { 128, 256, 28 }, { 256, 512, 14 } }) do
 end
 for i, w in ipairs(rwant) do rwant[i] = squeeze_shapes(w) end
 check_multiset(multiset(rt, rw, true), rwant, "resnet-18 NHWC tasks")
+
+-- "auto" (the default): the same tasks, where a 3x3 stride-1 conv of at least 32 channels on
+-- an input of at least 14x14 takes the transformed weight [a, a, C, C] (F(4x4): a = 6 from
+-- 28x28 outputs up, F(2x2): a = 4 below) instead of [3, 3, C, C]
+local wt, ww = auto_scheduler.extract_tasks(rmod, rparams, "llvm")
+local wwant, nwg = {}, 0
+for i, w in ipairs(rwant) do
+  local h, c = w:match("^%S+ %[(%d+), %d+, (%d+)%], %[3, 3, %d+, %d+%]")
+  local same = c and w:find(string.format("[3, 3, %s, %s]", c, c), 1, true) and
+               w:find(string.format("], [%s, %s, %s] w", h, h, c), 1, true)
+  if same and tonumber(c) >= 32 and tonumber(h) >= 14 then
+    local a = tonumber(h) >= 28 and 6 or 4
+    w = w:gsub("%[3, 3, " .. c .. ", " .. c .. "%]", string.format("[%d, %d, %s, %s]", a, a, c, c))
+    nwg = nwg + 1
+  end
+  wwant[i] = w
+end
+eq(nwg, 9, "resnet-18 NHWC Winograd tasks")
+check_multiset(multiset(wt, ww, true), wwant, "resnet-18 NHWC tasks with Winograd")
 
 print("test_extract: ok")
