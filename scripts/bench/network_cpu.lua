@@ -36,15 +36,29 @@
 -- executor's per-step profile, mean ms per step): time per kind of step (the fused
 -- function's name without its number: convs, layout transforms, pools, dense, softmax...)
 -- and its share of the steps' total, largest first.
+-- --scaling CPUS (with --profile N): each network's first column profiled per step on one
+-- thread pinned to the first CPU of the list and on one thread per CPU of the list (e.g.
+-- "0,1"), N rounds alternating between the two, each step's fastest round kept (the minimum:
+-- a shared machine inflates single timings); prints, per kind of step and for the steps that
+-- lose most, both times, the speedup and the time lost against a perfect speedup
+-- (t_n - t_1 / n). The table is printed as soon as each network is done.
+-- --ort-profile DIR: the ONNX Runtime peer's first cycle also profiles ONNX Runtime per node
+-- (torch_peer.py --ort-profile DIR/ort_profile.<net>.json); with --profile N, each network's
+-- first tunelua column and ONNX Runtime are then compared per layer: steps and nodes grouped
+-- by kind (conv, pool, dense, concat, softmax, other) and logical output shape (NCHW[x]c as
+-- NCHW), mean ms of each side and the ratio ORT / tunelua (> 1: tunelua faster).
 local tl = require "tunelua"
 local autotvm = require "tunelua.autotvm"
 local relay = require "tunelua.relay"
 local executor = require "tunelua.graph.executor"
+local json = require "tunelua.json"
+local file = require "tunelua.file"
 local networks = require "networks"
 
 local opts = { networks = "resnet-18,mobilenet", threads = 2, ["repeat"] = 30, n_trial = 16,
                log = nil, target = "llvm", python = "/usr/bin/python3", layouts = "blocked", rounds = 5,
-               ansor_trials = nil, profile = nil, cycles = 1 }
+               ansor_trials = nil, profile = nil, cycles = 1, scaling = nil, scaling_top = 25,
+               ort_profile = nil }
 do
   local i = 1
   while i <= #arg do
@@ -61,6 +75,9 @@ do
     elseif a == "--ansor-trials" then opts.ansor_trials = tonumber(v)
     elseif a == "--profile" then opts.profile = tonumber(v)
     elseif a == "--cycles" then opts.cycles = tonumber(v)
+    elseif a == "--scaling" then opts.scaling = v
+    elseif a == "--scaling-top" then opts.scaling_top = tonumber(v)
+    elseif a == "--ort-profile" then opts.ort_profile = v
     else error("network_cpu: unknown option " .. tostring(a) .. " (see the header of this script)", 0) end
     if v == nil then error("network_cpu: " .. a .. " expects a value", 0) end
     i = i + 2
@@ -72,6 +89,21 @@ end
 if not opts.cycles or opts.cycles < 1 or opts.cycles % 1 ~= 0 then
   error("network_cpu: --cycles expects a positive integer", 0)
 end
+if opts.scaling and not opts.profile then
+  error("network_cpu: --scaling needs --profile N (the rounds of each thread count)", 0)
+end
+if opts.ort_profile and not opts.profile then
+  error("network_cpu: --ort-profile needs --profile N (the tunelua side of the comparison)", 0)
+end
+if opts.ort_profile then require("tunelua.file").mkdirs(opts.ort_profile) end
+local scaling_cpus = {}
+if opts.scaling then
+  for c in opts.scaling:gmatch("[^,]+") do scaling_cpus[#scaling_cpus + 1] = c end
+  if #scaling_cpus < 2 or not opts.scaling:match("^[%d,]+$") then
+    error("network_cpu: --scaling expects a comma-separated list of at least two CPU numbers " ..
+          "(e.g. 0,1), got " .. opts.scaling, 0)
+  end
+end
 tl.set_num_threads(opts.threads)
 local median = require("tunelua.stats").median
 
@@ -82,10 +114,10 @@ end
 
 -- The median of a peer (runtime "torch" or "onnxruntime"), and its version; nil and the
 -- peer's output when it could not run.
-local function peer_ms(name, runtime)
+local function peer_ms(name, runtime, extra)
   local cmd = string.format("%s %s/torch_peer.py --network %s --threads %d --repeat %d " ..
-                            "--runtime %s 2>&1", opts.python, script_dir(), name, opts.threads,
-                            opts["repeat"], runtime)
+                            "--runtime %s%s 2>&1", opts.python, script_dir(), name, opts.threads,
+                            opts["repeat"], runtime, extra or "")
   local p = io.popen(cmd)
   local out = p:read("*a")
   p:close()
@@ -117,6 +149,148 @@ end
 local variants = {}
 if opts.layouts ~= "nchw" then variants[#variants + 1] = { suffix = "", layouts = true } end
 if opts.layouts ~= "blocked" then variants[#variants + 1] = { suffix = " NCHW", layouts = false } end
+
+-- The logical shape of a step's output (its last argument): NCHW[x]c as N, C*x, H, W.
+local function logical_shape(sh)
+  if #sh == 5 then return { sh[1], sh[2] * sh[5], sh[3], sh[4] } end
+  return sh
+end
+local function shape_str(sh)
+  local p = {}
+  for i, d in ipairs(sh) do p[i] = tostring(d) end
+  return table.concat(p, "x")
+end
+
+-- --scaling: per-step minima on 1 thread (first CPU) and on #scaling_cpus threads (all of
+-- them), rounds alternating; restores the benchmark's pinning and thread count after.
+local function scaling_table(name, col)
+  local m, steps = col.b.m, col.b.m.lib.steps
+  local n = #scaling_cpus
+  local lo = { {}, {} }
+  for i = 1, #steps do lo[1][i], lo[2][i] = math.huge, math.huge end
+  local configs = { { cpus = scaling_cpus[1], threads = 1 }, { cpus = opts.scaling, threads = n } }
+  for _ = 1, opts.profile do
+    for k, c in ipairs(configs) do
+      tl.pin_cpus(c.cpus)
+      tl.set_num_threads(c.threads)
+      m:run()
+      for i, st in ipairs(m:profile(1)) do lo[k][i] = math.min(lo[k][i], st.seconds) end
+    end
+  end
+  tl.pin_cpus(opts.scaling)
+  tl.set_num_threads(opts.threads)
+  local by, order, t1, tn = {}, {}, 0, 0
+  local rows_ = {}
+  for i, st in ipairs(steps) do
+    local a, b = lo[1][i], lo[2][i]
+    t1, tn = t1 + a, tn + b
+    local k = st.name:gsub("_?%d+$", "")
+    if not by[k] then by[k] = { 0, 0, 0 }; order[#order + 1] = k end
+    by[k][1], by[k][2], by[k][3] = by[k][1] + a, by[k][2] + b, by[k][3] + 1
+    local out = st.args[#st.args]
+    rows_[#rows_ + 1] = { i = i, name = st.name, a = a, b = b, lost = b - a / n,
+                          shape = out and out.shape and shape_str(logical_shape(out.shape)) or "?" }
+  end
+  print(string.format("\n%s, %s: per-step scaling, 1 thread (CPU %s) against %d threads (CPUs %s), " ..
+                      "fastest of %d alternating rounds; lost = t%d - t1/%d",
+                      name, col.name, scaling_cpus[1], n, opts.scaling, opts.profile, n, n, n))
+  print(string.format("  steps in all: %.3f ms on 1 thread, %.3f ms on %d: %.2fx, %.3f ms lost",
+                      t1 * 1e3, tn * 1e3, n, t1 / tn, (tn - t1 / n) * 1e3))
+  table.sort(order, function(a, b) return by[a][2] - by[a][1] / n > by[b][2] - by[b][1] / n end)
+  print(string.format("  %-52s %5s %9s %9s %7s %9s", "kind of step", "steps", "1T ms", n .. "T ms",
+                      "speedup", "lost ms"))
+  for _, k in ipairs(order) do
+    local v = by[k]
+    print(string.format("  %-52s %5d %9.3f %9.3f %7.2f %9.3f", k:sub(1, 52), v[3], v[1] * 1e3,
+                        v[2] * 1e3, v[1] / v[2], (v[2] - v[1] / n) * 1e3))
+  end
+  table.sort(rows_, function(a, b) return a.lost > b.lost end)
+  print(string.format("  the %d steps that lose most:", math.min(opts.scaling_top, #rows_)))
+  print(string.format("  %4s %-44s %-16s %8s %8s %7s %8s", "step", "name", "output", "1T ms", n .. "T ms",
+                      "speedup", "lost ms"))
+  for j = 1, math.min(opts.scaling_top, #rows_) do
+    local r = rows_[j]
+    print(string.format("  %4d %-44s %-16s %8.3f %8.3f %7.2f %8.3f", r.i, r.name:sub(1, 44), r.shape,
+                        r.a * 1e3, r.b * 1e3, r.a / r.b, r.lost * 1e3))
+  end
+  io.stdout:flush()
+end
+
+-- ---- --ort-profile: tunelua's steps against ONNX Runtime's nodes, per layer ----------------
+local function ort_profile_path(name)
+  return string.format("%s/ort_profile.%s.json", opts.ort_profile, name)
+end
+
+-- the kind of a tunelua step (its fused function's name) or an ONNX Runtime node (op type)
+local function step_kind(n)
+  if n:find("conv2d") then return "conv" end
+  if n:find("pool") then return "pool" end
+  if n:find("dense") then return "dense" end
+  if n:find("concatenate") then return "concat" end
+  if n:find("softmax") then return "softmax" end
+  return "other"
+end
+local ORT_KIND = { Conv = "conv", FusedConv = "conv", ConvTranspose = "conv", MaxPool = "pool",
+                   AveragePool = "pool", GlobalAveragePool = "pool", GlobalMaxPool = "pool",
+                   Gemm = "dense", FusedGemm = "dense", MatMul = "dense", FusedMatMul = "dense",
+                   Concat = "concat", Softmax = "softmax" }
+
+-- per (kind, logical output shape): tunelua's mean ms (steps: the column's per-step profile)
+-- against ONNX Runtime's (its per-node summary), largest tunelua time first
+local function ort_compare(name, col, steps)
+  local path = ort_profile_path(name)
+  if not file.exists(path) then
+    io.stderr:write("network_cpu: no ONNX Runtime profile ", path, " (the peer did not run): ",
+                    "no per-layer comparison for ", name, "\n")
+    return
+  end
+  local fh = assert(io.open(path, "rb"))
+  local ok, doc = pcall(json.decode, fh:read("*a"))
+  fh:close()
+  if not ok or type(doc) ~= "table" or type(doc.nodes) ~= "table" then
+    error("network_cpu: " .. path .. ": expected torch_peer.py's ONNX Runtime profile (an object with nodes)", 0)
+  end
+  local groups, order = {}, {}
+  local function group(kind, shape)
+    local key = kind .. " " .. shape
+    if not groups[key] then
+      groups[key] = { kind = kind, shape = shape, tn = 0, tms = 0, on = 0, oms = 0 }
+      order[#order + 1] = key
+    end
+    return groups[key]
+  end
+  local tt, ot = 0, 0
+  for i, st in ipairs(col.b.m.lib.steps) do
+    local out = st.args[#st.args]
+    local g = group(step_kind(st.name), out and out.shape and shape_str(logical_shape(out.shape)) or "?")
+    g.tn, g.tms = g.tn + 1, g.tms + steps[i].seconds * 1e3
+    tt = tt + steps[i].seconds * 1e3
+  end
+  for _, n in ipairs(doc.nodes) do
+    local sh = type(n.shape) == "table" and n.shape or {}
+    local g = group(ORT_KIND[n.op] or "other", #sh > 0 and shape_str(logical_shape(sh)) or "?")
+    g.on, g.oms = g.on + 1, g.oms + (tonumber(n.mean_us) or 0) / 1e3
+    ot = ot + (tonumber(n.mean_us) or 0) / 1e3
+  end
+  table.sort(order, function(a, b)
+    local x, y = groups[a], groups[b]
+    if x.tms ~= y.tms then return x.tms > y.tms end
+    return x.oms > y.oms
+  end)
+  print(string.format("\n%s, %s against ONNX Runtime %s per layer (%s; tunelua: mean of %d executor " ..
+                      "profiles, ONNX Runtime: mean of %s profiled runs), by kind and output shape",
+                      name, col.name, tostring(doc.version), path, opts.profile, tostring(doc.runs)))
+  print(string.format("  %-8s %-16s %6s %9s %6s %9s %8s", "kind", "output", "steps", "ms", "nodes",
+                      "ORT ms", "ORT/tl"))
+  for _, key in ipairs(order) do
+    local g = groups[key]
+    print(string.format("  %-8s %-16s %6d %9.3f %6d %9.3f %8s", g.kind, g.shape, g.tn, g.tms, g.on, g.oms,
+                        (g.tms > 0 and g.on > 0) and string.format("%.2f", g.oms / g.tms) or "-"))
+  end
+  print(string.format("  %-25s %6d %9.3f %6d %9.3f %8.2f", "all", #col.b.m.lib.steps, tt, #doc.nodes, ot,
+                      tt > 0 and ot / tt or 0))
+  io.stdout:flush()
+end
 
 local rows = {}
 for name in opts.networks:gmatch("[^,]+") do
@@ -165,7 +339,11 @@ for name in opts.networks:gmatch("[^,]+") do
     for _, v in pairs(tc) do best = math.min(best, v) end
     for _, p in ipairs(peers) do
       if not p.failed then
-        local ms, info = peer_ms(name, p.runtime)
+        local extra
+        if c == 1 and p.runtime == "onnxruntime" and opts.ort_profile then
+          extra = " --ort-profile " .. ort_profile_path(name)
+        end
+        local ms, info = peer_ms(name, p.runtime, extra)
         if ms then
           p.ms[#p.ms + 1], p.x[#p.x + 1], p.ver = ms, ms / best, p.ver or info
         else
@@ -194,9 +372,11 @@ for name in opts.networks:gmatch("[^,]+") do
         by[k] = (by[k] or 0) + st.seconds
         total = total + st.seconds
       end
-      prof[#prof + 1] = { name = c.name, by = by, total = total }
+      prof[#prof + 1] = { name = c.name, by = by, total = total, steps = c.b.m:profile(opts.profile) }
     end
   end
+  if prof and opts.ort_profile then ort_compare(name, cols[1], prof[1].steps) end
+  if opts.scaling then scaling_table(name, cols[1]) end
   rows[#rows + 1] = { name = name, t = t, prof = prof, xt = xt, xo = xo,
                       torch = torch, torch_ver = torch and tver, ort = ort,
                       ort_ver = ort and over, log = log }

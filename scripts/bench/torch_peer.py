@@ -17,6 +17,16 @@ batch-1 fp32 inference on the CPU with the given thread count.
 temporary directory) and times it with ONNX Runtime's CPU provider, all graph
 optimizations on, intra-op threads = --threads, one inter-op thread.
 
+--ort-profile FILE (with --runtime onnxruntime): after the timing, a second session of
+the same model with ONNX Runtime's profiler on (SessionOptions.enable_profiling) runs 3
+warm-up and --repeat profiled inferences; its trace (end_profiling(): the "Node" events
+named <node>_kernel_time, "dur" in microseconds) is summarized into FILE as JSON:
+{"network", "threads", "runs", "version", "total_us", "nodes": [{"name", "op",
+"shape", "mean_us"}, ...]} in execution order (op: the node's op type after ORT's graph
+optimizations, e.g. FusedConv; shape: its first output's; mean_us: the mean over the
+profiled runs, the warm-up runs left out). scripts/bench/network_cpu.lua --ort-profile
+DIR sets it and prints the per-layer comparison with tunelua's per-step profile.
+
 --device cuda times the same model on the first CUDA device instead (scripts/bench/
 ansor_network.lua --target opencl): fp32 with TF32 off for cuDNN and matmul, cuDNN's
 benchmark mode on; a run is `number` back-to-back forward calls between two CUDA events
@@ -161,7 +171,9 @@ def time_runs(fn, repeat):
     return times
 
 
-def onnxruntime_runner(model, x, threads):
+def onnxruntime_runner(model, x, threads, profiled=False):
+    """(run, version, profiled session or None): the timed session's run function, and with
+    profiled=True a second session of the same model with ONNX Runtime's profiler on."""
     try:
         import onnxruntime as ort
     except ImportError:
@@ -170,23 +182,97 @@ def onnxruntime_runner(model, x, threads):
     import tempfile
     d = tempfile.mkdtemp(prefix="torch_peer.")
     path = os.path.join(d, "model.onnx")
+
+    def options(profile):
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if profile:
+            so.enable_profiling = True
+            # the trace goes to a directory of its own (removed after reading it)
+            so.profile_file_prefix = os.path.join(tempfile.mkdtemp(prefix="torch_peer.prof."), "ort")
+        return so
+
+    psess = None
     try:
         try:
             torch.onnx.export(model, (x,), path, opset_version=17, input_names=["data"],
                               dynamo=False)
         except TypeError:   # a torch without the dynamo switch
             torch.onnx.export(model, (x,), path, opset_version=17, input_names=["data"])
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = threads
-        so.inter_op_num_threads = 1
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        sess = ort.InferenceSession(path, options(False), providers=["CPUExecutionProvider"])
+        if profiled:
+            psess = ort.InferenceSession(path, options(True), providers=["CPUExecutionProvider"])
     finally:
         for f in os.listdir(d):
             os.remove(os.path.join(d, f))
         os.rmdir(d)
     feed = {sess.get_inputs()[0].name: x.numpy()}
-    return (lambda: sess.run(None, feed)), ort.__version__
+    return (lambda: sess.run(None, feed)), ort.__version__, psess
+
+
+def ort_node_summary(trace, warmup):
+    """Per node of an ONNX Runtime profile trace (the list of Chrome trace events that
+    end_profiling() wrote, or an object holding it as "traceEvents"): [{"name", "op",
+    "shape", "mean_us"}] in execution order, each node's first `warmup` runs left out."""
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    nodes, order = {}, []
+    for e in events:
+        if not isinstance(e, dict) or e.get("cat") != "Node":
+            continue
+        name = e.get("name", "")
+        if not name.endswith("_kernel_time"):
+            continue
+        name = name[:-len("_kernel_time")]
+        args = e.get("args") or {}
+        n = nodes.get(name)
+        if n is None:
+            shape = []
+            outs = args.get("output_type_shape") or []
+            if outs and isinstance(outs[0], dict) and outs[0]:
+                shape = list(outs[0].values())[0]
+            n = nodes[name] = {"name": name, "op": args.get("op_name", "?"), "shape": shape,
+                               "durs": []}
+            order.append(name)
+        n["durs"].append(float(e.get("dur", 0)))
+    out = []
+    for name in order:
+        n = nodes[name]
+        durs = n["durs"][warmup:] if len(n["durs"]) > warmup else n["durs"]
+        out.append({"name": name, "op": n["op"], "shape": n["shape"],
+                    "mean_us": sum(durs) / len(durs) if durs else 0.0})
+    return out
+
+
+def write_ort_profile(psess, fn_feed, dest, a, version):
+    """Run the profiled session (3 warm-up runs, then --repeat), summarize its trace into
+    dest (written whole to a temporary name, synced, then renamed)."""
+    import os
+    warmup = 3
+    for _ in range(warmup + a.repeat):
+        fn_feed(psess)
+    raw = psess.end_profiling()
+    try:
+        with open(raw) as f:
+            trace = json.load(f)
+    finally:
+        os.remove(raw)
+        try:
+            os.rmdir(os.path.dirname(raw))
+        except OSError:
+            pass
+    nodes = ort_node_summary(trace, warmup)
+    if not nodes:
+        raise SystemExit("torch_peer: the ONNX Runtime profile %s has no node events" % raw)
+    doc = {"network": a.network, "threads": a.threads, "runs": a.repeat, "version": version,
+           "total_us": sum(n["mean_us"] for n in nodes), "nodes": nodes}
+    tmp = dest + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, dest)
 
 
 def cuda_times(model, x, repeat, min_ms):
@@ -305,7 +391,10 @@ def main():
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--min-ms", type=float, default=1.0)
     ap.add_argument("--memory", action="store_true")
+    ap.add_argument("--ort-profile", default=None, metavar="FILE")
     a = ap.parse_args()
+    if a.ort_profile and a.runtime != "onnxruntime":
+        ap.error("--ort-profile FILE needs --runtime onnxruntime")
     if a.device == "cuda":
         return main_cuda(a)
     if a.memory:
@@ -315,16 +404,23 @@ def main():
     size = a.image_size or (299 if a.network == "inception_v3" else 224)
     x = torch.rand(1, 3, size, size)
     with torch.no_grad():
+        psess = None
         if a.runtime == "onnxruntime":
-            fn, version = onnxruntime_runner(model, x, a.threads)
+            fn, version, psess = onnxruntime_runner(model, x, a.threads, bool(a.ort_profile))
         else:
             fn, version = (lambda: model(x)), torch.__version__
         times = time_runs(fn, a.repeat)
-    print(json.dumps({
+        if psess is not None:
+            feed = {psess.get_inputs()[0].name: x.numpy()}
+            write_ort_profile(psess, lambda s: s.run(None, feed), a.ort_profile, a, version)
+    res = {
         "network": a.network, "runtime": a.runtime, "threads": a.threads, "runs": a.repeat,
         "median_ms": statistics.median(times), "mean_ms": statistics.mean(times),
         "std_ms": statistics.pstdev(times), "torch": torch.__version__, "version": version,
-    }))
+    }
+    if a.ort_profile:
+        res["ort_profile"] = a.ort_profile
+    print(json.dumps(res))
 
 
 if __name__ == "__main__":
