@@ -211,15 +211,27 @@ static int pragma(tl_ctx *ctx, tl_sched *s, int st, int node, const char *text) 
 /* Rows per parallel chunk of a conv that reads its border through guards (the rows
 ** loop partitioned: the first and last rows of a chunk keep the guards): all OH rows
 ** unless the (n, oc_chunk) chunks are fewer than 8, then OH cut by its smallest divisor
-** giving 8 chunks in all with at least 4 rows each, else the most chunks of 4 rows. */
-static int64_t border_rows(int64_t OH, int64_t chunks) {
+** giving 8 chunks in all with at least 4 rows each, else the most chunks of 4 rows.
+** Where that leaves fewer than 4 chunks in all, or an odd number under 8 (uneven on any
+** even thread count; a prime such as inception's 17 rows, or 37 rows of Winograd tiles
+** at 147x147), and a cut that does not divide OH gives more (its last chunk shorter, its
+** rows guarded), that cut: 17 rows of 5 output-channel chunks ran as 5 parallel
+** iterations (3 against 2 on two threads), now as 10 of 9 or 8 rows. */
+int64_t tl_x86_border_rows(int64_t OH, int uneven, int64_t chunks) {
   int64_t best = 1;
   for (int64_t x = 1; x <= OH; x++) {
     if (OH % x || OH / x < 4) continue;
     best = x;
     if (chunks * x >= 8) break;
   }
-  return OH / best;
+  int64_t rows = OH / best, n = chunks * best;
+  if (uneven && chunks > 0 && (n < 4 || (n < 8 && n % 2))) {
+    int64_t want = (8 + chunks - 1) / chunks;       /* row chunks for 8 in all */
+    int64_t r = (OH + want - 1) / want;
+    if (r < 4) r = 4;
+    if ((OH + r - 1) / r > best) rows = r;
+  }
+  return rows;
 }
 
 /* The NCHW[x]c conv: O (n, oc_chunk, oh, ow, ob) -> par(n, oc_chunk, oh/oh_f), ow/reg_n,
@@ -228,7 +240,7 @@ static int64_t border_rows(int64_t OH, int64_t chunks) {
 ** [oh_f,] reg_n (unrolled), ob (vectorized, in vectors of the target's width):
 ** reg_n (x oh_f) vector accumulators, one kernel vector and one broadcast data
 ** element per FMA row, the data read in place (no packing). Padded, with oh_f = 1,
-** on 32 registers: the padding inlined and O's rows cut into chunks (border_rows:
+** on 32 registers: the padding inlined and O's rows cut into chunks (tl_x86_border_rows:
 ** par(n, oc_chunk, oh/rows), rows, ow/reg_n, ...), the rows, tiles, kh, kw and the
 ** tile's positions marked "loop_partition_each" (no padded copy; the border pieces
 ** run only the taps that read the image). */
@@ -267,7 +279,7 @@ static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched 
   if (oh_f > 1) { TRY(tl_atvm_split_node(ctx, s, O, 2, 1, &oh_f, t)); oho = t[0], ohi = t[1]; }
   if (border) {
     const int64_t *os = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, O, 0));
-    int64_t rows = border_rows(ci->OH, os[0] * os[1]);
+    int64_t rows = tl_x86_border_rows(ci->OH, 1, os[0] * os[1]);
     TRY(tl_atvm_split_node(ctx, s, O, 2, 1, &rows, t)); oho = t[0], ohi = t[1];
   }
   TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];

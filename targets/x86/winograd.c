@@ -15,7 +15,9 @@
 **   data_pack  at root, (c_chunk, p) fused and parallel (32 registers: p as
 **              (n, tile row, tile column), par(c_chunk, n, rows / chunk), the
 **              rows of a chunk partitioned one border row at a time and the
-**              tiles of a row partitioned, so interior tiles load unguarded),
+**              tiles of a row partitioned, so interior tiles load unguarded; where
+**              that leaves fewer than 4 chunks, the tiles of a row cut too and
+**              the cut fused into the parallel loop),
 **              nu unrolled (the position its pass selects), the channel block
 **              vectorized; its rows pass computed there per tile (eps unrolled);
 **   output     par(n, k_chunk, oh/m) (rows_first: par(n, oh/m, k_chunk)),
@@ -174,20 +176,6 @@ static int pragma(tl_ctx *ctx, tl_sched *s, int st, int node, const char *text) 
   return tl_sched_step(ctx, s, TL_STEP_PR, a, 2, NULL, 0, text, NULL);
 }
 
-/* Rows of tiles per parallel chunk of the input transform (its first and last rows keep
-** the guards where they are the image's): all nH unless the (c_chunk, n) chunks are
-** fewer than 8, then nH cut by its smallest divisor giving 8 chunks in all with at least
-** 4 rows each, else the most chunks of 4 rows. */
-static int64_t wg_border_rows(int64_t nH, int64_t chunks) {
-  int64_t best = 1;
-  for (int64_t x = 1; x <= nH; x++) {
-    if (nH % x || nH / x < 4) continue;
-    best = x;
-    if (chunks * x >= 8) break;
-  }
-  return nH / best;
-}
-
 static int stage_named(tl_ctx *ctx, tl_sched *s, const char *name) {
   int st = tl_sched_stage_find(s, name);
   if (st < 0) return tl_err(ctx, TL_E_INTERNAL, "%s: lost stage %s", TMPL, name);
@@ -263,14 +251,36 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
       tw = t[1];
       TRY(tl_atvm_split_node(ctx, s, V, p1, 1, &nH, t));
       int nn = t[0], th = t[1];
-      int64_t rows = wg_border_rows(nH, nN * tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, V, 0))[2]);
+      int64_t rows = tl_x86_border_rows(nH, 0, nN * tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, V, 0))[2]);
       TRY(tl_atvm_split_node(ctx, s, V, th, 1, &rows, t));
       int tho = t[0];
       thi = t[1];
-      int order[8] = {2, nn, tho, thi, tw, 0, 1, 4};
-      TRY(tl_atvm_reorder_nodes(ctx, s, V, order, 8));
-      int f3[3] = {2, nn, tho};
-      TRY(tl_atvm_fuse_nodes(ctx, s, V, f3, 3, &vpar));
+      /* fewer than 4 parallel chunks (inception's 147x147 on one block of 32 channels: 37
+      ** rows of tiles, a prime, ran serially): the tiles of a row cut too, by the smallest
+      ** divisor giving 8 chunks in all with at least 4 tiles each, the cut (c_chunk, n,
+      ** th/rows, tw/cols) parallel; the tiles of a cut keep their column guards (the
+      ** partition cannot prove a column range interior for every cut) */
+      int64_t chunks = nN * tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, V, 0))[2] * (nH / rows), cols = nW;
+      if (chunks < 4)
+        for (int64_t x = 2; x <= nW; x++) {
+          if (nW % x || nW / x < 4) continue;
+          cols = nW / x;
+          if (chunks * x >= 8) break;
+        }
+      if (cols < nW) {
+        TRY(tl_atvm_split_node(ctx, s, V, tw, 1, &cols, t));
+        int two = t[0];
+        tw = t[1];
+        int order[9] = {2, nn, tho, two, thi, tw, 0, 1, 4};
+        TRY(tl_atvm_reorder_nodes(ctx, s, V, order, 9));
+        int f4[4] = {2, nn, tho, two};
+        TRY(tl_atvm_fuse_nodes(ctx, s, V, f4, 4, &vpar));
+      } else {
+        int order[8] = {2, nn, tho, thi, tw, 0, 1, 4};
+        TRY(tl_atvm_reorder_nodes(ctx, s, V, order, 8));
+        int f3[3] = {2, nn, tho};
+        TRY(tl_atvm_fuse_nodes(ctx, s, V, f3, 3, &vpar));
+      }
       vat = tw;
     } else {
       int order[5] = {2, 3, 0, 1, 4};
