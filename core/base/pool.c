@@ -9,14 +9,17 @@
 ** the machine is busy with a stream of loops:
 **
 **   - The workers are created once, with the pool, and live until it is freed.
-**   - A call publishes a job (fn, arg, n, chunk), opens it and bumps a
+**   - A call publishes a job (fn, arg, n), opens it and bumps a
 **     generation counter. Idle workers spin on that counter for a short while
 **     (spin_s) before parking in a futex, so back-to-back loops never enter
 **     the kernel; the futex is only woken when some worker actually parked.
 **   - The calling thread takes part in the work. Indices are handed out in
-**     contiguous chunks from one atomic counter (about four chunks per thread,
-**     which balances uneven bodies while keeping each thread's range
-**     cache-friendly).
+**     contiguous chunks from one atomic counter, guided: each claim takes
+**     1/(2 * nthreads) of what is left (at least one index), so a loop starts
+**     with large chunks (few claims, cache-friendly ranges) and ends with
+**     single indices, and the threads finish together. Fixed chunks of about a
+**     quarter of a thread's share left up to one chunk of imbalance: 37
+**     iterations on two threads ran as 20 against 17 (chunks of 4).
 **   - A worker must join the open job before it touches it. When the caller
 **     finds nothing left to claim it closes the job and waits only for the
 **     workers that joined (they hold claimed chunks). A worker that wakes
@@ -97,7 +100,6 @@ struct tl_pool {
   void (*fn)(int64_t i, void *arg);
   void *arg;
   int64_t n;                   /* indices [0, n) */
-  int64_t chunk;               /* claimed per fetch_add; >= 1 */
 
   /* 0: free; 1: a tl_pool_for owns the workers (or the pool was retired,
   ** in which case it stays 1 forever and every loop runs serially). */
@@ -221,17 +223,22 @@ static void run_serial(int64_t n, void (*fn)(int64_t, void *), void *arg) {
   for (int64_t i = 0; i < n; i++) fn(i, arg);
 }
 
-/* Claim chunks until none are left. `next` may overshoot n by at most
-** nthreads * chunk, which cannot overflow for any n a loop could finish. */
+/* Claim chunks until none are left: each claim takes (n - next) / (2 * nthreads)
+** indices, at least one (guided); `next` never passes n. */
 static void run_chunks(tl_pool *p) {
   void (*fn)(int64_t, void *) = p->fn;
   void *arg = p->arg;
-  int64_t n = p->n, chunk = p->chunk;
+  int64_t n = p->n, div = 2 * (int64_t)p->nthreads;
+  int64_t b = atomic_load_explicit(&p->next, memory_order_relaxed), c;
   for (;;) {
-    int64_t b = atomic_fetch_add_explicit(&p->next, chunk, memory_order_relaxed);
-    if (b >= n) return;
-    int64_t e = n - b < chunk ? n : b + chunk;
-    for (int64_t i = b; i < e; i++) fn(i, arg);
+    do {
+      if (b >= n) return;
+      c = (n - b) / div;
+      if (c < 1) c = 1;
+    } while (!atomic_compare_exchange_weak_explicit(&p->next, &b, b + c, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    for (int64_t i = b; i < b + c; i++) fn(i, arg);
+    b = atomic_load_explicit(&p->next, memory_order_relaxed);
   }
 }
 
@@ -289,11 +296,9 @@ TL_EXPORT void tl_pool_for(tl_pool *pool, int64_t n, void (*fn)(int64_t i, void 
     return;
   }
   tl_pool *p = pool;
-  int64_t chunk = n / ((int64_t)p->nthreads * 4);
   p->fn = fn;
   p->arg = arg;
   p->n = n;
-  p->chunk = chunk > 0 ? chunk : 1;
   atomic_store_explicit(&p->next, 0, memory_order_relaxed);
   atomic_store_explicit(&p->state, STATE_OPEN, memory_order_release); /* publishes the job */
   atomic_fetch_add(&p->gen, 1);  /* seq_cst: pairs with nparked */
