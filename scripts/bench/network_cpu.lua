@@ -41,7 +41,8 @@
 -- "0,1"), N rounds alternating between the two, each step's fastest round kept (the minimum:
 -- a shared machine inflates single timings); prints, per kind of step and for the steps that
 -- lose most, both times, the speedup and the time lost against a perfect speedup
--- (t_n - t_1 / n). The table is printed as soon as each network is done.
+-- (t_n - t_1 / n). The table is printed as soon as each network is done; from the first
+-- one on, the process (and the peers it starts) stays pinned to CPUS.
 -- --ort-profile DIR: the ONNX Runtime peer's first cycle also profiles ONNX Runtime per node
 -- (torch_peer.py --ort-profile DIR/ort_profile.<net>.json); with --profile N, each network's
 -- first tunelua column and ONNX Runtime are then compared per layer: steps and nodes grouped
@@ -95,7 +96,7 @@ end
 if opts.ort_profile and not opts.profile then
   error("network_cpu: --ort-profile needs --profile N (the tunelua side of the comparison)", 0)
 end
-if opts.ort_profile then require("tunelua.file").mkdirs(opts.ort_profile) end
+if opts.ort_profile then file.mkdirs(opts.ort_profile) end
 local scaling_cpus = {}
 if opts.scaling then
   for c in opts.scaling:gmatch("[^,]+") do scaling_cpus[#scaling_cpus + 1] = c end
@@ -162,7 +163,8 @@ local function shape_str(sh)
 end
 
 -- --scaling: per-step minima on 1 thread (first CPU) and on #scaling_cpus threads (all of
--- them), rounds alternating; restores the benchmark's pinning and thread count after.
+-- them), rounds alternating; after it the process stays pinned to all of them (the peers of
+-- the next network run there too) with the benchmark's thread count.
 local function scaling_table(name, col)
   local m, steps = col.b.m, col.b.m.lib.steps
   local n = #scaling_cpus
