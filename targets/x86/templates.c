@@ -212,11 +212,12 @@ static int pragma(tl_ctx *ctx, tl_sched *s, int st, int node, const char *text) 
 ** loop partitioned: the first and last rows of a chunk keep the guards): all OH rows
 ** unless the (n, oc_chunk) chunks are fewer than 8, then OH cut by its smallest divisor
 ** giving 8 chunks in all with at least 4 rows each, else the most chunks of 4 rows.
-** Where that leaves fewer than 4 chunks in all, or an odd number under 8 (uneven on any
-** even thread count; a prime such as inception's 17 rows, or 37 rows of Winograd tiles
-** at 147x147), and a cut that does not divide OH gives more (its last chunk shorter, its
-** rows guarded), that cut: 17 rows of 5 output-channel chunks ran as 5 parallel
-** iterations (3 against 2 on two threads), now as 10 of 9 or 8 rows. */
+** With uneven (the direct conv), where that leaves fewer than 4 chunks in all, or an odd
+** number under 8 (uneven on any even thread count; a prime such as inception's 17 rows),
+** and a cut that does not divide OH gives more (its last chunk shorter, its rows
+** guarded), that cut: 17 rows of 5 output-channel chunks ran as 5 parallel iterations (3
+** against 2 on two threads), now as 10 of 9 or 8 rows. The Winograd input transform
+** passes 0: an uneven cut of its tile rows loses the partition's unguarded interior. */
 int64_t tl_x86_border_rows(int64_t OH, int uneven, int64_t chunks) {
   int64_t best = 1;
   for (int64_t x = 1; x <= OH; x++) {
