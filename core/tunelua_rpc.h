@@ -127,13 +127,27 @@ int tl_measure_opencl_fits(tl_ctx *ctx, const char *manifest, const char *device
 /* tl_opencl_device_info of device dev, queried in a forked child (malloc'd,
 ** tl_measure_str_free); no such device is TL_E_RUNTIME with the reason. */
 int tl_measure_opencl_device_info(tl_ctx *ctx, int dev, char **json);
-/* Build f for device dev in a background child (own process group, limit
-** timeout_s, output discarded) that fills the driver's on-disk program cache;
-** first waits for the oldest until fewer than max_running run. */
+/* Build f for device dev in the background (limit timeout_s, output discarded),
+** filling the driver's on-disk program cache: sent to an idle worker of the
+** compile pool (persistent tunelua-measure-opencl --worker processes, see
+** tl_measure_opencl_compile_workers; waits for one when all are busy), or with the
+** pool off in a child of its own (own process group), first waiting for the oldest
+** until fewer than max_running run. */
 int tl_measure_opencl_compile_ahead(tl_ctx *ctx, tl_lowered *f, int dev, double timeout_s,
                                     int max_running);
-/* Wait for every compile-ahead child. */
+/* Wait for every compile ahead (the pool's answers, the children). */
 void tl_measure_opencl_wait_ahead(void);
+/* How many pool workers compile ahead: k > 0, k of them (at most 32); 0, a child
+** per compile; -1, the default: TUNELUA_OCL_COMPILE_WORKERS from the environment,
+** else min(the builder's n_parallel, 4). */
+void tl_measure_opencl_compile_workers(int k);
+/* The compile pool's running workers: their count, the first cap ids in pids. */
+int tl_measure_opencl_ahead_pids(int *pids, int cap);
+/* Compiles sent to the pool since the process started, and how many of them ended
+** their worker (a crash, the build limit, a broken answer). */
+void tl_measure_opencl_ahead_counts(int *sent, int *lost);
+/* End the compile pool's workers and wait for the compile-ahead children. */
+void tl_measure_opencl_ahead_stop(void);
 /* Where OpenCL trials run (docs/measure_opencl.md): on = 1, in one persistent
 ** tunelua-measure-opencl --worker that starts the driver once and serves the
 ** trials one at a time (a crash or a hang ends it; the next trial starts a

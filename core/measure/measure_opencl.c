@@ -1278,11 +1278,8 @@ static void reap_until(int keep) {
   }
 }
 
-TL_EXPORT int tl_measure_opencl_compile_ahead(tl_ctx *ctx, tl_lowered *f, int dev,
-                                              double timeout_s, int max_running) {
-  if (!f) return tl_err(ctx, TL_E_ARG, "tl_measure_opencl_compile_ahead: f is NULL");
-  if (max_running < 1) max_running = 1;
-  if (max_running > 256) max_running = 256;
+/* A compile ahead in a background child of its own (the pool off). */
+static int ahead_child(tl_ctx *ctx, tl_lowered *f, int dev, double timeout_s, int max_running) {
   char exe[PATH_MAX + 64], path[PATH_MAX];
   int touched = tl_opencl_touched();
   if (touched) {
@@ -1336,8 +1333,226 @@ TL_EXPORT int tl_measure_opencl_compile_ahead(tl_ctx *ctx, tl_lowered *f, int de
   return TL_OK;
 }
 
+/* ---- the compile pool: compiles ahead in persistent workers --------------------------------
+** K exec'd tunelua-measure-opencl --worker processes (the timing worker's program and
+** protocol, compile-only jobs) compile ahead, each with its driver and context started once,
+** instead of a fresh child per compile that starts the driver again. A compile is sent to an
+** idle worker (waiting for one when all K are busy); the answer is read when a later call
+** polls the pool, and tl_measure_opencl_wait_ahead waits for every one before a trial is
+** timed. A worker that crashes, passes its limit (2 x the build limit + 1 s; its own alarm
+** ends it at the build limit), answers something that is not the protocol or has served
+** WORKER_RECYCLE jobs is reaped and its slot starts a fresh one when next used. A compile's
+** errors are not reported here: the trial compiles again and reports them. */
+
+#define AHEAD_MAX 32
+
+typedef struct {
+  ocl_worker w;
+  int busy;                   /* a compile sent, its answer not read yet */
+  double deadline;            /* tl_now() after which the busy worker is killed */
+  tl_buf ob;                  /* its answer so far */
+} ahead_slot;
+
+static ahead_slot AP[AHEAD_MAX];
+static int ap_ready;
+static int ahead_workers = -1;   /* -1: TUNELUA_OCL_COMPILE_WORKERS or the default */
+static int ap_jobs, ap_lost;     /* compiles sent to the pool, and of them lost (worker ended) */
+
+/* With ahead_mu held: the slots initialized once. */
+static void ap_init(void) {
+  if (ap_ready) return;
+  for (int i = 0; i < AHEAD_MAX; i++) AP[i] = (ahead_slot){.w = {.in = -1, .out = -1, .err = -1}};
+  ap_ready = 1;
+}
+
+/* How many pool workers compile ahead for a builder with max_running compiles at once
+** (0: a child per compile). */
+static int pool_size(int max_running) {
+  int k = __atomic_load_n(&ahead_workers, __ATOMIC_ACQUIRE);
+  if (k < 0) {
+    const char *e = getenv("TUNELUA_OCL_COMPILE_WORKERS");
+    char *end = NULL;
+    long v = e && *e ? strtol(e, &end, 10) : -1;
+    if (e && *e && (*end || v < 0)) v = -1;   /* malformed: the default */
+    k = v >= 0 ? (int)v : (max_running < 4 ? max_running : 4);
+  }
+  return k > AHEAD_MAX ? AHEAD_MAX : k;
+}
+
+static void slot_drop(ahead_slot *s, int lost) {
+  if (s->busy && lost) ap_lost++;
+  worker_reap(&s->w, 1);
+  s->busy = 0;
+  s->ob.n = 0;
+}
+
+/* With ahead_mu held: reads what the busy workers wrote, for up to wait_ms (0: what is there
+** now); finished compiles free their slots, ended or late workers are reaped. */
+static void pool_step(int wait_ms) {
+  struct pollfd p[2 * AHEAD_MAX];
+  int idx[2 * AHEAD_MAX], np = 0;
+  for (int i = 0; i < AHEAD_MAX; i++) {
+    ahead_slot *s = &AP[i];
+    if (!s->busy) continue;
+    p[np] = (struct pollfd){s->w.out, POLLIN, 0};
+    idx[np++] = i;
+    if (s->w.err >= 0) {
+      p[np] = (struct pollfd){s->w.err, POLLIN, 0};
+      idx[np++] = -1 - i;
+    }
+  }
+  if (!np) return;
+  int pr = poll(p, (nfds_t)np, wait_ms);
+  char buf[65536];
+  for (int k = 0; k < np && pr > 0; k++) {
+    if (!p[k].revents) continue;
+    int i = idx[k] >= 0 ? idx[k] : -1 - idx[k];
+    ahead_slot *s = &AP[i];
+    if (!s->busy) continue;   /* dropped above in this pass */
+    if (idx[k] < 0) {         /* the driver's chatter: discarded */
+      ssize_t r = read(s->w.err, buf, sizeof buf);
+      if (r == 0 || (r < 0 && errno != EINTR)) close_fd(&s->w.err);
+      continue;
+    }
+    ssize_t r = read(s->w.out, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {             /* it ended: crashed, or its alarm */
+      slot_drop(s, 1);
+      continue;
+    }
+    tl_buf_putn(&s->ob, buf, (size_t)r);
+    size_t ans = 0, alen = 0;
+    long end = frame_end(s->ob.s, s->ob.n, &ans, &alen);
+    if (end < 0 || (end > 0 && (size_t)end != s->ob.n)) {
+      slot_drop(s, 1);        /* not the protocol */
+    } else if (end > 0) {
+      s->busy = 0;
+      s->ob.n = 0;
+      if (++s->w.jobs >= WORKER_RECYCLE) slot_drop(s, 0);
+    }
+  }
+  double t = tl_now();
+  for (int i = 0; i < AHEAD_MAX; i++)
+    if (AP[i].busy && t > AP[i].deadline) slot_drop(&AP[i], 1);
+}
+
+/* With ahead_mu held: the milliseconds until the nearest deadline of a busy worker (-1: none). */
+static int pool_next_ms(void) {
+  double t = tl_now(), next = 0;
+  int any = 0;
+  for (int i = 0; i < AHEAD_MAX; i++)
+    if (AP[i].busy && (!any || AP[i].deadline - t < next)) {
+      next = AP[i].deadline - t;
+      any = 1;
+    }
+  if (!any) return -1;
+  return next > 0 ? (int)(next * 1000) + 1 : 0;
+}
+
+/* With ahead_mu held: wait until every busy worker answered or was dropped. */
+static void pool_wait_all(void) {
+  int ms;
+  while ((ms = pool_next_ms()) >= 0) pool_step(ms);
+}
+
+/* A compile ahead of f in the pool (k workers). Errors are dropped: the trial reports them. */
+static int ahead_pool(tl_ctx *ctx, tl_lowered *f, int dev, double timeout_s, int k) {
+  double build_s = timeout_s > 0 ? timeout_s : 10;
+  ocl_job j = {.f = f, .compile_only = 1, .dev = dev, .number = 1, .repeat = 1,
+               .build_s = build_s, .run_s = 1};
+  char *text = NULL;
+  int gen = TL_OK;
+  if (job_text(ctx, &j, 0, &text, &gen) || gen) {
+    tl_clearerr(ctx);
+    return TL_OK;
+  }
+  size_t tlen = strlen(text);
+  tl_buf frame = {0};
+  uint32_t len = (uint32_t)tlen;
+  tl_buf_putn(&frame, (const char *)&len, sizeof len);
+  tl_buf_putn(&frame, text, tlen);
+  free(text);
+  int rc = TL_OK;
+  pthread_mutex_lock(&ahead_mu);
+  ap_init();
+  ahead_slot *s = NULL;
+  for (;;) {
+    pool_step(0);
+    for (int i = 0; i < k && !s; i++)
+      if (!AP[i].busy && AP[i].w.pid > 0) s = &AP[i];   /* a started one first */
+    for (int i = 0; i < k && !s; i++)
+      if (!AP[i].busy) s = &AP[i];
+    if (s) break;
+    pool_step(pool_next_ms());
+  }
+  /* a worker that ended between jobs cannot take it: once more, to a fresh one */
+  for (int attempt = 0; attempt < 2; attempt++) {
+    rc = worker_ensure(ctx, &s->w);
+    if (rc) break;
+    drain_err(s->w.err);
+    if (!put_job(s->w.in, frame.s, frame.n)) {
+      s->busy = 1;
+      s->ob.n = 0;
+      s->deadline = tl_now() + 2 * build_s + 1;
+      ap_jobs++;
+      break;
+    }
+    slot_drop(s, 0);
+  }
+  pthread_mutex_unlock(&ahead_mu);
+  tl_buf_free(&frame);
+  return rc;
+}
+
+TL_EXPORT int tl_measure_opencl_compile_ahead(tl_ctx *ctx, tl_lowered *f, int dev,
+                                              double timeout_s, int max_running) {
+  if (!f) return tl_err(ctx, TL_E_ARG, "tl_measure_opencl_compile_ahead: f is NULL");
+  if (max_running < 1) max_running = 1;
+  if (max_running > 256) max_running = 256;
+  int k = pool_size(max_running);
+  if (k > 0) return ahead_pool(ctx, f, dev, timeout_s, k);
+  return ahead_child(ctx, f, dev, timeout_s, max_running);
+}
+
+TL_EXPORT void tl_measure_opencl_compile_workers(int k) {
+  __atomic_store_n(&ahead_workers, k < 0 ? -1 : k, __ATOMIC_RELEASE);
+}
+
+TL_EXPORT int tl_measure_opencl_ahead_pids(int *pids, int cap) {
+  int n = 0;
+  pthread_mutex_lock(&ahead_mu);
+  ap_init();
+  for (int i = 0; i < AHEAD_MAX; i++)
+    if (AP[i].w.pid > 0) {
+      if (pids && n < cap) pids[n] = (int)AP[i].w.pid;
+      n++;
+    }
+  pthread_mutex_unlock(&ahead_mu);
+  return n;
+}
+
+TL_EXPORT void tl_measure_opencl_ahead_counts(int *sent, int *lost) {
+  pthread_mutex_lock(&ahead_mu);
+  if (sent) *sent = ap_jobs;
+  if (lost) *lost = ap_lost;
+  pthread_mutex_unlock(&ahead_mu);
+}
+
+TL_EXPORT void tl_measure_opencl_ahead_stop(void) {
+  pthread_mutex_lock(&ahead_mu);
+  ap_init();
+  reap_until(0);
+  for (int i = 0; i < AHEAD_MAX; i++) {
+    slot_drop(&AP[i], 0);
+    tl_buf_free(&AP[i].ob);
+  }
+  pthread_mutex_unlock(&ahead_mu);
+}
+
 TL_EXPORT void tl_measure_opencl_wait_ahead(void) {
   pthread_mutex_lock(&ahead_mu);
+  ap_init();
   reap_until(0);
+  pool_wait_all();
   pthread_mutex_unlock(&ahead_mu);
 }

@@ -1,15 +1,20 @@
 -- Benchmark: OpenCL trials per second of an auto-scheduler tuning of one resnet-18 conv2d layer
--- (NHWC, batch 1, fp32) on OpenCL device 0, measured with a child process per trial against the
--- persistent measurement worker (docs/measure_opencl.md), in the same run: the same task, seed
--- and search (RandomModel, and the initial population never drawn from the measured states, so
--- that both modes measure the same candidates; the table says whether they did), each run with the
--- driver's on-disk program caches fresh and empty (POCL_CACHE_DIR, CUDA_CACHE_PATH under a
--- temporary directory), so neither mode compiles less than the other. Runs alternate (child,
--- worker, child, ...) --rounds times; the table has every run and the ratio of the medians.
+-- (NHWC, batch 1, fp32) on OpenCL device 0 (docs/measure_opencl.md), in the same run, by where
+-- trials are timed and candidates compiled ahead:
+--   child    a child process per trial, a child per compile ahead;
+--   worker   the persistent measurement worker, a child per compile ahead;
+--   pool K   the worker, compiles ahead in a pool of K persistent compile workers
+--            (--compile-workers=K[,K2...]; default 4);
+--   no-ahead the worker, nothing compiled ahead (it compiles every candidate itself).
+-- Every mode gets the same task, seed and search (RandomModel, and the initial population never
+-- drawn from the measured states, so that every mode measures the same candidates; the table says
+-- whether they did), each run with the driver's on-disk program caches fresh and empty
+-- (POCL_CACHE_DIR, CUDA_CACHE_PATH under a temporary directory), so no mode compiles less than
+-- another. The modes alternate --rounds times; the table has every run and the medians' ratios.
 --
 --   tunelua scripts/bench/ocl_worker.lua [--trials=32] [--per-round=16] [--layer=2]
 --       [--rounds=1] [--population=256] [--number=3] [--min-repeat-ms=0] [--build-jobs=N]
---       [--build-timeout=20] [--overhead=20] [--touched] [--breakdown]
+--       [--build-timeout=20] [--overhead=20] [--touched] [--breakdown] [--compile-workers=4]
 --
 -- --layer: resnet-18's distinct conv2d layers as in scripts/bench/ansor_cpu.lua (1..11; 2 is
 -- 64x56x56, 3x3, 64 filters). --touched initializes OpenCL in this process first, so that a
@@ -24,7 +29,8 @@
 --
 -- On the accelerator machine (the packed build, scripts/device/pack.sh):
 --
---   sh scripts/device/run_h200.sh scripts/bench/ocl_worker.lua --trials=64 --rounds=2 --touched --breakdown
+--   sh scripts/device/run_h200.sh scripts/bench/ocl_worker.lua --trials=32 --rounds=2 --touched \
+--       --compile-workers=4,8 --breakdown
 local tl = require "tunelua"
 local ffi = require "ffi"
 local te = require "tunelua.te"
@@ -43,7 +49,7 @@ local opts = { trials = "32", ["per-round"] = "16", layer = "2", rounds = "1", p
                number = "3", ["min-repeat-ms"] = "0", ["build-timeout"] = "20", overhead = "20" }
 local KNOWN = { trials = 1, ["per-round"] = 1, layer = 1, rounds = 1, population = 1, number = 1,
                 ["min-repeat-ms"] = 1, ["build-jobs"] = 1, ["build-timeout"] = 1, touched = 1,
-                breakdown = 1, overhead = 1 }
+                breakdown = 1, overhead = 1, ["compile-workers"] = 1 }
 for _, a in ipairs(arg) do
   local k, v = a:match("^%-%-([%w-]+)=(.*)$")
   if not k and a:match("^%-%-") then k, v = a:sub(3), true end
@@ -64,6 +70,21 @@ local P, NUMBER, MIN_MS = num_opt("population", 1), num_opt("number", 1), num_op
 local BUILD_TIMEOUT = num_opt("build-timeout", 1)
 local OVERHEAD = num_opt("overhead", 0)
 local BUILD_JOBS = opts["build-jobs"] and num_opt("build-jobs", 1) or tl.num_cores()
+local POOLS = {}
+for k in tostring(opts["compile-workers"] or "4"):gmatch("[^,]+") do
+  local v = tonumber(k)
+  if not v or v % 1 ~= 0 or v < 1 or v > 32 then
+    error("ocl_worker: --compile-workers=" .. tostring(opts["compile-workers"]) ..
+          ": expected integers 1..32, separated by commas", 0)
+  end
+  POOLS[#POOLS + 1] = v
+end
+local MODES = { "child", "worker" }
+for _, k in ipairs(POOLS) do MODES[#MODES + 1] = "pool " .. k end
+MODES[#MODES + 1] = "no-ahead"
+local LABEL = { child = "child per trial", worker = "worker, child per compile ahead",
+                ["no-ahead"] = "worker, no compile ahead" }
+for _, k in ipairs(POOLS) do LABEL["pool " .. k] = "worker + compile pool of " .. k end
 
 local LAYERS = {
   {3, 224, 64, 7, 2, 3}, {64, 56, 64, 3, 1, 1}, {64, 56, 128, 3, 2, 1}, {64, 56, 128, 1, 2, 0},
@@ -101,9 +122,13 @@ local function fresh_caches(tag)
 end
 
 local function run(mode, k)
-  fresh_caches(mode .. k)
+  fresh_caches(mode:gsub("%W", "") .. k)
   mo.stop_worker()
-  mo.use_worker(mode == "worker")
+  mo.use_worker(mode ~= "child")
+  local pool = tonumber(mode:match("^pool (%d+)$"))
+  mo.compile_workers(pool or 0)
+  mo.compile_ahead = mode ~= "no-ahead" and "auto" or false
+  local sent0, lost0 = mo.compile_counts()
   for key in pairs(mo.stats) do mo.stats[key] = 0 end
   local task = make_task()
   local valid, best, steps = 0, math.huge, {}
@@ -129,7 +154,11 @@ local function run(mode, k)
   for _, x in ipairs(r.round_seconds) do s = s + x end
   local st = mo.stats
   mo.stop_worker()
+  local sent1, lost1 = mo.compile_counts()
+  mo.compile_workers(nil)
+  mo.compile_ahead = "auto"
   return { mode = mode, trials = r.trials, valid = valid, wall = wall, search = s,
+           pool_sent = sent1 - sent0, pool_lost = lost1 - lost0,
            per_trial = (wall - s) / math.max(1, r.trials), tps = r.trials / wall,
            run_s = st.child_s / math.max(1, st.runs), compile_s = st.compile_s / math.max(1, st.runs),
            wait_s = st.wait_s / math.max(1, st.runs),
@@ -141,13 +170,16 @@ io.write(string.format("OpenCL device: %s (%s); task: resnet-18 %s NHWC; %d tria
                        "population %d, n_parallel %d, number %d; children per trial: %s\n",
                        tostring(info.name), tostring(info.platform), name, TRIALS, PER_ROUND, P,
                        BUILD_JOBS, NUMBER, opts.touched and "exec'd (OpenCL initialized here)" or "forked"))
-local rows, by = {}, { child = {}, worker = {} }
+local rows, by = {}, {}
+for _, mode in ipairs(MODES) do by[mode] = {} end
 for k = 1, ROUNDS do
-  for _, mode in ipairs({ "child", "worker" }) do
+  for _, mode in ipairs(MODES) do
     local r = run(mode, k)
     rows[#rows + 1] = r
     by[mode][#by[mode] + 1] = r.tps
-    io.write(string.format("  run %d %-6s: %d trials in %.1f s\n", k, mode, r.trials, r.wall))
+    io.write(string.format("  run %d %-8s: %d trials in %.1f s%s\n", k, mode, r.trials, r.wall,
+                           r.pool_sent > 0 and string.format(" (%d compiles in the pool, %d lost)",
+                                                             r.pool_sent, r.pool_lost) or ""))
     io.flush()
   end
 end
@@ -158,15 +190,19 @@ io.write("\n| measured by | trials (valid) | wall s | search s | s/trial outside
 io.write("|---|---|---|---|---|---|---|---|---|---|\n")
 for _, r in ipairs(rows) do
   io.write(string.format("| %s | %d (%d) | %.1f | %.1f | %.3f | %.3f | %.3f | %.3f | %.2f | %.1f |\n",
-    r.mode == "worker" and "worker" or "child per trial", r.trials, r.valid, r.wall, r.search,
+    LABEL[r.mode], r.trials, r.valid, r.wall, r.search,
     r.per_trial, r.run_s, r.compile_s, r.wait_s, r.tps, r.gflops))
 end
 local same = true
 for _, r in ipairs(rows) do same = same and r.candidates == rows[1].candidates end
 io.write(string.format("\nevery run measured the same candidates: %s\n", same and "yes" or
                        "no (the search differed between runs)"))
-io.write(string.format("trials/s, median: child per trial %.2f, worker %.2f; worker / child = %.2fx\n",
-                       median(by.child), median(by.worker), median(by.worker) / median(by.child)))
+local parts = {}
+for _, mode in ipairs(MODES) do
+  parts[#parts + 1] = string.format("%s %.2f (%.2fx child, %.2fx worker)", LABEL[mode], median(by[mode]),
+                                    median(by[mode]) / median(by.child), median(by[mode]) / median(by.worker))
+end
+io.write("trials/s, median: " .. table.concat(parts, "; ") .. "\n")
 
 -- ---- the fixed cost of a trial: a tiny kernel, compiled once ----------------------------------------
 -- --overhead=N trials (default 20) of a 256-element add through tl_measure_run_opencl in each mode:

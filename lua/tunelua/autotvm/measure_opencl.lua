@@ -166,11 +166,14 @@ end
 
 -- ---- compiling ahead (drivers with an on-disk program cache) --------------------------------------
 -- pocl and NVIDIA's OpenCL keep compiled programs in a cache on disk, shared by processes. When
--- the device's driver is one of them and the builder has n_parallel > 1, build_one also starts a
--- background child that compiles the program, at most n_parallel at once; run_one waits for all
--- of them before its trial, so timing never overlaps a compile, and the trial's compile is a
--- cache hit. With other drivers nothing is started unless M.compile_ahead = true or
--- TUNELUA_OCL_COMPILE_AHEAD=1; TUNELUA_OCL_COMPILE_AHEAD=0 turns it off.
+-- the device's driver is one of them and the builder has n_parallel > 1, build_one also sends the
+-- program to be compiled in the background: to a pool of persistent compile workers (exec'd
+-- tunelua-measure-opencl --worker processes, each starting the driver once; by default
+-- min(n_parallel, 4) of them, see compile_workers), or with the pool off to a child of its own
+-- per compile, at most n_parallel at once. run_one waits for every compile before its trial, so
+-- timing never overlaps a compile, and the trial's compile is a cache hit. With other drivers
+-- nothing is compiled ahead unless M.compile_ahead = true or TUNELUA_OCL_COMPILE_AHEAD=1;
+-- TUNELUA_OCL_COMPILE_AHEAD=0 turns it off (the trial's process compiles each program itself).
 
 -- nil/false: never; true: always; "auto" (default): when the driver caches programs on disk
 -- (pocl, NVIDIA).
@@ -296,8 +299,38 @@ function M.worker_pid()
   return p ~= 0 and p or nil
 end
 
---- stop_worker(): ends the worker now (the next trial starts another).
-function M.stop_worker() C.tl_measure_opencl_worker_stop() end
+--- stop_worker(): ends the worker and the compile pool's workers now (the next trial, the next
+--- compile ahead start others).
+function M.stop_worker()
+  C.tl_measure_opencl_worker_stop()
+  C.tl_measure_opencl_ahead_stop()
+end
+
+--- compile_workers(k): how many persistent workers compile ahead: k > 0, k of them (at most 32);
+--- 0, a child per compile; nil, the default (TUNELUA_OCL_COMPILE_WORKERS from the environment,
+--- else min(the builder's n_parallel, 4)).
+function M.compile_workers(k)
+  if k ~= nil and (type(k) ~= "number" or k < 0 or k % 1 ~= 0) then
+    error("compile_workers: expected nil or an integer >= 0, got " .. tostring(k), 2)
+  end
+  C.tl_measure_opencl_compile_workers(k == nil and -1 or k)
+end
+
+--- compile_worker_pids() -> the running compile workers' process ids (a list, maybe empty).
+function M.compile_worker_pids()
+  local buf = ffi.new("int[32]")
+  local n = math.min(tonumber(C.tl_measure_opencl_ahead_pids(buf, 32)), 32)
+  local out = {}
+  for i = 0, n - 1 do out[#out + 1] = tonumber(buf[i]) end
+  return out
+end
+
+--- compile_counts() -> compiles sent to the pool so far, and how many of them ended their worker.
+function M.compile_counts()
+  local a, b = ffi.new("int[1]"), ffi.new("int[1]")
+  C.tl_measure_opencl_ahead_counts(a, b)
+  return tonumber(a[0]), tonumber(b[0])
+end
 
 --- register(): installs the hook as measure.device_hooks.opencl (done on require).
 function M.register()
