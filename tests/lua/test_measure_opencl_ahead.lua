@@ -15,7 +15,8 @@ local mo = require "tunelua.autotvm.measure_opencl"
 
 local C = core.C
 local E = am.MeasureErrorNo
-ffi.cdef [[ int setenv(const char *name, const char *value, int overwrite); int kill(int pid, int sig); ]]
+ffi.cdef [[ int setenv(const char *name, const char *value, int overwrite); int unsetenv(const char *name);
+             int kill(int pid, int sig); ]]
 
 local info, why = mo.device_info(0)
 if not info then
@@ -27,6 +28,14 @@ if not mo.ahead_enabled(info, { n_parallel = 2 }) then
         tostring(info.platform) .. ")")
   return
 end
+
+-- a malformed pool size in the environment is an error naming it
+ffi.C.setenv("TUNELUA_OCL_COMPILE_WORKERS", "four", 1)
+local okm, em = pcall(mo.ahead_enabled, info, { n_parallel = 2 })
+assert(not okm and tostring(em):find("TUNELUA_OCL_COMPILE_WORKERS='four': expected", 1, true), tostring(em))
+ffi.C.unsetenv("TUNELUA_OCL_COMPILE_WORKERS")
+local okv = pcall(mo.compile_workers, -1)
+assert(not okv, "compile_workers(-1) is refused")
 
 local dir = util.tmpdir("ocl-ahead")
 ffi.C.setenv("TUNELUA_MEASURE_DIR", dir, 1)

@@ -180,6 +180,11 @@ end
 M.compile_ahead = "auto"
 
 function M.ahead_enabled(info, builder)
+  local k = os.getenv("TUNELUA_OCL_COMPILE_WORKERS")
+  if k and k ~= "" and not (k:match("^%d+$") and tonumber(k) <= 32) then
+    error("TUNELUA_OCL_COMPILE_WORKERS='" .. k .. "': expected the number of compile workers, " ..
+          "an integer 0..32 (0: a child per compile)", 0)
+  end
   local v = os.getenv("TUNELUA_OCL_COMPILE_AHEAD")
   local mode = M.compile_ahead
   if v == "0" then mode = false elseif v == "1" then mode = true end
