@@ -20,7 +20,9 @@
 -- 64x56x56, 3x3, 64 filters). --touched initializes OpenCL in this process first, so that a
 -- child per trial is a freshly exec'd tunelua-measure-opencl (as in a script that ran a kernel
 -- before tuning); without it the children are forked. --overhead=N: then N trials of a tiny
--- kernel whose program is cached, in each mode: the fixed cost of a trial (0: skipped).
+-- kernel whose program is cached, in each mode: the fixed cost of a trial (0: skipped); and
+-- batches of --per-round small kernels never compiled before, compiled ahead (or not) and
+-- measured, in each mode: what a compile ahead costs per trial without the layer's own work.
 -- --build-jobs: the builder's n_parallel
 -- (compiles ahead on pocl and NVIDIA; default: the cores). --breakdown: after the runs, where
 -- one trial's time goes, in this process: starting a tunelua-measure-opencl (exec and loading
@@ -244,6 +246,55 @@ if OVERHEAD > 0 then
   io.write(string.format("\nfixed cost per trial (a 256-element add, its program cached; median of %d): " ..
                          "child per trial %.1f ms, worker %.1f ms (%.1fx)\n", OVERHEAD,
                          per.child * 1e3, per.worker * 1e3, per.child / per.worker))
+
+  -- then batches of --per-round small kernels never compiled before (a fresh constant each): a
+  -- batch's compiles ahead (or none), then its trials, per mode; seconds per trial, median of the
+  -- batches (the first batch of each mode, which starts the processes, is left out)
+  local function fresh_add(c)
+    local a = te.placeholder({ 4096 }, "float32", "A")
+    local b = te.placeholder({ 4096 }, "float32", "B")
+    local y = te.compute({ 4096 }, function(i) return a(i) * c + b(i) end, "C")
+    local sc = te.create_schedule(y.op)
+    local bo, bi = sc[y]:split(y.op.axis[1], { factor = 64 })
+    sc[y]:bind(bo, "blockIdx.x")
+    sc[y]:bind(bi, "threadIdx.x")
+    return tl.lower(sc, { a, b, y }, "axpy")
+  end
+  local serial, fresh_per = 0, {}
+  local batches = math.max(2, math.ceil(OVERHEAD / PER_ROUND)) + 1
+  for _, mode in ipairs(MODES) do
+    fresh_caches("fresh" .. mode:gsub("%W", ""))
+    mo.stop_worker()
+    mo.use_worker(mode ~= "child")
+    mo.compile_workers(tonumber(mode:match("^pool (%d+)$")) or 0)
+    local ts = {}
+    for bi = 1, batches do
+      local ls = {}
+      for k = 1, PER_ROUND do
+        serial = serial + 1
+        ls[k] = fresh_add(1 + serial / 4096)
+      end
+      local costs, nc, secs = ffi.new("double[1]"), ffi.new("int[1]"), ffi.new("double[2]")
+      local t0 = now()
+      if mode ~= "no-ahead" then
+        for _, l in ipairs(ls) do C.tl_measure_opencl_compile_ahead(ctx, l.handle, 0, BUILD_TIMEOUT, BUILD_JOBS) end
+      end
+      for _, l in ipairs(ls) do
+        C.tl_measure_opencl_wait_ahead()
+        assert(C.tl_measure_opencl_run(ctx, l.handle, "axpy", 0, 1, 1, 0, BUILD_TIMEOUT, 10, nil, 1e-4,
+                                       costs, nc, en, mg, secs) == 0, tl.core.errmsg())
+        if en[0] ~= 0 then error("fresh kernel trial (" .. mode .. "): " .. ffi.string(mg[0]), 0) end
+      end
+      if bi > 1 then ts[#ts + 1] = (now() - t0) / PER_ROUND end
+    end
+    mo.stop_worker()
+    fresh_per[#fresh_per + 1] = string.format("%s %.1f ms", LABEL[mode], median(ts) * 1e3)
+  end
+  mo.compile_workers(nil)
+  mo.use_worker(nil)
+  io.write(string.format("per trial of a small kernel never compiled before (batches of %d, n_parallel %d; " ..
+                         "median of %d batches): %s\n", PER_ROUND, BUILD_JOBS, batches - 1,
+                         table.concat(fresh_per, ", ")))
 end
 
 -- ---- where one trial's time goes ------------------------------------------------------------------
