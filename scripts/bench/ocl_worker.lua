@@ -32,7 +32,7 @@
 -- On the accelerator machine (the packed build, scripts/device/pack.sh):
 --
 --   sh scripts/device/run_h200.sh scripts/bench/ocl_worker.lua --trials=32 --rounds=2 --touched \
---       --compile-workers=4,8 --breakdown
+--       --compile-workers=4,8 --overhead=32 --breakdown
 local tl = require "tunelua"
 local ffi = require "ffi"
 local te = require "tunelua.te"
