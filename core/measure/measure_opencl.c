@@ -20,7 +20,8 @@
 ** tells a build timeout (6) from a run timeout (7) and "crashed while compiling" from
 ** "crashed while running"; the worker writes the same bytes, its answers framed. OpenCL
 ** drivers are not fork-safe: while the calling process has not initialized OpenCL, the device
-** query, the compiles ahead and (with the worker off) the trials run in forked children. Once
+** query, the compiles ahead with the compile pool off (by default a pool of exec'd workers
+** compiles them, below) and, with the worker off, the trials run in forked children. Once
 ** it has (it built or ran an OpenCL function itself), a forked child would inherit the
 ** initialized driver, so every such child is a freshly exec'd tunelua-measure-opencl instead:
 ** the job (OpenCL C + manifest, limits, reference) goes to it as a JSON file, it runs the
