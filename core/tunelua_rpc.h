@@ -139,7 +139,7 @@ int tl_measure_opencl_compile_ahead(tl_ctx *ctx, tl_lowered *f, int dev, double 
 void tl_measure_opencl_wait_ahead(void);
 /* How many pool workers compile ahead: k > 0, k of them (at most 32); 0, a child
 ** per compile; -1, the default: TUNELUA_OCL_COMPILE_WORKERS from the environment,
-** else min(the builder's n_parallel, 4). */
+** else min(the builder's n_parallel, 8). */
 void tl_measure_opencl_compile_workers(int k);
 /* The compile pool's running workers: their count, the first cap ids in pids. */
 int tl_measure_opencl_ahead_pids(int *pids, int cap);

@@ -1375,7 +1375,7 @@ static int pool_size(int max_running) {
     char *end = NULL;
     long v = e && *e ? strtol(e, &end, 10) : -1;
     if (e && *e && (*end || v < 0)) v = -1;   /* malformed: the default */
-    k = v >= 0 ? (int)v : (max_running < 4 ? max_running : 4);
+    k = v >= 0 ? (int)v : (max_running < 8 ? max_running : 8);
   }
   return k > AHEAD_MAX ? AHEAD_MAX : k;
 }

@@ -169,7 +169,7 @@ end
 -- the device's driver is one of them and the builder has n_parallel > 1, build_one also sends the
 -- program to be compiled in the background: to a pool of persistent compile workers (exec'd
 -- tunelua-measure-opencl --worker processes, each starting the driver once; by default
--- min(n_parallel, 4) of them, see compile_workers), or with the pool off to a child of its own
+-- min(n_parallel, 8) of them, see compile_workers), or with the pool off to a child of its own
 -- per compile, at most n_parallel at once. run_one waits for every compile before its trial, so
 -- timing never overlaps a compile, and the trial's compile is a cache hit. With other drivers
 -- nothing is compiled ahead unless M.compile_ahead = true or TUNELUA_OCL_COMPILE_AHEAD=1;
@@ -313,7 +313,7 @@ end
 
 --- compile_workers(k): how many persistent workers compile ahead: k > 0, k of them (at most 32);
 --- 0, a child per compile; nil, the default (TUNELUA_OCL_COMPILE_WORKERS from the environment,
---- else min(the builder's n_parallel, 4)).
+--- else min(the builder's n_parallel, 8)).
 function M.compile_workers(k)
   if k ~= nil and (type(k) ~= "number" or k < 0 or k % 1 ~= 0) then
     error("compile_workers: expected nil or an integer >= 0, got " .. tostring(k), 2)
