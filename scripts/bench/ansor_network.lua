@@ -53,6 +53,7 @@ local auto_scheduler = require "tunelua.auto_scheduler"
 local ameasure = require "tunelua.autotvm.measure"
 local targets = require "tunelua.target"
 local networks = require "networks"
+local reference = require "networks.reference"
 local file = require "tunelua.file"
 
 local opts = { networks = "resnet-18,mobilenet", target = "llvm", trials = 0, per_round = 64, population = nil,
@@ -263,6 +264,29 @@ for _, name in ipairs(list) do
   else
     local hist = opts.autotvm_log and autotvm.apply_history_best(opts.autotvm_log) or nil
     cols[#cols + 1] = { name = "AutoTVM", b = build(cmod, cparams, { history = hist, tophub = true }) }
+  end
+  -- the auto-scheduled network must compute what the reference interpreter computes on the
+  -- same input; a build that does not is reported and not timed. The check builds it again
+  -- with weights that keep the activations at unit scale ("he"): with the default ("xavier")
+  -- ones the logits of a deep network are nearly equal and its softmax a flat 1/classes.
+  if cols[1] and cols[1].name == "auto-sched" then
+    local hmod, hparams = networks.get_network(name, { batch_size = 1, layout = "NHWC", image_size = opts.image_size,
+                                                       init = "he", seed = 7 })
+    local hb = build(hmod, hparams, { history = auto_scheduler.ApplyHistoryBest(log), winograd = opts.winograd })
+    local shape = hmod.main.params[1].type.shape
+    local ref = reference.run(hmod, hparams, { data = tl.nd.random_uniform(shape, { low = 0, high = 1, seed = 1 }) })
+    local dmin, dmax = math.huge, -math.huge
+    for _, v in ipairs(ref[1]:flat()) do dmin, dmax = math.min(dmin, v), math.max(dmax, v) end
+    assert(dmax > 2 * dmin, name .. ": the reference output is flat; the check would prove nothing")
+    local ok, msg, st = reference.compare(hb.m:get_output(0), ref[1], { rtol = 1e-3 })
+    if ok then
+      print(string.format("%s: the auto-scheduled output matches the reference interpreter (max |diff| %.2e, " ..
+                          "%.2e of the largest value)", name, st.max_abs, st.rel_norm))
+    else
+      io.stderr:write(string.format("ansor_network: %s: the auto-scheduled output differs from the reference " ..
+                                    "interpreter: %s; its column is left out\n", name, msg))
+      table.remove(cols, 1)
+    end
   end
   local t = time_all(cols)
   local pr, why = peer(name)
