@@ -47,7 +47,6 @@ void tl_kernel_heap_keep(void) {
 int tl_module_load(tl_ctx *ctx, const char *path, const char *source, double compile_s,
                    int cache_hit, tl_module **out) {
   *out = NULL;
-  tl_kernel_heap_keep();
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
