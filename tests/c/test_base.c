@@ -76,6 +76,12 @@ TL_TEST(base_files) {
   CHECK(strstr(tl_errmsg(ctx), "/nonexistent/x") != NULL);
   unlink(path);
   free(path);
+  /* the directories made above, innermost first, so nothing stays in /tmp */
+  for (int up = 0; up < 3; up++) {
+    CHECK(rmdir(sub) == 0);
+    *strrchr(sub, '/') = '\0';
+  }
+  CHECK(rmdir(dir) == 0);
   free(sub);
   tl_ctx_free(ctx);
 }
