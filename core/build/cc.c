@@ -5,7 +5,7 @@
 **
 ** A toolchain (build.h) is data: compiler, flags, cross prefix, each with a
 ** default, so a target can bring its own. The driver runs
-** `CC -std=gnu11 -shared -fPIC CFLAGS -o OUT SRC... -lm` through tl_proc_exec;
+** `CC -std=gnu11 -shared -fPIC -pipe CFLAGS -o OUT SRC... -lm` through tl_proc_exec;
 ** flags split at blanks, '...' and "..." group.
 */
 #define _GNU_SOURCE
@@ -96,6 +96,7 @@ int tl_cc_shared(tl_ctx *ctx, const tl_toolchain *tc, const char *const *srcs, i
   argv[a++] = "-std=gnu11";
   argv[a++] = "-shared";
   argv[a++] = "-fPIC";
+  argv[a++] = "-pipe";   /* no /tmp/cc*.s left behind by a compiler killed at its timeout */
   for (int i = 0; i < nfl; i++) argv[a++] = fl[i];
   argv[a++] = "-o";
   argv[a++] = out_path;
