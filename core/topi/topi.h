@@ -139,6 +139,10 @@ typedef struct {
 } tl_topi_wg_load;
 tl_ref tl_topi_wg_position_sum(tl_dag *dag, tl_type t, tl_ref q, int nq, const double *L, int ni,
                                tl_topi_wg_load *lc);
+/* The checks a Winograd conv starts with (winograd_nchwc.c): two inputs; padding p, read from
+** the call, non-negative; data and kernel of ndim dimensions (expect says which, for the error);
+** float data and kernel of one dtype *dt, and out_dtype the same. */
+int tl_topi_wg_check(tl_topi_call *c, int ndim, const char *expect, int64_t p[4], tl_type *dt);
 /* winograd_nhwc.c (Winograd F(m x m, 3 x 3) on NHWC, the weight [a, a, CI, CO] transformed once) */
 int tl_topi_conv2d_winograd_nhwc(tl_topi_call *c);
 /* pool.c */

@@ -46,26 +46,14 @@ static json_t *flop_json(double flop) {
 int tl_topi_conv2d_winograd_nhwc(tl_topi_call *c) {
   int rc;
   int64_t p[4];
-  if ((rc = tl_topi_nin(c, 2, 2)) || (rc = tl_topi_get_padding(c, p))) return rc;
-  for (int i = 0; i < 4; i++)
-    if (p[i] < 0)
-      return tl_err(c->ctx, TL_E_ARG, "%s: padding must be non-negative, got (%lld, %lld, %lld, %lld)", c->op,
-                    (long long)p[0], (long long)p[1], (long long)p[2], (long long)p[3]);
+  tl_type dt;
+  if ((rc = tl_topi_wg_check(c, 4, "data must be 4-D NHWC and kernel the 4-D transformed weight [a, a, CI, CO]",
+                             p, &dt)))
+    return rc;
   tl_dag *dag = c->dag;
   tl_ir *ir = dag->ir;
   int data = c->in[0], kernel = c->in[1];
   char b1[160], b2[160];
-  if (tl_topi_ndim(dag, data) != 4 || tl_topi_ndim(dag, kernel) != 4)
-    return tl_err(c->ctx, TL_E_SHAPE,
-                  "%s: data must be 4-D NHWC and kernel the 4-D transformed weight [a, a, CI, CO], "
-                  "got data %s and kernel %s",
-                  c->op, tl_topi_shape_str(dag, data, b1), tl_topi_shape_str(dag, kernel, b2));
-  tl_type dt = tl_topi_dtype(dag, data);
-  if (!tl_type_is_float(dt) || !tl_type_eq(dt, tl_topi_dtype(dag, kernel)))
-    return tl_err(c->ctx, TL_E_DTYPE, "%s: needs float data and kernel of one dtype", c->op);
-  tl_type odt;
-  if ((rc = tl_topi_get_dtype(c, "out_dtype", dt, &odt))) return rc;
-  if (!tl_type_eq(odt, dt)) return tl_err(c->ctx, TL_E_DTYPE, "%s: out_dtype must be the data's dtype", c->op);
   const int64_t *ds = tl_topi_shape(dag, data), *us = tl_topi_shape(dag, kernel);
   int64_t N = ds[0], H = ds[1], W = ds[2], CI = ds[3];
   int a = (int)us[0];
