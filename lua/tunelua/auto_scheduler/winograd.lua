@@ -27,13 +27,8 @@ local C, ctx, check = core.C, core.ctx, core.check
 
 local M = {}
 
-M.MODES = { auto = true, always = true, never = true }
-
-local function pair(v, d)
-  if v == nil then return d, d end
-  if type(v) == "number" then return v, v end
-  return v[1], v[#v > 1 and 2 or 1]
-end
+M.MODES = x86.MODES
+local pair = x86.pair
 
 --- M.check_mode(mode, what, level) -> mode (nil: "auto"), or an error naming what.
 function M.check_mode(mode, what, level)
@@ -100,23 +95,6 @@ function M.weight(value, m)
   return u
 end
 
--- The constant weight of conv node inside the group call (a constant in the body, or a
--- parameter whose argument is a constant), or nil.
-local function weight_const(call, node)
-  local w = node.args[2]
-  if not w then return nil end
-  if w.kind == "const" then return w.value end
-  if w.kind == "var" and walk.is_function(call.op) then
-    for i, p in ipairs(call.op.params) do
-      if p == w then
-        local arg = call.args[i]
-        if arg and arg.kind == "const" then return arg.value end
-      end
-    end
-  end
-  return nil
-end
-
 local intarr = ffi.typeof("int[?]")
 local int1 = ffi.typeof("int[1]")
 
@@ -128,7 +106,7 @@ function M.hook(call, mode, cpu)
   return function(dag, node, in_ids, _)
     local f = M.conv_facts(node)
     if not M.use(f, mode, cpu) or #in_ids ~= 2 then return nil end
-    local w = weight_const(call, node)
+    local w = walk.weight_const(call, node)
     if not w then return nil end
     local m = M.tile_size(f)
     local u = M.weight(w, m)

@@ -167,22 +167,6 @@ function executor.deploy_input(name, args, i, value)
   return p
 end
 
--- The constant value feeding the anchor's weight (argument 2), or nil.
-local function anchor_weight_const(call, anchor)
-  local w = anchor.args[2]
-  if not w then return nil end
-  if w.kind == "const" then return w.value end
-  if w.kind == "var" and walk.is_function(call.op) then
-    for i, p in ipairs(call.op.params) do
-      if p == w then
-        local a = call.args[i]
-        if a and a.kind == "const" then return a.value end
-      end
-    end
-  end
-  return nil
-end
-
 -- The constant weight of impl's call in the deployed form of its template (argument 2), or nil
 -- when the template takes it as it is or the value does not match the args.
 local function deployed_weight(impl, value)
@@ -285,7 +269,7 @@ local function tuned_group(call, tgt, ctxs, mode)
   for pi, impl in ipairs(impls) do
     local okt, task
     if pass == 1 or pi == 1 then okt, task = pcall(tm.create, impl.name, impl.args, tgt.str) end
-    local wconst = anchor_weight_const(call, anchor)
+    local wconst = walk.weight_const(call, anchor)
     -- Winograd takes blocked data and a constant weight (transformed here, once)
     if impl.name == winograd.TEMPLATE and
        not (wconst and CONTRIB[anchor.op] and #anchor.args[1].type.shape == 5) then

@@ -24,6 +24,23 @@ function walk.is_function(x)
   return type(x) == "table" and x.body ~= nil and x.params ~= nil
 end
 
+--- The constant value feeding argument 2 (the weight) of node, a call inside the group call
+--- `call` (a constant in the group's body, or a parameter whose argument is a constant), or nil.
+function walk.weight_const(call, node)
+  local w = node.args[2]
+  if not w then return nil end
+  if w.kind == "const" then return w.value end
+  if w.kind == "var" and walk.is_function(call.op) then
+    for i, p in ipairs(call.op.params) do
+      if p == w then
+        local a = call.args[i]
+        if a and a.kind == "const" then return a.value end
+      end
+    end
+  end
+  return nil
+end
+
 --- Is this call a fused group (a call of a Primitive function)?
 function walk.is_fused_call(node)
   return node.kind == "call" and walk.is_function(node.op)

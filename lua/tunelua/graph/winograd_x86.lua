@@ -23,11 +23,13 @@ local M = {}
 M.TEMPLATE = "conv2d_NCHWc_winograd.x86"
 M.MODES = { auto = true, always = true, never = true }
 
-local function pair(v, d)
+--- M.pair(v, d) -> the two values of an attribute given as nil (d, d), a number or a list
+function M.pair(v, d)
   if v == nil then return d, d end
   if type(v) == "number" then return v, v end
   return v[1], v[#v > 1 and 2 or 1]
 end
+local pair = M.pair
 
 --- M.conv_facts(node) -> {C, K, H, W} of a conv2d / contrib_conv2d_NCHWc call that Winograd
 --- can compute (float32, 3x3, stride 1, dilation 1, groups 1, NCHW or NCHW[x]c data), or nil.
