@@ -33,6 +33,8 @@
 --
 --   taskset -c 0,1 tunelua scripts/bench/conv_x86.lua --peak [repeats=20] [layer]
 --       [--target "llvm -mcpu=core-avx2"] [--cflags "-O3 ..."] [--log file] [--tophub]
+--       [--mobilenet-1x1]
+-- (--mobilenet-1x1: mobilenet's nine distinct 1x1 layers instead of resnet-18's.)
 -- (a target's -mcpu gives its kernels and the peak loop that machine's -march, e.g. AVX2
 -- code on an AVX-512 machine; --cflags replaces those flags.) The share of peak is against <threads> x the per-core peak measured with thread
 -- CPU time, which a busy machine does not lower; the wall-clock peak of the threads together
@@ -47,7 +49,7 @@ if arg[1] == "--depthwise" or arg[1] == "--mobilenet" or arg[1] == "--peak" then
 end
 local DW = MODE == "depthwise"
 local TARGET = "llvm"   -- the host CPU's vectors and registers
-local PEAK_LOG, PEAK_TOPHUB, PEAK_CFLAGS
+local PEAK_LOG, PEAK_TOPHUB, PEAK_CFLAGS, PEAK_MOBILENET
 if MODE == "peak" then
   local rest, i = {}, 1
   while i <= #arg do
@@ -59,6 +61,8 @@ if MODE == "peak" then
       i = i + 2
     elseif a == "--tophub" then
       PEAK_TOPHUB, i = true, i + 1
+    elseif a == "--mobilenet-1x1" then
+      PEAK_MOBILENET, i = true, i + 1
     elseif a:sub(1, 2) == "--" then
       error("conv_x86: unknown option " .. a .. " (see the header of this script)", 0)
     else
@@ -81,6 +85,14 @@ local LAYERS = {
   {256, 14, 256, 3, 1, 1}, {256, 14, 512, 3, 2, 1}, {256, 14, 512, 1, 2, 0},
   {512, 7, 512, 3, 1, 1},
 }
+-- --peak --mobilenet-1x1: mobilenet's distinct 1x1 (pointwise) conv2d workloads instead
+if PEAK_MOBILENET then
+  LAYERS = {
+    {32, 112, 64, 1, 1, 0}, {64, 56, 128, 1, 1, 0}, {128, 56, 128, 1, 1, 0}, {128, 28, 256, 1, 1, 0},
+    {256, 28, 256, 1, 1, 0}, {256, 14, 512, 1, 1, 0}, {512, 14, 512, 1, 1, 0},
+    {512, 7, 1024, 1, 1, 0}, {1024, 7, 1024, 1, 1, 0},
+  }
+end
 -- mobilenet's depthwise layers (O = C, kernel [C, 1, 3, 3])
 if DW then
   LAYERS = {
@@ -285,7 +297,7 @@ if MODE == "peak" then
                       tgt.lanes, PEAK_CFLAGS or tgt.cflags, core, THREADS, peak, wall_peak, THREADS))
   local history = PEAK_LOG and autotvm.apply_history_best(PEAK_LOG) or nil
   local tt = torch_times()
-  print(string.format("resnet-18 conv layers as the network runs them (conv2d_NCHWc, %s configs), %d threads, " ..
+  print(string.format((PEAK_MOBILENET and "mobilenet 1x1" or "resnet-18") .. " conv layers as the network runs them (conv2d_NCHWc, %s configs), %d threads, " ..
                       "median of %d profiles; PyTorch conv2d in the same run",
                       PEAK_LOG and "tuned" or PEAK_TOPHUB and "TopHub" or "fallback", THREADS, REPEATS))
   print(string.format("%-22s %-30s %9s %7s %6s %9s %7s %6s %8s", "layer (C,HW,O,K,S,P)", "kernel", "tunelua",
