@@ -131,6 +131,11 @@ int tl_write_file_atomic(tl_ctx *ctx, const char *path, const void *data, size_t
 
 /* ---- child processes (proc.c; tl_proc_exec and the results are public) ---- */
 
+/* tl_proc_exec with NAME=VALUE entries (NULL-terminated) replacing or adding to this process's
+** environment in the program's; NULL: the environment as it is. */
+int tl_proc_exec_env(tl_ctx *ctx, const char *const *argv, const char *const *env_set, double timeout_s,
+                     size_t max_output, tl_proc_result **out);
+
 /* Fork and run fn(arg, out_fd) in the child; what the child writes to out_fd
 ** becomes the result's output. The timeout and group-kill rules of tl_proc_exec.
 ** C only: fn runs in the forked child and must be C (never a callback into Lua). */

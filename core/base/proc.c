@@ -295,8 +295,8 @@ static void report_errno(int fd, int e) {
   while (w < 0 && errno == EINTR);
 }
 
-__attribute__((noreturn)) static void keeper_main(const char *const *argv, pid_t parent,
-                                                  int po1, int pe1, int rp1) {
+__attribute__((noreturn)) static void keeper_main(const char *const *argv, char *const *envp,
+                                                  pid_t parent, int po1, int pe1, int rp1) {
   sigset_t all, none;
   sigfillset(&all);
   sigemptyset(&none);
@@ -339,7 +339,8 @@ __attribute__((noreturn)) static void keeper_main(const char *const *argv, pid_t
     static const int reset[] = {SIGTERM, SIGPIPE, SIGXFSZ}; /* a host may ignore the last two */
     for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++) sigaction(reset[i], &dfl, NULL);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    execvp(argv[0], (char *const *)argv);
+    if (envp) execvpe(argv[0], (char *const *)argv, envp);
+    else execvp(argv[0], (char *const *)argv);
     report_errno(rp1, errno);
     _exit(127);
   }
@@ -359,14 +360,40 @@ __attribute__((noreturn)) static void keeper_main(const char *const *argv, pid_t
   _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 127);
 }
 
+/* This process's environment with the NAME=VALUE entries of set replacing or adding theirs,
+** NULL-terminated, for execvpe (made before the fork: the child only reads it). */
+static char **env_with(const char *const *set) {
+  size_t n = 0, k = 0;
+  while (environ && environ[n]) n++;
+  while (set[k]) k++;
+  char **e = tl_calloc(n + k + 1, sizeof *e);
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *eq = strchr(environ[i], '=');
+    size_t len = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
+    int replaced = 0;
+    for (size_t j = 0; j < k && !replaced; j++)
+      replaced = strncmp(set[j], environ[i], len) == 0 && set[j][len] == '=';
+    if (!replaced) e[o++] = environ[i];
+  }
+  for (size_t j = 0; j < k; j++) e[o++] = (char *)set[j];
+  return e;
+}
+
 TL_EXPORT int tl_proc_exec(tl_ctx *ctx, const char *const *argv, double timeout_s,
                            size_t max_output, tl_proc_result **out) {
+  return tl_proc_exec_env(ctx, argv, NULL, timeout_s, max_output, out);
+}
+
+int tl_proc_exec_env(tl_ctx *ctx, const char *const *argv, const char *const *env_set, double timeout_s,
+                     size_t max_output, tl_proc_result **out) {
   if (!out) return tl_err(ctx, TL_E_ARG, "tl_proc_exec: out is NULL");
   *out = NULL;
   if (!argv || !argv[0] || !argv[0][0])
     return tl_err(ctx, TL_E_ARG, "tl_proc_exec: argv is empty (expected a program name)");
   size_t limit = max_output ? max_output : PROC_DEFAULT_MAX;
   pthread_once(&fork_once, proc_once);
+  char **envp = env_set ? env_with(env_set) : NULL;
 
   int po[2] = {-1, -1}, pe[2] = {-1, -1}, rp[2] = {-1, -1};
   pid_t parent = getpid();
@@ -377,12 +404,14 @@ TL_EXPORT int tl_proc_exec(tl_ctx *ctx, const char *const *argv, double timeout_
     close_fd(&po[0]), close_fd(&po[1]), close_fd(&pe[0]), close_fd(&pe[1]);
     close_fd(&rp[0]), close_fd(&rp[1]);
     pthread_mutex_unlock(&fork_mu);
+    free(envp);
     return tl_err(ctx, TL_E_IO, "tl_proc_exec: cannot create pipes for '%s': %s", argv[0],
                   strerror(e));
   }
   double t0 = tl_now();
   pid_t pid = fork();
-  if (pid == 0) keeper_main(argv, parent, po[1], pe[1], rp[1]);
+  if (pid == 0) keeper_main(argv, envp, parent, po[1], pe[1], rp[1]);
+  free(envp);                  /* the array only: its strings are environ's and the caller's */
   int fe = errno;
   close_fd(&po[1]);
   close_fd(&pe[1]);

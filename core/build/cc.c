@@ -96,15 +96,24 @@ int tl_cc_shared(tl_ctx *ctx, const tl_toolchain *tc, const char *const *srcs, i
   argv[a++] = "-std=gnu11";
   argv[a++] = "-shared";
   argv[a++] = "-fPIC";
-  argv[a++] = "-pipe";   /* no /tmp/cc*.s left behind by a compiler killed at its timeout */
+  argv[a++] = "-pipe";   /* assembly through pipes: fewer temporary files */
   for (int i = 0; i < nfl; i++) argv[a++] = fl[i];
   argv[a++] = "-o";
   argv[a++] = out_path;
   for (int i = 0; i < nsrcs; i++) argv[a++] = srcs[i];
   argv[a++] = "-lm";
   argv[a] = NULL;
+  /* The compiler's temporary files go beside the output, not to /tmp: a compiler killed at its
+  ** timeout cannot remove them, and the output's directory is the caller's to clean. */
+  char *outdir = tl_strdup(out_path);
+  char *slash = strrchr(outdir, '/');
+  if (slash) *slash = '\0';
+  char *tmpenv = tl_sprintf("TMPDIR=%s", slash ? (*outdir ? outdir : "/") : ".");
+  const char *env_set[2] = {tmpenv, NULL};
   tl_proc_result *res = NULL;
-  int rc = tl_proc_exec(ctx, argv, timeout_s, CC_CAPTURE_MAX, &res);
+  int rc = tl_proc_exec_env(ctx, argv, env_set, timeout_s, CC_CAPTURE_MAX, &res);
+  free(tmpenv);
+  free(outdir);
   if (rc == TL_OK) {
     size_t elen = 0, olen = 0;
     const char *err = tl_proc_stderr(res, &elen);
