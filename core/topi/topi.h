@@ -139,6 +139,9 @@ typedef struct {
 } tl_topi_wg_load;
 tl_ref tl_topi_wg_position_sum(tl_dag *dag, tl_type t, tl_ref q, int nq, const double *L, int ni,
                                tl_topi_wg_load *lc);
+/* "FLOP": 0 added to the attrs of the op of tensor t (winograd.c; a Winograd conv's pad stage:
+** the direct count on the output op covers the whole convolution). */
+int tl_topi_zero_flop(tl_topi_call *c, int t);
 /* The checks a Winograd conv starts with (winograd_nchwc.c): two inputs; padding p, read from
 ** the call, non-negative; data and kernel of ndim dimensions (expect says which, for the error);
 ** float data and kernel of one dtype *dt, and out_dtype the same. */

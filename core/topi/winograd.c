@@ -113,9 +113,7 @@ static json_t *flop_attrs(int64_t m, double flop) {
   return aj;
 }
 
-/* "FLOP": 0 added to the attrs of the op of tensor t (the pad stage: the
-** direct count on the output op covers the whole convolution). */
-static int zero_flop(tl_topi_call *c, int t) {
+int tl_topi_zero_flop(tl_topi_call *c, int t) {
   int op = c->dag->tensors.v[t].op;
   const char *txt = c->dag->ops.v[op].attrs_json;
   json_t *j = txt ? json_loads(txt, 0, NULL) : NULL;
@@ -242,7 +240,7 @@ int tl_topi_conv2d_winograd(tl_topi_call *c) {
   int64_t pshape[4] = {N, C, TL_MAX(nH * m + 2, H + p[0]), TL_MAX(nW * m + 2, W + p[1])};
   int pad;
   if ((rc = tl_topi_pad_stage(c, data, before, pshape, 0, "data_pad", &pad))) return rc;
-  if (pad != data && (rc = zero_flop(c, pad))) return rc;
+  if (pad != data && (rc = tl_topi_zero_flop(c, pad))) return rc;
   json_t *aj0 = flop_attrs(m, 0);
   /* input tiles d[ci, p, eps, nu] */
   int tile;

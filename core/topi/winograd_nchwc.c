@@ -151,17 +151,7 @@ int tl_topi_conv2d_nchwc_winograd(tl_topi_call *c) {
   int pad;
   if ((rc = tl_topi_pad_stage(c, data, before, pshape, 0, "data_pad", &pad))) return rc;
   json_t *z = flop_json(0);
-  if (pad != data) {
-    int op = dag->tensors.v[pad].op;
-    json_t *j = json_loads(dag->ops.v[op].attrs_json ? dag->ops.v[op].attrs_json : "{}", 0, NULL);
-    if (!j) j = json_object();
-    json_object_set_new(j, "FLOP", json_real(0));
-    char *txt = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(j);
-    rc = tl_te_set_attrs(c->ctx, dag, op, txt);
-    free(txt);
-    if (rc) goto done;
-  }
+  if (pad != data && (rc = tl_topi_zero_flop(c, pad))) goto done;
   /* the input transform in two passes, each a sum over one axis of the tile:
   ** T[e, rb, c1, p, ci] = sum_ra B[ra][e] d[ra][rb],  V[e, u, c1, p, ci] = sum_rb B[rb][u] T[e, rb] */
   int T, V;
