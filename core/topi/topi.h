@@ -187,5 +187,9 @@ int tl_topi_winograd_weight_transform(tl_topi_call *c);
 ** alpha), row-major doubles. 0, or -1 for an unsupported m (2, 4, 6 with r = 3;
 ** any m + r - 1 <= 8 works). */
 int tl_topi_winograd_matrices(int m, int r, double *AT, double *G, double *BT);
+/* F(m x m, 3 x 3)'s transforms as the transform passes read them, a = m + 2 (at most 8):
+** B[ra * a + e] = BT[e][ra] (input) and A[ra * m + v] = AT[v][ra] (output). Nonzero for a
+** tile size tl_topi_winograd_matrices refuses. */
+int tl_topi_winograd_passes(int m, double *B, double *A);
 
 #endif

@@ -82,6 +82,17 @@ int tl_topi_winograd_matrices(int m, int r, double *AT, double *G, double *BT) {
   return 0;
 }
 
+int tl_topi_winograd_passes(int m, double *B, double *A) {
+  double AT[WG_MAXA * WG_MAXA], G[WG_MAXA * 3], BT[WG_MAXA * WG_MAXA];
+  if (m < 1 || m + 2 > WG_MAXA || tl_topi_winograd_matrices(m, 3, AT, G, BT)) return -1;
+  int a = m + 2;
+  for (int i = 0; i < a; i++)
+    for (int j = 0; j < a; j++) B[i * a + j] = BT[j * a + i];
+  for (int i = 0; i < a; i++)
+    for (int v = 0; v < m; v++) A[i * m + v] = AT[v * a + i];
+  return 0;
+}
+
 /* mat[i][j] as an expression of INDEX i and j: a select chain. */
 static tl_ref const_matrix(tl_dag *dag, const double *mat, int rows, int cols, tl_ref i, tl_ref j,
                            tl_type t) {

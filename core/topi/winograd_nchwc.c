@@ -136,16 +136,11 @@ int tl_topi_conv2d_nchwc_winograd(tl_topi_call *c) {
     if (d < 4) nW = (nW + 7) / 8 * 8;
   }
   int64_t P = N * nH * nW;
-  double AT[WGA_MAX * WGA_MAX], G[WGA_MAX * 3], BT[WGA_MAX * WGA_MAX];
-  if (tl_topi_winograd_matrices((int)m, 3, AT, G, BT))
-    return tl_err(c->ctx, TL_E_ARG, "%s: tile %lld is not supported", c->op, (long long)m);
-  /* B[ra][e] = BT[e][ra]: V[e][u] = sum_{ra,rb} B[ra][e] B[rb][u] d[ra][rb] */
+  /* B[ra][e] = BT[e][ra]: V[e][u] = sum_{ra,rb} B[ra][e] B[rb][u] d[ra][rb];
+  ** A[ra][v] = AT[v][ra]: Y[vh][vw] = sum A[ra][vh] A[rb][vw] M[ra][rb] */
   double B[WGA_MAX * WGA_MAX], A[WGA_MAX * WGA_MAX];
-  for (int i = 0; i < a; i++)
-    for (int j = 0; j < a; j++) B[i * a + j] = BT[j * a + i];
-  /* A[ra][v] = AT[v][ra]: Y[vh][vw] = sum A[ra][vh] A[rb][vw] M[ra][rb] */
-  for (int i = 0; i < a; i++)
-    for (int v = 0; v < m; v++) A[i * m + v] = AT[v * a + i];
+  if (tl_topi_winograd_passes((int)m, B, A))
+    return tl_err(c->ctx, TL_E_ARG, "%s: tile %lld is not supported", c->op, (long long)m);
   int64_t before[5] = {0, 0, p[0], p[1], 0};
   int64_t pshape[5] = {N, C1, TL_MAX(nH * m + 2, H + p[0]), TL_MAX(nW * m + 2, W + p[1]), ib};
   int pad;

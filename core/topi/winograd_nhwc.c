@@ -67,15 +67,9 @@ int tl_topi_conv2d_winograd_nhwc(tl_topi_call *c) {
     return tl_err(c->ctx, TL_E_SHAPE, "%s: kernel 3x3 is larger than the padded input %lldx%lld", c->op,
                   (long long)HP, (long long)WP);
   int64_t OH = HP - 2, OW = WP - 2, nH = (OH + m - 1) / m, nW = (OW + m - 1) / m, P = N * nH * nW;
-  double AT[WGN_MAX * WGN_MAX], G[WGN_MAX * 3], BT[WGN_MAX * WGN_MAX];
-  if (tl_topi_winograd_matrices((int)m, 3, AT, G, BT))
+  double B[WGN_MAX * WGN_MAX], A[WGN_MAX * WGN_MAX];   /* B[ra][e] = BT[e][ra], A[ra][v] = AT[v][ra] */
+  if (tl_topi_winograd_passes((int)m, B, A))
     return tl_err(c->ctx, TL_E_ARG, "%s: tile %lld is not supported", c->op, (long long)m);
-  /* B[ra][e] = BT[e][ra], A[ra][v] = AT[v][ra] */
-  double B[WGN_MAX * WGN_MAX], A[WGN_MAX * WGN_MAX];
-  for (int i = 0; i < a; i++)
-    for (int j = 0; j < a; j++) B[i * a + j] = BT[j * a + i];
-  for (int i = 0; i < a; i++)
-    for (int v = 0; v < m; v++) A[i * m + v] = AT[v * a + i];
   int64_t before[4] = {0, p[0], p[1], 0};
   int64_t pshape[4] = {N, TL_MAX(nH * m + 2, H + p[0]), TL_MAX(nW * m + 2, W + p[1]), CI};
   int pad;

@@ -32,15 +32,7 @@ local g = measure.parse_cpu_groups(" 0 ; 2-3 ")
 assert(#g == 2 and g[1] == "0" and g[2] == "2-3", "two groups parsed")
 
 -- the CPUs this process may use, from /proc
-local f = assert(io.open("/proc/self/status"))
-local allowed = f:read("*a"):match("Cpus_allowed_list:%s*(%S+)")
-f:close()
-local cpus = {}
-for part in allowed:gmatch("[^,]+") do
-  local a, b = part:match("^(%d+)%-(%d+)$")
-  if a then for c = tonumber(a), tonumber(b) do cpus[#cpus + 1] = c end
-  else cpus[#cpus + 1] = tonumber(part) end
-end
+local allowed, cpus = util.allowed_cpus()
 if #cpus < 2 then
   print("test_cpu_groups: group lists checked; batches skipped (one CPU allowed: " .. allowed .. ")")
   return

@@ -42,28 +42,8 @@ ffi.C.setenv("TUNELUA_MEASURE_DIR", dir, 1)
 local me = ffi.C.getpid()
 
 -- processes whose parent is this one (zombies included), from /proc
-local function children()
-  local p = assert(io.popen("ls /proc"))
-  local pids = {}
-  for name in p:lines() do if name:match("^%d+$") then pids[#pids + 1] = name end end
-  p:close()
-  local out = {}
-  for _, pid in ipairs(pids) do
-    local f = io.open("/proc/" .. pid .. "/stat")
-    if f then
-      local st = f:read("*l") or ""
-      f:close()
-      local state, ppid = st:match("%) (%S) (%d+)")
-      if tonumber(ppid) == me then out[#out + 1] = pid .. " (" .. state .. ")" end
-    end
-  end
-  return out
-end
-local function exists(pid)
-  local f = io.open("/proc/" .. tostring(pid) .. "/stat")
-  if f then f:close() end
-  return f ~= nil
-end
+local function children() return util.children(me) end
+local exists = util.pid_exists
 
 -- C = A * c + B, c a fresh constant per trial so that the driver's program cache never answers
 autotvm.task.register("ocla_axpy.test", function(cfg, n, c)

@@ -30,30 +30,10 @@ ffi.C.setenv("TUNELUA_MEASURE_DIR", dir, 1)   -- job and reference files, if any
 local me = ffi.C.getpid()
 
 -- processes whose parent is this one (zombies included), from /proc
-local function children()
-  local p = assert(io.popen("ls /proc"))
-  local pids = {}
-  for name in p:lines() do if name:match("^%d+$") then pids[#pids + 1] = name end end
-  p:close()
-  local out = {}
-  for _, pid in ipairs(pids) do
-    local f = io.open("/proc/" .. pid .. "/stat")
-    if f then
-      local st = f:read("*l") or ""
-      f:close()
-      local state, ppid = st:match("%) (%S) (%d+)")
-      if tonumber(ppid) == me then out[#out + 1] = pid .. " (" .. state .. ")" end
-    end
-  end
-  return out
-end
+local function children() return util.children(me) end
 
 -- whether a process exists at all (a zombie does: reaped means gone)
-local function exists(pid)
-  local f = io.open("/proc/" .. tostring(pid) .. "/stat")
-  if f then f:close() end
-  return f ~= nil
-end
+local exists = util.pid_exists
 
 -- ---- kernels as OpenCL C + manifest: C = A + B over 256 floats, and broken variants ----------
 local MANIFEST = '{"format": "tunelua-opencl-module", "version": 1, "name": "add", "args": [' ..

@@ -4,6 +4,7 @@
 local ffi = require "ffi"
 local tl = require "tunelua"
 local measure = require "tunelua.autotvm.measure"
+local util = require "tests.lua.lib.util"
 local E = measure.MeasureErrorNo
 
 ffi.cdef [[ int setenv(const char *name, const char *value, int overwrite); ]]
@@ -14,15 +15,7 @@ for _, bad in ipairs({ "", "x", "1-", "3-1", "1,,2", "2;3", "-1", "99999" }) do
 end
 
 -- the CPUs this process may use, from /proc
-local f = assert(io.open("/proc/self/status"))
-local allowed = f:read("*a"):match("Cpus_allowed_list:%s*(%S+)")
-f:close()
-local cpus = {}
-for part in allowed:gmatch("[^,]+") do
-  local a, b = part:match("^(%d+)%-(%d+)$")
-  if a then for c = tonumber(a), tonumber(b) do cpus[#cpus + 1] = c end
-  else cpus[#cpus + 1] = tonumber(part) end
-end
+local allowed, cpus = util.allowed_cpus()
 -- the last allowed CPU: a child binds to its first allowed CPU by default, so pinning shows
 local target = cpus[#cpus]
 
@@ -56,7 +49,5 @@ assert(r.error_msg:find("TUNELUA_MEASURE_CPUS: CPU list 'two,three'", 1, true), 
 
 -- this process itself, pinned to one CPU
 tl.pin_cpus(tostring(target))
-f = assert(io.open("/proc/self/status"))
-assert(f:read("*a"):match("Cpus_allowed_list:%s*(%S+)") == tostring(target))
-f:close()
+assert(util.allowed_cpus() == tostring(target))
 print("test_pin_cpus: ok (measured on CPU " .. target .. ")")

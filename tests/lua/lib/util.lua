@@ -133,6 +133,45 @@ function M.gpu_add(cfg, n)
   return s, { A, B, Cc }
 end
 
+--- M.children(pid) -> {"PID (STATE)", ...}: the processes whose parent is pid, zombies
+--- included, from /proc
+function M.children(pid)
+  local p = assert(io.popen("ls /proc"))
+  local pids = {}
+  for name in p:lines() do if name:match("^%d+$") then pids[#pids + 1] = name end end
+  p:close()
+  local out = {}
+  for _, c in ipairs(pids) do
+    local f = io.open("/proc/" .. c .. "/stat")
+    if f then
+      local st = f:read("*l") or ""
+      f:close()
+      local state, ppid = st:match("%) (%S) (%d+)")
+      if tonumber(ppid) == pid then out[#out + 1] = c .. " (" .. state .. ")" end
+    end
+  end
+  return out
+end
+
+--- M.pid_exists(pid) -> whether a process exists at all (a zombie does: reaped means gone)
+function M.pid_exists(pid)
+  local f = io.open("/proc/" .. tostring(pid) .. "/stat")
+  if f then f:close() end
+  return f ~= nil
+end
+
+--- M.allowed_cpus() -> this process's CPU list as /proc shows it ("0-3,8"), and its CPUs
+function M.allowed_cpus()
+  local allowed = M.read("/proc/self/status"):match("Cpus_allowed_list:%s*(%S+)")
+  local cpus = {}
+  for part in allowed:gmatch("[^,]+") do
+    local a, b = part:match("^(%d+)%-(%d+)$")
+    if a then for c = tonumber(a), tonumber(b) do cpus[#cpus + 1] = c end
+    else cpus[#cpus + 1] = tonumber(part) end
+  end
+  return allowed, cpus
+end
+
 --- M.lcg(seed) -> function(n) -> an index in [0, n): a small LCG, the same indices every run
 function M.lcg(seed)
   return function(n)
