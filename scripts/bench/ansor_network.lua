@@ -31,7 +31,11 @@
 -- runs each per round, so that a load change hits every column alike), --image-size N,
 -- --python PATH (/usr/bin/python3), --markdown FILE (the table, appended), --tune-seconds S
 -- (tuning stops after about S seconds in all, shared evenly by the networks, or at --trials;
--- the table's "records" column says how many trials each network's log holds).
+-- the table's "records" column says how many trials each network's log holds),
+-- --min-task-trials N (64; 0: off) and --task-patience N (384; 0: off): see "tuning" below,
+-- --profile N: after the table, each column's per-step profile (the minimum over N runs of
+-- each step, ms), the auto-scheduled one beside the AutoTVM one, with the sum of the steps
+-- against the network's median.
 --
 -- On a many-core host, `TUNELUA_NUM_THREADS=2 TUNELUA_MEASURE_CPUS=2,3 tunelua
 -- scripts/bench/ansor_network.lua ...` (no taskset) compiles and searches on every CPU, times
@@ -58,14 +62,17 @@ local file = require "tunelua.file"
 
 local opts = { networks = "resnet-18,mobilenet", target = "llvm", trials = 0, per_round = 64, population = nil,
                log_dir = ".", autotvm_log = nil, threads = 2, ["repeat"] = 30, rounds = 5, image_size = nil,
-               python = "/usr/bin/python3", markdown = nil, table = "yes", winograd = "auto" }
+               python = "/usr/bin/python3", markdown = nil, table = "yes", winograd = "auto",
+               min_task_trials = 64, task_patience = 384, profile = nil }
 do
   local names = { ["--networks"] = "networks", ["--target"] = "target", ["--log-dir"] = "log_dir",
                   ["--autotvm-log"] = "autotvm_log", ["--python"] = "python", ["--markdown"] = "markdown",
                   ["--table"] = "table", ["--winograd"] = "winograd" }
   local counts = { ["--trials"] = "trials", ["--per-round"] = "per_round", ["--population"] = "population",
                    ["--threads"] = "threads", ["--repeat"] = "repeat", ["--rounds"] = "rounds",
-                   ["--image-size"] = "image_size", ["--tune-seconds"] = "tune_seconds" }
+                   ["--image-size"] = "image_size", ["--tune-seconds"] = "tune_seconds",
+                   ["--min-task-trials"] = "min_task_trials", ["--task-patience"] = "task_patience",
+                   ["--profile"] = "profile" }
   local i = 1
   while i <= #arg do
     local a, v = arg[i], arg[i + 1]
@@ -74,9 +81,10 @@ do
     if v == nil then error("ansor_network: " .. a .. " expects a value", 0) end
     if counts[a] then
       local n = tonumber(v)
-      if not n or n % 1 ~= 0 or n < (a == "--trials" and 0 or 1) then
+      local zero_ok = a == "--trials" or a == "--min-task-trials" or a == "--task-patience"
+      if not n or n % 1 ~= 0 or n < (zero_ok and 0 or 1) then
         error(string.format("ansor_network: %s expects a %s integer, got %q", a,
-                            a == "--trials" and "non-negative" or "positive", v), 0)
+                            zero_ok and "non-negative" or "positive", v), 0)
       end
       v = n
     end
@@ -166,7 +174,7 @@ for _, name in ipairs(list) do
     local t0 = os.time()
     local share = opts.tune_seconds and math.max(1, math.floor(opts.tune_seconds / #list)) or nil
     local tuner
-    local function tune(trials, per_round, seconds)
+    local function tune(trials, per_round, seconds, extra)
       tuner = auto_scheduler.TaskScheduler(tasks, weights, { load_log_file = file.exists(log) and log or nil,
                                                              callbacks = {} })
       tuner:tune(auto_scheduler.TuningOptions{
@@ -176,14 +184,17 @@ for _, name in ipairs(list) do
         measure_callbacks = { auto_scheduler.RecordToFile(log) },
       }, { program_cost_model = "xgb", seed = 1, params = opts.population and {
         evolutionary_search_population = opts.population,
-        sample_init_min_population = math.min(50, math.ceil(opts.population / 4)) } or nil })
+        sample_init_min_population = math.min(50, math.ceil(opts.population / 4)) } or nil }, extra)
     end
     -- (on several CPU groups a warm-up round measures at least one trial per group)
     local warm_round = math.min(opts.per_round, math.max(4, groups and #groups or 0))
     local warm = #tasks * warm_round
     if count_lines(log) < #tasks and n > warm then tune(warm, warm_round, share) end
     local left = share and share - (os.time() - t0)
-    if count_lines(log) < n and (not left or left > 0) then tune(n, opts.per_round, left) end
+    if count_lines(log) < n and (not left or left > 0) then
+      tune(n, opts.per_round, left, { min_task_trials = opts.min_task_trials > 0 and opts.min_task_trials or nil,
+                                      per_task_early_stopping = opts.task_patience > 0 and opts.task_patience or nil })
+    end
     local est = tuner and tuner:estimated_latency()
     print(string.format("tuned %s: %d records, estimated %s ms, %d s", name, count_lines(log),
                         est and string.format("%.3f", est * 1e3) or "-", os.time() - t0))
@@ -292,6 +303,40 @@ for _, name in ipairs(list) do
   local pr, why = peer(name)
   if not pr then io.stderr:write("ansor_network: PyTorch peer: ", tostring(why), "\n") end
   rows[#rows + 1] = { name = name, t = t, peer = pr, records = records }
+  if opts.profile then
+    -- per step: the least of --profile runs (the steps of one network run back to back)
+    local profs = {}
+    for k, c in ipairs(cols) do
+      local lo
+      for _ = 1, opts.profile do
+        local p = c.b.m:profile(1)
+        lo = lo or {}
+        for i, st in ipairs(p) do lo[i] = { name = st.name, s = math.min(lo[i] and lo[i].s or math.huge, st.seconds) } end
+      end
+      profs[k] = lo
+    end
+    print(string.format("\n%s per step (ms, the least of %d runs):", name, opts.profile))
+    local heads_p = {}
+    for k, c in ipairs(cols) do heads_p[k] = c.name end
+    print("| step | " .. table.concat(heads_p, " | ") .. " |")
+    local nmax = 0
+    for _, p in ipairs(profs) do nmax = math.max(nmax, #p) end
+    for i = 1, nmax do
+      local line = { tostring(i - 1) }
+      for k = 1, #cols do
+        local st = profs[k][i]
+        line[#line + 1] = st and string.format("%.3f %s", st.s * 1e3, st.name) or ""
+      end
+      print("| " .. table.concat(line, " | ") .. " |")
+    end
+    local sums = {}
+    for k, c in ipairs(cols) do
+      local sum = 0
+      for _, st in ipairs(profs[k]) do sum = sum + st.s end
+      sums[k] = string.format("%s %.3f (median %.3f)", c.name, sum * 1e3, t[c.name] or 0 / 0)
+    end
+    print("sum of the steps: " .. table.concat(sums, ", "))
+  end
 end
 
 -- ---- 3. the table -----------------------------------------------------------------------

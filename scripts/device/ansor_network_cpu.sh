@@ -19,7 +19,9 @@
 # Environment: POPULATION (2048, TVM's: the evolutionary search's population a round), PER_ROUND (64
 # trials a round: at least one per group, and the search, the compiles and the retraining
 # of a round amortised over many), TRIALS (6000 per network: the budget tuning stops at),
-# REPEAT (30 timed runs of each build in the table), NETWORKS (resnet-18,mobilenet).
+# REPEAT (30 timed runs of each build in the table), NETWORKS (resnet-18,mobilenet),
+# MIN_TASK_TRIALS (64) and TASK_PATIENCE (384): ansor_network.lua's --min-task-trials and
+# --task-patience, PROFILE (0; N: the table's columns profiled per step, the least of N runs).
 set -u
 secs=${1:?usage: ansor_network_cpu.sh SECONDS [table]}
 table=no
@@ -35,7 +37,9 @@ trials=${TRIALS:-6000}
 timeout 590 sh scripts/device/run_h200.sh scripts/bench/ansor_network.lua \
   --networks "${NETWORKS:-resnet-18,mobilenet}" --trials "$trials" --tune-seconds "$((secs > 0 ? secs : 1))" \
   --per-round "${PER_ROUND:-64}" --population "${POPULATION:-2048}" --log-dir "$logs" \
-  --python "$TUNELUA_PYTHON" --repeat "${REPEAT:-30}" --table "$table" > "$out/ansor_network_cpu.txt" 2>&1
+  --python "$TUNELUA_PYTHON" --repeat "${REPEAT:-30}" --table "$table" \
+  --min-task-trials "${MIN_TASK_TRIALS:-64}" --task-patience "${TASK_PATIENCE:-384}" \
+  $([ "${PROFILE:-0}" -gt 0 ] && echo --profile "$PROFILE") > "$out/ansor_network_cpu.txt" 2>&1
 echo "exit status $?" >> "$out/ansor_network_cpu.txt"
 tar czf "$out/logs.tgz" -C "$logs" .
 grep -v '^|  *[0-9]' "$out/ansor_network_cpu.txt" | tail -n 40

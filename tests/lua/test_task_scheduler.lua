@@ -263,5 +263,41 @@ do
   eq(ps3[1].round + ps3[2].round + ps3[3].round, 0, "a finished run measures nothing more")
 end
 
+-- ---- min_task_trials: the warm-up tops every task up, restored ones too ---------------------
+do
+  local tasks = { task(1, 1e9), task(2, 1e9), task(3, 1e9) }
+  local log = dir .. "/min.json"
+  local order, sizes = {}, {}
+  local function sized(costs)
+    local p = scripted(costs, order)
+    local inner = p.continue_search_one_round
+    function p:continue_search_one_round(n) sizes[#sizes + 1] = n; return inner(self, n) end
+    return p
+  end
+  local ps = { sized({ 3e-3 }), sized({ 2e-3 }), sized({ 1e-3 }) }
+  for i, p in ipairs(ps) do p.id = i end
+  local s = sched(tasks, nil)
+  -- rounds of at most 4 (the per-round size): 4 + 2 trials a task, in task order
+  s:tune({ num_measure_trials = 18, num_measures_per_round = 4, measure_callbacks = { records.RecordToFile(log) } },
+         ps, { min_task_trials = 6 })
+  eq(table.concat(order, ","), "1,1,2,2,3,3", "warm-up order with min_task_trials")
+  eq(table.concat(sizes, ","), "4,2,4,2,4,2", "warm-up round sizes")
+  eq(table.concat(s.task_trials, ","), "6,6,6", "trials per task")
+  -- a resumed run: the restored tasks (6 trials each) are topped up to 10 before any gradient pick
+  order, sizes = {}, {}
+  local ps2 = { sized({ 3e-3 }), sized({ 2e-3 }), sized({ 1e-3 }) }
+  for i, p in ipairs(ps2) do p.id = i end
+  local s2 = sched(tasks, nil, { load_log_file = log })
+  s2:tune({ num_measure_trials = 36, num_measures_per_round = 4, measure_callbacks = { records.RecordToFile(log) } },
+          ps2, { min_task_trials = 10 })
+  eq(table.concat(order, ",", 1, 3), "1,2,3", "restored tasks topped up in order")
+  eq(table.concat(sizes, ",", 1, 3), "4,4,4", "top-up round sizes")
+  eq(s2.ct, 36, "then the gradient spends the rest of the budget")
+  eq(#records.load(log), 36, "every measurement logged")
+  local ok, err = pcall(s2.tune, s2, { num_measure_trials = 40, num_measures_per_round = 4 }, ps2,
+                        { min_task_trials = -1 })
+  assert(not ok and tostring(err):find("min_task_trials must be a non-negative integer", 1, true), tostring(err))
+end
+
 util.cleanup(dir)
 print("ok")

@@ -10,7 +10,8 @@
 -- The objective is the weighted sum of the tasks' best latencies (objective_func(costs) may
 -- replace it). Each round gives one task num_measures_per_round trials (at most
 -- num_measure_trials / #tasks). "gradient" (the default) first tunes every task once (a
--- warm-up; tasks restored from a log are skipped), then picks the task whose next round is
+-- warm-up; tasks restored from a log are skipped; with min_task_trials = m, every task,
+-- restored or not, gets rounds until it holds m trials), then picks the task whose next round is
 -- expected to lower the objective most: with t its rounds so far, h its best cost after each
 -- round and w its weight,
 --   backward = (h[t] - h[t - window]) / window           (0 while t <= window, or while
@@ -292,11 +293,11 @@ local function writers_of(opts)
   return ws
 end
 
-function TaskScheduler:tune_task(i)
+function TaskScheduler:tune_task(i, cap)
   for _, cb in ipairs(self.callbacks) do if cb.pre_tune then cb:pre_tune(self, i) end end
   local task = self.tasks[i]
-  -- a full round, or what is left of the budget
-  local n = math.min(self.per_round, math.max(self.num_measure_trials - self.ct, 1))
+  -- a full round (at most cap trials), or what is left of the budget
+  local n = math.min(cap or self.per_round, self.per_round, math.max(self.num_measure_trials - self.ct, 1))
   local results = self.policies[i]:continue_search_one_round(n)
   -- every result is logged (and synced) before anything else happens
   local lines, nerr = {}, 0
@@ -445,7 +446,8 @@ end
 
 --- tuner:tune(TuningOptions{num_measure_trials, num_measures_per_round = 64, early_stopping,
 ---            builder, runner, measure_callbacks}[, policies | {program_cost_model = "xgb" |
----            "random", seed = 1, params = {...}}[, {per_task_early_stopping = n}]]) -> tuner
+---            "random", seed = 1, params = {...}}[, {per_task_early_stopping = n,
+---            min_task_trials = n}]]) -> tuner
 function TaskScheduler:tune(opts, policies, extra)
   extra = extra or {}
   if type(opts) ~= "table" then error("tune: expected TuningOptions", 2) end
@@ -480,12 +482,26 @@ function TaskScheduler:tune(opts, policies, extra)
   self.tune_start = self.tune_start or os.time()
   self:restore(per_round, policies)
 
-  -- warm-up: one round of every task not restored from the log
+  -- warm-up: one round of every task not restored from the log; with min_task_trials, rounds
+  -- of every task (restored or not) until it has that many trials
   local now = require("tunelua.core").C.tl_now
   local deadline = opts.max_seconds and now() + opts.max_seconds
+  local want = extra.min_task_trials
+  if want ~= nil and (type(want) ~= "number" or want < 0 or want % 1 ~= 0) then
+    error("tune: min_task_trials must be a non-negative integer", 2)
+  end
+  local function spent() return self.ct >= budget or (deadline and now() >= deadline) end
   for i = 1, n do
-    if self.ct >= budget or (deadline and now() >= deadline) then break end
-    if not self.restored[i] and not self.dead_tasks[i] then self:tune_task(i) end
+    if spent() then break end
+    if want then
+      while not self.dead_tasks[i] and self.task_trials[i] < want and not spent() do
+        local before = self.task_trials[i]
+        self:tune_task(i, want - before)
+        if self.task_trials[i] == before then break end
+      end
+    elseif not self.restored[i] and not self.dead_tasks[i] then
+      self:tune_task(i)
+    end
   end
   local last = 0
   local function out_of_time()
