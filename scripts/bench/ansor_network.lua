@@ -33,9 +33,9 @@
 -- (tuning stops after about S seconds in all, shared evenly by the networks, or at --trials;
 -- the table's "records" column says how many trials each network's log holds),
 -- --min-task-trials N (64; 0: off) and --task-patience N (384; 0: off): see "tuning" below,
--- --profile N: after the table, each column's per-step profile (the minimum over N runs of
--- each step, ms), the auto-scheduled one beside the AutoTVM one, with the sum of the steps
--- against the network's median.
+-- --profile N: after the table, each column's per-step profile (the least and the median of
+-- N runs of each step, ms), the auto-scheduled one beside the AutoTVM one, with the sums of
+-- the steps against the network's median.
 --
 -- On a many-core host, `TUNELUA_NUM_THREADS=2 TUNELUA_MEASURE_CPUS=2,3 tunelua
 -- scripts/bench/ansor_network.lua ...` (no taskset) compiles and searches on every CPU, times
@@ -304,18 +304,22 @@ for _, name in ipairs(list) do
   if not pr then io.stderr:write("ansor_network: PyTorch peer: ", tostring(why), "\n") end
   rows[#rows + 1] = { name = name, t = t, peer = pr, records = records }
   if opts.profile then
-    -- per step: the least of --profile runs (the steps of one network run back to back)
+    -- per step: the least and the median of --profile runs (the steps of one network run back
+    -- to back); a step whose median is far above its least is one that the load disturbs
     local profs = {}
     for k, c in ipairs(cols) do
-      local lo
-      for _ = 1, opts.profile do
-        local p = c.b.m:profile(1)
-        lo = lo or {}
-        for i, st in ipairs(p) do lo[i] = { name = st.name, s = math.min(lo[i] and lo[i].s or math.huge, st.seconds) } end
+      local runs = {}
+      for r = 1, opts.profile do runs[r] = c.b.m:profile(1) end
+      local lo = {}
+      for i, st in ipairs(runs[1]) do
+        local v = {}
+        for r = 1, #runs do v[r] = runs[r][i].seconds end
+        table.sort(v)
+        lo[i] = { name = st.name, s = v[1], med = v[math.floor((#v + 1) / 2)] }
       end
       profs[k] = lo
     end
-    print(string.format("\n%s per step (ms, the least of %d runs):", name, opts.profile))
+    print(string.format("\n%s per step (ms: the least / the median of %d runs):", name, opts.profile))
     local heads_p = {}
     for k, c in ipairs(cols) do heads_p[k] = c.name end
     print("| step | " .. table.concat(heads_p, " | ") .. " |")
@@ -325,15 +329,16 @@ for _, name in ipairs(list) do
       local line = { tostring(i - 1) }
       for k = 1, #cols do
         local st = profs[k][i]
-        line[#line + 1] = st and string.format("%.3f %s", st.s * 1e3, st.name) or ""
+        line[#line + 1] = st and string.format("%.3f / %.3f %s", st.s * 1e3, st.med * 1e3, st.name) or ""
       end
       print("| " .. table.concat(line, " | ") .. " |")
     end
     local sums = {}
     for k, c in ipairs(cols) do
-      local sum = 0
-      for _, st in ipairs(profs[k]) do sum = sum + st.s end
-      sums[k] = string.format("%s %.3f (median %.3f)", c.name, sum * 1e3, t[c.name] or 0 / 0)
+      local sum, summed = 0, 0
+      for _, st in ipairs(profs[k]) do sum, summed = sum + st.s, summed + st.med end
+      sums[k] = string.format("%s %.3f / %.3f (the network's median %.3f)", c.name, sum * 1e3, summed * 1e3,
+                              t[c.name] or 0 / 0)
     end
     print("sum of the steps: " .. table.concat(sums, ", "))
   end
