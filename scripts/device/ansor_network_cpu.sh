@@ -18,7 +18,8 @@
 #
 # Environment: POPULATION (2048, TVM's: the evolutionary search's population a round), PER_ROUND (64
 # trials a round: at least one per group, and the search, the compiles and the retraining
-# of a round amortised over many), TRIALS (6000 per network: the budget tuning stops at),
+# of a round amortised over many), TRIALS (30000 per network: the budget tuning stops at; the time
+# limit is what ends a call),
 # REPEAT (30 timed runs of each build in the table), NETWORKS (resnet-18,mobilenet),
 # MIN_TASK_TRIALS (64) and TASK_PATIENCE (384): ansor_network.lua's --min-task-trials and
 # --task-patience, PROFILE (0; N: the table's columns profiled per step, the least of N runs).
@@ -32,7 +33,7 @@ out=${OUT:-/tmp/ansor-net-out}
 logs=/tmp/ansor-net-logs
 mkdir -p "$logs" "$out"
 [ -d build-device/ansor-net-logs ] && cp -r build-device/ansor-net-logs/. "$logs/"
-trials=${TRIALS:-6000}
+trials=${TRIALS:-30000}
 [ "$secs" -gt 0 ] || trials=0
 timeout 590 sh scripts/device/run_h200.sh scripts/bench/ansor_network.lua \
   --networks "${NETWORKS:-resnet-18,mobilenet}" --trials "$trials" --tune-seconds "$((secs > 0 ? secs : 1))" \
