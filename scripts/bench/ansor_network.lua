@@ -59,6 +59,7 @@ local targets = require "tunelua.target"
 local networks = require "networks"
 local reference = require "networks.reference"
 local file = require "tunelua.file"
+local stats = require "tunelua.stats"
 
 local opts = { networks = "resnet-18,mobilenet", target = "llvm", trials = 0, per_round = 64, population = nil,
                log_dir = ".", autotvm_log = nil, threads = 2, ["repeat"] = 30, rounds = 5, image_size = nil,
@@ -314,8 +315,7 @@ for _, name in ipairs(list) do
       for i, st in ipairs(runs[1]) do
         local v = {}
         for r = 1, #runs do v[r] = runs[r][i].seconds end
-        table.sort(v)
-        lo[i] = { name = st.name, s = v[1], med = v[math.floor((#v + 1) / 2)] }
+        lo[i] = { name = st.name, s = math.min(unpack(v)), med = stats.median(v) }
       end
       profs[k] = lo
     end
