@@ -33,6 +33,10 @@
 -- (tuning stops after about S seconds in all, shared evenly by the networks, or at --trials;
 -- the table's "records" column says how many trials each network's log holds),
 -- --min-task-trials N (64; 0: off) and --task-patience N (384; 0: off): see "tuning" below,
+-- --cache-flush yes|no (no; CPU targets): each trial as 10 single runs, the caches flushed
+-- before each (LocalRunner enable_cpu_cache_flush, TVM's x86 tutorial's setting) instead of
+-- 3 runs of at least 50 ms on warm caches; tune a log with one setting throughout (the costs
+-- of the two are not comparable),
 -- --profile N: after the table, each column's per-step profile (the least and the median of
 -- N runs of each step, ms), the auto-scheduled one beside the AutoTVM one, with the sums of
 -- the steps against the network's median.
@@ -64,11 +68,11 @@ local stats = require "tunelua.stats"
 local opts = { networks = "resnet-18,mobilenet", target = "llvm", trials = 0, per_round = 64, population = nil,
                log_dir = ".", autotvm_log = nil, threads = 2, ["repeat"] = 30, rounds = 5, image_size = nil,
                python = "/usr/bin/python3", markdown = nil, table = "yes", winograd = "auto",
-               min_task_trials = 64, task_patience = 384, profile = nil }
+               min_task_trials = 64, task_patience = 384, profile = nil, cache_flush = "no" }
 do
   local names = { ["--networks"] = "networks", ["--target"] = "target", ["--log-dir"] = "log_dir",
                   ["--autotvm-log"] = "autotvm_log", ["--python"] = "python", ["--markdown"] = "markdown",
-                  ["--table"] = "table", ["--winograd"] = "winograd" }
+                  ["--table"] = "table", ["--winograd"] = "winograd", ["--cache-flush"] = "cache_flush" }
   local counts = { ["--trials"] = "trials", ["--per-round"] = "per_round", ["--population"] = "population",
                    ["--threads"] = "threads", ["--repeat"] = "repeat", ["--rounds"] = "rounds",
                    ["--image-size"] = "image_size", ["--tune-seconds"] = "tune_seconds",
@@ -96,8 +100,10 @@ end
 if opts.winograd ~= "auto" and opts.winograd ~= "always" and opts.winograd ~= "never" then
   error("ansor_network: --winograd expects auto, always or never, got " .. tostring(opts.winograd), 0)
 end
-if opts.table ~= "yes" and opts.table ~= "no" then
-  error("ansor_network: --table expects yes or no, got " .. string.format("%q", opts.table), 0)
+for _, k in ipairs({ "table", "cache_flush" }) do
+  if opts[k] ~= "yes" and opts[k] ~= "no" then
+    error(string.format("ansor_network: --%s expects yes or no, got %q", k:gsub("_", "-"), opts[k]), 0)
+  end
 end
 -- the CPU groups the trials are timed on (checked before any tuning; one group or none: nil)
 local pin = os.getenv("TUNELUA_MEASURE_CPUS")
@@ -111,6 +117,10 @@ end
 if opts.target == "opencl" then opts.target = "opencl -device=mali" end
 local tgt = targets.parse(opts.target, 0)
 local on_gpu = tgt.kind == "opencl"
+if on_gpu and opts.cache_flush == "yes" then
+  error("ansor_network: --cache-flush is for CPU targets (the OpenCL device has no CPU cache to flush)", 0)
+end
+local cold = opts.cache_flush == "yes"
 if not on_gpu then tl.set_num_threads(opts.threads) end
 -- On several CPU groups the trials run on their groups with --threads threads (the
 -- measurement children take TUNELUA_NUM_THREADS), while the search, the cost model's features
@@ -181,7 +191,9 @@ for _, name in ipairs(list) do
       tuner:tune(auto_scheduler.TuningOptions{
         num_measure_trials = trials, num_measures_per_round = per_round, max_seconds = seconds,
         builder = ameasure.LocalBuilder({ timeout = 15 }),
-        runner = ameasure.LocalRunner({ number = 3, ["repeat"] = 1, min_repeat_ms = on_gpu and 20 or 50, timeout = 10 }),
+        runner = cold and ameasure.LocalRunner({ number = 1, ["repeat"] = 10, min_repeat_ms = 0, timeout = 10,
+                                                 enable_cpu_cache_flush = true })
+                 or ameasure.LocalRunner({ number = 3, ["repeat"] = 1, min_repeat_ms = on_gpu and 20 or 50, timeout = 10 }),
         measure_callbacks = { auto_scheduler.RecordToFile(log) },
       }, { program_cost_model = "xgb", seed = 1, params = opts.population and {
         evolutionary_search_population = opts.population,

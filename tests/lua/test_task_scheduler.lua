@@ -277,11 +277,11 @@ do
   local ps = { sized({ 3e-3 }), sized({ 2e-3 }), sized({ 1e-3 }) }
   for i, p in ipairs(ps) do p.id = i end
   local s = sched(tasks, nil)
-  -- rounds of at most 4 (the per-round size): 4 + 2 trials a task, in task order
+  -- rounds of at most 4 (the per-round size), one a task per pass: 4 + 2 trials a task
   s:tune({ num_measure_trials = 18, num_measures_per_round = 4, measure_callbacks = { records.RecordToFile(log) } },
          ps, { min_task_trials = 6 })
-  eq(table.concat(order, ","), "1,1,2,2,3,3", "warm-up order with min_task_trials")
-  eq(table.concat(sizes, ","), "4,2,4,2,4,2", "warm-up round sizes")
+  eq(table.concat(order, ","), "1,2,3,1,2,3", "warm-up order with min_task_trials")
+  eq(table.concat(sizes, ","), "4,4,4,2,2,2", "warm-up round sizes")
   eq(table.concat(s.task_trials, ","), "6,6,6", "trials per task")
   -- a resumed run: the restored tasks (6 trials each) are topped up to 10 before any gradient pick
   order, sizes = {}, {}
@@ -294,6 +294,14 @@ do
   eq(table.concat(sizes, ",", 1, 3), "4,4,4", "top-up round sizes")
   eq(s2.ct, 36, "then the gradient spends the rest of the budget")
   eq(#records.load(log), 36, "every measurement logged")
+  -- a budget too small for the top-up reaches every task, not just the first ones
+  order, sizes = {}, {}
+  local ps3 = { sized({ 3e-3 }), sized({ 2e-3 }), sized({ 1e-3 }) }
+  for i, p in ipairs(ps3) do p.id = i end
+  local s3 = sched(tasks, nil)
+  s3:tune({ num_measure_trials = 6, num_measures_per_round = 64 }, ps3, { min_task_trials = 64 })
+  eq(table.concat(order, ","), "1,2,3", "a small budget shared by the top-up")
+  eq(table.concat(s3.task_trials, ","), "2,2,2", "two trials a task (6 / 3 a round)")
   local ok, err = pcall(s2.tune, s2, { num_measure_trials = 40, num_measures_per_round = 4 }, ps2,
                         { min_task_trials = -1 })
   assert(not ok and tostring(err):find("min_task_trials must be a non-negative integer", 1, true), tostring(err))

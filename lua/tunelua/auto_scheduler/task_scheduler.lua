@@ -11,7 +11,8 @@
 -- replace it). Each round gives one task num_measures_per_round trials (at most
 -- num_measure_trials / #tasks). "gradient" (the default) first tunes every task once (a
 -- warm-up; tasks restored from a log are skipped; with min_task_trials = m, every task,
--- restored or not, gets rounds until it holds m trials), then picks the task whose next round is
+-- restored or not, gets rounds, a round each per pass over the tasks, until it holds m
+-- trials), then picks the task whose next round is
 -- expected to lower the objective most: with t its rounds so far, h its best cost after each
 -- round and w its weight,
 --   backward = (h[t] - h[t - window]) / window           (0 while t <= window, or while
@@ -491,16 +492,25 @@ function TaskScheduler:tune(opts, policies, extra)
     error("tune: min_task_trials must be a non-negative integer", 2)
   end
   local function spent() return self.ct >= budget or (deadline and now() >= deadline) end
-  for i = 1, n do
-    if spent() then break end
-    if want then
-      while not self.dead_tasks[i] and self.task_trials[i] < want and not spent() do
-        local before = self.task_trials[i]
-        self:tune_task(i, want - before)
-        if self.task_trials[i] == before then break end
+  if want then
+    -- in passes over the tasks, one round each per pass, so that a budget or a time limit
+    -- too small for the whole top-up still reaches every task
+    local moved = true
+    while moved and not spent() do
+      moved = false
+      for i = 1, n do
+        if spent() then break end
+        if not self.dead_tasks[i] and self.task_trials[i] < want then
+          local before = self.task_trials[i]
+          self:tune_task(i, want - before)
+          if self.task_trials[i] > before then moved = true end
+        end
       end
-    elseif not self.restored[i] and not self.dead_tasks[i] then
-      self:tune_task(i)
+    end
+  else
+    for i = 1, n do
+      if spent() then break end
+      if not self.restored[i] and not self.dead_tasks[i] then self:tune_task(i) end
     end
   end
   local last = 0
