@@ -39,6 +39,17 @@ eq(table.concat(o.task_ids, ","), "0,2,5,6,7", "--tasks: sorted, ranges expanded
 eq(o.population, 64, "--population")
 eq(flow.parse_args({}, { target = "llvm" }).task_ids, nil, "every task by default")
 
+-- --cache-flush: single runs on flushed caches (CPU targets only)
+o = flow.parse_args({ "--cache-flush" }, { target = "llvm" })
+eq(o.cache_flush, true, "--cache-flush")
+eq(o.number, 1, "--cache-flush: one run per measurement")
+eq(o.runner_repeat, 10, "--cache-flush: 10 measurements")
+eq(o.min_repeat_ms, 0, "--cache-flush: no minimum duration")
+eq(flow.parse_args({}, { target = "llvm" }).cache_flush, nil, "warm caches by default")
+local okf, errf = pcall(flow.parse_args, { "--cache-flush" }, { target = "opencl -device=mali" })
+assert(not okf and tostring(errf):find("--cache-flush: for CPU targets (llvm); the target is opencl", 1, true),
+       tostring(errf))
+
 local bad = {
   { { "--tasks", "1,x" }, '--tasks: expected task IDs like 0,2,5-7, got "1,x"' },
   { { "--tasks", "4-2" }, '--tasks: expected task IDs like 0,2,5-7, got "4-2"' },

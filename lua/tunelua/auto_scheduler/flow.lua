@@ -49,6 +49,9 @@ usage: tunelua %s [options]
                       on CPU targets where the x86 rule by shape says it wins; default auto)
   --seed-settings     the seed's settings: 200 trials, RPCRunner repeat 3 and timeout 50, the
                       end-to-end time of repeat 3 x at least 500 ms (options given still win)
+  --cache-flush       CPU targets: time each trial as 10 single runs with the CPU caches
+                      flushed before each (as a layer reads its weights inside a network)
+                      instead of runs of at least 100 ms on warm caches; keep one setting per log
 ]]
 
 function flow.parse_args(argv, defaults, script)
@@ -77,6 +80,7 @@ function flow.parse_args(argv, defaults, script)
       i = i + 2
     elseif a == "--resume" then o.resume = true; i = i + 1
     elseif a == "--seed-settings" then seed = true; i = i + 1
+    elseif a == "--cache-flush" then o.cache_flush = true; i = i + 1
     elseif a == "-h" or a == "--help" then
       io.write(string.format(flow.usage, script or "script.lua", o.network, o.layout, o.target, o.per_round,
         o.strategy, o.model, o.key, o["repeat"]))
@@ -100,6 +104,12 @@ function flow.parse_args(argv, defaults, script)
   if o.tasks then o.task_ids = flow.parse_ids(o.tasks) end
   local tgt, why = require("tunelua.target").try_parse(o.target)
   if not tgt then error("--target: " .. why, 0) end
+  if o.cache_flush then
+    if tgt.kind ~= "llvm" then
+      error("--cache-flush: for CPU targets (llvm); the target is " .. tgt.kind, 0)
+    end
+    o.number, o.min_repeat_ms, o.runner_repeat = 1, 0, math.max(o.runner_repeat, 10)
+  end
   o.log = o.log or string.format("%s-%s-B%d-%s.json", o.network, o.layout, o.batch_size, tgt.kind)
   return o
 end
@@ -183,10 +193,10 @@ function flow.run(o)
   if o.tracker then
     local host, port = tracker_addr(o)
     runner = tl.autotvm.RPCRunner(o.key, host, port, { number = o.number, ["repeat"] = o.runner_repeat,
-      min_repeat_ms = o.min_repeat_ms, timeout = o.timeout })
+      min_repeat_ms = o.min_repeat_ms, timeout = o.timeout, enable_cpu_cache_flush = o.cache_flush or false })
   else
     runner = ameasure.LocalRunner({ number = o.number, ["repeat"] = o.runner_repeat, min_repeat_ms = o.min_repeat_ms,
-      timeout = o.timeout })
+      timeout = o.timeout, enable_cpu_cache_flush = o.cache_flush or false })
   end
   print("Begin tuning...")
   local tuner = auto_scheduler.TaskScheduler(tasks, weights, { strategy = o.strategy,
