@@ -1024,17 +1024,22 @@ static void worker_ended(ocl_worker *w, trial_end *t) {
   }
 }
 
+/* A worker's request: the job text after its length (4 bytes, native order); text is freed. */
+static void job_frame(tl_buf *frame, char *text) {
+  size_t tlen = strlen(text);
+  uint32_t len = (uint32_t)tlen;
+  tl_buf_putn(frame, (const char *)&len, sizeof len);
+  tl_buf_putn(frame, text, tlen);
+  free(text);
+}
+
 static int worker_job(tl_ctx *ctx, const ocl_job *j, double limit_s, int *gen_rc,
                       double *costs, int *ncosts, int *error_no, char **msg, double *secs) {
   char *text = NULL;
   int rc = job_text(ctx, j, 0, &text, gen_rc);
   if (rc || *gen_rc) return rc;
-  size_t tlen = strlen(text);
   tl_buf frame = {0};
-  uint32_t len = (uint32_t)tlen;
-  tl_buf_putn(&frame, (const char *)&len, sizeof len);
-  tl_buf_putn(&frame, text, tlen);
-  free(text);
+  job_frame(&frame, text);
   tl_buf ob = {0}, eb = {0}, got = {0};
   trial_end t = {.st = TL_PROC_OK};
   size_t ans = 0, alen = 0;
@@ -1467,12 +1472,8 @@ static int ahead_pool(tl_ctx *ctx, tl_lowered *f, int dev, double timeout_s, int
     tl_clearerr(ctx);
     return TL_OK;
   }
-  size_t tlen = strlen(text);
   tl_buf frame = {0};
-  uint32_t len = (uint32_t)tlen;
-  tl_buf_putn(&frame, (const char *)&len, sizeof len);
-  tl_buf_putn(&frame, text, tlen);
-  free(text);
+  job_frame(&frame, text);
   int rc = TL_OK;
   pthread_mutex_lock(&ahead_mu);
   ap_init();

@@ -9,7 +9,6 @@ local ffi = require "ffi"
 local core = require "tunelua.core"
 local util = require "tests.lua.lib.util"
 local autotvm = require "tunelua.autotvm"
-local te = require "tunelua.te"
 local am = require "tunelua.autotvm.measure"
 local mo = require "tunelua.autotvm.measure_opencl"
 
@@ -46,17 +45,7 @@ local function children() return util.children(me) end
 local exists = util.pid_exists
 
 -- C = A * c + B, c a fresh constant per trial so that the driver's program cache never answers
-autotvm.task.register("ocla_axpy.test", function(cfg, n, c)
-  local A = te.placeholder({ n }, "float32", "A")
-  local B = te.placeholder({ n }, "float32", "B")
-  local Cc = te.compute({ n }, function(i) return A(i) * c + B(i) end, "C")
-  local s = te.create_schedule(Cc.op)
-  cfg:define_split("tile_x", n, { num_outputs = 2 })
-  local bx, tx = cfg.tile_x:apply(s, Cc, Cc.op.axis[1])
-  s[Cc]:bind(bx, "blockIdx.x")
-  s[Cc]:bind(tx, "threadIdx.x")
-  return s, { A, B, Cc }
-end)
+autotvm.task.register("ocla_axpy.test", util.gpu_add)
 math.randomseed(os.time() + math.floor(os.clock() * 1e6))
 local salt = math.random(1, 16000)
 local counter = 0

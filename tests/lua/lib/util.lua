@@ -117,14 +117,14 @@ function M.block_data(src, N, C, H, W, b, dst)
   end end end end
 end
 
---- M.gpu_add(cfg, n) -> s, { A, B, C }: an autotvm template (for autotvm.task.register) of
---- C = A + B over n float32 elements, its one axis split by the knob tile_x and bound to
---- blockIdx.x / threadIdx.x (the OpenCL measurement checks' kernel)
-function M.gpu_add(cfg, n)
+--- M.gpu_add(cfg, n[, c]) -> s, { A, B, C }: an autotvm template (for autotvm.task.register) of
+--- C = A + B (with c: C = A * c + B) over n float32 elements, its one axis split by the knob
+--- tile_x and bound to blockIdx.x / threadIdx.x (the OpenCL measurement checks' kernel)
+function M.gpu_add(cfg, n, c)
   local te = require "tunelua.te"
   local A = te.placeholder({ n }, "float32", "A")
   local B = te.placeholder({ n }, "float32", "B")
-  local Cc = te.compute({ n }, function(i) return A(i) + B(i) end, "C")
+  local Cc = te.compute({ n }, function(i) return c and A(i) * c + B(i) or A(i) + B(i) end, "C")
   local s = te.create_schedule(Cc.op)
   cfg:define_split("tile_x", n, { num_outputs = 2 })
   local bx, tx = cfg.tile_x:apply(s, Cc, Cc.op.axis[1])
