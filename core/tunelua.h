@@ -69,6 +69,14 @@ void tl_pool_for(tl_pool *pool, int64_t n, void (*fn)(int64_t i, void *arg), voi
 /* The process-wide pool used by generated parallel loops. */
 tl_pool *tl_pool_global(void);
 void tl_set_num_threads(int n);                 /* resizes the global pool */
+/* Scratch memory of the calling thread for generated kernels' intermediate buffers
+** (core/base/workspace.c): 64-byte aligned, NULL when out of memory. tl_workspace_pop frees
+** the calling thread's latest live block (blocks are freed in reverse order of allocation,
+** by the thread that allocated them). tl_workspace_held: the bytes the calling thread's
+** arena keeps. */
+void *tl_workspace_alloc(size_t bytes);
+void tl_workspace_pop(void);
+size_t tl_workspace_held(void);
 /* For a process that runs nothing but kernels (a measurement child): (re)start
 ** the global pool with its workers bound to CPUs 2..n of the affinity set, and
 ** bind the calling thread to the first. Nothing when binding is off

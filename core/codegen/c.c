@@ -419,7 +419,8 @@ static const char *const reserved_words[] = {
   "exp", "expf", "log", "logf", "sqrt", "sqrtf", "tanh", "tanhf", "pow", "powf", "fabs", "fabsf",
   "floor", "floorf", "ceil", "ceilf", "nearbyint", "nearbyintf", "erf", "erff", "memcpy", "free",
   "malloc", "aligned_alloc", "snprintf", "vsnprintf", "NAN", "INFINITY", "tl_pool_for",
-  "tl_pool_global", "bool", "true", "false", "NULL", "EOF", "BUFSIZ", "SIZE_MAX", "INT8_MIN",
+  "tl_pool_global", "tl_workspace_alloc", "tl_workspace_pop", "bool", "true", "false", "NULL",
+  "EOF", "BUFSIZ", "SIZE_MAX", "INT8_MIN",
   "INT8_MAX", "INT16_MIN", "INT16_MAX", "INT32_MIN", "INT32_MAX", "INT64_MIN", "INT64_MAX",
   "UINT8_MAX", "UINT16_MAX", "UINT32_MAX", "UINT64_MAX", "HUGE_VAL", "HUGE_VALF", "stdin",
   "stdout", "stderr", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
@@ -1201,12 +1202,22 @@ static const char prelude_fmt[] =
   "  return 0;\n"
   "}\n"
   "\n"
-  "__attribute__((unused)) static void tlc_free(void *p) { free(*(void **)p); }\n"
+  "/* Intermediate buffers: the calling thread's workspace in libtunelua when the process has\n"
+  "** it (core/base/workspace.c; freed in reverse order, by scope), else the heap. */\n"
+  "extern void *tl_workspace_alloc(size_t bytes)\n"
+  "    __attribute__((weak, malloc, alloc_size(1), assume_aligned(64)));\n"
+  "extern void tl_workspace_pop(void) __attribute__((weak));\n"
   "\n"
-  "__attribute__((unused))\n"
+  "__attribute__((unused)) static void tlc_free(void *p) {\n"
+  "  if (tl_workspace_alloc && tl_workspace_pop) tl_workspace_pop();\n"
+  "  else free(*(void **)p);\n"
+  "}\n"
+  "\n"
+  "__attribute__((unused, malloc))\n"
   "static void *tlc_alloc(size_t n, size_t size) {\n"
   "  if (size && n > SIZE_MAX / size - 64) return NULL;\n"
   "  size_t bytes = (n * size + 63) & ~(size_t)63;\n"
+  "  if (tl_workspace_alloc && tl_workspace_pop) return tl_workspace_alloc(bytes ? bytes : 64);\n"
   "  return aligned_alloc(64, bytes ? bytes : 64);\n"
   "}\n"
   "\n";
