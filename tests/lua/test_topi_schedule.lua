@@ -79,6 +79,33 @@ do
   compare("conv2d NHWC grouped + add + relu", { Xn, Wn, Bn }, { Yn })
 end
 
+-- ---- pools read their input's borders in NCHW[x]c: the pad is inlined ---------------------------
+
+do
+  -- resnet's 3x3/2 max pool and inception's 3x3/1 average pool (borders not counted) on blocked
+  -- data: the pad stage is inlined (its bounds test sits outside the 16 lanes of the block)
+  local X = ph({ 1, 2, 23, 21, 16 })
+  local mp = topi.nn.max_pool2d(X, { kernel = { 3, 3 }, strides = { 2, 2 }, padding = { 1, 1, 1, 1 },
+                                     layout = "NCHW16c" })
+  local s = compare("max_pool2d NCHW16c", { X }, { mp })
+  local _, ca = ann_of(s, "pad_temp")
+  assert(ca == C.TL_CA_INLINED, "the NCHW16c max pool's pad is inlined")
+  local anns = ann_of(s, mp.op.name)
+  assert(anns[#anns] == C.TL_ANN_VECTORIZE, "the channel block of the pool is vectorized")
+  local X2 = ph({ 1, 3, 17, 17, 16 })
+  local ap = topi.nn.relu(topi.nn.avg_pool2d(X2, { kernel = { 3, 3 }, strides = { 1, 1 }, padding = { 1, 1, 1, 1 },
+                                                   layout = "NCHW16c" }))
+  local s2 = compare("avg_pool2d NCHW16c + relu", { X2 }, { ap })
+  local _, ca2 = ann_of(s2, "pad_temp")
+  assert(ca2 == C.TL_CA_INLINED, "the NCHW16c average pool's pad is inlined")
+  -- NCHW pads its innermost axis: the pad stays a stage of its own
+  local X3 = ph({ 1, 8, 23, 21 })
+  local s3 = compare("max_pool2d NCHW", { X3 }, { topi.nn.max_pool2d(X3, { kernel = { 3, 3 }, strides = { 2, 2 },
+                                                                            padding = { 1, 1, 1, 1 } }) })
+  local _, ca3 = ann_of(s3, "pad_temp")
+  assert(ca3 == C.TL_CA_ROOT, "the NCHW max pool's pad stays a root stage")
+end
+
 -- ---- every operator ---------------------------------------------------------------------------
 
 local cases = {
