@@ -241,7 +241,8 @@ local rwant = {
   "nn_conv2d_add [1, 56, 56, 64], [3, 3, 64, 64], [1, 56, 56, 64], [1, 56, 56, 64] w1",
   "nn_conv2d_add_add_nn_relu [1, 56, 56, 64], [3, 3, 64, 64], [1, 56, 56, 64], [1, 1, 1, 64], [1, 56, 56, 64] w1",
   "nn_global_avg_pool2d [1, 7, 7, 512], [1, 1, 1, 512] w1",
-  "nn_dense_add [1, 512], [1000, 512], [1000], [1, 1000] w1",
+  -- on CPU targets the dense takes its constant weight transposed, [K, N] (Mali above: [N, K])
+  "nn_dense_add [1, 512], [512, 1000], [1000], [1, 1000] w1",
   "nn_softmax [1, 1000], [1, 1000] w1",
 }
 for _, s in ipairs({ { 64, 128, 56 }, { 128, 256, 28 }, { 256, 512, 14 } }) do
@@ -265,6 +266,13 @@ for _, s in ipairs({ { 64, 128, 56 }, { 128, 256, 28 }, { 256, 512, 14 } }) do
 end
 for i, w in ipairs(rwant) do rwant[i] = squeeze_shapes(w) end
 check_multiset(multiset(rt, rw, true), rwant, "resnet-18 NHWC tasks")
+for _, t in ipairs(rt) do
+  if t.desc[1]:find("dense", 1, true) then
+    local text = tostring(t.compute_dag)
+    assert(text:find("weight_kn = PLACEHOLDER [512, 1000]", 1, true) and text:find("T_matmul", 1, true),
+           "the llvm dense task is a matmul on the transposed weight:\n" .. text)
+  end
+end
 
 -- "auto" (the default): the same tasks, where a 3x3 stride-1 conv of at least 32 channels on
 -- an input of at least 14x14 takes the transformed weight [a, a, C, C] (F(4x4): a = 6 from
@@ -284,5 +292,25 @@ for i, w in ipairs(rwant) do
 end
 eq(nwg, 9, "resnet-18 NHWC Winograd tasks")
 check_multiset(multiset(wt, ww, true), wwant, "resnet-18 NHWC tasks with Winograd")
+
+-- the transposed dense weight: every element in place, and a weight it cannot take named
+do
+  local ffi = require "ffi"
+  local nd = require "tunelua.nd"
+  local weights = require "tunelua.auto_scheduler.weights"
+  local w = nd.random_uniform({ 7, 5 }, { low = -1, high = 1, seed = 9 })
+  local t = weights.dense_weight(w)
+  eq(table.concat(t:shape(), "x"), "5x7", "transposed weight shape")
+  local pw, pt = ffi.cast("float *", w:data_ptr()), ffi.cast("float *", t:data_ptr())
+  for n = 0, 6 do
+    for k = 0, 4 do
+      assert(pt[k * 7 + n] == pw[n * 5 + k], string.format("transposed weight [%d, %d]", k, n))
+    end
+  end
+  local ok, err = pcall(weights.dense_weight, nd.zeros({ 2, 3, 4 }))
+  assert(not ok and tostring(err):find("expected a float32 weight [N, K], got float32 [2, 3, 4]", 1, true),
+         tostring(err))
+  assert(weights.hook({}, "never", false) == nil, "no rewrite for a GPU target without Winograd")
+end
 
 print("test_extract: ok")

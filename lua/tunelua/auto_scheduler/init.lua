@@ -28,7 +28,8 @@
 --
 -- On CPU targets a 3x3 stride-1 NHWC conv with a constant weight becomes a Winograd task
 -- (conv2d_winograd_nhwc, its weight transformed once) where the x86 rule by shape says it
--- wins (opts.winograd; tunelua.auto_scheduler.winograd).
+-- wins (opts.winograd; tunelua.auto_scheduler.winograd), and a dense with a constant weight
+-- becomes a matmul on the transposed weight (tunelua.auto_scheduler.weights).
 local ffi = require "ffi"
 local core = require "tunelua.core"
 local walk = require "tunelua.graph.walk"
@@ -39,6 +40,7 @@ local analysis = require "tunelua.auto_scheduler.analysis"
 local hardware_params = require "tunelua.auto_scheduler.hardware_params"
 local cost_model = require "tunelua.auto_scheduler.cost_model"
 local winograd = require "tunelua.auto_scheduler.winograd"
+local weight_layouts = require "tunelua.auto_scheduler.weights"
 
 local C = core.C
 
@@ -159,7 +161,7 @@ function auto_scheduler.extract_tasks(mod, params, target, opts)
   local tasks, weights, by_key = {}, {}, {}
   for _, n in ipairs(walk.postorder(main.body)) do
     if n.kind == "call" and (walk.is_function(n.op) or opts.include_unfused) then
-      local g = group.build(n, { anchor_hook = winograd.hook(n, mode, cpu) }, 2)
+      local g = group.build(n, { anchor_hook = weight_layouts.hook(n, mode, cpu) }, 2)
       if g.has_reduce or opts.include_simple_tasks then
         local key = group.key_text(g)
         local i = by_key[key]

@@ -44,7 +44,7 @@ local stats = require "tunelua.stats"
 local vta = require "tunelua.vta"
 local vta_groups = require "tunelua.graph.vta_groups"
 local winograd = require "tunelua.graph.winograd_x86"
-local ansor_winograd = require "tunelua.auto_scheduler.winograd"
+local ansor_weights = require "tunelua.auto_scheduler.weights"
 
 local C, ctx, check = core.C, core.ctx, core.check
 
@@ -363,7 +363,7 @@ executor.Lib = Lib
 -- key replayed on it (nil schedule: none, or the record does not replay; default schedule).
 -- seen[key] = {tuned = bool} per distinct task (groups with a reduction), seen[i] in order.
 local function ansor_group(call, tgt, hist, seen, wmode)
-  local g = group.build(call, { anchor_hook = ansor_winograd.hook(call, wmode or "auto", tgt.schedules == "cpu") }, 3)
+  local g = group.build(call, { anchor_hook = ansor_weights.hook(call, wmode or "auto", tgt.schedules == "cpu") }, 3)
   if not g.has_reduce then return g end
   local key = group.key_text(g)
   local e = seen[key]

@@ -1,0 +1,96 @@
+--- tunelua.auto_scheduler.weights: the constant weights an auto-scheduled task takes in a layout
+--- of its own, transformed once, when the task is made or the network is built.
+--
+--   - 3x3 stride-1 NHWC convs as Winograd, on the transformed kernel (tunelua.auto_scheduler.winograd).
+--   - On CPU targets, nn.dense with a constant float32 weight [N, K] as matmul(data [M, K],
+--     weight [K, N]): the weight transposed, so that a state vectorizing the outputs reads
+--     each weight row contiguously. On the weight as given, the same vector gathers one float
+--     from each of its lanes' rows (a 4-lane vector read 4 rows 4 KiB apart on every step of
+--     k): mobilenet's classifier (1024 -> 1000) took 0.070 ms at its best state, 0.020 on the
+--     transposed weight (docs/auto_scheduler.md). TVM's auto-scheduler gets
+--     there by rewriting the layouts of constant inputs after the search; the transposed
+--     weight is that rewrite for dense, fixed before the search, so the search measures it.
+--
+-- extract_tasks and the build of a graph with an ApplyHistoryBest context both build each fused
+-- group with M.hook, so a task's DAG (and its workload key) is the one with the rewritten weight.
+local ffi = require "ffi"
+local core = require "tunelua.core"
+local nd = require "tunelua.nd"
+local walk = require "tunelua.graph.walk"
+local group = require "tunelua.graph.group"
+local winograd = require "tunelua.auto_scheduler.winograd"
+
+local C, ctx, check = core.C, core.ctx, core.check
+
+local M = {}
+
+--- M.dense_facts(node) -> {M, K, N} of an nn.dense call on float32 [M, K] data and a [N, K]
+--- weight, or nil.
+function M.dense_facts(node)
+  if node.op ~= "nn.dense" then return nil end
+  local d, w = node.args[1] and node.args[1].type, node.args[2] and node.args[2].type
+  if not d or not w or #d.shape ~= 2 or #w.shape ~= 2 then return nil end
+  if (d.dtype or "float32") ~= "float32" or (w.dtype or "float32") ~= "float32" then return nil end
+  local a = node.attrs or {}
+  if a.out_dtype and a.out_dtype ~= "" and a.out_dtype ~= "float32" then return nil end
+  if d.shape[2] ~= w.shape[2] then return nil end
+  return { M = d.shape[1], K = d.shape[2], N = w.shape[1] }
+end
+
+--- M.dense_weight(value) -> the transposed weight [K, N] (float32) of a constant [N, K] weight.
+function M.dense_weight(value)
+  local sh = value:shape()
+  if #sh ~= 2 or value:dtype() ~= "float32" then
+    error("auto_scheduler.weights.dense_weight: expected a float32 weight [N, K], got " .. value:dtype() ..
+          " [" .. table.concat(sh, ", ") .. "]", 2)
+  end
+  local N, K = sh[1], sh[2]
+  local t = nd.empty({ K, N }, "float32")
+  local src, dst = ffi.cast("const float *", value:data_ptr()), ffi.cast("float *", t:data_ptr())
+  for n = 0, N - 1 do
+    local row = n * K
+    for k = 0, K - 1 do dst[k * N + n] = src[row + k] end
+  end
+  return t
+end
+
+local intarr = ffi.typeof("int[?]")
+local int1 = ffi.typeof("int[1]")
+
+local function dense_hook(call)
+  return function(dag, node, in_ids, _)
+    local f = M.dense_facts(node)
+    if not f or #in_ids ~= 2 then return nil end
+    local w = walk.weight_const(call, node)
+    if not w then return nil end
+    local t = M.dense_weight(w)
+    local pt = int1()
+    check(C.tl_dag_placeholder(ctx, dag, "weight_kn", 2, ffi.new("int64_t[2]", { f.K, f.N }),
+                               group.dtype_code("float32"), pt))
+    local ids = intarr(2)
+    ids[0], ids[1] = in_ids[1], pt[0]
+    local outs, nout = intarr(4), int1()
+    local rc = C.tl_topi_op(ctx, dag, "matmul", ids, 2, nil, outs, 4, nout)
+    if rc ~= 0 then
+      local msg = core.errmsg()
+      C.tl_clearerr(ctx)
+      error("auto_scheduler.weights: " .. msg, 0)
+    end
+    return { outs[0] }, { { tensor = pt[0], value = t, node = { type = { shape = { f.K, f.N }, dtype = "float32" } } } }
+  end
+end
+
+--- M.hook(call, winograd_mode, cpu) -> an anchor_hook for tunelua.graph.group.build, or nil:
+--- Winograd convs as winograd.hook says, and on CPU targets the dense of a constant weight.
+function M.hook(call, wmode, cpu)
+  local wh = winograd.hook(call, wmode, cpu)
+  local dh = cpu and dense_hook(call) or nil
+  if not wh or not dh then return wh or dh end
+  return function(dag, node, in_ids, arg_types)
+    local r, extra = wh(dag, node, in_ids, arg_types)
+    if r then return r, extra end
+    return dh(dag, node, in_ids, arg_types)
+  end
+end
+
+return M
