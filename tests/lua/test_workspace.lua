@@ -45,12 +45,7 @@ assert(src:find("tl_workspace_alloc(", 1, true) and src:find("tl_workspace_pop()
 
 -- 2. stores in the blocks of the assembly (from a label or a jump to the next) that hold FMAs
 local function fma_block_stores(text, march, name)
-  local c = dir .. "/" .. name .. ".c"
-  local fh = assert(io.open(c, "w"))
-  assert(fh:write(text))
-  assert(fh:close())
-  local asm, ok = util.sh(string.format("cc -std=gnu11 -O3 -fPIC -march=%s -Wno-psabi -S -o - '%s'", march, c))
-  assert(ok, "cc -march=" .. march .. " failed:\n" .. asm)
+  local asm = util.asm(text, march, dir, name)
   local n, stores, fma, nfma = 0, 0, false, 0
   for line in (asm .. "\n.Lend:\n"):gmatch("[^\n]+") do
     if line:match("^[%.%w_]+:") or line:match("^%s*j%a+%s") then

@@ -14,13 +14,10 @@
 -- extract_tasks and the build of a graph with an ApplyHistoryBest context both build each fused
 -- group with M.hook, so a task's DAG (and its workload key) is the one with the rewritten weight.
 local ffi = require "ffi"
-local core = require "tunelua.core"
 local nd = require "tunelua.nd"
 local walk = require "tunelua.graph.walk"
 local group = require "tunelua.graph.group"
 local winograd = require "tunelua.auto_scheduler.winograd"
-
-local C, ctx, check = core.C, core.ctx, core.check
 
 local M = {}
 
@@ -54,29 +51,13 @@ function M.dense_weight(value)
   return t
 end
 
-local intarr = ffi.typeof("int[?]")
-local int1 = ffi.typeof("int[1]")
-
 local function dense_hook(call)
   return function(dag, node, in_ids, _)
-    local f = M.dense_facts(node)
-    if not f or #in_ids ~= 2 then return nil end
+    if not M.dense_facts(node) or #in_ids ~= 2 then return nil end
     local w = walk.weight_const(call, node)
     if not w then return nil end
-    local t = M.dense_weight(w)
-    local pt = int1()
-    check(C.tl_dag_placeholder(ctx, dag, "weight_kn", 2, ffi.new("int64_t[2]", { f.K, f.N }),
-                               group.dtype_code("float32"), pt))
-    local ids = intarr(2)
-    ids[0], ids[1] = in_ids[1], pt[0]
-    local outs, nout = intarr(4), int1()
-    local rc = C.tl_topi_op(ctx, dag, "matmul", ids, 2, nil, outs, 4, nout)
-    if rc ~= 0 then
-      local msg = core.errmsg()
-      C.tl_clearerr(ctx)
-      error("auto_scheduler.weights: " .. msg, 0)
-    end
-    return { outs[0] }, { { tensor = pt[0], value = t, node = { type = { shape = { f.K, f.N }, dtype = "float32" } } } }
+    return group.emit_on_constant(dag, "matmul", in_ids[1], "weight_kn", M.dense_weight(w), nil,
+                                  "auto_scheduler.weights")
   end
 end
 

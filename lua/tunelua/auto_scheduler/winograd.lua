@@ -95,9 +95,6 @@ function M.weight(value, m)
   return u
 end
 
-local intarr = ffi.typeof("int[?]")
-local int1 = ffi.typeof("int[1]")
-
 --- M.hook(call, mode, cpu) -> an anchor_hook for tunelua.graph.group.build (nil when mode is
 --- "never"): a qualifying conv of the group call becomes conv2d_winograd_nhwc on the
 --- transformed weight, a new constant input of the group.
@@ -109,22 +106,8 @@ function M.hook(call, mode, cpu)
     local w = walk.weight_const(call, node)
     if not w then return nil end
     local m = M.tile_size(f)
-    local u = M.weight(w, m)
-    local psh = u:shape()
-    local sh = ffi.new("int64_t[4]", psh)
-    local pt = int1()
-    check(C.tl_dag_placeholder(ctx, dag, "kernel_pack", 4, sh, group.dtype_code("float32"), pt))
-    local ids = intarr(2)
-    ids[0], ids[1] = in_ids[1], pt[0]
-    local outs, nout = intarr(4), int1()
-    local json = topi.encode_attrs({ padding = f.pad })
-    local rc = C.tl_topi_op(ctx, dag, "conv2d_winograd_nhwc", ids, 2, json, outs, 4, nout)
-    if rc ~= 0 then
-      local msg = core.errmsg()
-      C.tl_clearerr(ctx)
-      error("auto_scheduler.winograd: " .. msg, 0)
-    end
-    return { outs[0] }, { { tensor = pt[0], value = u, node = { type = { shape = psh, dtype = "float32" } } } }
+    return group.emit_on_constant(dag, "conv2d_winograd_nhwc", in_ids[1], "kernel_pack", M.weight(w, m),
+                                  topi.encode_attrs({ padding = f.pad }), "auto_scheduler.winograd")
   end
 end
 

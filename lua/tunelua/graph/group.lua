@@ -94,6 +94,26 @@ function group.emit_call(dag, node, in_ids, arg_types, anchor_hook, level)
   return r
 end
 
+--- group.emit_on_constant(dag, topi_name, data_id, name, value, attrs_json, what) -> outs, extra:
+--- an anchor hook's replacement op: topi_name on (data_id, a new placeholder `name` holding the
+--- float32 constant value, transformed by the hook at build time); the pair an anchor_hook
+--- returns. Errors are raised with what (the hook's name) in front of the topi error.
+function group.emit_on_constant(dag, topi_name, data_id, name, value, attrs_json, what)
+  local shape = value:shape()
+  local pt = int1()
+  check(C.tl_dag_placeholder(ctx, dag, name, #shape, ffi.new("int64_t[?]", #shape, shape),
+                             dtype_code("float32"), pt))
+  local ids = intarr(2)
+  ids[0], ids[1] = data_id, pt[0]
+  local outs, nout = intarr(4), int1()
+  if C.tl_topi_op(ctx, dag, topi_name, ids, 2, attrs_json, outs, 4, nout) ~= 0 then
+    local msg = core.errmsg()
+    C.tl_clearerr(ctx)
+    error(what .. ": " .. msg, 0)
+  end
+  return { outs[0] }, { { tensor = pt[0], value = value, node = { type = { shape = shape, dtype = "float32" } } } }
+end
+
 local function fused_name(names)
   if #names == 0 then return "fused" end
   return "fused_" .. table.concat(names, "_")

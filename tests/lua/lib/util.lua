@@ -37,17 +37,24 @@ function M.sh(cmd)
   return out, ok == true or ok == 0
 end
 
---- M.fma_spills(src, march, dir, name) -> the vector registers reloaded from the stack in the
---- blocks (between labels) that hold FMAs, in the assembly of C source src compiled for march
---- (cc -O3, the file dir/name.c): the reloads of spilled accumulators. (A stage's accumulators
---- written to a local buffer after its loop are stores only, not counted.)
-function M.fma_spills(src, march, dir, name)
+--- M.asm(src, march, dir, name) -> the assembly of C source src compiled for march (cc -O3
+--- -fPIC -S, the file dir/name.c); raises with the compiler's output when it fails
+function M.asm(src, march, dir, name)
   local c = dir .. "/" .. name .. ".c"
   local fh = assert(io.open(c, "w"))
   assert(fh:write(src))
   assert(fh:close())
   local asm, ok = M.sh(string.format("cc -std=gnu11 -O3 -fPIC -march=%s -Wno-psabi -S -o - '%s'", march, c))
   assert(ok, "cc -march=" .. march .. " failed:\n" .. asm)
+  return asm
+end
+
+--- M.fma_spills(src, march, dir, name) -> the vector registers reloaded from the stack in the
+--- blocks (between labels) that hold FMAs, in the assembly of C source src compiled for march
+--- (cc -O3, the file dir/name.c): the reloads of spilled accumulators. (A stage's accumulators
+--- written to a local buffer after its loop are stores only, not counted.)
+function M.fma_spills(src, march, dir, name)
+  local asm = M.asm(src, march, dir, name)
   local n, reloads, fma = 0, 0, false
   for line in (asm .. "\n.Lend:\n"):gmatch("[^\n]+") do
     if line:match("^[%.%w_]+:") then
