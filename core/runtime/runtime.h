@@ -115,11 +115,13 @@ const char *tl_device_type_name(int dev_type);
 int tl_module_load(tl_ctx *ctx, const char *path, const char *source, double compile_s,
                    int cache_hit, tl_module **out);
 /* Keep the heap of a process that only times C kernels (a measurement child): a kernel
-** allocates its intermediate buffers on every call (tlc_alloc), and glibc would otherwise map
-** buffers above 128 KiB fresh and unmap them on free, so each call page-faults all of them in
-** again (a Winograd conv of 56x56x64: 3.2 -> 1.1 ms of CPU per call). Buffers up to 32 MiB
-** come from the heap and up to 256 MiB of freed memory stays mapped for the next call. Once
-** per process; no-op off glibc. Not for a process that deploys a network: there the freed
+** allocates its intermediate buffers on every call (tlc_alloc: from the thread's workspace,
+** core/base/workspace.c, up to 64 MiB a buffer; from malloc above that and in kernels built
+** without libtunelua), and glibc would otherwise map buffers above 128 KiB fresh and unmap
+** them on free, so each call page-faults all of them in again (a Winograd conv of 56x56x64,
+** before the workspace: 3.2 -> 1.1 ms of CPU per call). Buffers up to 32 MiB come from the
+** heap and up to 256 MiB of freed memory stays mapped for the next call. Once per process;
+** no-op off glibc. Not for a process that deploys a network: there the freed
 ** build-time and parameter memory would stay resident (resnet-18 ready at 170 MiB instead of
 ** 90, scripts/bench/memory_cpu.lua), and glibc's own adaptive thresholds apply. */
 void tl_kernel_heap_keep(void);
