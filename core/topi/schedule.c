@@ -12,7 +12,7 @@
 **               "pad" stage read by a reduction: inlined, its condition
 **               would run in the innermost loop; it stays a root stage
 **               (unless only pools read it and its innermost axis is not
-**               padded, as in NCHW[x]c: pad_of_pools). So does a stage read
+**               padded, as in NCHW[x]c: pad_inner_unpadded). So does a stage read
 **               by a reduction and another stage (softmax's exp: inlined it
 **               would be computed twice).
 **   2. anchor   a reduction stage (conv2d, dense, pool, ...) whose only
@@ -229,41 +229,34 @@ static int same_shape(const tl_te_op *a, const tl_te_op *b) {
   return 1;
 }
 
-static int num_consumers(const tl_sched *s, int st) {
-  int *buf = tl_malloc(sizeof(int) * (size_t)(s->dag->ops.n + 1));
-  int nc = tl_dag_consumers(s->dag, st, buf);
-  free(buf);
-  return nc;
-}
+/* What reads stage st: how many stages, whether a reduction is among them, whether all of
+** them are pools (reductions tagged pool_*). */
+typedef struct {
+  int n, reduction, pools;
+} readers;
 
-/* Whether a reduction stage reads stage st. */
-static int feeds_reduction(const tl_sched *s, int st) {
+static readers readers_of(const tl_sched *s, int st) {
   int *buf = tl_malloc(sizeof(int) * (size_t)(s->dag->ops.n + 1));
-  int nc = tl_dag_consumers(s->dag, st, buf), r = 0;
-  for (int i = 0; i < nc; i++)
-    if (s->dag->ops.v[buf[i]].nreduce > 0) r = 1;
+  readers r = {tl_dag_consumers(s->dag, st, buf), 0, 0};
+  r.pools = r.n > 0;
+  for (int i = 0; i < r.n; i++) {
+    const tl_te_op *c = &s->dag->ops.v[buf[i]];
+    if (c->nreduce > 0) r.reduction = 1;
+    if (c->nreduce == 0 || !c->tag || strncmp(c->tag, "pool_", 5) != 0) r.pools = 0;
+  }
   free(buf);
   return r;
 }
 
-/* Whether stage st is a pad read only by pools and not padded along its innermost axis (the
-** channel block of NCHW[x]c): inlined, its bounds test depends on the window's rows and
-** columns only, outside the vector lanes, and the pool reads its input's borders directly
+/* Whether pad stage op (read only by pools) keeps its innermost axis unpadded (the channel
+** block of NCHW[x]c, NHWC's channels): inlined, its bounds test depends on the window's rows
+** and columns only, outside the vector lanes, and the pool reads its input's borders directly
 ** instead of a padded copy of the whole input (resnet-50's 3x3/2 max pool of 64x112x112 wrote
 ** and read 3.3 MB more per call). */
-static int pad_of_pools(const tl_sched *s, int st) {
-  const tl_te_op *op = &s->dag->ops.v[st];
-  if (!op->tag || !strstr(op->tag, "pad") || op->ninputs != 1 || op->ndim < 1) return 0;
+static int pad_inner_unpadded(const tl_sched *s, const tl_te_op *op) {
+  if (op->ninputs != 1 || op->ndim < 1) return 0;
   const tl_te_op *in = &s->dag->ops.v[s->dag->tensors.v[op->inputs[0]].op];
-  if (in->ndim != op->ndim || in->shape[op->ndim - 1] != op->shape[op->ndim - 1]) return 0;
-  int *buf = tl_malloc(sizeof(int) * (size_t)(s->dag->ops.n + 1));
-  int nc = tl_dag_consumers(s->dag, st, buf), all = nc > 0;
-  for (int i = 0; i < nc; i++) {
-    const tl_te_op *c = &s->dag->ops.v[buf[i]];
-    if (c->nreduce == 0 || !c->tag || strncmp(c->tag, "pool_", 5) != 0) all = 0;
-  }
-  free(buf);
-  return all;
+  return in->ndim == op->ndim && in->shape[op->ndim - 1] == op->shape[op->ndim - 1];
 }
 
 static int apply_plan(tl_ctx *ctx, tl_sched *s, int plan) {
@@ -275,9 +268,9 @@ static int apply_plan(tl_ctx *ctx, tl_sched *s, int plan) {
       if (op->kind != TL_OP_COMPUTE || op->nreduce > 0 || op->nout != 1 || sg->is_output ||
           sg->compute_at != TL_CA_ROOT || sg->leaves.n != op->ndim)
         continue;
-      if (feeds_reduction(s, st) && ((op->tag && strstr(op->tag, "pad") && !pad_of_pools(s, st)) ||
-                                     num_consumers(s, st) > 1))
-        continue;
+      readers r = readers_of(s, st);
+      int pad = op->tag && strstr(op->tag, "pad");
+      if (r.reduction && ((pad && !(r.pools && pad_inner_unpadded(s, op))) || r.n > 1)) continue;
       if ((rc = tl_sched_compute_inline(ctx, s, st))) return rc;
     }
   }
