@@ -23,8 +23,10 @@
 **               innermost and is vectorized when O's is.
 **   3. loops    every other root stage with loops: the innermost spatial
 **               axis of a stage of TL_DS_VEC_MIN elements or more is split by
-**               the vector width (32 bytes / element size, or half of it, at
-**               least 4) when its extent is a multiple of it (vectorized
+**               the vector width (64 bytes / element size, at most 16 lanes,
+**               or the largest half of it down to 4 that divides the extent:
+**               the C backend prints an AVX-512 register's 16 floats as two
+**               AVX2 ones where it must) when its extent is a multiple of it (vectorized
 **               without a split when it equals it; left alone otherwise;
 **               also left alone in a reduction whose loads would gather
 **               along it, as dense's weight[j, k]: its contiguous reduction
@@ -100,7 +102,7 @@ static int loop_consumers(const tl_sched *s, int st, int *out, int max, int n, u
 static int64_t vector_width(tl_type t, int64_t e) {
   int bytes = (t.bits * (t.lanes > 0 ? t.lanes : 1) + 7) / 8;
   if (bytes <= 0) bytes = 4;
-  int64_t w = 32 / bytes;
+  int64_t w = 64 / bytes;
   if (w > 16) w = 16;
   for (; w >= 4; w /= 2)
     if (e % w == 0) return w;

@@ -6,6 +6,10 @@
 --   tunelua scripts/bench/network_cpu.lua --n-trial 32 --threads 2 --repeat 30
 --   tunelua scripts/bench/network_cpu.lua --target "llvm -mcpu=core-avx2" --log none
 --                                       -- (default target "llvm": the host CPU's vectors)
+--   tunelua scripts/bench/network_cpu.lua --target "llvm -mcpu=core-avx2" --peer-isa avx2
+--                                       -- AVX2 against AVX2 on an AVX-512 host: PyTorch's
+--                                       -- ATen and oneDNN capped to AVX2 too (ONNX Runtime
+--                                       -- has no such cap: it keeps its AVX-512 kernels)
 --   tunelua scripts/bench/network_cpu.lua --ansor-trials 2000  -- an "auto-sched" column: NHWC,
 --                                       -- auto-scheduled with that trial budget per network
 --                                       -- (log network_cpu.<net>.ansor.json; re-runs resume)
@@ -59,7 +63,7 @@ local networks = require "networks"
 local opts = { networks = "resnet-18,mobilenet", threads = 2, ["repeat"] = 30, n_trial = 16,
                log = nil, target = "llvm", python = "/usr/bin/python3", layouts = "blocked", rounds = 5,
                ansor_trials = nil, profile = nil, cycles = 1, scaling = nil, scaling_top = 25,
-               ort_profile = nil }
+               ort_profile = nil, peer_isa = nil }
 do
   local i = 1
   while i <= #arg do
@@ -79,6 +83,7 @@ do
     elseif a == "--scaling" then opts.scaling = v
     elseif a == "--scaling-top" then opts.scaling_top = tonumber(v)
     elseif a == "--ort-profile" then opts.ort_profile = v
+    elseif a == "--peer-isa" then opts.peer_isa = v
     else error("network_cpu: unknown option " .. tostring(a) .. " (see the header of this script)", 0) end
     if v == nil then error("network_cpu: " .. a .. " expects a value", 0) end
     i = i + 2
@@ -97,6 +102,13 @@ if opts.ort_profile and not opts.profile then
   error("network_cpu: --ort-profile needs --profile N (the tunelua side of the comparison)", 0)
 end
 if opts.ort_profile then file.mkdirs(opts.ort_profile) end
+-- --peer-isa avx2: the environment that caps PyTorch's own kernels (ATen) and oneDNN's
+local peer_env = ""
+if opts.peer_isa == "avx2" then
+  peer_env = "ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 "
+elseif opts.peer_isa ~= nil then
+  error("network_cpu: --peer-isa expects avx2 (PyTorch capped to AVX2), got " .. opts.peer_isa, 0)
+end
 local scaling_cpus = {}
 if opts.scaling then
   for c in opts.scaling:gmatch("[^,]+") do scaling_cpus[#scaling_cpus + 1] = c end
@@ -116,8 +128,8 @@ end
 -- The median of a peer (runtime "torch" or "onnxruntime"), and its version; nil and the
 -- peer's output when it could not run.
 local function peer_ms(name, runtime, extra)
-  local cmd = string.format("%s %s/torch_peer.py --network %s --threads %d --repeat %d " ..
-                            "--runtime %s%s 2>&1", opts.python, script_dir(), name, opts.threads,
+  local cmd = string.format("%s%s %s/torch_peer.py --network %s --threads %d --repeat %d " ..
+                            "--runtime %s%s 2>&1", peer_env, opts.python, script_dir(), name, opts.threads,
                             opts["repeat"], runtime, extra or "")
   local p = io.popen(cmd)
   local out = p:read("*a")
@@ -125,7 +137,8 @@ local function peer_ms(name, runtime, extra)
   local med = out:match('"median_ms": ([%d%.e%-]+)')
   local ver = out:match('"version": "([^"]+)"')
   if not med then return nil, out:gsub("\n", " ") end
-  return tonumber(med), ver
+  local isa = out:match('"isa": "([^"]+)"')
+  return tonumber(med), isa and string.format("%s (%s)", ver, isa) or ver
 end
 
 local function build(mod, params, history, tophub, layouts)

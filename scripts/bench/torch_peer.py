@@ -41,6 +41,7 @@ Prints one JSON object: {"network", "runtime", "threads", "median_ms", "mean_ms"
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -381,6 +382,16 @@ def main_memory(a):
     }))
 
 
+def torch_isa():
+    """PyTorch's vector ISA as it runs here: ATen's kernels (ATEN_CPU_CAPABILITY caps them)
+    and oneDNN's cap when ONEDNN_MAX_CPU_ISA sets one."""
+    get = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
+    isa = "ATen " + (get() if get else os.environ.get("ATEN_CPU_CAPABILITY", "the host's best"))
+    if os.environ.get("ONEDNN_MAX_CPU_ISA"):
+        isa += ", oneDNN up to " + os.environ["ONEDNN_MAX_CPU_ISA"]
+    return isa
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--network", default="resnet-18")
@@ -420,6 +431,8 @@ def main():
     }
     if a.ort_profile:
         res["ort_profile"] = a.ort_profile
+    if a.runtime == "torch":
+        res["isa"] = torch_isa()
     print(json.dumps(res))
 
 
