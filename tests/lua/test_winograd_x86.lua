@@ -164,8 +164,14 @@ do
   lib = check_graph(mod, params, inputs, { winograd = "always", layouts = false }, 32, "layouts = false")
   assert(winograd_steps(lib) == 0, "an NCHW graph (layouts = false) has no blocked data: direct")
   mod, params, inputs = two_convs(16, 32, 7)
+  -- 7x7: direct on 32 vector registers (the host's target when it has AVX-512), Winograd on
+  -- AVX2's 16 (the target's own count decides)
+  local host_regs = require("tunelua.target").parse("llvm").registers
   lib = check_graph(mod, params, inputs, { winograd = "auto" }, 32, "auto 7x7")
-  assert(winograd_steps(lib) == 0, "auto: 7x7 keeps the direct conv")
+  assert(winograd_steps(lib) == (host_regs < 32 and 1 or 0),
+         string.format("auto 7x7 on the host's %d registers: got %d winograd convs", host_regs, winograd_steps(lib)))
+  lib = check_graph(mod, params, inputs, { winograd = "auto", target = "llvm -mcpu=core-avx2" }, 32, "auto 7x7 avx2")
+  assert(winograd_steps(lib) == 1, "auto: 7x7 on AVX2 (16 registers) picks winograd")
 end
 
 -- the rule and the order, by facts
@@ -176,6 +182,19 @@ do
   assert(f and f.C == 64 and f.K == 64 and f.H == 56, "conv facts of a 3x3 conv")
   assert(winograd.use_winograd(f), "64x56x56 -> 64 uses winograd")
   assert(not winograd.use_winograd({ C = 512, K = 512, H = 7, W = 7 }), "7x7 stays direct")
+  assert(not winograd.use_winograd({ C = 512, K = 512, H = 7, W = 7 }, 32), "7x7 direct on 32 registers")
+  assert(winograd.use_winograd({ C = 512, K = 512, H = 7, W = 7 }, 16), "7x7 winograd on 16 registers")
+  assert(not winograd.use_winograd({ C = 512, K = 512, H = 4, W = 4 }, 16), "4x4 direct on 16 registers")
+  assert(not winograd.use_winograd({ C = 16, K = 512, H = 7, W = 7 }, 16), "few channels stay direct")
+  -- the order follows the registers: a 7x7 conv gets the Winograd template first on 16 only
+  local node = { op = "nn.conv2d", attrs = { strides = { 1, 1 }, padding = { 1, 1 } },
+    args = { { kind = "call", type = { shape = { 1, 512, 7, 7 }, dtype = "float32" } },
+             { kind = "const", type = { shape = { 512, 512, 3, 3 }, dtype = "float32" } } } }
+  local impls = { { name = "conv2d_NCHWc.x86" }, { name = winograd.TEMPLATE } }
+  local none = function() return false end
+  assert(winograd.order(impls, node, "auto", none, 16)[1].name == winograd.TEMPLATE, "16 registers: winograd first")
+  assert(winograd.order(impls, node, "auto", none, 32)[1].name == "conv2d_NCHWc.x86", "32 registers: direct first")
+  assert(#winograd.order(impls, node, "auto", none, 32) == 1, "32 registers: winograd not offered on 7x7")
   assert(winograd.conv_facts({ op = "nn.conv2d", attrs = { strides = { 2, 2 } },
     args = { { type = { shape = { 1, 64, 56, 56 } } }, { type = { shape = { 64, 64, 3, 3 } } } } }) == nil,
     "stride 2 has no winograd")

@@ -221,7 +221,7 @@ local function conv_impls(node, tgt, ctxs, mode)
       if lookup_index(c, task, tgt, impl) then return true end
     end
     return false
-  end)
+  end, tgt.registers)
 end
 
 --- executor.conv_blocks(tgt, ctxs[, winograd mode]) -> function(conv2d call) -> ic_bn, oc_bn,
