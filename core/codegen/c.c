@@ -51,7 +51,9 @@
 ** outlined into a static function of the iteration number and a closure
 ** struct holding every variable and buffer pointer the body uses, run by
 ** tl_pool_for on the global pool (serially when the process does not export
-** the pool); parallel loops nested in a parallel body run serially. ALLOC
+** the pool); parallel loops nested in a parallel body run serially. A parallel loop whose
+** iterations read disjoint blocks of 64 KiB or more of one buffer prefetches the next
+** iteration's block from its innermost serial loop that reads it (pf_plan). ALLOC
 ** gives a 64-byte aligned stack array for small constant local buffers and
 ** aligned heap memory (freed at scope exit through the cleanup attribute)
 ** otherwise. Thread-bound loops and barriers are rejected: they are for the
@@ -92,6 +94,9 @@ typedef struct cg {
   int npar;
   tl_buf funcs;                   /* closure structs and outlined functions */
   int64_t unroll_max;             /* from pragma_auto_unroll_max_step; 0 = none */
+  tl_ref pf_body;                 /* the loop body that prefetches the next block (0: none) */
+  int64_t pf_lines;               /* cache lines it prefetches per iteration */
+  int64_t pf_bytes;               /* the block's bytes */
 } cg;
 
 /* P, PF, cg_err, line, var_bind, ...: the shorthands of cfamily.h */
@@ -795,6 +800,124 @@ static void put_fail(cg *c, int code, const char *what) {
     line(c, "return tlc_error(%d, \"%s: %s\");", code, c->b.f->name, what);
 }
 
+/* ---- the next block's prefetch ------------------------------------------------------
+** A parallel loop whose iterations each read their own contiguous block of a buffer (every
+** load of it affine in the loop variable, one coefficient S, S elements of PF_MIN_BLOCK bytes
+** or more: a conv's weights per chunk of output channels) prefetches the next iteration's
+** block while it computes: one cache line per iteration of the innermost serial loop that
+** reads the buffer (more where that loop runs fewer times than the block has lines), so the
+** block arrives spread over the iteration instead of all at once when the next one starts
+** (docs/performance.md, "Where a step's time goes between its neighbours"). */
+#define PF_MIN_BLOCK (64 * 1024)
+#define PF_MAX_LINES 8             /* prefetches per host iteration at most */
+
+typedef struct {
+  tl_ref var;
+  int64_t *coef;                  /* per buffer: the coefficient (0: none yet) */
+  uint8_t *bad;                   /* per buffer: stored, or read otherwise */
+} pf_scan;
+
+/* The coefficient of v in index e, looking through a vector's ramp and broadcast. */
+static int pf_coef(const tl_ir *ir, tl_ref e, tl_ref v, int64_t *k) {
+  int op = tl_ir_op(ir, e);
+  if (op == TL_IR_RAMP) {
+    if (tl_ir_uses_var(ir, tl_ir_kid(ir, e, 1), v)) return 0;
+    return pf_coef(ir, tl_ir_kid(ir, e, 0), v, k);
+  }
+  if (op == TL_IR_BROADCAST) return pf_coef(ir, tl_ir_kid(ir, e, 0), v, k);
+  return affine_coef(ir, e, v, k);
+}
+
+static int pf_scan_fn(const tl_ir *ir, tl_ref r, void *ud) {
+  pf_scan *p = ud;
+  int op = tl_ir_op(ir, r);
+  if (op != TL_IR_LOAD && op != TL_IR_STORE && op != TL_IR_ALLOC) return 1;
+  int b = (int)tl_ir_node(ir, r)->imm.u;
+  if (b < 0 || b >= ir->bufs.n) return 1;
+  int want = op == TL_IR_LOAD ? 1 : 2;
+  int64_t k;
+  if (op != TL_IR_LOAD || tl_ir_nkids(ir, r) != want ||
+      !pf_coef(ir, tl_ir_kid(ir, r, want - 1), p->var, &k) || k <= 0 ||
+      (p->coef[b] && p->coef[b] != k))
+    p->bad[b] = 1;
+  else
+    p->coef[b] = k;
+  return 1;
+}
+
+typedef struct {
+  int buf;
+  tl_ref best;                    /* the host loop */
+  int64_t best_trips;
+} pf_host;
+
+static int reads_buf_fn(const tl_ir *ir, tl_ref r, void *ud) {
+  int *b = ud;
+  if (tl_ir_op(ir, r) == TL_IR_LOAD && (int)tl_ir_node(ir, r)->imm.u == b[0]) b[1] = 1;
+  return !b[1];
+}
+
+static int reads_buf(const tl_ir *ir, tl_ref s, int buf) {
+  int st[2] = {buf, 0};
+  tl_ir_visit(ir, s, reads_buf_fn, st);
+  return st[1];
+}
+
+/* Walks statement s under `trips` iterations of enclosing serial loops: the innermost serial
+** loop reading h->buf with the most iterations in all; returns whether s holds one. */
+static int pf_find(const tl_ir *ir, tl_ref s, int64_t trips, pf_host *h) {
+  if (!s) return 0;
+  int op = tl_ir_op(ir, s);
+  if (op == TL_IR_FOR) {
+    int kind = tl_for_kind(ir, s);
+    int64_t ext;
+    int serial = kind == TL_FOR_SERIAL && tl_ir_is_int(ir, tl_ir_kid(ir, s, 2), &ext) && ext > 0;
+    int64_t t = serial ? trips * ext : trips;
+    int inner = pf_find(ir, tl_ir_kid(ir, s, 3), t, h);
+    if (serial && !inner && reads_buf(ir, tl_ir_kid(ir, s, 3), h->buf)) {
+      if (t > h->best_trips) h->best = s, h->best_trips = t;
+      return 1;
+    }
+    return inner;
+  }
+  if (op == TL_IR_LOAD || op == TL_IR_STORE || !(tl_ir_opflags[op] & TL_IRF_S)) return 0;
+  int found = 0, nk = tl_ir_nkids(ir, s);
+  for (int i = 0; i < nk; i++) found |= pf_find(ir, tl_ir_kid(ir, s, i), trips, h);
+  return found;
+}
+
+/* For parallel loop `loop` (variable var): the buffer to prefetch (-1: none), its coefficient
+** and the host loop's body and lines per iteration. */
+static int pf_plan(cg *c, tl_ref loop, int64_t *coef, tl_ref *body, int64_t *lines) {
+  const tl_ir *ir = c->b.ir;
+  int nb = ir->bufs.n;
+  if (nb <= 0) return -1;
+  pf_scan p = {tl_ir_kid(ir, loop, 0), tl_calloc((size_t)nb, sizeof(int64_t)), tl_calloc((size_t)nb, 1)};
+  tl_ir_visit(ir, tl_ir_kid(ir, loop, 3), pf_scan_fn, &p);
+  int buf = -1;
+  int64_t best = 0;
+  for (int b = 0; b < nb; b++) {
+    if (p.bad[b] || !p.coef[b] || b >= c->b.nbufs || !c->b.bname[b]) continue;
+    int64_t bytes = p.coef[b] * (int64_t)((tl_ir_buffer(ir, b)->dtype.bits + 7) / 8);
+    if (bytes >= PF_MIN_BLOCK && bytes > best) best = bytes, buf = b;
+  }
+  if (buf >= 0) {
+    pf_host h = {buf, 0, 0};
+    pf_find(ir, tl_ir_kid(ir, loop, 3), 1, &h);
+    if (!h.best) {
+      buf = -1;
+    } else {
+      *coef = p.coef[buf];
+      *body = tl_ir_kid(ir, h.best, 3);
+      int64_t nl = (best + 63) / 64, per = (nl + h.best_trips - 1) / h.best_trips;
+      *lines = per < 1 ? 1 : per > PF_MAX_LINES ? PF_MAX_LINES : per;
+    }
+  }
+  free(p.coef);
+  free(p.bad);
+  return buf;
+}
+
 static void print_parallel(cg *c, tl_ref loop) {
   tl_ir *ir = c->b.ir;
   tl_ref var = tl_ir_kid(ir, loop, 0), min = tl_ir_kid(ir, loop, 1), ext = tl_ir_kid(ir, loop, 2);
@@ -854,9 +977,29 @@ static void print_parallel(cg *c, tl_ref loop) {
          ctype(c, storage_type(tl_ir_buffer(ir, b)->dtype)), c->b.bname[b], c->b.bname[b]);
   const char *vn = var_bind(c, var, nonneg(c, min));
   PF(c, "  %s %s = (%s)(tlc_cl->tlc_min + tlc_it);\n", vtype, vn, vtype);
+  int64_t pf_coef_ = 0, pf_lines = 0, kmin, kext;
+  tl_ref pf_body = 0;
+  int pf_buf = tl_ir_is_int(ir, min, &kmin) && tl_ir_is_int(ir, ext, &kext)
+                   ? pf_plan(c, loop, &pf_coef_, &pf_body, &pf_lines) : -1;
+  tl_ref saved_body = c->pf_body;
+  int64_t saved_lines = c->pf_lines;
+  c->pf_body = 0;
+  if (pf_buf >= 0) {
+    /* the next iteration's block: an address only (prefetches do not fault) */
+    int bytes = (tl_ir_buffer(ir, pf_buf)->dtype.bits + 7) / 8;
+    PF(c, "  const char *tlc_pf_next = (int64_t)%s + 1 < %lld ? (const char *)((uintptr_t)%s + "
+       "(uintptr_t)(((int64_t)%s + 1) * %lld)) : NULL;\n", vn, (long long)(kmin + kext),
+       c->b.bname[pf_buf], vn, (long long)(pf_coef_ * bytes));
+    PF(c, "  int64_t tlc_pf = 0;\n");
+    c->pf_body = pf_body;
+    c->pf_lines = pf_lines;
+    c->pf_bytes = pf_coef_ * bytes;
+  }
   c->in_par = 1;
   print_body_block(c, body);
   c->in_par = 0;
+  c->pf_body = saved_body;
+  c->pf_lines = saved_lines;
   var_unbind(c, var);
   P(c, "}\n\n");
   c->b.o = saved;
@@ -1084,6 +1227,13 @@ static void ps(cg *c, tl_ref s) {
   if (c->b.err || !s) return;
   tl_ir *ir = c->b.ir;
   int op = tl_ir_op(ir, s);
+  if (c->pf_body && s == c->pf_body) {
+    line(c, "if (tlc_pf_next && tlc_pf < %lld) {", (long long)c->pf_bytes);
+    for (int64_t q = 0; q < c->pf_lines; q++)
+      line(c, "  __builtin_prefetch(tlc_pf_next + tlc_pf + %lld, 0, 3);", (long long)(q * 64));
+    line(c, "  tlc_pf += %lld;", (long long)(c->pf_lines * 64));
+    line(c, "}");
+  }
   switch (op) {
   case TL_IR_FOR:
     print_for(c, s);

@@ -1,0 +1,119 @@
+-- The C backend's prefetch of the next block (core/codegen/c.c, "the next block's
+-- prefetch"): a parallel loop whose iterations read disjoint blocks of a buffer of 64 KiB
+-- or more (a blocked conv's weights per chunk of output channels) prefetches the next
+-- iteration's block from its innermost serial loop that reads the buffer. Checked here:
+-- the generated C of a blocked conv with 295 KiB blocks prefetches (the guard against the
+-- last iteration, the lines per host iteration) and still matches the reference conv on
+-- random data; a conv with 18 KiB blocks, a kernel without a parallel loop and one whose
+-- parallel iterations share their weights do not prefetch.
+local tl = require "tunelua"
+local te, topi = tl.te, tl.topi
+local autotvm = require "tunelua.autotvm"
+
+local util = require "tests.lua.lib.util"
+local f32, block_data = util.f32, util.block_data
+
+local function block_kernel(src, O, I, KH, KW, b, dst)
+  local s, d = f32(src), f32(dst)
+  for o = 0, O - 1 do for i = 0, I - 1 do for k = 0, KH * KW - 1 do
+    d[((math.floor(o / b) * I + i) * KH * KW + k) * b + o % b] = s[(o * I + i) * KH * KW + k]
+  end end end
+end
+
+-- The fallback config of a blocked 3x3 conv (C -> O at H x H, padding 1): its C source,
+-- checked against the reference conv.
+local function conv_source(C, H, O)
+  local task = autotvm.task.create("conv2d_NCHWc.x86", { { "TENSOR", { 1, C, H, H }, "float32" },
+    { "TENSOR", { O, C, 3, 3 }, "float32" }, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "NCHW", "NCHW", "float32" },
+    "llvm")
+  assert(task:set_blocked(true), "a blocked form")
+  local s, targs, shapes = task:instantiate(-1)
+  local f = tl.build(s, targs, "c")
+  local A = te.placeholder({ 1, C, H, H }, "float32", "A")
+  local W = te.placeholder({ O, C, 3, 3 }, "float32", "W")
+  local Out = topi.nn.conv2d(A, W, { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 })
+  local ref_f = tl.build(topi.default_schedule({ Out }, "cpu"), { A, W, Out }, "c")
+  local a = tl.nd.random_uniform({ 1, C, H, H }, { seed = 21, low = -1, high = 1 })
+  local w = tl.nd.random_uniform({ O, C, 3, 3 }, { seed = 22, low = -1, high = 1 })
+  local ref = tl.nd.empty({ 1, O, H, H })
+  ref_f(a, w, ref)
+  local ib, ob = shapes[1][5], shapes[2][5]
+  local ab, wb, out, want = tl.nd.empty(shapes[1]), tl.nd.empty(shapes[2]), tl.nd.empty(shapes[3]),
+                            tl.nd.empty(shapes[3])
+  block_data(a, 1, C, H, H, ib, ab)
+  block_kernel(w, O, C, 3, 3, ob, wb)
+  f(ab, wb, out)
+  block_data(ref, 1, O, H, H, ob, want)
+  tl.testing.assert_allclose(out, want, { rtol = 1e-4, atol = 1e-3 })
+  return f:get_source(), ob
+end
+
+-- 256 -> 512 channels at 7x7 (as resnet's last stage: the parallel loop runs over chunks of
+-- output channels), blocks of ob output channels: 256 * 9 * ob * 4 bytes per iteration
+do
+  local src, ob = conv_source(256, 7, 512)
+  local block = 256 * 9 * ob * 4
+  assert(block >= 64 * 1024, "the test's block should pass 64 KiB, got " .. block)
+  assert(src:find("tlc_pf_next", 1, true), "a 7x7 256 -> 512 conv prefetches its next weight block")
+  assert(src:find(string.format("+ 1) * %d)) : NULL;", block), 1, true),
+         "the next block is one block further, and none after the last iteration")
+  assert(src:find("__builtin_prefetch(tlc_pf_next + tlc_pf + 0, 0, 3);", 1, true), "a prefetch per line")
+  assert(src:find(string.format("tlc_pf < %d", block), 1, true), "no prefetch past the block")
+  print(string.format("7x7 256 -> 512 (blocks of %d channels, %d KiB): prefetches, matches the reference",
+                      ob, math.floor(block / 1024)))
+end
+
+-- 16 input channels: 16 * 9 * ob * 4 bytes, under 64 KiB
+do
+  local src, ob = conv_source(16, 14, 32)
+  assert(16 * 9 * ob * 4 < 64 * 1024, "a small block")
+  assert(not src:find("__builtin_prefetch", 1, true), "small weight blocks are not prefetched")
+end
+
+-- no parallel loop; a parallel loop whose iterations all read one vector (not disjoint blocks)
+do
+  local A = te.placeholder({ 64, 4096 }, "float32", "A")
+  local B = te.placeholder({ 4096 }, "float32", "B")
+  local Cc = te.compute({ 64, 4096 }, function(i, j) return A(i, j) * B(j) end, "C")
+  local s = te.create_schedule(Cc.op)
+  local f = tl.build(s, { A, B, Cc }, "c")
+  assert(not f:get_source():find("__builtin_prefetch", 1, true), "no parallel loop: no prefetch")
+  s = te.create_schedule(Cc.op)
+  s[Cc]:parallel(Cc.op.axis[1])
+  f = tl.build(s, { A, B, Cc }, "c")
+  local src = f:get_source()
+  assert(src:find("tlc_parallel", 1, true), "a parallel loop")
+  -- A's rows are 16 KiB per iteration (under the threshold); B is shared by every iteration
+  assert(not src:find("__builtin_prefetch", 1, true), "shared or small blocks: no prefetch")
+  local a = tl.nd.random_uniform({ 64, 4096 }, { seed = 1 })
+  local b = tl.nd.random_uniform({ 4096 }, { seed = 2 })
+  local c = tl.nd.empty({ 64, 4096 })
+  f(a, b, c)
+  local pa, pb, pc = f32(a), f32(b), f32(c)
+  for _, k in ipairs({ 0, 4095, 4096 * 63 + 17, 4096 * 64 - 1 }) do
+    assert(math.abs(pc[k] - pa[k] * pb[k % 4096]) < 1e-6, "elementwise product at " .. k)
+  end
+end
+
+-- rows of 64 KiB per parallel iteration, read by a serial reduction: prefetched
+do
+  local A = te.placeholder({ 8, 16384 }, "float32", "A")
+  local k = te.reduce_axis({ 0, 16384 }, "k")
+  local S = te.compute({ 8 }, function(i) return te.sum(A(i, k), k) end, "S")
+  local s = te.create_schedule(S.op)
+  s[S]:parallel(S.op.axis[1])
+  local f = tl.build(s, { A, S }, "c")
+  local src = f:get_source()
+  assert(src:find("tlc_pf_next", 1, true), "64 KiB rows per iteration: prefetched")
+  local a = tl.nd.random_uniform({ 8, 16384 }, { seed = 3 })
+  local out = tl.nd.empty({ 8 })
+  f(a, out)
+  local pa, po = f32(a), f32(out)
+  for i = 0, 7 do
+    local sum = 0
+    for j = 0, 16383 do sum = sum + pa[i * 16384 + j] end
+    assert(math.abs(po[i] - sum) < 1e-3 * 16384, string.format("row %d: %g against %g", i, po[i], sum))
+  end
+end
+
+print("test_prefetch: ok")
