@@ -803,7 +803,8 @@ static void put_fail(cg *c, int code, const char *what) {
 /* ---- the next block's prefetch ------------------------------------------------------
 ** A parallel loop whose iterations each read their own contiguous block of a buffer (every
 ** load of it affine in the loop variable, one coefficient S, S elements of PF_MIN_BLOCK bytes
-** or more: a conv's weights per chunk of output channels) prefetches the next iteration's
+** or more, the buffer exactly the iterations' blocks in order, read more than once per iteration: a conv's weights per chunk of output channels,
+** once per tile of positions; pf_reuse) prefetches the next iteration's
 ** block while it computes: one cache line per iteration of the innermost serial loop that
 ** reads the buffer (more where that loop runs fewer times than the block has lines), so the
 ** block arrives spread over the iteration instead of all at once when the next one starts
@@ -886,10 +887,65 @@ static int pf_find(const tl_ir *ir, tl_ref s, int64_t trips, pf_host *h) {
   return found;
 }
 
+/* Whether some load of buf under statement s is invariant in a loop around it inside the
+** parallel body (vars: the loops' variables, n of them): the block is read more than once per
+** iteration (a conv's weights, once per tile of positions), where a block read once in order
+** (an elementwise op's input) is the hardware prefetcher's case. */
+typedef struct {
+  int buf, hit;
+  const tl_ref *vars;
+  int n;
+} pf_reuse_st;
+
+static int pf_reuse_fn(const tl_ir *ir, tl_ref r, void *ud) {
+  pf_reuse_st *u = ud;
+  if (tl_ir_op(ir, r) != TL_IR_LOAD || (int)tl_ir_node(ir, r)->imm.u != u->buf) return !u->hit;
+  for (int i = 0; i < u->n; i++)
+    if (!tl_ir_uses_var(ir, r, u->vars[i])) u->hit = 1;
+  return !u->hit;
+}
+
+static int pf_reuse(const tl_ir *ir, tl_ref s, int buf, tl_ref *vars, int n) {
+  if (!s) return 0;
+  int op = tl_ir_op(ir, s);
+  if (op == TL_IR_FOR) {
+    int64_t ext;
+    int m = n;
+    if (n < 64 && !(tl_ir_is_int(ir, tl_ir_kid(ir, s, 2), &ext) && ext <= 1)) vars[m++] = tl_ir_kid(ir, s, 0);
+    return pf_reuse(ir, tl_ir_kid(ir, s, 3), buf, vars, m);
+  }
+  int nk = tl_ir_nkids(ir, s);
+  for (int i = 0; i < nk; i++) {
+    tl_ref k = tl_ir_kid(ir, s, i);
+    if (!k) continue;
+    if (tl_ir_opflags[tl_ir_op(ir, k)] & TL_IRF_S) {
+      if (pf_reuse(ir, k, buf, vars, n)) return 1;
+    } else {
+      pf_reuse_st u = {buf, 0, vars, n};
+      tl_ir_visit(ir, k, pf_reuse_fn, &u);
+      if (u.hit) return 1;
+    }
+  }
+  return 0;
+}
+
 /* For parallel loop `loop` (variable var): the buffer to prefetch (-1: none), its coefficient
 ** and the host loop's body and lines per iteration. */
+/* Elements of buffer b (0: not a constant shape). */
+static int64_t buf_elems(const tl_ir *ir, int b) {
+  const tl_buffer *bf = tl_ir_buffer(ir, b);
+  int64_t n = 1, e;
+  for (int d = 0; d < bf->ndim; d++) {
+    if (!tl_ir_is_int(ir, bf->shape[d], &e) || e < 0) return 0;
+    n *= e;
+  }
+  return n;
+}
+
 static int pf_plan(cg *c, tl_ref loop, int64_t *coef, tl_ref *body, int64_t *lines) {
   const tl_ir *ir = c->b.ir;
+  int64_t iters;
+  if (!tl_ir_is_int(ir, tl_ir_kid(ir, loop, 2), &iters) || iters < 2) return -1;
   int nb = ir->bufs.n;
   if (nb <= 0) return -1;
   pf_scan p = {tl_ir_kid(ir, loop, 0), tl_calloc((size_t)nb, sizeof(int64_t)), tl_calloc((size_t)nb, 1)};
@@ -899,7 +955,11 @@ static int pf_plan(cg *c, tl_ref loop, int64_t *coef, tl_ref *body, int64_t *lin
   for (int b = 0; b < nb; b++) {
     if (p.bad[b] || !p.coef[b] || b >= c->b.nbufs || !c->b.bname[b]) continue;
     int64_t bytes = p.coef[b] * (int64_t)((tl_ir_buffer(ir, b)->dtype.bits + 7) / 8);
-    if (bytes >= PF_MIN_BLOCK && bytes > best) best = bytes, buf = b;
+    tl_ref vars[64];
+    /* the buffer is the iterations' blocks one after another (S elements each) */
+    if (bytes >= PF_MIN_BLOCK && bytes > best && buf_elems(ir, b) == iters * p.coef[b] &&
+        pf_reuse(ir, tl_ir_kid(ir, loop, 3), b, vars, 0))
+      best = bytes, buf = b;
   }
   if (buf >= 0) {
     pf_host h = {buf, 0, 0};

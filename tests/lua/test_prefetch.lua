@@ -4,8 +4,8 @@
 -- iteration's block from its innermost serial loop that reads the buffer. Checked here:
 -- the generated C of a blocked conv with 295 KiB blocks prefetches (the guard against the
 -- last iteration, the lines per host iteration) and still matches the reference conv on
--- random data; a conv with 18 KiB blocks, a kernel without a parallel loop and one whose
--- parallel iterations share their weights do not prefetch.
+-- random data; a conv with 18 KiB blocks, a kernel without a parallel loop, one whose
+-- parallel iterations share their weights and one that reads each block once do not.
 local tl = require "tunelua"
 local te, topi = tl.te, tl.topi
 local autotvm = require "tunelua.autotvm"
@@ -95,25 +95,36 @@ do
   end
 end
 
--- rows of 64 KiB per parallel iteration, read by a serial reduction: prefetched
+-- rows of 64 KiB per parallel iteration, each read once per output of the row (reused): a
+-- prefetch; the same rows read once (a plain row sum) are the hardware prefetcher's: none
 do
   local A = te.placeholder({ 8, 16384 }, "float32", "A")
+  local B = te.placeholder({ 4, 16384 }, "float32", "B")
   local k = te.reduce_axis({ 0, 16384 }, "k")
-  local S = te.compute({ 8 }, function(i) return te.sum(A(i, k), k) end, "S")
+  local S = te.compute({ 8, 4 }, function(i, j) return te.sum(A(i, k) * B(j, k), k) end, "S")
   local s = te.create_schedule(S.op)
   s[S]:parallel(S.op.axis[1])
-  local f = tl.build(s, { A, S }, "c")
-  local src = f:get_source()
-  assert(src:find("tlc_pf_next", 1, true), "64 KiB rows per iteration: prefetched")
+  local f = tl.build(s, { A, B, S }, "c")
+  assert(f:get_source():find("tlc_pf_next", 1, true), "64 KiB rows read once per output: prefetched")
   local a = tl.nd.random_uniform({ 8, 16384 }, { seed = 3 })
-  local out = tl.nd.empty({ 8 })
-  f(a, out)
-  local pa, po = f32(a), f32(out)
+  local b = tl.nd.random_uniform({ 4, 16384 }, { seed = 4 })
+  local out = tl.nd.empty({ 8, 4 })
+  f(a, b, out)
+  local pa, pb, po = f32(a), f32(b), f32(out)
   for i = 0, 7 do
-    local sum = 0
-    for j = 0, 16383 do sum = sum + pa[i * 16384 + j] end
-    assert(math.abs(po[i] - sum) < 1e-3 * 16384, string.format("row %d: %g against %g", i, po[i], sum))
+    for j = 0, 3 do
+      local sum = 0
+      for x = 0, 16383 do sum = sum + pa[i * 16384 + x] * pb[j * 16384 + x] end
+      assert(math.abs(po[i * 4 + j] - sum) < 1e-4 * 16384, string.format("(%d, %d): %g against %g", i, j,
+                                                                      po[i * 4 + j], sum))
+    end
   end
+  local k2 = te.reduce_axis({ 0, 16384 }, "k2")
+  local R = te.compute({ 8 }, function(i) return te.sum(A(i, k2), k2) end, "R")
+  local s2 = te.create_schedule(R.op)
+  s2[R]:parallel(R.op.axis[1])
+  assert(not tl.build(s2, { A, R }, "c"):get_source():find("__builtin_prefetch", 1, true),
+         "rows read once: no prefetch")
 end
 
 print("test_prefetch: ok")
