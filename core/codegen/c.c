@@ -96,7 +96,6 @@ typedef struct cg {
   int64_t unroll_max;             /* from pragma_auto_unroll_max_step; 0 = none */
   tl_ref pf_body;                 /* the loop body that prefetches the next block (0: none) */
   int64_t pf_lines;               /* cache lines it prefetches per iteration */
-  int64_t pf_bytes;               /* the block's bytes */
 } cg;
 
 /* P, PF, cg_err, line, var_bind, ...: the shorthands of cfamily.h */
@@ -814,19 +813,47 @@ static void put_fail(cg *c, int code, const char *what) {
 
 typedef struct {
   tl_ref var;
-  int64_t *coef;                  /* per buffer: the coefficient (0: none yet) */
+  int64_t *coef;                  /* per buffer: the block's coefficient (0: none yet) */
+  int64_t *div;                   /* per buffer: iterations per block (0: none yet) */
   uint8_t *bad;                   /* per buffer: stored, or read otherwise */
 } pf_scan;
 
-/* The coefficient of v in index e, looking through a vector's ramp and broadcast. */
-static int pf_coef(const tl_ir *ir, tl_ref e, tl_ref v, int64_t *k) {
+/* Whether index e is k * q + (terms without v), q the block number: v itself (*div 1) or
+** floordiv(v, R) for a constant R (*div R: a loop that fuses rows into the chunks of output
+** channels reads one block for R iterations in a row); looks through a vector's ramp and
+** broadcast. *div holds the R seen so far (0: none). */
+static int pf_key(const tl_ir *ir, tl_ref e, tl_ref v, int64_t *k, int64_t *div) {
   int op = tl_ir_op(ir, e);
+  int64_t r, ka, kb;
+  if (e == v || (op == TL_IR_FLOORDIV && tl_ir_kid(ir, e, 0) == v &&
+                 tl_ir_is_int(ir, tl_ir_kid(ir, e, 1), &r) && r > 0)) {
+    r = e == v ? 1 : r;
+    if (*div && *div != r) return 0;
+    *div = r;
+    *k = 1;
+    return 1;
+  }
+  if (!tl_ir_uses_var(ir, e, v)) {
+    *k = 0;
+    return 1;
+  }
   if (op == TL_IR_RAMP) {
     if (tl_ir_uses_var(ir, tl_ir_kid(ir, e, 1), v)) return 0;
-    return pf_coef(ir, tl_ir_kid(ir, e, 0), v, k);
+    return pf_key(ir, tl_ir_kid(ir, e, 0), v, k, div);
   }
-  if (op == TL_IR_BROADCAST) return pf_coef(ir, tl_ir_kid(ir, e, 0), v, k);
-  return affine_coef(ir, e, v, k);
+  if (op == TL_IR_BROADCAST) return pf_key(ir, tl_ir_kid(ir, e, 0), v, k, div);
+  if (op == TL_IR_ADD || op == TL_IR_SUB) {
+    if (!pf_key(ir, tl_ir_kid(ir, e, 0), v, &ka, div) || !pf_key(ir, tl_ir_kid(ir, e, 1), v, &kb, div))
+      return 0;
+    *k = op == TL_IR_ADD ? ka + kb : ka - kb;
+    return 1;
+  }
+  if (op == TL_IR_MUL) {
+    tl_ref a = tl_ir_kid(ir, e, 0), b = tl_ir_kid(ir, e, 1);
+    if (tl_ir_is_int(ir, b, &r) && pf_key(ir, a, v, &ka, div)) return *k = ka * r, 1;
+    if (tl_ir_is_int(ir, a, &r) && pf_key(ir, b, v, &kb, div)) return *k = kb * r, 1;
+  }
+  return 0;
 }
 
 static int pf_scan_fn(const tl_ir *ir, tl_ref r, void *ud) {
@@ -835,14 +862,12 @@ static int pf_scan_fn(const tl_ir *ir, tl_ref r, void *ud) {
   if (op != TL_IR_LOAD && op != TL_IR_STORE && op != TL_IR_ALLOC) return 1;
   int b = (int)tl_ir_node(ir, r)->imm.u;
   if (b < 0 || b >= ir->bufs.n) return 1;
-  int want = op == TL_IR_LOAD ? 1 : 2;
-  int64_t k;
-  if (op != TL_IR_LOAD || tl_ir_nkids(ir, r) != want ||
-      !pf_coef(ir, tl_ir_kid(ir, r, want - 1), p->var, &k) || k <= 0 ||
-      (p->coef[b] && p->coef[b] != k))
+  int64_t k, div = p->div[b];
+  if (op != TL_IR_LOAD || tl_ir_nkids(ir, r) != 1 ||
+      !pf_key(ir, tl_ir_kid(ir, r, 0), p->var, &k, &div) || k <= 0 || (p->coef[b] && p->coef[b] != k))
     p->bad[b] = 1;
   else
-    p->coef[b] = k;
+    p->coef[b] = k, p->div[b] = div;
   return 1;
 }
 
@@ -942,23 +967,26 @@ static int64_t buf_elems(const tl_ir *ir, int b) {
   return n;
 }
 
-static int pf_plan(cg *c, tl_ref loop, int64_t *coef, tl_ref *body, int64_t *lines) {
+/* For parallel loop `loop`: the buffer to prefetch (-1: none), its block's bytes, the
+** iterations per block (div), the host loop's body and the lines it prefetches per iteration. */
+static int pf_plan(cg *c, tl_ref loop, int64_t *block, int64_t *div, tl_ref *body, int64_t *lines) {
   const tl_ir *ir = c->b.ir;
   int64_t iters;
   if (!tl_ir_is_int(ir, tl_ir_kid(ir, loop, 2), &iters) || iters < 2) return -1;
   int nb = ir->bufs.n;
   if (nb <= 0) return -1;
-  pf_scan p = {tl_ir_kid(ir, loop, 0), tl_calloc((size_t)nb, sizeof(int64_t)), tl_calloc((size_t)nb, 1)};
+  pf_scan p = {tl_ir_kid(ir, loop, 0), tl_calloc((size_t)nb, sizeof(int64_t)),
+               tl_calloc((size_t)nb, sizeof(int64_t)), tl_calloc((size_t)nb, 1)};
   tl_ir_visit(ir, tl_ir_kid(ir, loop, 3), pf_scan_fn, &p);
   int buf = -1;
   int64_t best = 0;
   for (int b = 0; b < nb; b++) {
-    if (p.bad[b] || !p.coef[b] || b >= c->b.nbufs || !c->b.bname[b]) continue;
+    if (p.bad[b] || !p.coef[b] || !p.div[b] || b >= c->b.nbufs || !c->b.bname[b]) continue;
     int64_t bytes = p.coef[b] * (int64_t)((tl_ir_buffer(ir, b)->dtype.bits + 7) / 8);
     tl_ref vars[64];
-    /* the buffer is the iterations' blocks one after another (S elements each) */
-    if (bytes >= PF_MIN_BLOCK && bytes > best && buf_elems(ir, b) == iters * p.coef[b] &&
-        pf_reuse(ir, tl_ir_kid(ir, loop, 3), b, vars, 0))
+    /* the buffer is the blocks one after another (S elements each, R iterations each) */
+    if (bytes >= PF_MIN_BLOCK && bytes > best && iters % p.div[b] == 0 && iters / p.div[b] >= 2 &&
+        buf_elems(ir, b) == iters / p.div[b] * p.coef[b] && pf_reuse(ir, tl_ir_kid(ir, loop, 3), b, vars, 0))
       best = bytes, buf = b;
   }
   if (buf >= 0) {
@@ -967,13 +995,17 @@ static int pf_plan(cg *c, tl_ref loop, int64_t *coef, tl_ref *body, int64_t *lin
     if (!h.best) {
       buf = -1;
     } else {
-      *coef = p.coef[buf];
+      /* each of the block's R iterations fetches its R-th of the next block */
+      int64_t slice = (best / p.div[buf] + 63) / 64 * 64;
+      int64_t nl = slice / 64, per = (nl + h.best_trips - 1) / h.best_trips;
+      *block = best;
+      *div = p.div[buf];
       *body = tl_ir_kid(ir, h.best, 3);
-      int64_t nl = (best + 63) / 64, per = (nl + h.best_trips - 1) / h.best_trips;
       *lines = per < 1 ? 1 : per > PF_MAX_LINES ? PF_MAX_LINES : per;
     }
   }
   free(p.coef);
+  free(p.div);
   free(p.bad);
   return buf;
 }
@@ -1037,23 +1069,27 @@ static void print_parallel(cg *c, tl_ref loop) {
          ctype(c, storage_type(tl_ir_buffer(ir, b)->dtype)), c->b.bname[b], c->b.bname[b]);
   const char *vn = var_bind(c, var, nonneg(c, min));
   PF(c, "  %s %s = (%s)(tlc_cl->tlc_min + tlc_it);\n", vtype, vn, vtype);
-  int64_t pf_coef_ = 0, pf_lines = 0, kmin, kext;
+  int64_t pf_block = 0, pf_div = 0, pf_lines = 0, kmin, kext;
   tl_ref pf_body = 0;
   int pf_buf = tl_ir_is_int(ir, min, &kmin) && tl_ir_is_int(ir, ext, &kext)
-                   ? pf_plan(c, loop, &pf_coef_, &pf_body, &pf_lines) : -1;
+                   ? pf_plan(c, loop, &pf_block, &pf_div, &pf_body, &pf_lines) : -1;
   tl_ref saved_body = c->pf_body;
   int64_t saved_lines = c->pf_lines;
   c->pf_body = 0;
   if (pf_buf >= 0) {
-    /* the next iteration's block: an address only (prefetches do not fault) */
-    int bytes = (tl_ir_buffer(ir, pf_buf)->dtype.bits + 7) / 8;
-    PF(c, "  const char *tlc_pf_next = (int64_t)%s + 1 < %lld ? (const char *)((uintptr_t)%s + "
-       "(uintptr_t)(((int64_t)%s + 1) * %lld)) : NULL;\n", vn, (long long)(kmin + kext),
-       c->b.bname[pf_buf], vn, (long long)(pf_coef_ * bytes));
-    PF(c, "  int64_t tlc_pf = 0;\n");
+    /* this iteration's share of the next block: an address only (prefetches do not fault),
+    ** none after the last block */
+    int64_t slice = (pf_block / pf_div + 63) / 64 * 64;
+    PF(c, "  int64_t tlc_pf_r = ((int64_t)%s - %lld) %% %lld, tlc_pf_b = ((int64_t)%s - %lld) / %lld;\n",
+       vn, (long long)kmin, (long long)pf_div, vn, (long long)kmin, (long long)pf_div);
+    PF(c, "  const char *tlc_pf_next = tlc_pf_b + 1 < %lld ? (const char *)((uintptr_t)%s + "
+       "(uintptr_t)((tlc_pf_b + 1) * %lld + tlc_pf_r * %lld)) : NULL;\n", (long long)(kext / pf_div),
+       c->b.bname[pf_buf], (long long)pf_block, (long long)slice);
+    PF(c, "  int64_t tlc_pf = 0, tlc_pf_end = %lld - tlc_pf_r * %lld < %lld ? %lld - tlc_pf_r * %lld : %lld;\n",
+       (long long)pf_block, (long long)slice, (long long)slice, (long long)pf_block, (long long)slice,
+       (long long)slice);
     c->pf_body = pf_body;
     c->pf_lines = pf_lines;
-    c->pf_bytes = pf_coef_ * bytes;
   }
   c->in_par = 1;
   print_body_block(c, body);
@@ -1288,7 +1324,7 @@ static void ps(cg *c, tl_ref s) {
   tl_ir *ir = c->b.ir;
   int op = tl_ir_op(ir, s);
   if (c->pf_body && s == c->pf_body) {
-    line(c, "if (tlc_pf_next && tlc_pf < %lld) {", (long long)c->pf_bytes);
+    line(c, "if (tlc_pf_next && tlc_pf < tlc_pf_end) {");
     for (int64_t q = 0; q < c->pf_lines; q++)
       line(c, "  __builtin_prefetch(tlc_pf_next + tlc_pf + %lld, 0, 3);", (long long)(q * 64));
     line(c, "  tlc_pf += %lld;", (long long)(c->pf_lines * 64));

@@ -1,7 +1,8 @@
 -- The C backend's prefetch of the next block (core/codegen/c.c, "the next block's
 -- prefetch"): a parallel loop whose iterations read disjoint blocks of a buffer of 64 KiB
 -- or more (a blocked conv's weights per chunk of output channels) prefetches the next
--- iteration's block from its innermost serial loop that reads the buffer. Checked here:
+-- iteration's block from its innermost serial loop that reads the buffer (a loop that fuses R
+-- iterations per block: each fetches its R-th of the next block). Checked here:
 -- the generated C of a blocked conv with 295 KiB blocks prefetches (the guard against the
 -- last iteration, the lines per host iteration) and still matches the reference conv on
 -- random data; a conv with 18 KiB blocks, a kernel without a parallel loop, one whose
@@ -55,10 +56,10 @@ do
   local block = 256 * 9 * ob * 4
   assert(block >= 64 * 1024, "the test's block should pass 64 KiB, got " .. block)
   assert(src:find("tlc_pf_next", 1, true), "a 7x7 256 -> 512 conv prefetches its next weight block")
-  assert(src:find(string.format("+ 1) * %d)) : NULL;", block), 1, true),
-         "the next block is one block further, and none after the last iteration")
+  assert(src:find(string.format("tlc_pf_b + 1 < 16 ? (const char *)((uintptr_t)kernel + (uintptr_t)((tlc_pf_b + 1) * %d + tlc_pf_r * %d)) : NULL;", block, block), 1, true),
+         "the next block is one block further (one iteration per block), none after the last")
   assert(src:find("__builtin_prefetch(tlc_pf_next + tlc_pf + 0, 0, 3);", 1, true), "a prefetch per line")
-  assert(src:find(string.format("tlc_pf < %d", block), 1, true), "no prefetch past the block")
+  assert(src:find("if (tlc_pf_next && tlc_pf < tlc_pf_end) {", 1, true), "no prefetch past the block")
   print(string.format("7x7 256 -> 512 (blocks of %d channels, %d KiB): prefetches, matches the reference",
                       ob, math.floor(block / 1024)))
 end
@@ -125,6 +126,36 @@ do
   s2[R]:parallel(R.op.axis[1])
   assert(not tl.build(s2, { A, R }, "c"):get_source():find("__builtin_prefetch", 1, true),
          "rows read once: no prefetch")
+end
+
+-- a parallel loop that fuses rows into the blocks (floordiv of its variable): each of a block's
+-- 4 iterations fetches its quarter of the next block
+do
+  local A = te.placeholder({ 8, 16384 }, "float32", "A")
+  local B = te.placeholder({ 8, 16384 }, "float32", "B")
+  local k = te.reduce_axis({ 0, 16384 }, "k")
+  local O = te.compute({ 8, 4, 2 }, function(i, j, m) return te.sum(A(i, k) * B(j * 2 + m, k), k) end, "O")
+  local s = te.create_schedule(O.op)
+  local ax = O.op.axis
+  local fused = s[O]:fuse(ax[1], ax[2])
+  s[O]:parallel(fused)
+  local f = tl.build(s, { A, B, O }, "c")
+  local src = f:get_source()
+  assert(src:find("% 4, tlc_pf_b = ", 1, true) and src:find("/ 4;", 1, true), "four iterations per block")
+  assert(src:find("(tlc_pf_b + 1) * 65536 + tlc_pf_r * 16384)) : NULL;", 1, true),
+         "an iteration's quarter of the next block: " .. (src:match("tlc_pf_next = [^\n]*") or "none"))
+  local a = tl.nd.random_uniform({ 8, 16384 }, { seed = 5 })
+  local b = tl.nd.random_uniform({ 8, 16384 }, { seed = 6 })
+  local out = tl.nd.empty({ 8, 4, 2 })
+  f(a, b, out)
+  local pa, pb, po = f32(a), f32(b), f32(out)
+  for _, ijm in ipairs({ { 0, 0, 0 }, { 3, 2, 1 }, { 7, 3, 1 } }) do
+    local i, j, m = ijm[1], ijm[2], ijm[3]
+    local sum = 0
+    for x = 0, 16383 do sum = sum + pa[i * 16384 + x] * pb[(j * 2 + m) * 16384 + x] end
+    local got = po[(i * 4 + j) * 2 + m]
+    assert(math.abs(got - sum) < 1e-4 * 16384, string.format("(%d, %d, %d): %g against %g", i, j, m, got, sum))
+  end
 end
 
 print("test_prefetch: ok")
