@@ -800,14 +800,17 @@ static void put_fail(cg *c, int code, const char *what) {
 }
 
 /* ---- the next block's prefetch ------------------------------------------------------
-** A parallel loop whose iterations each read their own contiguous block of a buffer (every
-** load of it affine in the loop variable, one coefficient S, S elements of PF_MIN_BLOCK bytes
-** or more, the buffer exactly the iterations' blocks in order, read more than once per iteration: a conv's weights per chunk of output channels,
-** once per tile of positions; pf_reuse) prefetches the next iteration's
-** block while it computes: one cache line per iteration of the innermost serial loop that
-** reads the buffer (more where that loop runs fewer times than the block has lines), so the
-** block arrives spread over the iteration instead of all at once when the next one starts
-** (docs/performance.md, "Where a step's time goes between its neighbours"). */
+** A parallel loop whose iterations read a buffer in blocks prefetches the next block while
+** it computes (docs/performance.md, "Where a step's time goes between its neighbours"). The
+** buffer qualifies when every load of it is affine in the block number (the loop variable,
+** or its floor division by R when the loop fuses R rows into each block: pf_key) with one
+** coefficient S, S elements make PF_MIN_BLOCK bytes or more, the buffer is exactly the
+** blocks in order, and some load of it is invariant in a loop inside the iteration, so the
+** block is read more than once (a conv's weights, once per tile of positions: pf_reuse).
+** Each iteration fetches its R-th of the next block from the innermost serial loop that reads
+** the buffer, one cache line per iteration of that loop (more where it runs fewer times than
+** the share has lines), so the block arrives spread over the computation instead of all at
+** once when the next block starts. Nothing is fetched after the last block. */
 #define PF_MIN_BLOCK (64 * 1024)
 #define PF_MAX_LINES 8             /* prefetches per host iteration at most */
 
@@ -954,8 +957,6 @@ static int pf_reuse(const tl_ir *ir, tl_ref s, int buf, tl_ref *vars, int n) {
   return 0;
 }
 
-/* For parallel loop `loop` (variable var): the buffer to prefetch (-1: none), its coefficient
-** and the host loop's body and lines per iteration. */
 /* Elements of buffer b (0: not a constant shape). */
 static int64_t buf_elems(const tl_ir *ir, int b) {
   const tl_buffer *bf = tl_ir_buffer(ir, b);

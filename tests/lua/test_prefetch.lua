@@ -12,14 +12,8 @@ local te, topi = tl.te, tl.topi
 local autotvm = require "tunelua.autotvm"
 
 local util = require "tests.lua.lib.util"
-local f32, block_data = util.f32, util.block_data
+local f32, block_data, block_kernel = util.f32, util.block_data, util.block_kernel
 
-local function block_kernel(src, O, I, KH, KW, b, dst)
-  local s, d = f32(src), f32(dst)
-  for o = 0, O - 1 do for i = 0, I - 1 do for k = 0, KH * KW - 1 do
-    d[((math.floor(o / b) * I + i) * KH * KW + k) * b + o % b] = s[(o * I + i) * KH * KW + k]
-  end end end
-end
 
 -- The fallback config of a blocked 3x3 conv (C -> O at H x H, padding 1): its C source,
 -- checked against the reference conv.

@@ -12,14 +12,7 @@ local autotvm = require "tunelua.autotvm"
 local relay = require "tunelua.relay"
 
 local util = require "tests.lua.lib.util"
-local f32, block_data = util.f32, util.block_data
--- OIHW [O, I, KH, KW] -> OIHW[b]o [O/b, I, KH, KW, b]
-local function block_kernel(src, O, I, KH, KW, b, dst)
-  local s, d = f32(src), f32(dst)
-  for o = 0, O - 1 do for i = 0, I - 1 do for k = 0, KH * KW - 1 do
-    d[((math.floor(o / b) * I + i) * KH * KW + k) * b + o % b] = s[(o * I + i) * KH * KW + k]
-  end end end
-end
+local f32, block_data, block_kernel = util.f32, util.block_data, util.block_kernel
 
 local function check_task(name, C, H, O, K, S, P, depthwise, nconfigs)
   local args = { { "TENSOR", { 1, C, H, H }, "float32" },

@@ -12,16 +12,8 @@ local tl = require "tunelua"
 local te, topi = tl.te, tl.topi
 local autotvm = require "tunelua.autotvm"
 local util = require "tests.lua.lib.util"
-local f32, block_data = util.f32, util.block_data
+local f32, block_data, block_kernel = util.f32, util.block_data, util.block_kernel
 
--- [O, C, KH, KW] -> [O/ob, C, KH, KW, ob]
-local function block_kernel(src, O, C, KH, KW, ob, dst)
-  local s, d = f32(src), f32(dst)
-  local n = C * KH * KW
-  for o = 0, O - 1 do for k = 0, n - 1 do
-    d[(math.floor(o / ob) * n + k) * ob + o % ob] = s[o * n + k]
-  end end
-end
 
 local function check(C, H, O, KH, KW, S, pad, configs, target)
   target = target or "llvm -mcpu=skylake-avx512"

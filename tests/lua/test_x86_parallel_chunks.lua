@@ -14,7 +14,7 @@ local te, topi = tl.te, tl.topi
 local autotvm = require "tunelua.autotvm"
 local winograd = require "tunelua.graph.winograd_x86"
 local util = require "tests.lua.lib.util"
-local f32, block_data = util.f32, util.block_data
+local f32, block_data, block_kernel = util.f32, util.block_data, util.block_kernel
 
 local AVX512 = "llvm -mcpu=skylake-avx512"
 
@@ -38,13 +38,6 @@ end
 local function numel(sh) local n = 1; for _, d in ipairs(sh) do n = n * d end; return n end
 
 -- [O, C, KH, KW] -> [O/ob, C, KH, KW, ob]
-local function block_kernel(src, O, C, KH, KW, ob, dst)
-  local s, d = f32(src), f32(dst)
-  local n = C * KH * KW
-  for o = 0, O - 1 do for k = 0, n - 1 do
-    d[(math.floor(o / ob) * n + k) * ob + o % ob] = s[o * n + k]
-  end end
-end
 
 -- the task's fallback config on random data against topi's conv2d; max |error| <= tol
 local function check_numerics(task, what, C, H, O, KH, KW, P, wino)

@@ -124,6 +124,16 @@ function M.block_data(src, N, C, H, W, b, dst)
   end end end end
 end
 
+--- M.block_kernel(src, O, C, KH, KW, b, dst): OIHW [O, C, KH, KW] src -> OIHW[b]o
+--- [O/b, C, KH, KW, b] dst (float32 NDArrays; dst allocated by the caller)
+function M.block_kernel(src, O, C, KH, KW, b, dst)
+  local s, d = M.f32(src), M.f32(dst)
+  local n = C * KH * KW
+  for o = 0, O - 1 do for k = 0, n - 1 do
+    d[(math.floor(o / b) * n + k) * b + o % b] = s[o * n + k]
+  end end
+end
+
 --- M.gpu_add(cfg, n[, c]) -> s, { A, B, C }: an autotvm template (for autotvm.task.register) of
 --- C = A + B (with c: C = A * c + B) over n float32 elements, its one axis split by the knob
 --- tile_x and bound to blockIdx.x / threadIdx.x (the OpenCL measurement checks' kernel)
