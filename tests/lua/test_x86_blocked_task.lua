@@ -12,7 +12,7 @@ local autotvm = require "tunelua.autotvm"
 local relay = require "tunelua.relay"
 
 local util = require "tests.lua.lib.util"
-local f32, block_data, block_kernel = util.f32, util.block_data, util.block_kernel
+local block_data, block_kernel = util.block_data, util.block_kernel
 
 local function check_task(name, C, H, O, K, S, P, depthwise, nconfigs)
   local args = { { "TENSOR", { 1, C, H, H }, "float32" },
