@@ -673,8 +673,20 @@ static void h_let(tl_cf *b0, tl_ref e, int lane) {
 /* ---- analyses for loops --------------------------------------------------------- */
 
 /* Coefficient of v in e when e is affine in v with a constant coefficient. */
-static int affine_coef(const tl_ir *ir, tl_ref e, tl_ref v, int64_t *k) {
-  if (e == v) {
+/* Whether index e is k * q + (terms without v). q is v itself, or with div (the prefetch's
+** block number, see "the next block's prefetch") also floordiv(v, R) for a constant R, the R
+** kept in *div (0: none seen yet; 1: v) and the same throughout, a vector's ramp and broadcast
+** looked through. */
+static int linear_in(const tl_ir *ir, tl_ref e, tl_ref v, int64_t *k, int64_t *div) {
+  int op = tl_ir_op(ir, e);
+  int64_t r, ka, kb;
+  if (e == v || (div && op == TL_IR_FLOORDIV && tl_ir_kid(ir, e, 0) == v &&
+                 tl_ir_is_int(ir, tl_ir_kid(ir, e, 1), &r) && r > 0)) {
+    if (div) {
+      r = e == v ? 1 : r;
+      if (*div && *div != r) return 0;
+      *div = r;
+    }
     *k = 1;
     return 1;
   }
@@ -682,26 +694,25 @@ static int affine_coef(const tl_ir *ir, tl_ref e, tl_ref v, int64_t *k) {
     *k = 0;
     return 1;
   }
-  int op = tl_ir_op(ir, e);
-  int64_t ka, kb, cst;
+  if (div && op == TL_IR_RAMP && !tl_ir_uses_var(ir, tl_ir_kid(ir, e, 1), v))
+    return linear_in(ir, tl_ir_kid(ir, e, 0), v, k, div);
+  if (div && op == TL_IR_BROADCAST) return linear_in(ir, tl_ir_kid(ir, e, 0), v, k, div);
   if (op == TL_IR_ADD || op == TL_IR_SUB) {
-    if (!affine_coef(ir, tl_ir_kid(ir, e, 0), v, &ka) || !affine_coef(ir, tl_ir_kid(ir, e, 1), v, &kb))
+    if (!linear_in(ir, tl_ir_kid(ir, e, 0), v, &ka, div) || !linear_in(ir, tl_ir_kid(ir, e, 1), v, &kb, div))
       return 0;
     *k = op == TL_IR_ADD ? ka + kb : ka - kb;
     return 1;
   }
   if (op == TL_IR_MUL) {
     tl_ref a = tl_ir_kid(ir, e, 0), b = tl_ir_kid(ir, e, 1);
-    if (tl_ir_is_int(ir, b, &cst) && affine_coef(ir, a, v, &ka)) {
-      *k = ka * cst;
-      return 1;
-    }
-    if (tl_ir_is_int(ir, a, &cst) && affine_coef(ir, b, v, &kb)) {
-      *k = kb * cst;
-      return 1;
-    }
+    if (tl_ir_is_int(ir, b, &r) && linear_in(ir, a, v, &ka, div)) return *k = ka * r, 1;
+    if (tl_ir_is_int(ir, a, &r) && linear_in(ir, b, v, &kb, div)) return *k = kb * r, 1;
   }
   return 0;
+}
+
+static int affine_coef(const tl_ir *ir, tl_ref e, tl_ref v, int64_t *k) {
+  return linear_in(ir, e, v, k, NULL);
 }
 
 typedef struct {
@@ -803,7 +814,7 @@ static void put_fail(cg *c, int code, const char *what) {
 ** A parallel loop whose iterations read a buffer in blocks prefetches the next block while
 ** it computes (docs/performance.md, "Where a step's time goes between its neighbours"). The
 ** buffer qualifies when every load of it is affine in the block number (the loop variable,
-** or its floor division by R when the loop fuses R rows into each block: pf_key) with one
+** or its floor division by R when the loop fuses R rows into each block: linear_in) with one
 ** coefficient S, S elements make PF_MIN_BLOCK bytes or more, the buffer is exactly the
 ** blocks in order, and some load of it is invariant in a loop inside the iteration, so the
 ** block is read more than once (a conv's weights, once per tile of positions: pf_reuse).
@@ -821,44 +832,6 @@ typedef struct {
   uint8_t *bad;                   /* per buffer: stored, or read otherwise */
 } pf_scan;
 
-/* Whether index e is k * q + (terms without v), q the block number: v itself (*div 1) or
-** floordiv(v, R) for a constant R (*div R: a loop that fuses rows into the chunks of output
-** channels reads one block for R iterations in a row); looks through a vector's ramp and
-** broadcast. *div holds the R seen so far (0: none). */
-static int pf_key(const tl_ir *ir, tl_ref e, tl_ref v, int64_t *k, int64_t *div) {
-  int op = tl_ir_op(ir, e);
-  int64_t r, ka, kb;
-  if (e == v || (op == TL_IR_FLOORDIV && tl_ir_kid(ir, e, 0) == v &&
-                 tl_ir_is_int(ir, tl_ir_kid(ir, e, 1), &r) && r > 0)) {
-    r = e == v ? 1 : r;
-    if (*div && *div != r) return 0;
-    *div = r;
-    *k = 1;
-    return 1;
-  }
-  if (!tl_ir_uses_var(ir, e, v)) {
-    *k = 0;
-    return 1;
-  }
-  if (op == TL_IR_RAMP) {
-    if (tl_ir_uses_var(ir, tl_ir_kid(ir, e, 1), v)) return 0;
-    return pf_key(ir, tl_ir_kid(ir, e, 0), v, k, div);
-  }
-  if (op == TL_IR_BROADCAST) return pf_key(ir, tl_ir_kid(ir, e, 0), v, k, div);
-  if (op == TL_IR_ADD || op == TL_IR_SUB) {
-    if (!pf_key(ir, tl_ir_kid(ir, e, 0), v, &ka, div) || !pf_key(ir, tl_ir_kid(ir, e, 1), v, &kb, div))
-      return 0;
-    *k = op == TL_IR_ADD ? ka + kb : ka - kb;
-    return 1;
-  }
-  if (op == TL_IR_MUL) {
-    tl_ref a = tl_ir_kid(ir, e, 0), b = tl_ir_kid(ir, e, 1);
-    if (tl_ir_is_int(ir, b, &r) && pf_key(ir, a, v, &ka, div)) return *k = ka * r, 1;
-    if (tl_ir_is_int(ir, a, &r) && pf_key(ir, b, v, &kb, div)) return *k = kb * r, 1;
-  }
-  return 0;
-}
-
 static int pf_scan_fn(const tl_ir *ir, tl_ref r, void *ud) {
   pf_scan *p = ud;
   int op = tl_ir_op(ir, r);
@@ -867,7 +840,7 @@ static int pf_scan_fn(const tl_ir *ir, tl_ref r, void *ud) {
   if (b < 0 || b >= ir->bufs.n) return 1;
   int64_t k, div = p->div[b];
   if (op != TL_IR_LOAD || tl_ir_nkids(ir, r) != 1 ||
-      !pf_key(ir, tl_ir_kid(ir, r, 0), p->var, &k, &div) || k <= 0 || (p->coef[b] && p->coef[b] != k))
+      !linear_in(ir, tl_ir_kid(ir, r, 0), p->var, &k, &div) || k <= 0 || (p->coef[b] && p->coef[b] != k))
     p->bad[b] = 1;
   else
     p->coef[b] = k, p->div[b] = div;
@@ -886,32 +859,37 @@ static int reads_buf_fn(const tl_ir *ir, tl_ref r, void *ud) {
   return !b[1];
 }
 
-static int reads_buf(const tl_ir *ir, tl_ref s, int buf) {
-  int st[2] = {buf, 0};
-  tl_ir_visit(ir, s, reads_buf_fn, st);
-  return st[1];
-}
-
-/* Walks statement s under `trips` iterations of enclosing serial loops: the innermost serial
-** loop reading h->buf with the most iterations in all; returns whether s holds one. */
+/* Walks statement s under `trips` iterations of enclosing serial loops for the innermost
+** serial loop reading h->buf with the most iterations in all (h->best). Returns 2 when s holds
+** such a loop, else 1 when s reads h->buf, else 0. */
 static int pf_find(const tl_ir *ir, tl_ref s, int64_t trips, pf_host *h) {
   if (!s) return 0;
   int op = tl_ir_op(ir, s);
   if (op == TL_IR_FOR) {
-    int kind = tl_for_kind(ir, s);
     int64_t ext;
-    int serial = kind == TL_FOR_SERIAL && tl_ir_is_int(ir, tl_ir_kid(ir, s, 2), &ext) && ext > 0;
+    int serial = tl_for_kind(ir, s) == TL_FOR_SERIAL && tl_ir_is_int(ir, tl_ir_kid(ir, s, 2), &ext) &&
+                 ext > 0;
     int64_t t = serial ? trips * ext : trips;
     int inner = pf_find(ir, tl_ir_kid(ir, s, 3), t, h);
-    if (serial && !inner && reads_buf(ir, tl_ir_kid(ir, s, 3), h->buf)) {
+    if (serial && inner == 1) {
       if (t > h->best_trips) h->best = s, h->best_trips = t;
-      return 1;
+      return 2;
     }
     return inner;
   }
-  if (op == TL_IR_LOAD || op == TL_IR_STORE || !(tl_ir_opflags[op] & TL_IRF_S)) return 0;
   int found = 0, nk = tl_ir_nkids(ir, s);
-  for (int i = 0; i < nk; i++) found |= pf_find(ir, tl_ir_kid(ir, s, i), trips, h);
+  for (int i = 0; i < nk; i++) {
+    tl_ref k = tl_ir_kid(ir, s, i);
+    if (!k) continue;
+    if (tl_ir_opflags[tl_ir_op(ir, k)] & TL_IRF_S) {
+      int f = pf_find(ir, k, trips, h);
+      if (f > found) found = f;
+    } else if (!found) {
+      int st[2] = {h->buf, 0};
+      tl_ir_visit(ir, k, reads_buf_fn, st);
+      found = st[1];
+    }
+  }
   return found;
 }
 

@@ -13,8 +13,6 @@
 --
 -- extract_tasks and the build of a graph with an ApplyHistoryBest context both build each fused
 -- group with M.hook, so a task's DAG (and its workload key) is the one with the rewritten weight.
-local ffi = require "ffi"
-local nd = require "tunelua.nd"
 local walk = require "tunelua.graph.walk"
 local group = require "tunelua.graph.group"
 local winograd = require "tunelua.auto_scheduler.winograd"
@@ -41,14 +39,8 @@ function M.dense_weight(value)
     error("auto_scheduler.weights.dense_weight: expected a float32 weight [N, K], got " .. value:dtype() ..
           " [" .. table.concat(sh, ", ") .. "]", 2)
   end
-  local N, K = sh[1], sh[2]
-  local t = nd.empty({ K, N }, "float32")
-  local src, dst = ffi.cast("const float *", value:data_ptr()), ffi.cast("float *", t:data_ptr())
-  for n = 0, N - 1 do
-    local row = n * K
-    for k = 0, K - 1 do dst[k * N + n] = src[row + k] end
-  end
-  return t
+  local relay = require "tunelua.relay"
+  return require("tunelua.relay.eval").run(relay.Function({}, relay.transpose(relay.const(value), { 1, 0 })), {})
 end
 
 local function dense_hook(call)
