@@ -294,8 +294,12 @@ function flow.tune_and_evaluate(o, tuning_opt)
   if o.graph_tuner then
     -- the graph tuner's choice per conv workload (also in LOG.graph.log) wins over LOG's best
     print("Graph tuning...")
-    local gt = autotvm.graph_tuner.DPTuner(mod, { target = o.target, params = params,
-                                                 log = tuning_opt.log_filename })
+    -- every measured config (LOG.trials), not only LOG's best per workload: the tuner weighs
+    -- each conv's k best configs against the layout transforms their blocks cost
+    local logs = { tuning_opt.log_filename }
+    local trials = tuning_opt.log_filename .. ".trials"
+    if require("tunelua.file").exists(trials) then logs[2] = trials end
+    local gt = autotvm.graph_tuner.DPTuner(mod, { target = o.target, params = params, log = logs })
     gt:benchmark_layout_transform()
     gt:run()
     gt:write_opt_sch2record_file(tuning_opt.log_filename .. ".graph.log")

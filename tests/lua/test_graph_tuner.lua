@@ -199,6 +199,37 @@ local function workload_index(tuner, t)
   error("no variable for task " .. t.name)
 end
 
+-- The executor model's conversions for a choice against the layout_transform steps of the
+-- network built from that choice's records (the graph's input and output edges included).
+local function executor_model_matches_build(tuner, choice, what)
+  local recs = {}
+  for v, var in ipairs(tuner.vars) do
+    local cd = var.cands[choice[v]]
+    if cd.record then recs[#recs + 1] = record.encode(cd.record.inp, cd.record.res) end
+  end
+  local path = dir .. "/choice.log"
+  file.write_all(path, recs)
+  local lib = executor.build(tuner.mod, { target = "llvm", params = tuner.params, quiet = true,
+                                          history = autotvm.apply_history_best(path, { tophub = false }) })
+  local built, predicted = {}, {}
+  for _, st in ipairs(lib.steps) do
+    if st.name:find("layout_transform", 1, true) then
+      built[#built + 1] = table.concat(st.args[1].shape, "x") .. " -> " .. table.concat(st.args[#st.args].shape, "x")
+    end
+  end
+  local function blocked(shape, b)
+    if not b then return table.concat(shape, "x") end
+    return table.concat({ shape[1], math.floor(shape[2] / b), shape[3], shape[4], b }, "x")
+  end
+  for _, c in ipairs(tuner:layout_transforms(choice)) do
+    predicted[#predicted + 1] = blocked(c.shape, c.src) .. " -> " .. blocked(c.shape, c.dst)
+  end
+  table.sort(built)
+  table.sort(predicted)
+  eq(table.concat(predicted, "; "), table.concat(built, "; "), what .. ": the model's transforms are the build's")
+  return #built
+end
+
 -- the graph as the tuner sees it
 do
   local tuner = autotvm.graph_tuner.DPTuner(mod, { target = "llvm", params = params, log = log, k = 3, quiet = true })
@@ -221,15 +252,43 @@ do
   eq(table.concat(ps, ","), table.concat(want, ","), "conv3 reads the branch and the residual")
   assert(k3.unpack and not k1.unpack and not k2a.unpack, "only the last conv reaches the graph output")
 
-  -- executor model: nothing between neighbours, the best of each workload
-  eq(tuner:benchmark_layout_transform(), 0, "the executor model measures no transform")
+  -- executor model: the executor's own conversions. The residual adds run on the block of
+  -- their first blocked operand (one of the branches, as the optimized graph orders them), so
+  -- the other branch's and conv1's outputs are converted to it when their blocks differ;
+  -- conv3's output is unpacked to NCHW for the graph's result; conv1 reads the NCHW input in
+  -- place and every conv reads its data in the block it comes in.
+  local conv_name = {}
+  conv_name[k1.id], conv_name[k2a.id], conv_name[k2b.id], conv_name[k3.id] = "conv1", "conv2a", "conv2b", "conv3"
+  local seen = {}
+  for _, cv in ipairs(tuner.conversions) do
+    seen[#seen + 1] = conv_name[cv.from] .. "->" .. (cv.to and conv_name[cv.to] or "NCHW")
+  end
+  table.sort(seen)
+  local want_a = "conv1->conv2a conv2b->conv2a conv3->NCHW"
+  local want_b = "conv1->conv2b conv2a->conv2b conv3->NCHW"
+  local got = table.concat(seen, " ")
+  assert(got == want_a or got == want_b, "the executor's conversions: expected " .. want_a .. " or " ..
+         want_b .. ", got " .. got)
+  local n = tuner:benchmark_layout_transform({ number = 2, repeats = 2 })
+  assert(n > 0, "the executor model measures its transforms")
   local r = tuner:run()
   eq(r.method, "dp", "exact")
-  assert(near(r.total, r.per_workload_best), "executor model: the per-workload best")
-  for i, t in ipairs(tasks) do
-    eq(tuner.vars[workload_index(tuner, t)].cands[r.choice[workload_index(tuner, t)]].index, want_best[i],
-       "executor model: task " .. i .. " takes its best config")
+  assert(near(r.total, brute_force(tuner:problem())), "executor model: DP equals brute force")
+  assert(r.total <= r.per_workload_best + 1e-15, "executor model: never worse than the per-workload best")
+  executor_model_matches_build(tuner, r.choice, "residual graph, the tuner's choice")
+  local best = {}
+  for v = 1, #tuner.vars do best[v] = 1 end
+  executor_model_matches_build(tuner, best, "residual graph, each workload's best")
+  -- a choice whose blocks disagree: conv1 and the branches on different blocks
+  local mixed = {}
+  for v = 1, #tuner.vars do mixed[v] = 1 end
+  local v1 = workload_index(tuner, tasks[1])
+  for x, cd in ipairs(tuner.vars[v1].cands) do
+    if cd.oc ~= tuner.vars[v1].cands[1].oc then mixed[v1] = x; break end
   end
+  assert(mixed[v1] ~= 1, "conv1 has a candidate of another block")
+  assert(executor_model_matches_build(tuner, mixed, "residual graph, disagreeing blocks") >= 2,
+         "disagreeing blocks: a conversion between convs besides the output's")
 
   -- a caller's edge costs (a blocked executor's): a mismatch costs 1 ms, so every conv takes
   -- the matched configs
@@ -243,6 +302,66 @@ do
   local bf = brute_force(custom:problem())
   assert(near(r.total, bf), "custom model: DP equals brute force")
   assert(r.total < r.per_workload_best, "custom model: the joint choice beats the per-workload best")
+end
+
+-- executor model on a depthwise chain (mobilenet's pattern): conv1 1x1 (8 -> 16) -> relu ->
+-- depthwise 3x3 (16) -> relu -> conv3 1x1 (16 -> 8). A depthwise conv runs on its own block,
+-- so conv1's output is converted to it unless conv1's block is the same. conv1's best alone
+-- has block 8 against the depthwise's 16; its second best has block 16 and costs 1 ns more,
+-- less than any transform: the tuner takes it and the network runs without a conversion.
+do
+  local xd = relay.var("data", { shape = { 1, 8, 8, 8 } })
+  local wa = relay.var("wa", { shape = { 16, 8, 1, 1 } })
+  local wd = relay.var("wd", { shape = { 16, 1, 3, 3 } })
+  local wb = relay.var("wb", { shape = { 8, 16, 1, 1 } })
+  local a = relay.nn.relu(relay.nn.conv2d(xd, wa, { channels = 16, kernel_size = { 1, 1 } }))
+  local d = relay.nn.relu(relay.nn.conv2d(a, wd, { padding = { 1, 1 }, groups = 16, channels = 16,
+                                                   kernel_size = { 3, 3 } }))
+  local dmod = relay.Module(relay.Function({ xd, wa, wd, wb },
+    relay.nn.conv2d(d, wb, { channels = 8, kernel_size = { 1, 1 } })))
+  local dparams = { wa = rnd({ 16, 8, 1, 1 }, 11), wd = rnd({ 16, 1, 3, 3 }, 12), wb = rnd({ 8, 16, 1, 1 }, 13) }
+  local dtasks = extract.autotvm(dmod, { target = "llvm", params = dparams, ops = { "nn.conv2d" } })
+  local byname = {}
+  for _, t in ipairs(dtasks) do
+    byname[t.name] = byname[t.name] or {}
+    table.insert(byname[t.name], t)
+  end
+  eq(#(byname["depthwise_conv2d_NCHWc.x86"] or {}), 1, "one depthwise workload")
+  eq(#(byname["conv2d_NCHWc.x86"] or {}), 2, "two 1x1 workloads")
+  local c1
+  for _, t in ipairs(byname["conv2d_NCHWc.x86"]) do if t.args[1][2][2] == 8 then c1 = t end end
+  local lines = {}
+  local function rec(t, cfg, cost)
+    lines[#lines + 1] = record.encode({ task = t, config = cfg }, { costs = { cost }, error_no = 0, all_cost = 1, timestamp = 0 })
+  end
+  rec(c1, find_config(c1, 8, 8), 1e-5)
+  rec(c1, find_config(c1, 8, 16), 1e-5 + 1e-9)
+  local dwt = byname["depthwise_conv2d_NCHWc.x86"][1]
+  rec(dwt, find_config(dwt, 16, 16), 2e-5)
+  for _, t in ipairs(byname["conv2d_NCHWc.x86"]) do
+    if t ~= c1 then rec(t, find_config(t, 16, 8), 3e-5) end
+  end
+  local dlog = dir .. "/dw.log"
+  file.write_all(dlog, lines)
+  local tuner = autotvm.graph_tuner.DPTuner(dmod, { target = "llvm", params = dparams, log = dlog, k = 2, quiet = true })
+  local kinds = {}
+  for _, cv in ipairs(tuner.conversions) do
+    local from = tuner.convs[cv.from].depthwise and "depthwise" or tuner.convs[cv.from].data_shape[2] == 8 and "conv1" or "conv3"
+    local to = cv.to and (tuner.convs[cv.to].depthwise and "depthwise" or "conv") or "NCHW"
+    kinds[#kinds + 1] = from .. "->" .. to
+  end
+  table.sort(kinds)
+  eq(table.concat(kinds, " "), "conv1->depthwise conv3->NCHW", "the depthwise chain's conversions")
+  assert(tuner:benchmark_layout_transform({ number = 2, repeats = 2 }) > 0, "transforms measured")
+  local best = {}
+  for v = 1, #tuner.vars do best[v] = 1 end
+  local n_best = executor_model_matches_build(tuner, best, "depthwise chain, each workload's best")
+  local r = tuner:run()
+  assert(near(r.total, brute_force(tuner:problem())), "depthwise chain: DP equals brute force")
+  local n_chosen = executor_model_matches_build(tuner, r.choice, "depthwise chain, the tuner's choice")
+  eq(n_best, 2, "each workload's best: conv1's block 8 converted for the depthwise conv, and the output")
+  eq(n_chosen, 1, "the tuner's choice: only the output's conversion")
+  assert(r.total < r.per_workload_best, "the joint choice beats each workload's best")
 end
 
 -- blocked model: transforms built and timed for real; the written records drive the executor

@@ -305,9 +305,30 @@ local INPUT = "input"   -- a value from the graph input or from a layout-unaware
 -- Walks the program: conv nodes {call, impls, data_shape, out_shape, producers = {conv
 -- index or INPUT}, unpack = bool}. Calls inside fused functions are followed through the
 -- functions' parameters.
+--
+-- Also the conversions the graph executor makes (the "executor" layout model), found by
+-- following AlterOpLayout's blocked rewrite (relay/pass/AlterOpLayout.lua, its op sets):
+-- each value's block comes from one conv (its source: the conv whose output block it
+-- carries) or it is NCHW (INPUT). A conversion {shape, from = conv index or INPUT, to = conv
+-- index or nil (NCHW), node} is a layout_transform of that value from from's block to to's
+-- that runs whenever the two blocks differ:
+--   * a depthwise conv runs on its own block (its config's tile_oc): its data is converted;
+--     any other conv reads its data in the block it comes in (ic_bn only splits the
+--     reduction), NCHW data in place;
+--   * a broadcast binary op with a blocked operand runs on the block of the first one: a
+--     blocked operand of another block is converted, a full-size NCHW one too;
+--   * concatenate runs on its first blocked input's block (every other input converted);
+--   * unary ops and pools pass the block on; every other op, a tuple and the function's
+--     result take NCHW (the blocked value unpacked).
+-- A transform is made once per (value, layout) in the executor; here once per (value,
+-- converting conv), so two consumers of one value converting it to the same block through
+-- different convs count twice.
 local function find_convs(main, tgt)
+  local alter = require "tunelua.relay.pass.AlterOpLayout"
   local convs = {}
   local memo = {}
+  local srcm = {}              -- node -> conv index, INPUT, or false (a constant, no tensor)
+  local conversions, made = {}, {}
   local function union(sets)
     local s, seen = {}, {}
     for _, set in ipairs(sets) do
@@ -318,33 +339,96 @@ local function find_convs(main, tgt)
   local function sink(set)
     for _, x in ipairs(set) do if x ~= INPUT then convs[x].unpack = true end end
   end
+  local function blocked(src) return type(src) == "number" end
+  -- value node x (source src) converted to conv `to`'s block (to nil: NCHW)
+  local function convert(x, src, to)
+    if src == nil or src == false or (src == INPUT and to == nil) or src == to then return end
+    local m = made[x]
+    if not m then m = {}; made[x] = m end
+    local key = to or "NCHW"
+    if m[key] then return end
+    m[key] = true
+    conversions[#conversions + 1] = { shape = walk.ttype(x).shape, from = src, to = to, node = x }
+  end
+  local function plain(x) if blocked(srcm[x]) then convert(x, srcm[x], nil) end end
   local value
   local function eval(expr, env)
     for _, n in ipairs(walk.postorder(expr)) do
       if memo[n] == nil then
         if n.kind == "var" then
-          memo[n] = env[n] or { INPUT }
+          memo[n] = env[n] and env[n].set or { INPUT }
+          if env[n] then srcm[n] = env[n].src else srcm[n] = INPUT end
         elseif n.kind == "const" then
-          memo[n] = {}
+          memo[n], srcm[n] = {}, false
         elseif n.kind == "tuple" then
           local l = {}
-          for _, f in ipairs(n.fields) do l[#l + 1] = memo[f] end
-          memo[n] = union(l)
+          for _, f in ipairs(n.fields) do l[#l + 1] = memo[f]; plain(f) end
+          memo[n], srcm[n] = union(l), INPUT
         elseif n.kind == "tuple_get" then
-          memo[n] = memo[n.tuple]
+          memo[n], srcm[n] = memo[n.tuple], INPUT
         elseif n.kind == "call" then
-          memo[n] = value(n)
+          memo[n], srcm[n] = value(n)
         else
-          memo[n] = {}
+          memo[n], srcm[n] = {}, false
         end
       end
     end
-    return memo[expr]
+    return memo[expr], srcm[expr]
+  end
+  -- the executor's source of a call's value (and its conversions), the blocked rewrite's rules
+  local function source(n, conv_id)
+    local op, args = n.op, n.args
+    if conv_id then
+      local c = convs[conv_id]
+      local a, kty = n.attrs or {}, walk.ttype(args[2])
+      local C, O, g = c.data_shape[2], kty.shape[1], a.groups or 1
+      if g > 1 and g == C and O == C and kty.shape[2] == 1 then
+        c.depthwise = true
+        local s = srcm[args[1]]
+        convert(args[1], s == false and nil or s, conv_id)
+      end
+      return conv_id
+    end
+    if alter.UNARY[op] and #args == 1 then return srcm[args[1]] end
+    if alter.POOLS[op] and blocked(srcm[args[1]]) and ((n.attrs or {}).layout or "NCHW") == "NCHW" then
+      return srcm[args[1]]
+    end
+    if alter.BINARY[op] and #args == 2 then
+      local sa, sb = srcm[args[1]], srcm[args[2]]
+      local b = blocked(sa) and sa or blocked(sb) and sb or nil
+      if b then
+        local full = walk.ttype(n).shape
+        for i = 1, 2 do
+          local v, s = args[i], srcm[args[i]]
+          local sh = walk.ttype(v).shape
+          if blocked(s) then
+            convert(v, s, b)
+          elseif s == INPUT and #sh == #full and sh[1] == full[1] and (#sh < 4 or (sh[3] == full[3] and sh[4] == full[4])) and
+                 sh[2] == full[2] then
+            convert(v, INPUT, b)     -- a full-size NCHW operand
+          end
+        end
+        return b
+      end
+    elseif op == "concatenate" then
+      local first
+      for _, v in ipairs(args) do if blocked(srcm[v]) then first = srcm[v]; break end end
+      local ax = (n.attrs or {}).axis or 0
+      if first and #walk.ttype(n).shape == 4 and (ax == 1 or ax == -3) then
+        for _, v in ipairs(args) do
+          local s = srcm[v]
+          convert(v, s == false and nil or s, first)
+        end
+        return first
+      end
+    end
+    for _, v in ipairs(args) do plain(v) end
+    return INPUT
   end
   function value(n)
     if walk.is_function(n.op) then
       local env = {}
-      for i, prm in ipairs(n.op.params) do env[prm] = memo[n.args[i]] or {} end
+      for i, prm in ipairs(n.op.params) do env[prm] = { set = memo[n.args[i]] or {}, src = srcm[n.args[i]] } end
       return eval(n.op.body, env)
     end
     if n.op == "nn.conv2d" then
@@ -356,17 +440,20 @@ local function find_convs(main, tgt)
                     producers = memo[n.args[1]] or {}, unpack = false }
         convs[#convs + 1] = c
         c.id = #convs
-        return { c.id }
+        return { c.id }, source(n, c.id)
       end
     end
     local ins = {}
     for _, a in ipairs(n.args) do ins[#ins + 1] = memo[a] or {} end
-    if LAYOUT_AWARE[n.op] then return union(ins) end
+    local src = source(n, nil)
+    if LAYOUT_AWARE[n.op] then return union(ins), src end
     sink(union(ins))
-    return { INPUT }
+    return { INPUT }, src
   end
-  sink(eval(main.body, {}))
-  return convs
+  local _, body_src = eval(main.body, {})
+  sink(memo[main.body])
+  if blocked(body_src) then convert(main.body, body_src, nil) end
+  return convs, conversions
 end
 
 -- ---- candidates from the log -------------------------------------------------------------
@@ -441,12 +528,12 @@ end
 
 local MODELS = {}
 
--- What the graph executor runs today: NCHW between groups, every conversion inside the conv
--- kernel (measured with it): nothing between neighbours.
+-- What the graph executor runs: the blocked graph of AlterOpLayout, whose layout_transforms
+-- find_convs lists (conversions), each measured as a layout_transform kernel.
 MODELS.executor = {
   name = "executor",
-  transforms = function() return {} end,
-  edge = function() return 0 end,
+  measured = true,
+  conversions = true,
 }
 
 -- NCHW[x]c between convs, conversions as separate layout_transform kernels, measured.
@@ -481,6 +568,36 @@ local function blocked_transforms(self)
         end
       end
       if cand.oc and c.unpack then add(c.out_shape, cand.oc, nil) end
+    end
+  end
+  return list
+end
+
+-- the transforms the executor model needs: every conversion's, for every pair of candidate
+-- blocks of its two ends (a conv's candidates' tile_oc blocks; NCHW for INPUT and the unpack)
+local function executor_transforms(self)
+  local need, list = {}, {}
+  local function blocks(conv_id)
+    if conv_id == nil or conv_id == INPUT then return { false } end
+    local out, seen = {}, {}
+    for _, cd in ipairs(self.vars[self.convs[conv_id].var].cands) do
+      local b = cd.oc or false
+      if not seen[b] then seen[b] = true; out[#out + 1] = b end
+    end
+    return out
+  end
+  for _, cv in ipairs(self.conversions) do
+    for _, src in ipairs(blocks(cv.from)) do
+      for _, dst in ipairs(blocks(cv.to)) do
+        if src ~= dst then
+          local s, d = src or nil, dst or nil
+          local key = transform_key(cv.shape, s, d)
+          if not need[key] then
+            need[key] = true
+            list[#list + 1] = { key = key, shape = cv.shape, src = s, dst = d }
+          end
+        end
+      end
     end
   end
   return list
@@ -529,7 +646,7 @@ function graph_tuner.DPTuner(mod, opts)
     recs = all
   end
   local m = extract.optimize(mod, { target = tgt.str, params = opts.params or {} }, 2)
-  local convs = find_convs(walk.main(m, 2), tgt)
+  local convs, conversions = find_convs(walk.main(m, 2), tgt)
   local cands = log_candidates(recs, tgt.str, k)
   local task = require "tunelua.autotvm.task"
   -- one variable per workload
@@ -569,9 +686,10 @@ function graph_tuner.DPTuner(mod, opts)
     vars[v].count = vars[v].count + 1
     c.var = v
   end
-  local self = setmetatable({ target = tgt.str, convs = convs, vars = vars, model = model, k = k,
+  local self = setmetatable({ target = tgt.str, convs = convs, conversions = conversions, vars = vars,
+                              model = model, k = k,
                               max_table = opts.max_table, quiet = opts.quiet, transforms = {},
-                              mod = mod }, DPTuner)
+                              mod = mod, params = opts.params or {} }, DPTuner)
   if not self.quiet then
     print(string.format("DPTuner: %d convolutions, %d workloads (%d with records), layout model %s",
                         #convs, #vars, self:num_tuned_workloads(), model.name or "custom"))
@@ -597,7 +715,7 @@ function DPTuner:benchmark_layout_transform(opts)
   local build = require "tunelua.build"
   local nd = require "tunelua.nd"
   local n = 0
-  for _, t in ipairs(blocked_transforms(self)) do
+  for _, t in ipairs(self.model.conversions and executor_transforms(self) or blocked_transforms(self)) do
     if not self.transforms[t.key] then
       local shape = blocked_shape(t.shape, t.src)
       local A = te.placeholder(shape, "float32", "A")
@@ -633,6 +751,57 @@ function DPTuner:transform_cost(shape, src, dst)
   return c
 end
 
+-- the executor model's terms: each conversion as a pair (two workloads), or a unary cost
+-- (one end NCHW, or both ends one workload: the same block, no cost)
+function DPTuner:conversion_terms(unary, pairs_)
+  for _, cv in ipairs(self.conversions) do
+    local fv = cv.from ~= INPUT and self.convs[cv.from].var or nil
+    local tv = cv.to and self.convs[cv.to].var or nil
+    if fv and tv and fv ~= tv then
+      local fc, tc = self.vars[fv].cands, self.vars[tv].cands
+      local m, any = {}, false
+      for x, a in ipairs(fc) do
+        m[x] = {}
+        for y, b in ipairs(tc) do
+          m[x][y] = self:transform_cost(cv.shape, a.oc, b.oc)
+          any = any or m[x][y] ~= 0
+        end
+      end
+      if any then pairs_[#pairs_ + 1] = { fv, tv, cost = m } end
+    elseif fv and not tv then
+      for x, a in ipairs(self.vars[fv].cands) do
+        unary[fv][x] = unary[fv][x] + self:transform_cost(cv.shape, a.oc, nil)
+      end
+    elseif tv and not fv then
+      for y, b in ipairs(self.vars[tv].cands) do
+        unary[tv][y] = unary[tv][y] + self:transform_cost(cv.shape, nil, b.oc)
+      end
+    end
+  end
+end
+
+--- tuner:layout_transforms(choice) -> the conversions the executor makes for a choice (an index
+--- per workload; default the tuner's): {shape, src, dst, from, to} with src ~= dst, the
+--- blocks (nil: NCHW) of its two ends. Under the executor model, these are the network's
+--- layout_transform steps for the chosen configs.
+function DPTuner:layout_transforms(choice)
+  choice = choice or self.choice
+  if not choice then error("DPTuner:layout_transforms: no choice (call tuner:run() first)", 2) end
+  local function block(conv_id)
+    if conv_id == nil or conv_id == INPUT then return nil end
+    local v = self.convs[conv_id].var
+    return self.vars[v].cands[choice[v]].oc
+  end
+  local out = {}
+  for _, cv in ipairs(self.conversions) do
+    local src, dst = block(cv.from), block(cv.to)
+    if src ~= dst then
+      out[#out + 1] = { shape = cv.shape, src = src, dst = dst, from = cv.from, to = cv.to }
+    end
+  end
+  return out
+end
+
 --- tuner:problem() -> the solver's problem over the workloads (see graph_tuner.solve).
 function DPTuner:problem()
   local sizes, unary = {}, {}
@@ -642,6 +811,10 @@ function DPTuner:problem()
     for x, cd in ipairs(var.cands) do unary[v][x] = cd.cost * var.count end
   end
   local pairs_ = {}
+  if self.model.conversions then
+    self:conversion_terms(unary, pairs_)
+    return { sizes = sizes, unary = unary, pairs = pairs_ }
+  end
   for _, c in ipairs(self.convs) do
     local cv = self.vars[c.var].cands
     for x, cd in ipairs(cv) do

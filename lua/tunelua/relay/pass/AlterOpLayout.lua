@@ -264,5 +264,9 @@ local function transform_opts(f, opts)
 end
 
 M.transform = transform
+-- The op sets the blocked rewrite follows (the graph tuner's executor model reads them, so
+-- that its account of the transforms is this pass's):
+-- the unary ops that pass a block on, broadcast binaries, pools that run blocked.
+M.UNARY, M.BINARY, M.POOLS = UNARY, BINARY, POOLS
 M.pass = util.make("AlterOpLayout", transform_opts)
 return M
