@@ -3,6 +3,9 @@
 --
 --   tunelua scripts/bench/network_cpu.lua                      -- resnet-18 and mobilenet
 --   tunelua scripts/bench/network_cpu.lua --log r18.log        -- tuned records from a log
+--   tunelua scripts/bench/network_cpu.lua --log mob.log --graph-tuner yes
+--                                       -- and a "graph" column: the graph tuner over the
+--                                       -- log's trials (mob.log.trials from tune_relay_x86)
 --   tunelua scripts/bench/network_cpu.lua --n-trial 32 --threads 2 --repeat 30
 --   tunelua scripts/bench/network_cpu.lua --target "llvm -mcpu=core-avx2" --log none
 --                                       -- (default target "llvm": the host CPU's vectors)
@@ -22,7 +25,10 @@
 -- config and the default schedules (no history, no TopHub); "TopHub" with
 -- TVM's pre-tuned x86 records; "tuned" with the best records of --log, or of
 -- a short tuning run this script does itself (--n-trial per task, xgb) when no
--- log is given (--log none: no tuned column). The peers are PyTorch on the same networks
+-- log is given (--log none: no tuned column); with --graph-tuner yes also "graph": the
+-- graph tuner (autotvm.graph_tuner.DPTuner, the executor's layout model) over every trial
+-- of the log (LOG and LOG.trials), one config per conv for the whole network, its layout
+-- transforms counted. The peers are PyTorch on the same networks
 -- and ONNX Runtime on the same networks exported to ONNX (scripts/bench/torch_peer.py,
 -- --python: /usr/bin/python3 with Debian's python3-torch by default; ONNX Runtime
 -- where that Python has it, else "n/a"), with the same thread count. Every figure is
@@ -63,7 +69,7 @@ local networks = require "networks"
 local opts = { networks = "resnet-18,mobilenet", threads = 2, ["repeat"] = 30, n_trial = 16,
                log = nil, target = "llvm", python = "/usr/bin/python3", layouts = "blocked", rounds = 5,
                ansor_trials = nil, profile = nil, cycles = 1, scaling = nil, scaling_top = 25,
-               ort_profile = nil, peer_isa = nil }
+               ort_profile = nil, peer_isa = nil, graph_tuner = false }
 do
   local i = 1
   while i <= #arg do
@@ -84,6 +90,8 @@ do
     elseif a == "--scaling-top" then opts.scaling_top = tonumber(v)
     elseif a == "--ort-profile" then opts.ort_profile = v
     elseif a == "--peer-isa" then opts.peer_isa = v
+    elseif a == "--graph-tuner" then opts.graph_tuner = v == "yes"
+      if v ~= "yes" and v ~= "no" then error("network_cpu: --graph-tuner expects yes or no", 0) end
     else error("network_cpu: unknown option " .. tostring(a) .. " (see the header of this script)", 0) end
     if v == nil then error("network_cpu: " .. a .. " expects a value", 0) end
     i = i + 2
@@ -317,9 +325,10 @@ for name in opts.networks:gmatch("[^,]+") do
     log = string.format("network_cpu.%s.log", name)
     local tasks = autotvm.task.extract_from_program(mod, { target = opts.target, params = params,
       ops = { "nn.conv2d", "nn.dense" } })
-    autotvm.tune_tasks(tasks, autotvm.measure_option({
-      builder = autotvm.LocalBuilder(), runner = autotvm.LocalRunner({ number = 4, ["repeat"] = 3 }),
-    }), { tuner = "xgb", n_trial = opts.n_trial, early_stopping = opts.n_trial, log_filename = log })
+    local runner = autotvm.LocalRunner({ number = 4, ["repeat"] = 3 })
+    require("tunelua.flow").keep_trials(runner, log)   -- every trial in LOG.trials
+    autotvm.tune_tasks(tasks, autotvm.measure_option({ builder = autotvm.LocalBuilder(), runner = runner }),
+                       { tuner = "xgb", n_trial = opts.n_trial, early_stopping = opts.n_trial, log_filename = log })
   end
   local cols = {}
   for _, v in ipairs(variants) do
@@ -328,6 +337,17 @@ for name in opts.networks:gmatch("[^,]+") do
     if log then
       cols[#cols + 1] = { name = "tuned" .. v.suffix,
                           b = build(mod, params, autotvm.apply_history_best(log), true, v.layouts) }
+      if opts.graph_tuner then
+        -- the graph tuner over every trial of the log: one config per conv for the network
+        local logs = { log }
+        if file.exists(log .. ".trials") then logs[2] = log .. ".trials" end
+        local gt = autotvm.graph_tuner.DPTuner(mod, { target = opts.target, params = params, log = logs })
+        gt:benchmark_layout_transform()
+        gt:run()
+        local h = autotvm.apply_history_best(log)
+        for _, r in ipairs(gt:get_optimal_records()) do h:update(r.inp.target, r.inp.workload, r) end
+        cols[#cols + 1] = { name = "graph" .. v.suffix, b = build(mod, params, h, true, v.layouts) }
+      end
     end
   end
   if opts.ansor_trials then
@@ -406,6 +426,7 @@ for _, v in ipairs(variants) do
   heads[#heads + 1] = "untuned" .. v.suffix
   heads[#heads + 1] = "TopHub" .. v.suffix
   heads[#heads + 1] = "tuned" .. v.suffix
+  if opts.graph_tuner then heads[#heads + 1] = "graph" .. v.suffix end
 end
 if opts.ansor_trials then heads[#heads + 1] = "auto-sched" end
 local line = { string.format("%-12s", "network") }
@@ -425,7 +446,7 @@ for _, r in ipairs(rows) do
   print(table.concat(line, " "))
   if opts.layouts == "both" then
     local parts = {}
-    for _, h in ipairs({ "untuned", "TopHub", "tuned" }) do
+    for _, h in ipairs({ "untuned", "TopHub", "tuned", "graph" }) do
       if r.t[h] and r.t[h .. " NCHW"] then
         parts[#parts + 1] = string.format("%s %.2fx", h, r.t[h .. " NCHW"] / r.t[h])
       end

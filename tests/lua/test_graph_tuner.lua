@@ -364,6 +364,61 @@ do
   assert(r.total < r.per_workload_best, "the joint choice beats each workload's best")
 end
 
+-- executor model on whole networks: random valid configs (some workloads left without a
+-- record: the executor's fallback), the model's transforms against the layout_transforms
+-- AlterOpLayout puts into the executor's graph for those configs (mobilenet: depthwise
+-- blocks; resnet-50: residual adds; inception_v3: concatenations, nested ones, blocks that do
+-- not divide every input's channels, so that some run on NCHW)
+do
+  local networks = require "networks"
+  local strategy = require "tunelua.graph.strategy"
+  local walk = require "tunelua.graph.walk"
+  local tgt = strategy.parse_target("llvm", 1)
+  local function lay(b) return b and ("NCHW" .. b .. "c") or "NCHW" end
+  for _, case in ipairs({ { "mobilenet", 3 }, { "resnet-50", 2 }, { "inception_v3", 2 } }) do
+    local net = case[1]
+    local nmod, nparams = networks.get_network(net, { batch_size = 1 })
+    local ntasks = extract.autotvm(nmod, { target = "llvm", params = nparams, ops = { "nn.conv2d" } })
+    for seed = 1, case[2] do
+      local st = seed * 7919
+      local function rnd(n) st = (st * 48271) % 2147483647; return st % n end
+      local lines = {}
+      for _, t in ipairs(ntasks) do
+        if rnd(4) > 0 then
+          lines[#lines + 1] = record.encode({ task = t, config = t.config_space:get(rnd(#t.config_space)) },
+            { costs = { 1e-4 + rnd(100) * 1e-6 }, error_no = 0, all_cost = 1, timestamp = 0 })
+        end
+      end
+      local nlog = dir .. "/random.log"
+      file.write_all(nlog, lines)
+      local tuner = autotvm.graph_tuner.DPTuner(nmod, { target = "llvm", params = nparams, log = nlog, k = 1,
+                                                       quiet = true, tophub = false })
+      local one = {}
+      for v = 1, #tuner.vars do one[v] = 1 end
+      local model = {}
+      for _, c in ipairs(tuner:layout_transforms(one)) do
+        model[#model + 1] = table.concat(c.shape, "x") .. " " .. lay(c.src) .. "->" .. lay(c.dst)
+      end
+      local ctxs = { autotvm.apply_history_best(nlog, { tophub = false }) }
+      local g = extract.optimize(nmod, { target = "llvm", params = nparams, fuse = false,
+                                         conv_blocks = executor.conv_blocks(tgt, ctxs) }, 1)
+      local built = {}
+      for _, n in ipairs(walk.postorder(walk.main(g, 1).body)) do
+        if n.kind == "call" and n.op == "layout_transform" and n.args[1].kind ~= "const" then
+          local sh = walk.ttype(n.args[1]).shape
+          if #sh == 5 then sh = { sh[1], sh[2] * sh[5], sh[3], sh[4] } end
+          built[#built + 1] = table.concat(sh, "x") .. " " .. n.attrs.src_layout .. "->" .. n.attrs.dst_layout
+        end
+      end
+      table.sort(model)
+      table.sort(built)
+      assert(#built > 0, net .. " seed " .. seed .. ": random blocks disagree somewhere")
+      eq(table.concat(model, "; "), table.concat(built, "; "),
+         net .. " seed " .. seed .. ": the executor model's transforms")
+    end
+  end
+end
+
 -- blocked model: transforms built and timed for real; the written records drive the executor
 do
   local tuner = autotvm.graph_tuner.DPTuner(mod, { target = "llvm", params = params, log = log, k = 3,

@@ -9,10 +9,14 @@
 --   gt:write_opt_sch2record_file("graph_opt.log")   -- for apply_history_best
 --
 -- The network is optimized as the executor builds it (relay.optimize with the target and
--- params); every nn.conv2d with an AutoTVM template is a node. The kernel-tuning log gives
--- each conv workload its k best distinct configs with their measured costs; a
--- conv2d_NCHWc.x86 / depthwise_conv2d_NCHWc.x86 config implies a data layout NCHW[ic]c in
--- and NCHW[oc]c out (the last factors of tile_ic and tile_oc). The choice minimizes
+-- params, up to fusion: the graph AlterOpLayout blocks); every nn.conv2d with an AutoTVM
+-- template is a node, built with the template the executor takes for it (the cheapest
+-- record's, Winograd by its shape rule where it has none: executor.conv_template). The
+-- kernel-tuning log gives each conv workload its k best distinct configs with their measured
+-- costs (a workload without one keeps the config the executor takes: TopHub's unless
+-- opts.tophub = false, else the fallback); a conv2d_NCHWc.x86 / depthwise_conv2d_NCHWc.x86
+-- config implies a data layout NCHW[ic]c in and NCHW[oc]c out (the last factors of tile_ic
+-- and tile_oc). The choice minimizes
 --
 --   sum over convs of the chosen config's kernel cost
 --   + sum over graph edges conv u -> conv v of edge(u's config, v's config)
@@ -339,16 +343,24 @@ local function find_convs(main, tgt)
   local function sink(set)
     for _, x in ipairs(set) do if x ~= INPUT then convs[x].unpack = true end end
   end
-  local function blocked(src) return type(src) == "number" end
-  -- value node x (source src) converted to conv `to`'s block (to nil: NCHW)
+  -- a source: INPUT, false (a constant), a conv index, or {id = conv index, chans = {...}}: a
+  -- concatenation's output, on that conv's block where the block divides every input's
+  -- channels, else NCHW (the concatenation runs on NCHW)
+  local function blocked(src) return type(src) == "number" or type(src) == "table" end
+  local function sid(src) if type(src) == "table" then return src.id end return src end
+  local function schans(src) return type(src) == "table" and src.chans or nil end
+  -- value node x (source src) converted to the block of `to` (a source; nil: NCHW)
   local function convert(x, src, to)
-    if src == nil or src == false or (src == INPUT and to == nil) or src == to then return end
+    if src == nil or src == false or (src == INPUT and to == nil) then return end
+    local from, from_chans, to_id, to_chans = sid(src), schans(src), sid(to), schans(to)
+    if from == to_id and not from_chans and not to_chans then return end
     local m = made[x]
     if not m then m = {}; made[x] = m end
-    local key = to or "NCHW"
+    local key = to_id or "NCHW"
     if m[key] then return end
     m[key] = true
-    conversions[#conversions + 1] = { shape = walk.ttype(x).shape, from = src, to = to, node = x }
+    conversions[#conversions + 1] = { shape = walk.ttype(x).shape, from = from, to = to_id, node = x,
+                                      from_chans = from_chans, to_chans = to_chans }
   end
   local function plain(x) if blocked(srcm[x]) then convert(x, srcm[x], nil) end end
   local value
@@ -384,8 +396,7 @@ local function find_convs(main, tgt)
       local C, O, g = c.data_shape[2], kty.shape[1], a.groups or 1
       if g > 1 and g == C and O == C and kty.shape[2] == 1 then
         c.depthwise = true
-        local s = srcm[args[1]]
-        convert(args[1], s == false and nil or s, conv_id)
+        convert(args[1], srcm[args[1]], conv_id)
       end
       return conv_id
     end
@@ -398,15 +409,26 @@ local function find_convs(main, tgt)
       local b = blocked(sa) and sa or blocked(sb) and sb or nil
       if b then
         local full = walk.ttype(n).shape
+        local nchw = {}   -- operands converted from NCHW: [1, C, 1, 1] (a bias) or full-size
         for i = 1, 2 do
           local v, s = args[i], srcm[args[i]]
           local sh = walk.ttype(v).shape
-          if blocked(s) then
-            convert(v, s, b)
-          elseif s == INPUT and #sh == #full and sh[1] == full[1] and (#sh < 4 or (sh[3] == full[3] and sh[4] == full[4])) and
-                 sh[2] == full[2] then
-            convert(v, INPUT, b)     -- a full-size NCHW operand
+          local ones = true
+          for _, d in ipairs(sh) do if d ~= 1 then ones = false end end
+          if not blocked(s) and not ones then
+            if #sh == 4 and #full == 4 and ((sh[1] == 1 and sh[3] == 1 and sh[4] == 1) or
+                                            (sh[1] == full[1] and sh[3] == full[3] and sh[4] == full[4])) then
+              nchw[i] = true
+            else
+              for _, x in ipairs(args) do plain(x) end   -- the op runs on NCHW
+              return INPUT
+            end
           end
+        end
+        for i = 1, 2 do
+          local v, s = args[i], srcm[args[i]]
+          if blocked(s) then convert(v, s, b)
+          elseif nchw[i] and s == INPUT then convert(v, INPUT, b) end   -- a constant folds
         end
         return b
       end
@@ -415,11 +437,12 @@ local function find_convs(main, tgt)
       for _, v in ipairs(args) do if blocked(srcm[v]) then first = srcm[v]; break end end
       local ax = (n.attrs or {}).axis or 0
       if first and #walk.ttype(n).shape == 4 and (ax == 1 or ax == -3) then
-        for _, v in ipairs(args) do
-          local s = srcm[v]
-          convert(v, s == false and nil or s, first)
-        end
-        return first
+        local chans = {}
+        for _, c in ipairs(schans(first) or {}) do chans[#chans + 1] = c end
+        for _, v in ipairs(args) do chans[#chans + 1] = walk.ttype(v).shape[2] end
+        local out = { id = sid(first), chans = chans }
+        for _, v in ipairs(args) do convert(v, srcm[v], out) end
+        return out
       end
     end
     for _, v in ipairs(args) do plain(v) end
@@ -573,6 +596,15 @@ local function blocked_transforms(self)
   return list
 end
 
+-- the layout of a conversion's end whose conv has block b (nil: NCHW): a concatenation's
+-- output (chans: its inputs' channels) is NCHW where b does not divide every one of them
+local function eff(b, chans)
+  if b and chans then
+    for _, c in ipairs(chans) do if c % b ~= 0 then return nil end end
+  end
+  return b
+end
+
 -- the transforms the executor model needs: every conversion's, for every pair of candidate
 -- blocks of its two ends (a conv's candidates' tile_oc blocks; NCHW for INPUT and the unpack)
 local function executor_transforms(self)
@@ -587,8 +619,9 @@ local function executor_transforms(self)
     return out
   end
   for _, cv in ipairs(self.conversions) do
-    for _, src in ipairs(blocks(cv.from)) do
-      for _, dst in ipairs(blocks(cv.to)) do
+    for _, src0 in ipairs(blocks(cv.from)) do
+      for _, dst0 in ipairs(blocks(cv.to)) do
+        local src, dst = eff(src0 or nil, cv.from_chans) or false, eff(dst0 or nil, cv.to_chans) or false
         if src ~= dst then
           local s, d = src or nil, dst or nil
           local key = transform_key(cv.shape, s, d)
@@ -611,7 +644,8 @@ graph_tuner.DPTuner_mt = DPTuner
 
 --- graph_tuner.DPTuner(mod, {target = "llvm", log = path(s) or records, k = 5, params = {...},
 ---   layout = "executor" | "blocked" | {edge = f(shape, src, dst)}, max_table = 2^20,
----   quiet = false}) -> tuner
+---   tophub = true, winograd = "auto", quiet = false}) -> tuner
+--- (tophub and winograd as the build will have them: relay.build's options of those names)
 function graph_tuner.DPTuner(mod, opts)
   opts = opts or {}
   if opts.log == nil then
@@ -645,38 +679,42 @@ function graph_tuner.DPTuner(mod, opts)
     end
     recs = all
   end
-  local m = extract.optimize(mod, { target = tgt.str, params = opts.params or {} }, 2)
+  -- the graph as AlterOpLayout sees it in the executor's build (before fusion: the first conv
+  -- is the one whose data is the graph's input variable)
+  local m = extract.optimize(mod, { target = tgt.str, params = opts.params or {}, fuse = false }, 2)
   local convs, conversions = find_convs(walk.main(m, 2), tgt)
   local cands = log_candidates(recs, tgt.str, k)
-  local task = require "tunelua.autotvm.task"
+  -- the dispatch contexts of the build: the log's records, then TopHub's
+  local executor = require "tunelua.graph.executor"
+  local ctxs = { require("tunelua.autotvm.dispatch").apply_history_best(recs, { tophub = false }) }
+  if opts.tophub ~= false then
+    local th = require("tunelua.autotvm.tophub").context(tgt.str)
+    if th then ctxs[#ctxs + 1] = th end
+  end
+  local blocks_of = executor.conv_blocks(tgt, ctxs, opts.winograd)
   -- one variable per workload
   local vars, var_of = {}, {}
   for _, c in ipairs(convs) do
-    -- the first template with records wins (the executor picks by cost the same way)
-    local impl, list
-    for _, im in ipairs(c.impls) do
-      local wl = { im.name }
-      for i, a in ipairs(im.args) do wl[i + 1] = a end
-      local l = cands[record.workload_key(wl)]
-      if l and #l > 0 then impl, list = im, l; break end
-    end
-    impl = impl or c.impls[1]
+    -- the template the executor builds the conv with (by the records' costs; Winograd by
+    -- its shape rule where it has no record), its k best configs of the log
+    local impl = executor.conv_template(c.call, tgt, ctxs, opts.winograd) or c.impls[1]
     local wl = { impl.name }
     for i, a in ipairs(impl.args) do wl[i + 1] = a end
     local wk = record.workload_key(wl)
+    local list = cands[wk]
     local v = var_of[wk]
     if not v then
       local vc = {}
-      if list then
+      if list and #list > 0 then
         for i, cd in ipairs(list) do
           local ic, oc = graph_tuner.layout_of(cd.entity)
           vc[i] = { cost = cd.cost, record = cd.record, ic = ic, oc = oc, index = cd.record.inp.config.index }
         end
       else
-        -- no record: the config the executor falls back to, with its layout, at no cost
-        local t = task.create(impl.name, impl.args, tgt.str)
-        local cfg = t.config_space:get(-1)
-        local ic, oc = graph_tuner.layout_of(cfg:entity())
+        -- no record in the log: the config the executor takes (TopHub's, else the template's
+        -- fallback), with its layout, at no cost
+        local ic, oc
+        if blocks_of then ic, oc = blocks_of(c.call) end
         vc[1] = { cost = 0, ic = ic, oc = oc, fallback = true, index = -1 }
       end
       vars[#vars + 1] = { workload = wl, key = wk, name = impl.name, cands = vc, count = 0 }
@@ -763,18 +801,23 @@ function DPTuner:conversion_terms(unary, pairs_)
       for x, a in ipairs(fc) do
         m[x] = {}
         for y, b in ipairs(tc) do
-          m[x][y] = self:transform_cost(cv.shape, a.oc, b.oc)
+          m[x][y] = self:transform_cost(cv.shape, eff(a.oc, cv.from_chans), eff(b.oc, cv.to_chans))
           any = any or m[x][y] ~= 0
         end
       end
       if any then pairs_[#pairs_ + 1] = { fv, tv, cost = m } end
     elseif fv and not tv then
       for x, a in ipairs(self.vars[fv].cands) do
-        unary[fv][x] = unary[fv][x] + self:transform_cost(cv.shape, a.oc, nil)
+        unary[fv][x] = unary[fv][x] + self:transform_cost(cv.shape, eff(a.oc, cv.from_chans), nil)
       end
     elseif tv and not fv then
       for y, b in ipairs(self.vars[tv].cands) do
-        unary[tv][y] = unary[tv][y] + self:transform_cost(cv.shape, nil, b.oc)
+        unary[tv][y] = unary[tv][y] + self:transform_cost(cv.shape, nil, eff(b.oc, cv.to_chans))
+      end
+    elseif fv and fv == tv then
+      -- both ends on one workload's block: a cost only where a concatenation makes one NCHW
+      for x, a in ipairs(self.vars[fv].cands) do
+        unary[fv][x] = unary[fv][x] + self:transform_cost(cv.shape, eff(a.oc, cv.from_chans), eff(a.oc, cv.to_chans))
       end
     end
   end
@@ -792,10 +835,14 @@ function DPTuner:layout_transforms(choice)
     local v = self.convs[conv_id].var
     return self.vars[v].cands[choice[v]].oc
   end
-  local out = {}
+  local out, seen = {}, {}
   for _, cv in ipairs(self.conversions) do
-    local src, dst = block(cv.from), block(cv.to)
-    if src ~= dst then
+    local src, dst = eff(block(cv.from), cv.from_chans), eff(block(cv.to), cv.to_chans)
+    -- one transform per (value, layout), as the executor makes them
+    local key = tostring(dst)
+    seen[cv.node] = seen[cv.node] or {}
+    if src ~= dst and not seen[cv.node][key] then
+      seen[cv.node][key] = true
       out[#out + 1] = { shape = cv.shape, src = src, dst = dst, from = cv.from, to = cv.to }
     end
   end

@@ -224,6 +224,14 @@ local function conv_impls(node, tgt, ctxs, mode)
   end, tgt.registers)
 end
 
+--- executor.conv_template(call, tgt, ctxs[, winograd mode]) -> the template (strategy impl) a
+--- graph build takes for an nn.conv2d call (of the graph before fusion): the one whose record
+--- in ctxs costs least, a 3x3 stride-1 conv's Winograd one by its shape rule where it has no
+--- record; nil when the target has none.
+function executor.conv_template(call, tgt, ctxs, mode)
+  return conv_impls(call, tgt, ctxs, mode)[1]
+end
+
 --- executor.conv_blocks(tgt, ctxs[, winograd mode]) -> function(conv2d call) -> ic_bn, oc_bn,
 --- or nil when the target has no blocked conv template: the channel blocks of the config the graph build
 --- will schedule that conv with (the first dispatch context of ctxs with a record for its
