@@ -152,4 +152,33 @@ do
   end
 end
 
+-- Only with 32 vector registers: the prefetch is compiled in under #if defined(__AVX512F__).
+-- resnet's 512 -> 512 conv at 7x7 planned for AVX2 (a row of 7 one-vector accumulators on 16
+-- ymm registers): compiled for haswell it holds no prefetch and reloads nothing from the stack
+-- among its FMAs; with the guard dropped, GCC kept an accumulator on the stack around the
+-- prefetch's branch (a load-FMA-store chain per reduction step: 2.5-2.9x slower); compiled for
+-- skylake-avx512 the prefetch is there.
+do
+  local measure = require "tunelua.autotvm.measure"
+  local dir = util.tmpdir("prefetch")
+  local task = autotvm.task.create("conv2d_NCHWc.x86", { { "TENSOR", { 1, 512, 7, 7 }, "float32" },
+    { "TENSOR", { 512, 512, 3, 3 }, "float32" }, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "NCHW", "NCHW", "float32" },
+    "llvm -mcpu=core-avx2")
+  assert(task:set_blocked(true), "a blocked form")
+  local src = measure.source_of(task:lower(-1))
+  local guarded = "#if defined%(__AVX512F__%)\n%s*if %(tlc_pf_next && tlc_pf < tlc_pf_end%) {"
+  assert(src:find(guarded) and src:find("#if defined%(__AVX512F__%)\n%s*int64_t tlc_pf_r"),
+         "the prefetch and its setup under #if defined(__AVX512F__)")
+  assert(not util.asm(src, "haswell", dir, "avx2"):find("prefetcht0", 1, true), "haswell: no prefetch")
+  local n = util.fma_spills(src, "haswell", dir, "avx2")
+  assert(n == 0, "haswell: " .. n .. " vector reloads from the stack among FMAs")
+  local forced = src:gsub("#if defined%(__AVX512F__%)\n(%s*int64_t tlc_pf_r.-)#endif\n", "%1")
+                    :gsub("#if defined%(__AVX512F__%)\n(%s*if %(tlc_pf_next.-)#endif\n", "%1")
+  assert(not forced:find("__AVX512F__", 1, true), "the guards dropped")
+  assert(util.fma_spills(forced, "haswell", dir, "avx2_forced") > 0,
+         "haswell with the prefetch compiled in: the spill the guard avoids")
+  assert(util.asm(src, "skylake-avx512", dir, "avx512"):find("prefetcht0", 1, true), "skylake-avx512: the prefetch")
+  util.cleanup(dir)
+end
+
 print("test_prefetch: ok")

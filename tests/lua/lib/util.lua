@@ -49,23 +49,30 @@ function M.asm(src, march, dir, name)
   return asm
 end
 
---- M.fma_spills(src, march, dir, name) -> the vector registers reloaded from the stack in the
---- blocks (between labels) that hold FMAs, in the assembly of C source src compiled for march
---- (cc -O3, the file dir/name.c): the reloads of spilled accumulators. (A stage's accumulators
---- written to a local buffer after its loop are stores only, not counted.)
+--- M.fma_spills(src, march, dir, name) -> n, widest: the vector registers reloaded from the
+--- stack (a move or an FMA's memory operand) in the blocks (between labels) that hold FMAs, in
+--- the assembly of C source src compiled for march (cc -O3, the file dir/name.c): the reloads
+--- of spilled accumulators; widest: those in the blocks with the most FMAs (a kernel's
+--- interior, where the borders' partitions have fewer). (A stage's accumulators written to a
+--- local buffer after its loop are stores only, not counted.)
 function M.fma_spills(src, march, dir, name)
   local asm = M.asm(src, march, dir, name)
-  local n, reloads, fma = 0, 0, false
+  local n, reloads, fmas = 0, 0, 0
+  local most, widest = 0, 0
   for line in (asm .. "\n.Lend:\n"):gmatch("[^\n]+") do
     if line:match("^[%.%w_]+:") then
-      if fma then n = n + reloads end
-      reloads, fma = 0, false
+      if fmas > 0 then
+        n = n + reloads
+        if fmas > most then most, widest = fmas, reloads
+        elseif fmas == most then widest = widest + reloads end
+      end
+      reloads, fmas = 0, 0
     else
-      if line:match("^%s*v%a+%s+%-?%d*%(%%r[sb]p[^)]*%),.*%%[yz]mm%d+$") then reloads = reloads + 1 end
-      if line:match("^%s*vfn?m[as][du][db]") then fma = true end
+      if line:match("^%s*v%w+%s+%-?%d*%(%%r[sb]p[^)]*%),.*%%[yz]mm%d+$") then reloads = reloads + 1 end
+      if line:match("^%s*vfn?m[as][du][db]") then fmas = fmas + 1 end
     end
   end
-  return n
+  return n, widest
 end
 
 --- M.rpc_exchange(port) -> function(bytes, timeout) -> the bytes a loopback peer answered
