@@ -95,16 +95,21 @@ static int wg_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   ** 0.433, 35x35x96 0.359 -> 0.275) */
   int64_t lanes = cfg->hw->lanes > 0 ? cfg->hw->lanes : 16;
   int64_t regs = cfg->hw->registers > 0 ? cfg->hw->registers : 32;
+  int64_t m = ci.OH >= 28 && ci.OW >= 28 ? 4 : 2;
+  int64_t row_tiles = (ci.OW + m - 1) / m;
   int64_t oc_bn = tl_atvm_largest_divisor(ci.O, lanes);
   int wide = regs >= 32 && ci.O % (2 * lanes) == 0;
-  if (wide) oc_bn = 2 * lanes;
+  /* On 16 registers, two vectors of output channels where a row has at most (16 - 4) / 2
+  ** tiles: the 7x7 outputs of F(2x2) (rows of 4 tiles) keep 8 accumulators instead of 4
+  ** (4 dependent FMA chains cannot fill two FMA ports of 4-cycle latency) */
+  int wide16 = !wide && ci.O % (2 * lanes) == 0 && row_tiles >= 2 && row_tiles <= (regs - 4) / 2;
+  if (wide || wide16) oc_bn = 2 * lanes;
   int64_t ic_bn = tl_atvm_largest_divisor(ci.C, oc_bn);
   int64_t s_ic[2] = {-1, ic_bn}, s_oc[2] = {-1, oc_bn};
   TRY(tl_cfg_fallback_split(cfg, "tile_ic", s_ic, 2));
   TRY(tl_cfg_fallback_split(cfg, "tile_oc", s_oc, 2));
-  int64_t m = ci.OH >= 28 && ci.OW >= 28 ? 4 : 2;
   tl_cfg_fallback_other(cfg, "tile_size", (double)m);
-  tl_cfg_fallback_other(cfg, "tile_p", wide ? 14 : regs >= 32 ? 16 : 12);
+  tl_cfg_fallback_other(cfg, "tile_p", wide ? 14 : wide16 ? (double)((regs - 4) / 2) : regs >= 32 ? 16 : 12);
   /* the blocks of a row of tiles one after the other (rows_first) when the transformed
   ** input would not stay in cache whole (over 4 MB: 56x56x256, 112x112x128, 224x224x64
   ** with F(4x4)) */

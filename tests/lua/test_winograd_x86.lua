@@ -95,6 +95,7 @@ check_task(32, 8, 48, 1, 2)               -- 3 blocks of 16 output channels
 check_task(8, 12, 16, 0, 1)               -- no padding: 10x10 output
 check_task(8, 74, 16, 1, 1)               -- rows of 37 (F(2)) and 19 (F(4)) tiles: padded to 40 and 24
 check_task(16, 10, 24, 1, 1, "llvm -mcpu=core-avx2")   -- 8-lane vectors, 16 registers
+check_task(16, 7, 32, 1, 1, "llvm -mcpu=core-avx2")    -- its fallback: two vectors by rows of 4 tiles
 
 -- tuning: blocked configs measured and checked against references of their own blocks and tile
 do

@@ -56,6 +56,8 @@ local cases = {
   -- border through guards (F(4x4) at 56, F(2x2) at 14)
   { "conv2d_NCHWc_winograd.x86", conv(64, 56, 64, 3, 1, 1), "winograd 56", blocked_only = true },
   { "conv2d_NCHWc_winograd.x86", conv(256, 14, 256, 3, 1, 1), "winograd 14", blocked_only = true },
+  -- the 7x7 outputs (F(2x2), rows of 4 tiles) on 16 registers: two vectors by 4 rows
+  { "conv2d_NCHWc_winograd.x86", conv(512, 7, 512, 3, 1, 1), "winograd 7", blocked_only = true },
 }
 local machines = { { "llvm -mcpu=core-avx2", "haswell" }, { "llvm -mcpu=skylake-avx512", "skylake-avx512" } }
 for _, m in ipairs(machines) do
