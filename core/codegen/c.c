@@ -1065,7 +1065,7 @@ static void print_parallel(cg *c, tl_ref loop) {
     /* this iteration's share of the next block: an address only (prefetches do not fault),
     ** none after the last block */
     int64_t slice = (pf_block / pf_div + 63) / 64 * 64;
-    PF(c, "#if " PREFETCH_CONDITION "\n");
+    P(c, "#if " PREFETCH_CONDITION "\n");
     PF(c, "  int64_t tlc_pf_r = ((int64_t)%s - %lld) %% %lld, tlc_pf_b = ((int64_t)%s - %lld) / %lld;\n",
        vn, (long long)kmin, (long long)pf_div, vn, (long long)kmin, (long long)pf_div);
     PF(c, "  const char *tlc_pf_next = tlc_pf_b + 1 < %lld ? (const char *)((uintptr_t)%s + "
@@ -1074,7 +1074,7 @@ static void print_parallel(cg *c, tl_ref loop) {
     PF(c, "  int64_t tlc_pf = 0, tlc_pf_end = %lld - tlc_pf_r * %lld < %lld ? %lld - tlc_pf_r * %lld : %lld;\n",
        (long long)pf_block, (long long)slice, (long long)slice, (long long)pf_block, (long long)slice,
        (long long)slice);
-    PF(c, "#endif\n");
+    P(c, "#endif\n");
     c->pf_body = pf_body;
     c->pf_lines = pf_lines;
   }
@@ -1311,13 +1311,13 @@ static void ps(cg *c, tl_ref s) {
   tl_ir *ir = c->b.ir;
   int op = tl_ir_op(ir, s);
   if (c->pf_body && s == c->pf_body) {
-    tl_buf_puts(c->b.o, "#if " PREFETCH_CONDITION "\n");
+    P(c, "#if " PREFETCH_CONDITION "\n");
     line(c, "if (tlc_pf_next && tlc_pf < tlc_pf_end) {");
     for (int64_t q = 0; q < c->pf_lines; q++)
       line(c, "  __builtin_prefetch(tlc_pf_next + tlc_pf + %lld, 0, 3);", (long long)(q * 64));
     line(c, "  tlc_pf += %lld;", (long long)(c->pf_lines * 64));
     line(c, "}");
-    tl_buf_puts(c->b.o, "#endif\n");
+    P(c, "#endif\n");
   }
   switch (op) {
   case TL_IR_FOR:

@@ -296,14 +296,10 @@ function flow.tune_and_evaluate(o, tuning_opt)
     print("Graph tuning...")
     -- every measured config (LOG.trials), not only LOG's best per workload: the tuner weighs
     -- each conv's k best configs against the layout transforms their blocks cost
-    local logs = { tuning_opt.log_filename }
-    local trials = tuning_opt.log_filename .. ".trials"
-    if require("tunelua.file").exists(trials) then logs[2] = trials end
-    local gt = autotvm.graph_tuner.DPTuner(mod, { target = o.target, params = params, log = logs })
-    gt:benchmark_layout_transform()
-    gt:run()
+    local gt = autotvm.graph_tuner.tune_log(mod, { target = o.target, params = params,
+                                                   log = tuning_opt.log_filename })
     gt:write_opt_sch2record_file(tuning_opt.log_filename .. ".graph.log")
-    for _, r in ipairs(gt:get_optimal_records()) do history:update(r.inp.target, r.inp.workload, r) end
+    gt:pin(history)
   end
 
   print("Compile...")

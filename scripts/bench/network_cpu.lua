@@ -339,14 +339,9 @@ for name in opts.networks:gmatch("[^,]+") do
                           b = build(mod, params, autotvm.apply_history_best(log), true, v.layouts) }
       if opts.graph_tuner then
         -- the graph tuner over every trial of the log: one config per conv for the network
-        local logs = { log }
-        if file.exists(log .. ".trials") then logs[2] = log .. ".trials" end
-        local gt = autotvm.graph_tuner.DPTuner(mod, { target = opts.target, params = params, log = logs })
-        gt:benchmark_layout_transform()
-        gt:run()
-        local h = autotvm.apply_history_best(log)
-        for _, r in ipairs(gt:get_optimal_records()) do h:update(r.inp.target, r.inp.workload, r) end
-        cols[#cols + 1] = { name = "graph" .. v.suffix, b = build(mod, params, h, true, v.layouts) }
+        local gt = autotvm.graph_tuner.tune_log(mod, { target = opts.target, params = params, log = log })
+        cols[#cols + 1] = { name = "graph" .. v.suffix,
+                            b = build(mod, params, gt:pin(autotvm.apply_history_best(log)), true, v.layouts) }
       end
     end
   end

@@ -11,7 +11,7 @@
 -- The network is optimized as the executor builds it (relay.optimize with the target and
 -- params, up to fusion: the graph AlterOpLayout blocks); every nn.conv2d with an AutoTVM
 -- template is a node, built with the template the executor takes for it (the cheapest
--- record's, Winograd by its shape rule where it has none: executor.conv_template). The
+-- record's, Winograd by its shape rule where it has none: executor.conv_choice). The
 -- kernel-tuning log gives each conv workload its k best distinct configs with their measured
 -- costs (a workload without one keeps the config the executor takes: TopHub's unless
 -- opts.tophub = false, else the fallback); a conv2d_NCHWc.x86 / depthwise_conv2d_NCHWc.x86
@@ -565,17 +565,23 @@ MODELS.blocked = {
   measured = true,
 }
 
--- the transforms a blocked model needs: {key = {shape, src, dst}}
-local function blocked_transforms(self)
+-- a list of distinct transforms {key, shape, src, dst} and its add(shape, src, dst) (a
+-- conversion between equal layouts is none)
+local function transform_list()
   local need, list = {}, {}
-  local function add(shape, src, dst)
+  return function(shape, src, dst)
     if src == dst then return end
     local key = transform_key(shape, src, dst)
     if not need[key] then
       need[key] = true
       list[#list + 1] = { key = key, shape = shape, src = src, dst = dst }
     end
-  end
+  end, list
+end
+
+-- the transforms a blocked model needs
+local function blocked_transforms(self)
+  local add, list = transform_list()
   for _, c in ipairs(self.convs) do
     local v = self.vars[c.var]
     for _, cand in ipairs(v.cands) do
@@ -608,7 +614,7 @@ end
 -- the transforms the executor model needs: every conversion's, for every pair of candidate
 -- blocks of its two ends (a conv's candidates' tile_oc blocks; NCHW for INPUT and the unpack)
 local function executor_transforms(self)
-  local need, list = {}, {}
+  local add, list = transform_list()
   local function blocks(conv_id)
     if conv_id == nil or conv_id == INPUT then return { false } end
     local out, seen = {}, {}
@@ -621,15 +627,7 @@ local function executor_transforms(self)
   for _, cv in ipairs(self.conversions) do
     for _, src0 in ipairs(blocks(cv.from)) do
       for _, dst0 in ipairs(blocks(cv.to)) do
-        local src, dst = eff(src0 or nil, cv.from_chans) or false, eff(dst0 or nil, cv.to_chans) or false
-        if src ~= dst then
-          local s, d = src or nil, dst or nil
-          local key = transform_key(cv.shape, s, d)
-          if not need[key] then
-            need[key] = true
-            list[#list + 1] = { key = key, shape = cv.shape, src = s, dst = d }
-          end
-        end
+        add(cv.shape, eff(src0 or nil, cv.from_chans), eff(dst0 or nil, cv.to_chans))
       end
     end
   end
@@ -691,13 +689,13 @@ function graph_tuner.DPTuner(mod, opts)
     local th = require("tunelua.autotvm.tophub").context(tgt.str)
     if th then ctxs[#ctxs + 1] = th end
   end
-  local blocks_of = executor.conv_blocks(tgt, ctxs, opts.winograd)
   -- one variable per workload
   local vars, var_of = {}, {}
   for _, c in ipairs(convs) do
     -- the template the executor builds the conv with (by the records' costs; Winograd by
     -- its shape rule where it has no record), its k best configs of the log
-    local impl = executor.conv_template(c.call, tgt, ctxs, opts.winograd) or c.impls[1]
+    local impl, eic, eoc = executor.conv_choice(c.call, tgt, ctxs, opts.winograd)
+    impl = impl or c.impls[1]
     local wl = { impl.name }
     for i, a in ipairs(impl.args) do wl[i + 1] = a end
     local wk = record.workload_key(wl)
@@ -713,9 +711,7 @@ function graph_tuner.DPTuner(mod, opts)
       else
         -- no record in the log: the config the executor takes (TopHub's, else the template's
         -- fallback), with its layout, at no cost
-        local ic, oc
-        if blocks_of then ic, oc = blocks_of(c.call) end
-        vc[1] = { cost = 0, ic = ic, oc = oc, fallback = true, index = -1 }
+        vc[1] = { cost = 0, ic = eic, oc = eoc, fallback = true, index = -1 }
       end
       vars[#vars + 1] = { workload = wl, key = wk, name = impl.name, cands = vc, count = 0 }
       v = #vars
@@ -933,6 +929,29 @@ function DPTuner:get_optimal_records()
     if cd.record then out[#out + 1] = cd.record end
   end
   return out
+end
+
+--- tuner:pin(history) -> history: the chosen records pinned over an apply_history_best
+--- context's own (the build then takes them; other workloads keep the context's best).
+function DPTuner:pin(history)
+  for _, r in ipairs(self:get_optimal_records()) do history:update(r.inp.target, r.inp.workload, r) end
+  return history
+end
+
+--- graph_tuner.tune_log(mod, {target, params, log = LOG, ...}) -> tuner, run: a DPTuner over
+--- every trial of a kernel-tuning log (LOG and, where it exists, LOG.trials, which the flows
+--- keep: LOG itself holds one record per workload), its layout transforms measured and run.
+--- The other options are DPTuner's.
+function graph_tuner.tune_log(mod, opts)
+  local o = {}
+  for k, v in pairs(opts or {}) do o[k] = v end
+  if type(o.log) ~= "string" then error("graph_tuner.tune_log: opts.log must be a log file name", 2) end
+  local logs = { o.log }
+  if require("tunelua.file").exists(o.log .. ".trials") then logs[2] = o.log .. ".trials" end
+  o.log = logs
+  local tuner = graph_tuner.DPTuner(mod, o)
+  tuner:benchmark_layout_transform()
+  return tuner, tuner:run()
 end
 
 --- tuner:write_opt_sch2record_file(path) -> number of records: one record per tuned conv

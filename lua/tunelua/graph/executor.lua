@@ -224,39 +224,38 @@ local function conv_impls(node, tgt, ctxs, mode)
   end, tgt.registers)
 end
 
---- executor.conv_template(call, tgt, ctxs[, winograd mode]) -> the template (strategy impl) a
---- graph build takes for an nn.conv2d call (of the graph before fusion): the one whose record
---- in ctxs costs least, a 3x3 stride-1 conv's Winograd one by its shape rule where it has no
---- record; nil when the target has none.
-function executor.conv_template(call, tgt, ctxs, mode)
-  return conv_impls(call, tgt, ctxs, mode)[1]
+--- executor.conv_choice(call, tgt, ctxs[, winograd mode]) -> impl, ic_bn, oc_bn: the template
+--- (strategy impl) a graph build takes for an nn.conv2d call of the graph before fusion (the
+--- one whose record in ctxs costs least, a 3x3 stride-1 conv's Winograd one by its shape rule
+--- where it has no record; nil when the target has none) and, for a blocked template, the
+--- channel blocks of the config it schedules the conv with (the first dispatch context of
+--- ctxs with a record for its task, else the template's fallback config): the last factors of
+--- tile_ic and tile_oc.
+function executor.conv_choice(call, tgt, ctxs, mode)
+  local impl = conv_impls(call, tgt, ctxs, mode)[1]
+  if not impl or not BLOCKED[impl.name] then return impl end
+  local okt, task = pcall(require("tunelua.autotvm.task").create, impl.name, impl.args, tgt.str)
+  if not okt or type(task) ~= "table" or task.handle == nil then return impl end
+  local index = -1
+  for _, c in ipairs(ctxs) do
+    local i = lookup_index(c, task, tgt, impl)
+    if i then index = i; break end
+  end
+  local okc, cfg = pcall(task.config, task, index)
+  if not okc then return impl end
+  return impl, require("tunelua.autotvm.graph_tuner").layout_of(cfg:entity())
 end
 
 --- executor.conv_blocks(tgt, ctxs[, winograd mode]) -> function(conv2d call) -> ic_bn, oc_bn,
---- or nil when the target has no blocked conv template: the channel blocks of the config the graph build
---- will schedule that conv with (the first dispatch context of ctxs with a record for its
---- task, else the template's fallback config): the last factors of tile_ic and tile_oc.
---- AlterOpLayout gives the graph these layouts (relay.optimize's conv_blocks). The template
---- is the one the build tries first (a 3x3 stride-1 conv's Winograd one where it is chosen).
+--- or nil when the target has no blocked conv template: the blocks of executor.conv_choice.
+--- AlterOpLayout gives the graph these layouts (relay.optimize's conv_blocks).
 function executor.conv_blocks(tgt, ctxs, mode)
   local has = false
   for _, row in ipairs(tgt.strategy or {}) do if BLOCKED[row.template] then has = true end end
   if not has then return nil end
-  local tm = require "tunelua.autotvm.task"
-  local gt = require "tunelua.autotvm.graph_tuner"
   return function(call)
-    local impl = conv_impls(call, tgt, ctxs, mode)[1]
-    if not impl or not BLOCKED[impl.name] then return nil end
-    local okt, task = pcall(tm.create, impl.name, impl.args, tgt.str)
-    if not okt or type(task) ~= "table" or task.handle == nil then return nil end
-    local index = -1
-    for _, c in ipairs(ctxs) do
-      local i = lookup_index(c, task, tgt, impl)
-      if i then index = i; break end
-    end
-    local okc, cfg = pcall(task.config, task, index)
-    if not okc then return nil end
-    return gt.layout_of(cfg:entity())
+    local _, ic, oc = executor.conv_choice(call, tgt, ctxs, mode)
+    return ic, oc
   end
 end
 
