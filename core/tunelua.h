@@ -445,6 +445,22 @@ void tl_lowered_free(tl_lowered *f);
 const char *tl_lowered_text(tl_lowered *f);
 /* Seconds spent in tl_lower for f. */
 double tl_lowered_seconds(const tl_lowered *f);
+/* Layout rewriting of a constant argument (core/te/layout.c): when every load
+** of argument `arg` of f indexes it as offset + sum of coef * (pieces of loop
+** variables), the argument becomes a buffer of one dimension per piece, in
+** the order its loops nest, so that the loops read it contiguously; *out then
+** says how to fill it from the old one (tl_layout_map_apply), else *out is
+** NULL and f is unchanged (the analysis does not apply, or the layout would
+** not change). */
+typedef struct tl_layout_map tl_layout_map;
+int tl_lowered_rewrite_layout(tl_ctx *ctx, tl_lowered *f, int arg, tl_layout_map **out);
+void tl_layout_map_free(tl_layout_map *m);
+int tl_layout_map_ndim(const tl_layout_map *m);
+int64_t tl_layout_map_extent(const tl_layout_map *m, int j);
+int64_t tl_layout_map_coef(const tl_layout_map *m, int j);
+int64_t tl_layout_map_offset(const tl_layout_map *m);
+/* dst (the new shape) from src (the old one): dst[a_0..] = src[offset + sum coef_j a_j]. */
+int tl_layout_map_apply(tl_ctx *ctx, const tl_layout_map *m, const tl_array *src, tl_array *dst);
 /* Generate C for f (the C backend) and compile it into a module whose
 ** kernel is named like f, with toolchain tc (a target's; NULL: the defaults,
 ** "-O3 -march=native"); cflags, when not NULL, replaces tc's flags. */

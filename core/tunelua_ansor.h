@@ -147,6 +147,9 @@ int tl_ansor_policy_sketch(tl_ctx *ctx, tl_ansor_policy *p, int i, tl_sched **ou
 const char *tl_ansor_policy_trace(tl_ansor_policy *p);
 int tl_ansor_policy_num_args(const tl_ansor_policy *p);
 int tl_ansor_policy_arg(const tl_ansor_policy *p, int i);
+/* The layout-free arguments (tensor ids: constant weights of a network): lowered for
+** features with their layouts rewritten (tl_lowered_rewrite_layout), as trials build them. */
+int tl_ansor_policy_set_layout_free(tl_ctx *ctx, tl_ansor_policy *p, const int *tensors, int n);
 const tl_sched *tl_ansor_policy_init_state(const tl_ansor_policy *p);
 int tl_ansor_policy_check(tl_ctx *ctx, tl_ansor_policy *p, tl_sched *s);
 int tl_ansor_policy_sample(tl_ctx *ctx, tl_ansor_policy *p, int n, tl_sched **out, int *nout);

@@ -97,6 +97,7 @@ struct tl_ansor_policy {
   uint64_t rng;
   int nargs;
   int *args;                      /* placeholders, then outputs (tensor ids) */
+  uint8_t *rewrite;               /* per argument: its layout is rewritten (layout-free) */
   hset seen;                      /* measured or handed out */
   TL_VEC(measured) meas;
   double round_seconds;
@@ -146,6 +147,7 @@ TL_EXPORT int tl_ansor_policy_new(tl_ctx *ctx, const tl_dag *dag, const tl_ansor
   int *outs = tl_malloc(sizeof(int) * (size_t)(b->tensors.n + 1));
   int nout = tl_dag_output_list(b, outs);
   p->args = tl_malloc(sizeof(int) * (size_t)(b->tensors.n + 1));
+  p->rewrite = tl_calloc((size_t)b->tensors.n + 1, 1);
   for (int o = 0; o < b->ops.n; o++)
     if (b->ops.v[o].kind == TL_OP_PLACEHOLDER) p->args[p->nargs++] = b->ops.v[o].out_tensors[0];
   for (int i = 0; i < nout; i++) p->args[p->nargs++] = outs[i];
@@ -174,6 +176,7 @@ TL_EXPORT void tl_ansor_policy_free(tl_ansor_policy *p) {
   tl_buf_free(&p->trace);
   tl_buf_free(&p->text);
   free(p->args);
+  free(p->rewrite);
   free(p->seen.v);
   for (int i = 0; i < p->meas.n; i++) {
     free(p->meas.v[i].json);
@@ -236,6 +239,18 @@ TL_EXPORT int tl_ansor_policy_sketch(tl_ctx *ctx, tl_ansor_policy *p, int i, tl_
 TL_EXPORT const char *tl_ansor_policy_trace(tl_ansor_policy *p) { return p->trace.s ? p->trace.s : ""; }
 
 TL_EXPORT int tl_ansor_policy_num_args(const tl_ansor_policy *p) { return p->nargs; }
+
+TL_EXPORT int tl_ansor_policy_set_layout_free(tl_ctx *ctx, tl_ansor_policy *p, const int *tensors, int n) {
+  for (int i = 0; i < p->nargs; i++) p->rewrite[i] = 0;
+  for (int k = 0; k < n; k++) {
+    int found = 0;
+    for (int i = 0; i < p->nargs; i++)
+      if (p->args[i] == tensors[k]) p->rewrite[i] = 1, found = 1;
+    if (!found)
+      return tl_err(ctx, TL_E_ARG, "search policy: tensor %d is not an argument of the task", tensors[k]);
+  }
+  return 0;
+}
 TL_EXPORT int tl_ansor_policy_arg(const tl_ansor_policy *p, int i) {
   return i >= 0 && i < p->nargs ? p->args[i] : -1;
 }
@@ -280,6 +295,15 @@ static int lower_check(tl_ctx *ctx, const tl_ansor_policy *p, tl_sched *s, tl_lo
   *out = NULL;
   tl_lowered *f;
   if (tl_lower(ctx, s, p->args, p->nargs, "default_function_kernel", &f)) return -1;
+  for (int i = 0; i < p->nargs; i++) {
+    tl_layout_map *m = NULL;
+    if (!p->rewrite[i]) continue;
+    if (tl_lowered_rewrite_layout(ctx, f, i, &m)) {
+      tl_lowered_free(f);
+      return -1;
+    }
+    tl_layout_map_free(m);
+  }
   if (p->env.gpu) {
     gpu_use u = {{1, 1, 1}, 1, 0};
     scan_gpu(f->ir, f->body, &u);

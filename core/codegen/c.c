@@ -952,6 +952,29 @@ static int64_t buf_elems(const tl_ir *ir, int b) {
   return n;
 }
 
+/* Whether the host loop stores to a buffer larger than a register tile (PF_MAX_TILE
+** elements): an accumulation through memory (an auto-scheduled kernel's cache-write tile)
+** rather than in registers. There the prefetch's extra statement in the loop cost GCC the
+** promotion of the accumulators to registers: a 1x1 conv 7x7x1024 -> 1024 with its weight in
+** loop order went from 0.24 to 0.52-0.92 ms with the prefetch (docs/auto_scheduler.md,
+** "Layout rewriting"). */
+#define PF_MAX_TILE 1024
+typedef struct {
+  const tl_ir *ir;
+  int large;
+} pf_stores;
+
+static int64_t buf_elems(const tl_ir *ir, int b);
+
+static int pf_stores_fn(const tl_ir *ir, tl_ref r, void *ud) {
+  pf_stores *p = ud;
+  if (tl_ir_op(ir, r) == TL_IR_STORE) {
+    int64_t n = buf_elems(ir, (int)tl_ir_node(ir, r)->imm.u);
+    if (n == 0 || n > PF_MAX_TILE) p->large = 1;
+  }
+  return !p->large;
+}
+
 /* For parallel loop `loop`: the buffer to prefetch (-1: none), its block's bytes, the
 ** iterations per block (div), the host loop's body and the lines it prefetches per iteration. */
 static int pf_plan(cg *c, tl_ref loop, int64_t *block, int64_t *div, tl_ref *body, int64_t *lines) {
@@ -977,7 +1000,9 @@ static int pf_plan(cg *c, tl_ref loop, int64_t *block, int64_t *div, tl_ref *bod
   if (buf >= 0) {
     pf_host h = {buf, 0, 0};
     pf_find(ir, tl_ir_kid(ir, loop, 3), 1, &h);
-    if (!h.best) {
+    pf_stores st = {c->b.ir, 0};
+    if (h.best) tl_ir_visit(ir, tl_ir_kid(ir, h.best, 3), pf_stores_fn, &st);
+    if (!h.best || st.large) {
       buf = -1;
     } else {
       /* each of the block's R iterations fetches its R-th of the next block */

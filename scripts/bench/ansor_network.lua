@@ -37,6 +37,11 @@
 -- before each (LocalRunner enable_cpu_cache_flush, TVM's x86 tutorial's setting) instead of
 -- 3 runs of at least 50 ms on warm caches; tune a log with one setting throughout (the costs
 -- of the two are not comparable),
+-- --layout-rewrite yes|no|both (yes; CPU targets): trials and the auto-scheduled build store
+-- each weight in the order its kernel's loops read it (docs/auto_scheduler.md, "Layout
+-- rewriting"; the build does so for the records measured so); no: the weights as given in
+-- both; both: tune as yes, and add a column "auto-sched, weights as given" (the build with no
+-- rewrite: records measured with one run on the weights as given),
 -- --profile N: after the table, each column's per-step profile (the least and the median of
 -- N runs of each step, ms), the auto-scheduled one beside the AutoTVM one, with the sums of
 -- the steps against the network's median.
@@ -68,11 +73,13 @@ local stats = require "tunelua.stats"
 local opts = { networks = "resnet-18,mobilenet", target = "llvm", trials = 0, per_round = 64, population = nil,
                log_dir = ".", autotvm_log = nil, threads = 2, ["repeat"] = 30, rounds = 5, image_size = nil,
                python = "/usr/bin/python3", markdown = nil, table = "yes", winograd = "auto",
-               min_task_trials = 64, task_patience = 384, profile = nil, cache_flush = "no" }
+               min_task_trials = 64, task_patience = 384, profile = nil, cache_flush = "no",
+               layout_rewrite = "yes" }
 do
   local names = { ["--networks"] = "networks", ["--target"] = "target", ["--log-dir"] = "log_dir",
                   ["--autotvm-log"] = "autotvm_log", ["--python"] = "python", ["--markdown"] = "markdown",
-                  ["--table"] = "table", ["--winograd"] = "winograd", ["--cache-flush"] = "cache_flush" }
+                  ["--table"] = "table", ["--winograd"] = "winograd", ["--cache-flush"] = "cache_flush",
+                  ["--layout-rewrite"] = "layout_rewrite" }
   local counts = { ["--trials"] = "trials", ["--per-round"] = "per_round", ["--population"] = "population",
                    ["--threads"] = "threads", ["--repeat"] = "repeat", ["--rounds"] = "rounds",
                    ["--image-size"] = "image_size", ["--tune-seconds"] = "tune_seconds",
@@ -96,6 +103,9 @@ do
     opts[key] = v
     i = i + 2
   end
+end
+if opts.layout_rewrite ~= "yes" and opts.layout_rewrite ~= "no" and opts.layout_rewrite ~= "both" then
+  error("ansor_network: --layout-rewrite expects yes, no or both, got " .. tostring(opts.layout_rewrite), 0)
 end
 if opts.winograd ~= "auto" and opts.winograd ~= "always" and opts.winograd ~= "never" then
   error("ansor_network: --winograd expects auto, always or never, got " .. tostring(opts.winograd), 0)
@@ -167,7 +177,9 @@ for _, name in ipairs(list) do
   if opts.trials > 0 then
     file.mkdirs(opts.log_dir)
     local mod, params = get(name, "NHWC")
-    local tasks, weights = auto_scheduler.extract_tasks(mod, params, opts.target, { winograd = opts.winograd })
+    local tasks, weights = auto_scheduler.extract_tasks(mod, params, opts.target,
+                                                        { winograd = opts.winograd,
+                                                          layout_rewrite = opts.layout_rewrite ~= "no" })
     if on_gpu and not hp then
       -- the device is asked in a child process (this one opens no OpenCL context before tuning ends)
       hp = auto_scheduler.hardware_params_of(opts.target, { device = targets.device_id(tgt) or 0 })
@@ -266,6 +278,8 @@ end
 local heads = on_gpu and { "auto-sched", "default NHWC", "NHWC " .. (shapes_other or "") .. " shapes", "default NCHW",
                            "Mali fallback", "Mali TopHub" }
                       or { "auto-sched", "AutoTVM" }
+local NO_REWRITE = "auto-sched, weights as given"
+if not on_gpu and opts.layout_rewrite == "both" then table.insert(heads, 2, NO_REWRITE) end
 local rows = {}
 for _, name in ipairs(list) do
   local log = log_of(name)
@@ -275,7 +289,12 @@ for _, name in ipairs(list) do
   local records = count_lines(log)
   if records > 0 then
     cols[#cols + 1] = { name = "auto-sched", b = build(nmod, nparams, { history = auto_scheduler.ApplyHistoryBest(log),
-                                                                  winograd = opts.winograd }) }
+                                                                  winograd = opts.winograd,
+                                                                  layout_rewrite = opts.layout_rewrite ~= "no" }) }
+    if not on_gpu and opts.layout_rewrite == "both" then
+      cols[#cols + 1] = { name = NO_REWRITE, b = build(nmod, nparams, { history = auto_scheduler.ApplyHistoryBest(log),
+                                                                        winograd = opts.winograd, layout_rewrite = false }) }
+    end
   end
   if on_gpu then
     cols[#cols + 1] = { name = "default NHWC", b = build(nmod, nparams, { history = auto_scheduler.ApplyHistoryBest({}),
@@ -296,7 +315,8 @@ for _, name in ipairs(list) do
   if cols[1] and cols[1].name == "auto-sched" then
     local hmod, hparams = networks.get_network(name, { batch_size = 1, layout = "NHWC", image_size = opts.image_size,
                                                        init = "he", seed = 7 })
-    local hb = build(hmod, hparams, { history = auto_scheduler.ApplyHistoryBest(log), winograd = opts.winograd })
+    local hb = build(hmod, hparams, { history = auto_scheduler.ApplyHistoryBest(log), winograd = opts.winograd,
+                                      layout_rewrite = opts.layout_rewrite ~= "no" })
     local shape = hmod.main.params[1].type.shape
     local ref = reference.run(hmod, hparams, { data = tl.nd.random_uniform(shape, { low = 0, high = 1, seed = 1 }) })
     local dmin, dmax = math.huge, -math.huge

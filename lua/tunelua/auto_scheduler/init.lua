@@ -150,6 +150,8 @@ auto_scheduler.features = cost_model.features
 --- opts.winograd = "auto" (default), "always" or "never": whether 3x3 stride-1 NHWC convs with a
 --- constant weight become Winograd tasks (tunelua.auto_scheduler.winograd); the network build
 --- with ApplyHistoryBest must be given the same mode (relay.build's winograd option).
+--- opts.layout_rewrite = false: trials read the weights as given (records with layout_rewrite_option
+--- 0), else, on CPU targets, in the order of each state's loops (2).
 function auto_scheduler.extract_tasks(mod, params, target, opts)
   opts = opts or {}
   if target == nil then error("extract_tasks: a target is required (e.g. 'llvm')", 2) end
@@ -171,9 +173,13 @@ function auto_scheduler.extract_tasks(mod, params, target, opts)
           if not d[g.name] then d[g.name] = true; d[#d + 1] = g.name end
         else
           local dag = setmetatable({ handle = g.dag }, ComputeDAG)
+          -- on CPU targets the weights are layout-free: trials and the build store them in the
+          -- order each state's loops read them (docs/auto_scheduler.md, "Layout rewriting")
+          local free = cpu and opts.layout_rewrite ~= false and group.layout_free(g) or {}
           local t = setmetatable({
             workload_key = key, compute_dag = dag, dag = g.dag, target = tgt.str,
             desc = { g.name, [g.name] = true }, flop = C.tl_dag_flop_ansor(g.dag), group = g,
+            layout_free = free, layout_rewrite = #free > 0 and search.LAYOUT_REWRITE or 0,
           }, SearchTask)
           tasks[#tasks + 1] = t
           weights[#weights + 1] = 1

@@ -64,7 +64,10 @@ end
 function State:steps() return ffi.string(C.tl_sched_json(self.handle)) end
 
 -- The lowered function of a state ({handle, name, nargs}, what tunelua.build's backends take).
-local function lower_state(task, h, name, lvl)
+-- rewrite: the task's layout-free arguments in the order the loops read them (trials of a task
+-- whose layout_rewrite is 2, as the network build then runs them; docs/auto_scheduler.md,
+-- "Layout rewriting").
+local function lower_state(task, h, name, lvl, rewrite)
   local p = task:policy_handle()
   local n = C.tl_ansor_policy_num_args(p)
   local args = ffi.new("int[?]", n)
@@ -72,9 +75,23 @@ local function lower_state(task, h, name, lvl)
   name = name or "default_function"
   local out = ffi.new("tl_lowered *[1]")
   check(C.tl_lower(ctx, h, args, n, name, out), lvl + 1)
-  return { handle = ffi.gc(out[0], C.tl_lowered_free), name = name, nargs = n,
-           lower_seconds = C.tl_lowered_seconds(out[0]) }
+  local l = ffi.gc(out[0], C.tl_lowered_free)
+  if rewrite and task.layout_rewrite == M.LAYOUT_REWRITE then
+    local free = {}
+    for _, t in ipairs(task.layout_free or {}) do free[t] = true end
+    for i = 0, n - 1 do
+      if free[args[i]] then
+        local mp = ffi.new("tl_layout_map *[1]")
+        check(C.tl_lowered_rewrite_layout(ctx, l, i, mp), lvl + 1)
+        if mp[0] ~= nil then C.tl_layout_map_free(mp[0]) end
+      end
+    end
+  end
+  return { handle = l, name = name, nargs = n, lower_seconds = C.tl_lowered_seconds(out[0]) }
 end
+--- The layout_rewrite_option of a task whose layout-free arguments (constant weights) trials
+--- and builds store in their loops' order (TVM's RewriteForPreTransformed).
+M.LAYOUT_REWRITE = 2
 
 --- state:lower() -> the lowered loop nest (tostring: the IR text)
 function State:lower()
@@ -167,6 +184,11 @@ function M.SketchPolicy(task, opts)
                               tgt.backend == "opencl" and 1 or 0, seed, out), 2)
   local p = setmetatable({ handle = ffi.gc(out[0], C.tl_ansor_policy_free), task = task,
                            model = opts.program_cost_model, verbose = opts.verbose or 1 }, SketchPolicy)
+  if task.layout_rewrite == M.LAYOUT_REWRITE and task.layout_free and #task.layout_free > 0 then
+    -- the features see the kernels as the trials build them
+    check(C.tl_ansor_policy_set_layout_free(ctx, p.handle, ffi.new("int[?]", #task.layout_free, task.layout_free),
+                                            #task.layout_free), 2)
+  end
   for k, v in pairs(opts.params or {}) do
     if type(v) ~= "number" then error("SketchPolicy: parameter " .. tostring(k) .. " must be a number", 2) end
     check(C.tl_ansor_policy_set_param(ctx, p.handle, tostring(k), v), 2)
@@ -242,8 +264,8 @@ end
 -- ---- records ------------------------------------------------------------------------------------
 
 --- record line of one measurement (no newline): records.encode of the task and the result
-function M.encode_record(task, steps, res)
-  return records.encode { workload_key = task.workload_key, target = task.target,
+function M.encode_record(task, steps, res, layout_rewrite)
+  return records.encode { workload_key = task.workload_key, target = task.target, layout_rewrite = layout_rewrite,
                           hardware_params = task.hardware_params, steps = steps, costs = res.costs,
                           error_no = res.error_no, all_cost = res.all_cost, timestamp = res.timestamp }
 end
@@ -315,12 +337,16 @@ M.RecordToFile = records.RecordToFile
 
 -- The measure task the AutoTVM builder and runners take: config index k = states[k]; its
 -- reference (check_correctness) is the task's unscheduled DAG.
-local function measure_task(task)
-  local mt = { target = task.target, states = {}, name = "auto_scheduler", args = {} }
+-- rewrite: trials store the task's layout-free arguments in their loops' order (not with a
+-- correctness check, whose reference reads them as given); mt.layout_rewrite is the option
+-- its records carry.
+local function measure_task(task, rewrite)
+  local mt = { target = task.target, states = {}, name = "auto_scheduler", args = {},
+               layout_rewrite = rewrite and task.layout_rewrite == M.LAYOUT_REWRITE and M.LAYOUT_REWRITE or 0 }
   function mt.lower(self, idx)
     local st = self.states[idx]
     if not st then error("no state " .. tostring(idx)) end
-    return lower_state(task, st.handle, "default_function", 2)
+    return lower_state(task, st.handle, "default_function", 2, self.layout_rewrite == M.LAYOUT_REWRITE)
   end
   function mt.lower_reference(_)
     local p = task:policy_handle()
@@ -343,7 +369,7 @@ function M.tune(task, opts, policy)
   local builder = opts.builder or ameasure.LocalBuilder()
   local runner = opts.runner or ameasure.LocalRunner()
   local option = ameasure.measure_option({ builder = builder, runner = runner })
-  local mt = measure_task(task)
+  local mt = measure_task(task, not runner.check_correctness)
   local writers = {}
   local best_cost, best_steps = math.huge, nil
   local ct = 0
@@ -412,7 +438,7 @@ function M.tune(task, opts, policy)
         for _, w in ipairs(writers) do
           if w.fn then w.fn(task, st, res)
           else
-            w:write(M.encode_record(task, steps, res), "\n")
+            w:write(M.encode_record(task, steps, res, mt.layout_rewrite), "\n")
             w:sync()
           end
         end

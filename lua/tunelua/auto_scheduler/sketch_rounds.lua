@@ -46,7 +46,7 @@ function Round:continue_search_one_round(n)
     local cost = r.error_no == 0 and r.costs and #r.costs > 0 and mean(r.costs) or math.huge
     self.policy:add_measured(steps, flops_of(self.task, cost))
     out[i] = { steps = steps, costs = r.costs, error_no = r.error_no, all_cost = r.all_cost,
-               timestamp = r.timestamp or os.time() }
+               timestamp = r.timestamp or os.time(), layout_rewrite = mt.layout_rewrite }
   end
   for i = 1, #states do mt.states[i] = nil end
   self.policy:update_model()
@@ -79,7 +79,8 @@ function M.policies(tasks, tune_option, opts)
     local policy = search.SketchPolicy(task, { program_cost_model = model, seed = (opts.seed or 1) + i,
                                                params = opts.params, verbose = 0 })
     task.policy = policy
-    local mt = search.measure_task(task)
+    local runner = tune_option.runner or option.runner
+    local mt = search.measure_task(task, not (runner and runner.check_correctness))
     list[i] = setmetatable({ task = task, policy = policy, mtask = mt,
                              batch = ameasure.create_measure_batch(mt, option) }, Round)
   end

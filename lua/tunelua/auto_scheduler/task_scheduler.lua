@@ -306,7 +306,7 @@ function TaskScheduler:tune_task(i, cap)
     if (r.error_no or 0) ~= 0 then nerr = nerr + 1 end
     lines[#lines + 1] = records.encode({ workload_key = task.workload_key, target = task.target,
       hardware_params = task.hardware_params, steps = r.steps, costs = r.costs, error_no = r.error_no,
-      all_cost = r.all_cost, timestamp = r.timestamp })
+      all_cost = r.all_cost, timestamp = r.timestamp, layout_rewrite = r.layout_rewrite })
   end
   for _, w in ipairs(self.writers) do
     if w.path then

@@ -396,6 +396,35 @@ local function ansor_group(call, tgt, hist, seen, wmode)
   return g, s, "ansor"
 end
 
+-- Layout rewriting (core/te/layout.c): each layout-free argument of an auto-scheduled CPU
+-- kernel (positions `known`, 1-based: group.layout_free), stored in the order the kernel's
+-- loops read it. Returns {[position] = {handle, shape}} for the arguments rewritten, or nil.
+-- A record's layout_rewrite_option says whether its trials ran so (2, TVM's
+-- RewriteForPreTransformed) or on the weights as given (0): the build follows it.
+local LAYOUT_REWRITE = 2
+local function rewrite_layouts(low, known)
+  local maps
+  for _, pos in ipairs(known) do
+    local mp = ffi.new("tl_layout_map *[1]")
+    check(C.tl_lowered_rewrite_layout(ctx, low, pos - 1, mp), 4)
+    if mp[0] ~= nil then
+      local m = ffi.gc(mp[0], C.tl_layout_map_free)
+      local shape = {}
+      for j = 0, C.tl_layout_map_ndim(m) - 1 do shape[j + 1] = tonumber(C.tl_layout_map_extent(m, j)) end
+      maps = maps or {}
+      maps[pos] = { handle = m, shape = shape }
+    end
+  end
+  return maps
+end
+
+-- A constant in the layout of its kernel's map.
+local function apply_layout_map(map, value)
+  local out = nd.empty(map.shape, ffi.string(C.tl_dtype_name(C.tl_array_dtype(value))))
+  check(C.tl_layout_map_apply(ctx, map.handle, value, out), 4)
+  return out
+end
+
 -- The build's summary line: AutoTVM counts operators, the auto-scheduler counts tasks.
 local function report_tuned(ansor, tasks, ngroups, ntuned)
   io.stdout:flush()
@@ -605,7 +634,17 @@ function executor.build(mod, opts)
         g = group.build(n, nil, 2)
         s = nil
       end
-      local key = group.key_text(g) .. (how and (" " .. how) or "")
+      -- layout-free arguments (weights): an auto-scheduled CPU kernel whose record was measured
+      -- with them in its loops' order reads them so here too; the kernel is then shared only
+      -- between groups whose layout-free arguments sit at the same places
+      local known
+      if how == "ansor" and tgt.schedules == "cpu" and opts.layout_rewrite ~= false and
+         g.record and g.record.layout_rewrite == LAYOUT_REWRITE then
+        local _, positions = group.layout_free(g)
+        if #positions > 0 then known = positions end
+      end
+      local key = group.key_text(g) .. (how and (" " .. how) or "") ..
+                  (known and (" known " .. table.concat(known, ",")) or "")
       ngroups = ngroups + 1
       if how and not fallback then ntuned = ntuned + 1 end
       local k = cache[key]
@@ -644,6 +683,7 @@ function executor.build(mod, opts)
         local low = ffi.gc(lp[0], C.tl_lowered_free)
         k = { lowered = low, fname = fname, name = g.name, key = key, tuned = how, compile_s = 0,
               record = g.record }
+        if known then k.layout_maps = rewrite_layouts(low, known) end
         kernels[#kernels + 1] = k
         cache[key] = k
       end
@@ -656,6 +696,13 @@ function executor.build(mod, opts)
         local b = new_buf(walk.ttype(c.node), "const")
         b.value = c.value
         sargs[#sargs + 1] = b
+      end
+      -- known arguments the kernel reads in its own layout: their values rewritten once here
+      for pos, map in pairs(k.layout_maps or {}) do
+        local old = sargs[pos]
+        local b = new_buf({ shape = map.shape, dtype = old.dtype }, "const")
+        b.value = apply_layout_map(map, old.value)
+        sargs[pos] = b
       end
       local outs = {}
       for _, o in ipairs(g.outputs) do

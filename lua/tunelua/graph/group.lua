@@ -120,6 +120,46 @@ local function fused_name(names)
 end
 
 --- Build the DAG of a group call. opts.anchor_hook: see emit_call.
+-- The flattened field types of a type (a tuple's fields in order; else the type itself).
+local function flat_types(ty)
+  if ty and ty.fields then
+    local r = {}
+    for _, f in ipairs(ty.fields) do
+      for _, x in ipairs(flat_types(f)) do r[#r + 1] = x end
+    end
+    return r
+  end
+  return { ty }
+end
+
+--- group.layout_free(g) -> tensors, positions: the group's layout-free arguments, the values a
+--- build knows (the constants inside the group, and the call's constant arguments: a network's
+--- weights once its params are bound), as tensor ids of g.dag and as positions among the
+--- kernel's arguments (1-based; the used inputs in order, then the constants, then the outputs).
+--- An auto-scheduled CPU kernel may store them in the order its loops read them
+--- (docs/auto_scheduler.md, "Layout rewriting").
+function group.layout_free(g)
+  local const_arg, k = {}, 0
+  for _, a in ipairs(g.call and g.call.args or {}) do
+    for _ = 1, #flat_types(a.type or a.checked_type) do
+      k = k + 1
+      const_arg[k] = a.kind == "const"
+    end
+  end
+  local tensors, positions, pos = {}, {}, 0
+  for i, inp in ipairs(g.inputs) do
+    if inp.tensor >= 0 then
+      pos = pos + 1
+      if const_arg[i] then tensors[#tensors + 1], positions[#positions + 1] = inp.tensor, pos end
+    end
+  end
+  for _, c in ipairs(g.consts) do
+    pos = pos + 1
+    tensors[#tensors + 1], positions[#positions + 1] = c.tensor, pos
+  end
+  return tensors, positions
+end
+
 function group.build(call, opts, level)
   level = (level or 1) + 1
   opts = opts or {}
