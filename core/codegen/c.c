@@ -952,12 +952,13 @@ static int64_t buf_elems(const tl_ir *ir, int b) {
   return n;
 }
 
-/* Whether the host loop stores to a buffer larger than a register tile (PF_MAX_TILE
-** elements): an accumulation through memory (an auto-scheduled kernel's cache-write tile)
-** rather than in registers. There the prefetch's extra statement in the loop cost GCC the
-** promotion of the accumulators to registers: a 1x1 conv 7x7x1024 -> 1024 with its weight in
-** loop order went from 0.24 to 0.52-0.92 ms with the prefetch (docs/auto_scheduler.md,
-** "Layout rewriting"). */
+/* Whether the host loop accumulates through a buffer larger than a register tile
+** (PF_MAX_TILE elements): a store whose value reads the same buffer, as an auto-scheduled
+** kernel's cache-write tile does, where a template keeps its accumulators in a register tile.
+** There the prefetch's statement in the loop cost GCC the promotion of the accumulators to
+** registers: a 1x1 conv 7x7x1024 -> 1024 with its weight in loop order went from 0.24 ms to
+** 0.52-0.92 ms with the prefetch (docs/auto_scheduler.md, "Layout rewriting"). Plain stores
+** to large buffers (a Winograd transform's output) do not count. */
 #define PF_MAX_TILE 1024
 typedef struct {
   const tl_ir *ir;
@@ -966,11 +967,21 @@ typedef struct {
 
 static int64_t buf_elems(const tl_ir *ir, int b);
 
+static int pf_self_load_fn(const tl_ir *ir, tl_ref r, void *ud) {
+  int *b = ud;
+  if (tl_ir_op(ir, r) == TL_IR_LOAD && (int)tl_ir_node(ir, r)->imm.u == b[0]) b[1] = 1;
+  return !b[1];
+}
+
 static int pf_stores_fn(const tl_ir *ir, tl_ref r, void *ud) {
   pf_stores *p = ud;
   if (tl_ir_op(ir, r) == TL_IR_STORE) {
-    int64_t n = buf_elems(ir, (int)tl_ir_node(ir, r)->imm.u);
-    if (n == 0 || n > PF_MAX_TILE) p->large = 1;
+    int b[2] = {(int)tl_ir_node(ir, r)->imm.u, 0};
+    int64_t n = buf_elems(ir, b[0]);
+    if (n == 0 || n > PF_MAX_TILE) {
+      tl_ir_visit(ir, tl_ir_kid(ir, r, 0), pf_self_load_fn, b);
+      if (b[1]) p->large = 1;
+    }
   }
   return !p->large;
 }

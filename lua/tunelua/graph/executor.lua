@@ -697,11 +697,17 @@ function executor.build(mod, opts)
         b.value = c.value
         sargs[#sargs + 1] = b
       end
-      -- known arguments the kernel reads in its own layout: their values rewritten once here
+      -- layout-free arguments the kernel reads in its own layout: each value rewritten once
+      -- (a weight two steps of the kernel share, once for both)
       for pos, map in pairs(k.layout_maps or {}) do
         local old = sargs[pos]
-        local b = new_buf({ shape = map.shape, dtype = old.dtype }, "const")
-        b.value = apply_layout_map(map, old.value)
+        map.done = map.done or {}
+        local b = map.done[old.value]
+        if not b then
+          b = new_buf({ shape = map.shape, dtype = old.dtype }, "const")
+          b.value = apply_layout_map(map, old.value)
+          map.done[old.value] = b
+        end
         sargs[pos] = b
       end
       local outs = {}
@@ -774,10 +780,18 @@ function executor.build(mod, opts)
     b.slot = s[0]
     b.offset = tonumber(offs[i - 1])
   end
+  -- a constant no step reads (one whose kernels take it in a rewritten layout) is not bound
+  local used = {}
+  for _, st in ipairs(steps) do
+    for _, b in ipairs(st.args) do used[b] = true end
+  end
+  for _, b in ipairs(outputs) do used[b] = true end
   for _, b in ipairs(bufs) do
     if b.kind == "input" or b.kind == "output" then
       b.array = nd.empty(b.shape, b.dtype)
       b.slot = external_slot(e, b.array)
+    elseif b.kind == "const" and not used[b] then
+      b.slot = nil
     elseif b.kind == "param" or b.kind == "const" then
       local v = b.value
       if type(v) == "number" then v = nd.full(b.shape, v, b.dtype) end
