@@ -185,15 +185,16 @@ do
   for _, r in ipairs(recs) do assert(r.layout_rewrite == 2, "a trial's record says layout_rewrite " .. tostring(r.layout_rewrite)) end
   local data = nd.random_uniform({ 1, 8, 8, 16 }, { low = 0, high = 1, seed = 4 })
   local ref = reference.run(mod, params, { data = data })[1]
+  local executor = require "tunelua.graph.executor"
   local function built(records_)
     local lib = relay.build(mod, { target = "llvm", params = params, history = auto_scheduler.ApplyHistoryBest(records_),
                                    quiet = true })
-    local m = require("tunelua.graph.executor").GraphModule(lib)
+    local m = executor.GraphModule(lib)
     m:set_input("data", data)
     m:run()
     local n = 0
     for _, k in ipairs(lib.kernels) do if k.layout_maps then n = n + 1 end end
-    return m:get_output(0), n
+    return m:get_output(0), n, lib
   end
   local out, n = built(log)
   close(out, ref, "the network with the best records")
@@ -218,9 +219,17 @@ do
     end
   end
   assert(#chosen == 2, "a task has no record whose weight the pass rewrites")
-  out, n = built(chosen)
+  local lib
+  out, n, lib = built(chosen)
   assert(n == 2, n .. " of 2 kernels read their weights rewritten")
   close(out, ref, "the network with rewritten weights")
+  -- exported and imported, the rewritten weights travel with the kernels
+  local adir = dir .. "/artifact"
+  executor.export(lib, adir)
+  local there = executor.GraphModule(executor.import(adir))
+  there:set_input("data", data)
+  there:run()
+  close(there:get_output(0), ref, "the imported network with rewritten weights")
   -- the same records as if measured on the weights as given: the build keeps the weights
   for _, r in ipairs(chosen) do r.layout_rewrite = 0 end
   out, n = built(chosen)
