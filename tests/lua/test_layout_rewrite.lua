@@ -22,6 +22,7 @@ local target = require "tunelua.target"
 local auto_scheduler = require "tunelua.auto_scheduler"
 local search = require "tunelua.auto_scheduler.search"
 local util = require "tests.lua.lib.util"
+local testing = require "tunelua.testing"
 
 local C, ctx = core.C, core.ctx
 local N = tonumber(os.getenv("TUNELUA_LAYOUT_N") or "") or 10
@@ -29,15 +30,11 @@ local N = tonumber(os.getenv("TUNELUA_LAYOUT_N") or "") or 10
 local function ph(shape, name) return te.placeholder(shape, "float32", name) end
 
 local function close(a, b, what)
-  local fa, fb = a:flat(), b:flat()
-  assert(#fa == #fb, what .. ": sizes differ")
-  local maxd, maxv = 0, 0
-  for i = 1, #fa do
-    maxd = math.max(maxd, math.abs(fa[i] - fb[i]))
-    maxv = math.max(maxv, math.abs(fb[i]))
-  end
-  assert(maxv > 0, what .. ": the reference output is all zeros; the check would prove nothing")
-  if maxd > 1e-4 * math.max(1, maxv) then error(string.format("%s: max difference %g", what, maxd), 2) end
+  local big = 0
+  for _, v in ipairs(b:flat()) do big = math.max(big, math.abs(v)) end
+  assert(big > 0, what .. ": the reference output is all zeros; the check would prove nothing")
+  local ok, err = pcall(testing.assert_allclose, a, b, { rtol = 1e-4, atol = 1e-4 * math.max(1, big) })
+  if not ok then error(what .. ": " .. tostring(err), 2) end
 end
 
 local function rewrite(l, arg)

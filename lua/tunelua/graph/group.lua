@@ -180,16 +180,6 @@ function group.build(call, opts, level)
     return t
   end
   local anchor
-  local function field_types(ty)
-    if ty and ty.fields then
-      local r = {}
-      for _, f in ipairs(ty.fields) do
-        for _, x in ipairs(field_types(f)) do r[#r + 1] = x end
-      end
-      return r
-    end
-    return { ty }
-  end
   local function flat_ids(args, what)
     local in_ids, tys = {}, {}
     for j, a in ipairs(args) do
@@ -203,7 +193,7 @@ function group.build(call, opts, level)
   if body then
     for _, p in ipairs(params) do
       local l = {}
-      for _, ty in ipairs(field_types(p.type or p.checked_type)) do
+      for _, ty in ipairs(flat_types(p.type or p.checked_type)) do
         local t = new_ph(ty)
         ph[#ph + 1] = t
         l[#l + 1] = t
@@ -242,7 +232,7 @@ function group.build(call, opts, level)
     local in_ids = {}
     for j, a in ipairs(call.args) do
       tys[j] = a.type or a.checked_type
-      for _, ty in ipairs(field_types(tys[j])) do
+      for _, ty in ipairs(flat_types(tys[j])) do
         local t = new_ph(ty)
         ph[#ph + 1] = t
         in_ids[#in_ids + 1] = t
