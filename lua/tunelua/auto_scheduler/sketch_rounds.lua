@@ -79,8 +79,7 @@ function M.policies(tasks, tune_option, opts)
     local policy = search.SketchPolicy(task, { program_cost_model = model, seed = (opts.seed or 1) + i,
                                                params = opts.params, verbose = 0 })
     task.policy = policy
-    local runner = tune_option.runner or option.runner
-    local mt = search.measure_task(task, not (runner and runner.check_correctness))
+    local mt = search.measure_task(task, not option.runner.check_correctness)
     list[i] = setmetatable({ task = task, policy = policy, mtask = mt,
                              batch = ameasure.create_measure_batch(mt, option) }, Round)
   end
