@@ -150,6 +150,10 @@ int tl_ansor_policy_arg(const tl_ansor_policy *p, int i);
 /* The layout-free arguments (tensor ids: constant weights of a network): lowered for
 ** features with their layouts rewritten (tl_lowered_rewrite_layout), as trials build them. */
 int tl_ansor_policy_set_layout_free(tl_ctx *ctx, tl_ansor_policy *p, const int *tensors, int n);
+/* Lower a state of the policy's DAG to a function of the policy's arguments (placeholders,
+** then outputs) named name; rewrite != 0: with the layout-free ones rewritten. */
+int tl_ansor_policy_lower(tl_ctx *ctx, const tl_ansor_policy *p, tl_sched *s, const char *name,
+                          int rewrite, tl_lowered **out);
 const tl_sched *tl_ansor_policy_init_state(const tl_ansor_policy *p);
 int tl_ansor_policy_check(tl_ctx *ctx, tl_ansor_policy *p, tl_sched *s);
 int tl_ansor_policy_sample(tl_ctx *ctx, tl_ansor_policy *p, int n, tl_sched **out, int *nout);

@@ -290,20 +290,31 @@ static void scan_gpu(const tl_ir *ir, tl_ref r, gpu_use *u) {
   }
 }
 
-/* Lower s (the policy's arguments) and check it against the hardware params. */
-static int lower_check(tl_ctx *ctx, const tl_ansor_policy *p, tl_sched *s, tl_lowered **out) {
+TL_EXPORT int tl_ansor_policy_lower(tl_ctx *ctx, const tl_ansor_policy *p, tl_sched *s, const char *name,
+                                    int rewrite, tl_lowered **out) {
   *out = NULL;
   tl_lowered *f;
-  if (tl_lower(ctx, s, p->args, p->nargs, "default_function_kernel", &f)) return -1;
-  for (int i = 0; i < p->nargs; i++) {
+  int rc = tl_lower(ctx, s, p->args, p->nargs, name, &f);
+  if (rc) return rc;
+  for (int i = 0; rewrite && i < p->nargs; i++) {
     tl_layout_map *m = NULL;
     if (!p->rewrite[i]) continue;
-    if (tl_lowered_rewrite_layout(ctx, f, i, &m)) {
+    if ((rc = tl_lowered_rewrite_layout(ctx, f, i, &m)) != 0) {
       tl_lowered_free(f);
-      return -1;
+      return rc;
     }
     tl_layout_map_free(m);
   }
+  *out = f;
+  return 0;
+}
+
+/* Lower s (the policy's arguments, the layout-free ones rewritten) and check it against the
+** hardware params. */
+static int lower_check(tl_ctx *ctx, const tl_ansor_policy *p, tl_sched *s, tl_lowered **out) {
+  *out = NULL;
+  tl_lowered *f;
+  if (tl_ansor_policy_lower(ctx, p, s, "default_function_kernel", 1, &f)) return -1;
   if (p->env.gpu) {
     gpu_use u = {{1, 1, 1}, 1, 0};
     scan_gpu(f->ir, f->body, &u);

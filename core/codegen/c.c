@@ -960,30 +960,18 @@ static int64_t buf_elems(const tl_ir *ir, int b) {
 ** 0.52-0.92 ms with the prefetch (docs/auto_scheduler.md, "Layout rewriting"). Plain stores
 ** to large buffers (a Winograd transform's output) do not count. */
 #define PF_MAX_TILE 1024
-typedef struct {
-  const tl_ir *ir;
-  int large;
-} pf_stores;
 
-static int64_t buf_elems(const tl_ir *ir, int b);
-
-static int pf_self_load_fn(const tl_ir *ir, tl_ref r, void *ud) {
-  int *b = ud;
-  if (tl_ir_op(ir, r) == TL_IR_LOAD && (int)tl_ir_node(ir, r)->imm.u == b[0]) b[1] = 1;
-  return !b[1];
-}
-
-static int pf_stores_fn(const tl_ir *ir, tl_ref r, void *ud) {
-  pf_stores *p = ud;
+static int pf_accumulates_fn(const tl_ir *ir, tl_ref r, void *ud) {
+  int *large = ud;
   if (tl_ir_op(ir, r) == TL_IR_STORE) {
-    int b[2] = {(int)tl_ir_node(ir, r)->imm.u, 0};
+    int b[2] = {(int)tl_ir_node(ir, r)->imm.u, 0};   /* the buffer; whether the value reads it */
     int64_t n = buf_elems(ir, b[0]);
     if (n == 0 || n > PF_MAX_TILE) {
-      tl_ir_visit(ir, tl_ir_kid(ir, r, 0), pf_self_load_fn, b);
-      if (b[1]) p->large = 1;
+      tl_ir_visit(ir, tl_ir_kid(ir, r, 0), reads_buf_fn, b);
+      if (b[1]) *large = 1;
     }
   }
-  return !p->large;
+  return !*large;
 }
 
 /* For parallel loop `loop`: the buffer to prefetch (-1: none), its block's bytes, the
@@ -1011,9 +999,9 @@ static int pf_plan(cg *c, tl_ref loop, int64_t *block, int64_t *div, tl_ref *bod
   if (buf >= 0) {
     pf_host h = {buf, 0, 0};
     pf_find(ir, tl_ir_kid(ir, loop, 3), 1, &h);
-    pf_stores st = {c->b.ir, 0};
-    if (h.best) tl_ir_visit(ir, tl_ir_kid(ir, h.best, 3), pf_stores_fn, &st);
-    if (!h.best || st.large) {
+    int large = 0;
+    if (h.best) tl_ir_visit(ir, tl_ir_kid(ir, h.best, 3), pf_accumulates_fn, &large);
+    if (!h.best || large) {
       buf = -1;
     } else {
       /* each of the block's R iterations fetches its R-th of the next block */

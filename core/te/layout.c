@@ -32,6 +32,7 @@
 */
 #include "te.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_ATOMS 24
@@ -172,19 +173,28 @@ static int linearize(const scan_st *s, tl_ref e, int64_t scale, term *t, int *n,
 }
 
 typedef struct {
-  const scan_st *scan;
-  term *order;                    /* atoms in the new layout's order */
-  int64_t *stride;
-  int natoms;
+  int buf;
+  tl_ref idx;                     /* the new index, the same for every load */
 } apply_st;
 
 static tl_ref rewrite_fn(tl_ir *ir, tl_ref node, void *ud) {
   apply_st *a = ud;
-  if (tl_ir_op(ir, node) != TL_IR_LOAD || (int)tl_ir_node(ir, node)->imm.u != a->scan->buf) return node;
-  tl_ref idx = tl_int(ir, 0);
-  for (int j = 0; j < a->natoms; j++)
-    idx = tl_add(ir, idx, tl_mul(ir, a->order[j].atom, tl_int(ir, a->stride[j])));
-  return tl_load_typed(ir, tl_ir_type(ir, node), a->scan->buf, &idx, 1);
+  if (tl_ir_op(ir, node) != TL_IR_LOAD || (int)tl_ir_node(ir, node)->imm.u != a->buf) return node;
+  return tl_load_typed(ir, tl_ir_type(ir, node), a->buf, &a->idx, 1);
+}
+
+/* An atom of the new layout: its term, its loop's nesting position and divisor, its range. */
+typedef struct {
+  term t;
+  int order;
+  int64_t div, ext;
+} slot;
+
+/* By loop nesting, then larger divisor first (the outer piece of a fused loop). */
+static int slot_cmp(const void *pa, const void *pb) {
+  const slot *a = pa, *b = pb;
+  if (a->order != b->order) return a->order < b->order ? -1 : 1;
+  return a->div > b->div ? -1 : a->div < b->div;
 }
 
 static int dtype_bytes(tl_type t) { return t.bits >= 8 ? t.bits / 8 : 1; }
@@ -241,34 +251,25 @@ TL_EXPORT int tl_lowered_rewrite_layout(tl_ctx *ctx, tl_lowered *f, int arg, tl_
     TL_VEC_FREE(s.loads);
     return 0;
   }
-  /* order: by loop nesting, then larger divisor first */
-  int order_of[MAX_ATOMS];
-  int64_t div_of[MAX_ATOMS], ext_of[MAX_ATOMS];
+  slot sl[MAX_ATOMS];
   for (int j = 0; j < nfirst; j++) {
     const loopinfo *li;
-    atom_info(&s, first[j].atom, &li, &div_of[j], &ext_of[j]);
-    order_of[j] = li->order;
+    sl[j].t = first[j];
+    atom_info(&s, first[j].atom, &li, &sl[j].div, &sl[j].ext);
+    sl[j].order = li->order;
   }
-  for (int j = 1; j < nfirst; j++)          /* insertion sort of the few atoms */
-    for (int k = j; k > 0; k--) {
-      int swap = order_of[k] < order_of[k - 1] ||
-                 (order_of[k] == order_of[k - 1] && div_of[k] > div_of[k - 1]);
-      if (!swap) break;
-      term tt = first[k]; first[k] = first[k - 1]; first[k - 1] = tt;
-      int to = order_of[k]; order_of[k] = order_of[k - 1]; order_of[k - 1] = to;
-      int64_t td = div_of[k]; div_of[k] = div_of[k - 1]; div_of[k - 1] = td;
-      int64_t te = ext_of[k]; ext_of[k] = ext_of[k - 1]; ext_of[k - 1] = te;
-    }
+  qsort(sl, (size_t)nfirst, sizeof *sl, slot_cmp);
+  /* row-major strides in that order; the same layout already, or atoms that revisit (or
+  ** skip) elements: nothing to do */
   int64_t stride[MAX_ATOMS], size = 1;
-  int same = off_first == 0;
-  for (int j = nfirst - 1; j >= 0; j--) {
+  int same = off_first == 0, fits = 1;
+  for (int j = nfirst - 1; j >= 0 && fits; j--) {
     stride[j] = size;
-    if (first[j].coef != size) same = 0;
-    if (ext_of[j] > numel || size > numel / ext_of[j]) same = -1;   /* larger than the buffer */
-    else size *= ext_of[j];
+    if (sl[j].t.coef != size) same = 0;
+    if (sl[j].ext > numel / size) fits = 0;
+    else size *= sl[j].ext;
   }
-  if (same != 0 || size != numel) {
-    /* the same layout already, or atoms that revisit (or skip) elements */
+  if (same || !fits || size != numel) {
     TL_VEC_FREE(s.loops);
     TL_VEC_FREE(s.loads);
     return 0;
@@ -278,16 +279,18 @@ TL_EXPORT int tl_lowered_rewrite_layout(tl_ctx *ctx, tl_lowered *f, int arg, tl_
   m->offset = off_first;
   m->old_numel = numel;
   m->dtype_bytes = dtype_bytes(bf->dtype);
+  apply_st a = {buf, tl_int(ir, 0)};
   for (int j = 0; j < nfirst; j++) {
-    m->ext[j] = ext_of[j];
-    m->coef[j] = first[j].coef;
+    m->ext[j] = sl[j].ext;
+    m->coef[j] = sl[j].t.coef;
+    a.idx = tl_add(ir, a.idx, tl_mul(ir, sl[j].t.atom, tl_int(ir, stride[j])));
   }
-  apply_st a = {&s, first, stride, nfirst};
   f->body = tl_ir_simplify(ir, tl_ir_mutate(ir, f->body, rewrite_fn, &a), NULL);
-  bf = tl_ir_buffer(ir, buf);               /* the mutation may have grown the table */
+  tl_ref *shape = tl_arena_alloc(&ir->arena, sizeof(tl_ref) * (size_t)nfirst);
+  for (int j = 0; j < nfirst; j++) shape[j] = tl_int(ir, sl[j].ext);
+  bf = tl_ir_buffer(ir, buf);               /* building nodes may have grown the tables */
   bf->ndim = nfirst;
-  bf->shape = tl_arena_alloc(&ir->arena, sizeof(tl_ref) * (size_t)nfirst);
-  for (int j = 0; j < nfirst; j++) tl_ir_buffer(ir, buf)->shape[j] = tl_int(ir, ext_of[j]);
+  bf->shape = shape;
   TL_VEC_FREE(s.loops);
   TL_VEC_FREE(s.loads);
   *out = m;

@@ -66,28 +66,14 @@ function State:steps() return ffi.string(C.tl_sched_json(self.handle)) end
 -- The lowered function of a state ({handle, name, nargs}, what tunelua.build's backends take).
 -- rewrite: the task's layout-free arguments in the order the loops read them (trials of a task
 -- whose layout_rewrite is 2, as the network build then runs them; docs/auto_scheduler.md,
--- "Layout rewriting").
+-- "Layout rewriting"; the policy knows which arguments: SketchPolicy).
 local function lower_state(task, h, name, lvl, rewrite)
   local p = task:policy_handle()
-  local n = C.tl_ansor_policy_num_args(p)
-  local args = ffi.new("int[?]", n)
-  for i = 0, n - 1 do args[i] = C.tl_ansor_policy_arg(p, i) end
   name = name or "default_function"
   local out = ffi.new("tl_lowered *[1]")
-  check(C.tl_lower(ctx, h, args, n, name, out), lvl + 1)
-  local l = ffi.gc(out[0], C.tl_lowered_free)
-  if rewrite and task.layout_rewrite == M.LAYOUT_REWRITE then
-    local free = {}
-    for _, t in ipairs(task.layout_free or {}) do free[t] = true end
-    for i = 0, n - 1 do
-      if free[args[i]] then
-        local mp = ffi.new("tl_layout_map *[1]")
-        check(C.tl_lowered_rewrite_layout(ctx, l, i, mp), lvl + 1)
-        if mp[0] ~= nil then C.tl_layout_map_free(mp[0]) end
-      end
-    end
-  end
-  return { handle = l, name = name, nargs = n, lower_seconds = C.tl_lowered_seconds(out[0]) }
+  check(C.tl_ansor_policy_lower(ctx, p, h, name, rewrite and 1 or 0, out), lvl + 1)
+  return { handle = ffi.gc(out[0], C.tl_lowered_free), name = name, nargs = C.tl_ansor_policy_num_args(p),
+           lower_seconds = C.tl_lowered_seconds(out[0]) }
 end
 --- The layout_rewrite_option of a task whose layout-free arguments (constant weights) trials
 --- and builds store in their loops' order (TVM's RewriteForPreTransformed).

@@ -119,7 +119,6 @@ local function fused_name(names)
   return "fused_" .. table.concat(names, "_")
 end
 
---- Build the DAG of a group call. opts.anchor_hook: see emit_call.
 -- The flattened field types of a type (a tuple's fields in order; else the type itself).
 local function flat_types(ty)
   if ty and ty.fields then
@@ -160,6 +159,7 @@ function group.layout_free(g)
   return tensors, positions
 end
 
+--- Build the DAG of a group call. opts.anchor_hook: see emit_call.
 function group.build(call, opts, level)
   level = (level or 1) + 1
   opts = opts or {}
