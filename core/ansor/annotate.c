@@ -167,7 +167,21 @@ static void register_tile(const tl_ansor_env *env, const int *tiles, tl_step *st
       int64_t in = l[t->nints - 1];
       acc *= a == n - 1 ? (double)in / (double)lanes : (double)in;
     }
-    if (acc >= (double)lo && acc <= (double)hi) return;
+    if (acc >= (double)lo && acc <= (double)hi) break;
+  }
+  /* Half the time the tile spans the whole reduction: the spatial level
+  ** between the two reduction levels (SSRSRS: the third of four) gets length
+  ** 1, its factor moved to the level above. With it > 1 the accumulators go
+  ** out to memory after every pass of the inner reduction level, short
+  ** as it often is (a Winograd GEMM's 64 channels as 2 x 32: every 2 FMAs). */
+  if (strcmp(env->structure, "SSRSRS") != 0 || tl_ansor_uniform(rng) < 0.5) return;
+  for (int a = 0; a < n; a++) {
+    int id = tiles[1 + a];
+    if (id < 0 || steps[id].nints < 3) continue;
+    int64_t *l = len_of_step + 16 * (int64_t)id;
+    int k = steps[id].nints;
+    l[k - 3] *= l[k - 2];
+    l[k - 2] = 1;
   }
 }
 
@@ -501,6 +515,11 @@ tl_sched *tl_ansor_annotate(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor
     tl_step *t = &steps[sk->open.v[i]];
     random_scheme(t->extent, t->nints, env->p.max_innermost_split_factor, 1, rng,
                   store + 16 * (int64_t)sk->open.v[i]);
+  }
+  for (int i = 0; i < sk->lanes.n; i++) {   /* vector tiles: a multiple of the lanes */
+    const tl_step *t = &steps[sk->lanes.v[i]];
+    random_scheme(t->extent, t->nints, env->p.max_innermost_split_factor, target_lanes(env), rng,
+                  store + 16 * (int64_t)sk->lanes.v[i]);
   }
   for (int at = 0; at < sk->tiles.n; at += 1 + sk->tiles.v[at])
     if (tl_ansor_uniform(rng) < 0.5) register_tile(env, &sk->tiles.v[at], steps, store, rng);

@@ -44,6 +44,8 @@ typedef struct tl_ansor_sketch {
                                   ** spatial split steps (-1: an axis not split); the
                                   ** innermost length of the last one is vectorized and the
                                   ** innermost lengths together size the register tile */
+  TL_VEC(int) lanes;              /* CPU: ids of split steps whose innermost length is drawn
+                                  ** as a multiple of the vector lanes (simplify-const-tensor) */
   TL_VEC(int64_t) threads;        /* GPU cross-thread reductions: pairs (id of the split step
                                   ** whose one length is the block's thread count, the
                                   ** reduction's extent); the annotation draws the count */

@@ -3,8 +3,9 @@
 ** compute DAG, breadth-first over (state, stage), from the last stage to
 ** the first (algorithms spec B4).
 **
-**   CPU: always-inline, add-rfactor, add-cache-write, multi-level tiling with
-**        fusion of the consumer, multi-level tiling ("SSRSRS"), skip
+**   CPU: always-inline, simplify-const-tensor, add-rfactor, add-cache-write,
+**        multi-level tiling with fusion of the consumer, multi-level tiling
+**        ("SSRSRS"), skip
 **   GPU: add-cache-read (shared), always-inline, cross-thread reduction, split-K (rfactor
 **        of a small output's long reduction), add-cache-write, multi-level tiling with fusion, multi-level
 **        tiling ("SSSRRSRS"), skip
@@ -16,6 +17,7 @@
 ** (1) and are listed as open; annotate.c fills them. A rule that cannot
 ** apply writes why to the trace and the search goes on without it.
 */
+#include <jansson.h>
 #include <stdio.h>
 
 #include "search.h"
@@ -34,6 +36,7 @@ void tl_ansor_sketch_free(tl_ansor_sketch *sk) {
   sk->s = NULL;
   TL_VEC_FREE(sk->open);
   TL_VEC_FREE(sk->tiles);
+  TL_VEC_FREE(sk->lanes);
   TL_VEC_FREE(sk->threads);
 }
 
@@ -42,6 +45,7 @@ static int sketch_copy(tl_ctx *ctx, const tl_ansor_sketch *src, tl_ansor_sketch 
   if (tl_sched_copy(ctx, src->s, &dst->s)) return -1;
   for (int i = 0; i < src->open.n; i++) TL_VEC_PUSH(dst->open, src->open.v[i]);
   for (int i = 0; i < src->tiles.n; i++) TL_VEC_PUSH(dst->tiles, src->tiles.v[i]);
+  for (int i = 0; i < src->lanes.n; i++) TL_VEC_PUSH(dst->lanes, src->lanes.v[i]);
   for (int i = 0; i < src->threads.n; i++) TL_VEC_PUSH(dst->threads, src->threads.v[i]);
   return 0;
 }
@@ -255,6 +259,95 @@ static int a_inline(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch 
   if (sketch_copy(ctx, sk, &n)) return -1;
   if (tl_sched_compute_inline(ctx, n.s, st)) {
     trace(env, n.s, st, "always-inline", ctx->msg);
+    tl_ansor_sketch_free(&n);
+    return -1;
+  }
+  return push(out, &n, st - 1);
+}
+
+/* simplify-const-tensor (CPU). An op whose attribute
+** "simplify_const_tensor_indices" names axes that select a constant matrix's
+** entries (the Winograd transforms' positions: its body is a select over
+** them) runs those axes unrolled, so that each position's select folds to one
+** short sum: the leaves become [the other axes, last.outer, the named axes
+** (unrolled), last.inner], the last axis split with its inner length drawn as
+** a multiple of the vector lanes (it is the channel axis, vectorized). A stage
+** whose one consumer carries the attribute too is inlined into it instead:
+** the consumer's unrolled positions then share its terms (common
+** subexpressions) where a stage of its own would be a pass over a whole
+** intermediate. kApplyAndSkipRest. */
+static int const_axes(const tl_sched *s, int st, uint8_t *named) {
+  const tl_te_op *op = op_of(s, st);
+  const tl_stage *sg = &s->stages.v[st];
+  if (!op->attrs_json || !strstr(op->attrs_json, "\"simplify_const_tensor_indices\"")) return 0;
+  json_t *j = json_loads(op->attrs_json, 0, NULL);
+  json_t *names = json_object_get(j, "simplify_const_tensor_indices");
+  int n = 0;
+  for (int i = 0; i < sg->leaves.n && i < 64; i++) {
+    named[i] = 0;
+    const char *leaf = sg->nodes.v[sg->leaves.v[i]].name;
+    for (size_t k = 0; k < json_array_size(names); k++) {
+      const char *nm = json_string_value(json_array_get(names, k));
+      if (nm && strcmp(nm, leaf) == 0) named[i] = 1;
+    }
+    n += named[i];
+  }
+  json_decref(j);
+  return n;
+}
+static int c_simplify(const tl_ansor_env *env, const tl_sched *s, const view *v, int st) {
+  (void)v;
+  const tl_te_op *op = op_of(s, st);
+  const tl_stage *sg = &s->stages.v[st];
+  uint8_t named[64];
+  if (env->gpu || op->kind == TL_OP_PLACEHOLDER || sg->compute_at != TL_CA_ROOT) return R_SKIP;
+  if (op->nreduce || op->nout != 1 || sg->scope != TL_SCOPE_GLOBAL || tl_ansor_stage_tiled(s, st))
+    return R_SKIP;
+  if (sg->leaves.n > 64 || const_axes(s, st, named) == 0) return R_SKIP;
+  return R_APPLY_SKIP_REST;
+}
+static int a_simplify(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk, const view *v,
+                      int st, workvec *out) {
+  tl_ansor_sketch n;
+  if (sketch_copy(ctx, sk, &n)) return -1;
+  tl_sched *s = n.s;
+  uint8_t named[64], cnamed[64];
+  int nl = s->stages.v[st].leaves.n;
+  const_axes(s, st, named);
+  int cons[256], nc = v->a->nops <= 256 ? tl_ansor_consumers_through(v->a, st, v->inl, cons) : 0;
+  if (!s->stages.v[st].is_output && nc == 1 && s->stages.v[cons[0]].leaves.n <= 64 &&
+      const_axes(s, cons[0], cnamed) > 0) {
+    tl_ctx sub = {0};
+    if (tl_sched_compute_inline(&sub, s, st) == 0) return push(out, &n, st - 1);
+    trace(env, s, st, "simplify-const-tensor", sub.msg);   /* then tiled as below */
+  }
+  int last = nl - 1, split = !named[last];
+  int node[65], rc = 0;
+  for (int i = 0; i < nl; i++) node[i] = s->stages.v[st].leaves.v[i];
+  if (split) {
+    int64_t one = 1;
+    rc = tl_sched_split(ctx, s, st, last, 1, &one, 1);
+    if (!rc) {
+      TL_VEC_PUSH(n.open, s->steps.n - 1);
+      TL_VEC_PUSH(n.lanes, s->steps.n - 1);
+      node[last] = s->stages.v[st].leaves.v[last];
+      node[nl] = s->stages.v[st].leaves.v[last + 1];
+    }
+  }
+  int order[65], k = 0;
+  if (!rc) {
+    for (int i = 0; i < last; i++)
+      if (!named[i]) order[k++] = tl_sched_leaf_pos(s, st, node[i]);
+    if (split) order[k++] = tl_sched_leaf_pos(s, st, node[last]);
+    for (int i = 0; i < nl; i++)
+      if (named[i]) order[k++] = tl_sched_leaf_pos(s, st, node[i]);
+    if (split) order[k++] = tl_sched_leaf_pos(s, st, node[nl]);
+    rc = tl_sched_reorder(ctx, s, st, k, order);
+  }
+  for (int i = 0; !rc && i < nl; i++)
+    if (named[i]) rc = tl_sched_annotate(ctx, s, st, tl_sched_leaf_pos(s, st, node[i]), TL_ANN_UNROLL);
+  if (rc) {
+    trace(env, s, st, "simplify-const-tensor", ctx->msg);
     tl_ansor_sketch_free(&n);
     return -1;
   }
@@ -627,6 +720,7 @@ static int a_xred(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *s
 
 static const rule cpu_rules[] = {
   {"always-inline", c_inline, a_inline},
+  {"simplify-const-tensor", c_simplify, a_simplify},
   {"add-rfactor", c_rfactor, a_rfactor},
   {"add-cache-write", c_cache_write, a_cache_write},
   {"multi-level-tiling-with-fusion", c_mlt_fuse, a_mlt_fuse},

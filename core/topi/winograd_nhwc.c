@@ -43,6 +43,15 @@ static json_t *flop_json(double flop) {
   return j;
 }
 
+/* A transform pass's attributes: no FLOPs, and the two axes that select the
+** constant matrix's entries (the auto-scheduler's simplify-const-tensor rule
+** unrolls them). */
+static json_t *transform_attrs(const char *a0, const char *a1) {
+  json_t *j = flop_json(0);
+  json_object_set_new(j, "simplify_const_tensor_indices", json_pack("[ss]", a0, a1));
+  return j;
+}
+
 int tl_topi_conv2d_winograd_nhwc(tl_topi_call *c) {
   int rc;
   int64_t p[4];
@@ -89,9 +98,11 @@ int tl_topi_conv2d_winograd_nhwc(tl_topi_call *c) {
                           tl_mul(ir, th, tl_int(ir, m))};
     tl_ref body = tl_topi_wg_position_sum(dag, dt, ax[0], a, B, a, &lc);
     int64_t shape[4] = {a, a, P, CI};
-    if ((rc = tl_topi_emit(c, "data_pack_rows", "winograd_nhwc_rows", "injective", 4, shape, ax, body,
-                           TL_RED_NONE, NULL, 0, 0, z, &T)))
-      goto done;
+    json_t *at = transform_attrs("eps", "r_b");
+    rc = tl_topi_emit(c, "data_pack_rows", "winograd_nhwc_rows", "injective", 4, shape, ax, body, TL_RED_NONE,
+                      NULL, 0, 0, at, &T);
+    json_decref(at);
+    if (rc) goto done;
   }
   /* V[e, u, p, ci] = sum_rb B[rb][u] T[e, rb, p, ci] */
   int V;
@@ -102,9 +113,11 @@ int tl_topi_conv2d_winograd_nhwc(tl_topi_call *c) {
     tl_topi_wg_load lc = {dag, T, 4, 1, {ax[0], 0, ax[2], ax[3]}, 0};
     tl_ref body = tl_topi_wg_position_sum(dag, dt, ax[1], a, B, a, &lc);
     int64_t shape[4] = {a, a, P, CI};
-    if ((rc = tl_topi_emit(c, "data_pack", "winograd_nhwc_data_pack", "injective", 4, shape, ax, body,
-                           TL_RED_NONE, NULL, 0, 0, z, &V)))
-      goto done;
+    json_t *at = transform_attrs("eps", "nu");
+    rc = tl_topi_emit(c, "data_pack", "winograd_nhwc_data_pack", "injective", 4, shape, ax, body, TL_RED_NONE,
+                      NULL, 0, 0, at, &V);
+    json_decref(at);
+    if (rc) goto done;
   }
   /* M[e, u, p, co] = sum_ci V[e, u, p, ci] * U[e, u, ci, co] */
   int M;
@@ -129,9 +142,11 @@ int tl_topi_conv2d_winograd_nhwc(tl_topi_call *c) {
     tl_topi_wg_load lc = {dag, M, 4, 0, {0, ax[1], ax[2], ax[3]}, 0};
     tl_ref body = tl_topi_wg_position_sum(dag, dt, ax[0], (int)m, A, a, &lc);
     int64_t shape[4] = {m, a, P, CO};
-    if ((rc = tl_topi_emit(c, "inverse_rows", "winograd_nhwc_inverse", "injective", 4, shape, ax, body,
-                           TL_RED_NONE, NULL, 0, 0, z, &R)))
-      goto done;
+    json_t *at = transform_attrs("vh", "r_b");
+    rc = tl_topi_emit(c, "inverse_rows", "winograd_nhwc_inverse", "injective", 4, shape, ax, body, TL_RED_NONE,
+                      NULL, 0, 0, at, &R);
+    json_decref(at);
+    if (rc) goto done;
   }
   /* Y[n, h, w, co] = sum_rb A[rb][w % m] R[h % m, rb, p(n, h / m, w / m), co] */
   {
