@@ -334,9 +334,10 @@ static int init_vectorize(tl_ctx *ctx, const tl_ansor_env *env, tl_sched *s, uin
       if (tl_sched_attached_at(s, st, sg->leaves.v[i]) >= 0) break;
       if (it->kind != TL_ITER_SPATIAL || it->ann != TL_ANN_NONE) break;
       int64_t e = it->extent > 0 ? it->extent : 1;
-      /* a tiled stage's innermost iterator also when it is a multiple of the
-      ** lanes (several vector registers, each reusing the same loads) */
-      int lanes_ok = tiled && e % target_lanes(env) == 0 && e <= env->p.max_innermost_split_factor;
+      /* the innermost iterator (of any stage; of a tiled one, the only one) also
+      ** when it is a multiple of the lanes (several vector registers, each
+      ** reusing the same loads) */
+      int lanes_ok = (tiled || n == 0) && e % target_lanes(env) == 0 && e <= env->p.max_innermost_split_factor;
       if (cum * e > env->p.max_vectorize_size && !lanes_ok) break;
       cum *= e;
       n++;

@@ -5,7 +5,7 @@
 **
 **   CPU: always-inline, simplify-const-tensor, add-rfactor, add-cache-write,
 **        multi-level tiling with fusion of the consumer, multi-level tiling
-**        ("SSRSRS"), skip
+**        ("SSRSRS"), reduce-outside, skip
 **   GPU: add-cache-read (shared), always-inline, cross-thread reduction, split-K (rfactor
 **        of a small output's long reduction), add-cache-write, multi-level tiling with fusion, multi-level
 **        tiling ("SSSRRSRS"), skip
@@ -433,6 +433,42 @@ static int a_mlt(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk
   return push(out, &n, st - 1);
 }
 
+/* reduce-outside (CPU): a reduction with no data reuse (pooling: no
+** multi-level tiling) whose innermost spatial axis is the channel axis of an
+** NHWC layout runs its reduction outside that axis, [the other spatial axes,
+** the reduction, the last spatial axis], so the channels are one vector
+** reduced in registers instead of one scalar reduction per channel. kApply:
+** the stage as the DAG orders it stays a sketch too. */
+static int c_reduce_outside(const tl_ansor_env *env, const tl_sched *s, const view *v, int st) {
+  const tl_te_op *op = op_of(s, st);
+  if (env->gpu || op->kind == TL_OP_PLACEHOLDER || !op->nreduce || op->ndim < 1) return R_SKIP;
+  if (s->stages.v[st].compute_at != TL_CA_ROOT || tl_ansor_stage_tiled(s, st)) return R_SKIP;
+  if (has_cache_write(s, st) || s->stages.v[st].scope != TL_SCOPE_GLOBAL) return R_SKIP;
+  if (tl_ansor_needs_multi_level_tiling(v->a, st) != 0 || op->shape[op->ndim - 1] < 2) return R_SKIP;
+  return R_APPLY;
+}
+static int a_reduce_outside(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk,
+                            const view *v, int st, workvec *out) {
+  (void)v;
+  tl_ansor_sketch n;
+  if (sketch_copy(ctx, sk, &n)) return -1;
+  const tl_te_op *op = op_of(n.s, st);
+  int ndim = op->ndim, nax = ndim + op->nreduce, order[64], k = 0;
+  if (nax > 64) {
+    tl_ansor_sketch_free(&n);
+    return -1;
+  }
+  for (int i = 0; i < ndim - 1; i++) order[k++] = i;
+  for (int i = ndim; i < nax; i++) order[k++] = i;
+  order[k++] = ndim - 1;
+  if (tl_sched_reorder(ctx, n.s, st, k, order)) {
+    trace(env, n.s, st, "reduce-outside", ctx->msg);
+    tl_ansor_sketch_free(&n);
+    return -1;
+  }
+  return push(out, &n, st - 1);
+}
+
 /* GPU: cache the inputs of a tiled stage in shared memory, fetched at the
 ** outermost reduction tile. */
 static int c_cache_read(const tl_ansor_env *env, const tl_sched *s, const view *v, int st) {
@@ -725,6 +761,7 @@ static const rule cpu_rules[] = {
   {"add-cache-write", c_cache_write, a_cache_write},
   {"multi-level-tiling-with-fusion", c_mlt_fuse, a_mlt_fuse},
   {"multi-level-tiling", c_mlt, a_mlt},
+  {"reduce-outside", c_reduce_outside, a_reduce_outside},
   {"skip", c_skip, a_skip},
 };
 

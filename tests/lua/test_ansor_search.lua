@@ -54,6 +54,27 @@ assert(cpu_sk[1]:steps():find('"FSP"') and cpu_sk[3]:steps():find('"RE"'), "CPU 
 local gpu_sk = conv_task("opencl -device=mali"):sketches()
 assert(#gpu_sk == 1 and gpu_sk[1]:steps():find('"CHR", %d+, "shared"'), "GPU sketch caches reads in shared memory")
 
+-- an NHWC max pool (a reduction with no reuse) has a CPU sketch with the window's reduction outside
+-- the channel axis (reduce-outside), beside the one in the DAG's order, and its states vectorize
+-- the channels
+do
+  local x = te.placeholder({ 1, 12, 12, 32 }, "float32", "data")
+  local y = topi.nn.pool2d(x, { pool_type = "max", kernel = { 3, 3 }, strides = { 2, 2 }, padding = { 1, 1, 1, 1 },
+                               layout = "NHWC" })
+  local t = auto_scheduler.SearchTask{ compute_dag = y, target = "llvm" }
+  local sks, outside = t:sketches(), 0
+  for _, sk in ipairs(sks) do
+    if tostring(sk):find("%(3%) reduce\n[^\n]*%(3%) reduce\n      %d+ ax3 %(32%)") then outside = outside + 1 end
+  end
+  assert(#sks == 2 and outside == 1, string.format("max pool NHWC: %d CPU sketches, %d with the reduction outside",
+                                                    #sks, outside))
+  local vec = 0
+  for _, st in ipairs(t:sample(8)) do
+    if tostring(st):find("ax3[%w%.]* %(%d+%)[^\n]*vectorize") then vec = vec + 1 end
+  end
+  assert(vec >= 1, "no sampled max-pool state vectorizes its channels")
+end
+
 -- ---- a small search: records, best replay, resume ----------------------------------------------
 local task = conv_task("llvm")
 local log = dir .. "/conv.json"
