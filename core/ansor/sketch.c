@@ -433,12 +433,12 @@ static int a_mlt(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk
   return push(out, &n, st - 1);
 }
 
-/* reduce-outside (CPU): a reduction with no data reuse (pooling: no
-** multi-level tiling) whose innermost spatial axis is the channel axis of an
-** NHWC layout runs its reduction outside that axis, [the other spatial axes,
-** the reduction, the last spatial axis], so the channels are one vector
-** reduced in registers instead of one scalar reduction per channel. kApply:
-** the stage as the DAG orders it stays a sketch too. */
+/* reduce-outside (CPU): a reduction with no data reuse (no multi-level
+** tiling: a pooling) whose last spatial axis is longer than 1 (an NHWC
+** pooling's channels) also runs its reduction outside that axis, [the other
+** spatial axes, the reduction, the last spatial axis], so that axis is one
+** vector reduced in registers instead of one scalar reduction per element.
+** kApply: the stage in the DAG's order stays a sketch too. */
 static int c_reduce_outside(const tl_ansor_env *env, const tl_sched *s, const view *v, int st) {
   const tl_te_op *op = op_of(s, st);
   if (env->gpu || op->kind == TL_OP_PLACEHOLDER || !op->nreduce || op->ndim < 1) return R_SKIP;
