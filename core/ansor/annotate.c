@@ -167,21 +167,7 @@ static void register_tile(const tl_ansor_env *env, const int *tiles, tl_step *st
       int64_t in = l[t->nints - 1];
       acc *= a == n - 1 ? (double)in / (double)lanes : (double)in;
     }
-    if (acc >= (double)lo && acc <= (double)hi) break;
-  }
-  /* Half the time the tile spans the whole reduction: the spatial level
-  ** between the two reduction levels (SSRSRS: the third of four) gets length
-  ** 1, its factor moved to the level above. With it > 1 the accumulators go
-  ** out to memory after every pass of the inner reduction level, short
-  ** as it often is (a Winograd GEMM's 64 channels as 2 x 32: every 2 FMAs). */
-  if (strcmp(env->structure, "SSRSRS") != 0 || tl_ansor_uniform(rng) < 0.5) return;
-  for (int a = 0; a < n; a++) {
-    int id = tiles[1 + a];
-    if (id < 0 || steps[id].nints < 3) continue;
-    int64_t *l = len_of_step + 16 * (int64_t)id;
-    int k = steps[id].nints;
-    l[k - 3] *= l[k - 2];
-    l[k - 2] = 1;
+    if (acc >= (double)lo && acc <= (double)hi) return;
   }
 }
 
