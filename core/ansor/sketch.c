@@ -276,7 +276,7 @@ static int a_inline(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch 
 ** the consumer's unrolled positions then share its terms (common
 ** subexpressions) where a stage of its own would be a pass over a whole
 ** intermediate. kApplyAndSkipRest. */
-static int const_axes(const tl_sched *s, int st, uint8_t *named) {
+static int const_axes(const tl_sched *s, int st, uint8_t *named /* may be NULL: count only */) {
   const tl_te_op *op = op_of(s, st);
   const tl_stage *sg = &s->stages.v[st];
   if (!op->attrs_json || !strstr(op->attrs_json, "\"simplify_const_tensor_indices\"")) return 0;
@@ -284,13 +284,14 @@ static int const_axes(const tl_sched *s, int st, uint8_t *named) {
   json_t *names = json_object_get(j, "simplify_const_tensor_indices");
   int n = 0;
   for (int i = 0; i < sg->leaves.n && i < 64; i++) {
-    named[i] = 0;
     const char *leaf = sg->nodes.v[sg->leaves.v[i]].name;
-    for (size_t k = 0; k < json_array_size(names); k++) {
+    int hit = 0;
+    for (size_t k = 0; k < json_array_size(names) && !hit; k++) {
       const char *nm = json_string_value(json_array_get(names, k));
-      if (nm && strcmp(nm, leaf) == 0) named[i] = 1;
+      hit = nm && strcmp(nm, leaf) == 0;
     }
-    n += named[i];
+    if (named) named[i] = (uint8_t)hit;
+    n += hit;
   }
   json_decref(j);
   return n;
@@ -299,11 +300,10 @@ static int c_simplify(const tl_ansor_env *env, const tl_sched *s, const view *v,
   (void)v;
   const tl_te_op *op = op_of(s, st);
   const tl_stage *sg = &s->stages.v[st];
-  uint8_t named[64];
   if (env->gpu || op->kind == TL_OP_PLACEHOLDER || sg->compute_at != TL_CA_ROOT) return R_SKIP;
   if (op->nreduce || op->nout != 1 || sg->scope != TL_SCOPE_GLOBAL || tl_ansor_stage_tiled(s, st))
     return R_SKIP;
-  if (sg->leaves.n > 64 || const_axes(s, st, named) == 0) return R_SKIP;
+  if (sg->leaves.n > 64 || const_axes(s, st, NULL) == 0) return R_SKIP;
   return R_APPLY_SKIP_REST;
 }
 static int a_simplify(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk, const view *v,
@@ -311,12 +311,11 @@ static int a_simplify(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketc
   tl_ansor_sketch n;
   if (sketch_copy(ctx, sk, &n)) return -1;
   tl_sched *s = n.s;
-  uint8_t named[64], cnamed[64];
+  uint8_t named[64];
   int nl = s->stages.v[st].leaves.n;
   const_axes(s, st, named);
   int cons[256], nc = v->a->nops <= 256 ? tl_ansor_consumers_through(v->a, st, v->inl, cons) : 0;
-  if (!s->stages.v[st].is_output && nc == 1 && s->stages.v[cons[0]].leaves.n <= 64 &&
-      const_axes(s, cons[0], cnamed) > 0) {
+  if (!s->stages.v[st].is_output && nc == 1 && const_axes(s, cons[0], NULL) > 0) {
     tl_ctx sub = {0};
     if (tl_sched_compute_inline(&sub, s, st) == 0) return push(out, &n, st - 1);
     trace(env, s, st, "simplify-const-tensor", sub.msg);   /* then tiled as below */
@@ -445,7 +444,7 @@ static int c_reduce_outside(const tl_ansor_env *env, const tl_sched *s, const vi
   if (s->stages.v[st].compute_at != TL_CA_ROOT || tl_ansor_stage_tiled(s, st)) return R_SKIP;
   if (has_cache_write(s, st) || s->stages.v[st].scope != TL_SCOPE_GLOBAL) return R_SKIP;
   if (tl_ansor_needs_multi_level_tiling(v->a, st) != 0 || op->shape[op->ndim - 1] < 2) return R_SKIP;
-  return R_APPLY;
+  return op->ndim + op->nreduce <= 64 ? R_APPLY : R_SKIP;
 }
 static int a_reduce_outside(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor_sketch *sk,
                             const view *v, int st, workvec *out) {
@@ -454,10 +453,6 @@ static int a_reduce_outside(tl_ctx *ctx, const tl_ansor_env *env, const tl_ansor
   if (sketch_copy(ctx, sk, &n)) return -1;
   const tl_te_op *op = op_of(n.s, st);
   int ndim = op->ndim, nax = ndim + op->nreduce, order[64], k = 0;
-  if (nax > 64) {
-    tl_ansor_sketch_free(&n);
-    return -1;
-  }
   for (int i = 0; i < ndim - 1; i++) order[k++] = i;
   for (int i = ndim; i < nax; i++) order[k++] = i;
   order[k++] = ndim - 1;

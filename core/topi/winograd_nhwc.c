@@ -43,13 +43,16 @@ static json_t *flop_json(double flop) {
   return j;
 }
 
-/* A transform pass's attributes: no FLOPs, and the two axes that select the
-** constant matrix's entries (the auto-scheduler's simplify-const-tensor rule
-** unrolls them). */
-static json_t *transform_attrs(const char *a0, const char *a1) {
-  json_t *j = flop_json(0);
-  json_object_set_new(j, "simplify_const_tensor_indices", json_pack("[ss]", a0, a1));
-  return j;
+/* Emit a transform pass: no FLOPs, and its first two axes (names[0], names[1])
+** named as those that select the constant matrix's entries (the
+** auto-scheduler's simplify-const-tensor rule unrolls them). */
+static int emit_transform(tl_topi_call *c, const char *name, const char *tag, const int64_t *shape,
+                          const char *const *names, const tl_ref *ax, tl_ref body, int *out) {
+  json_t *at = flop_json(0);
+  json_object_set_new(at, "simplify_const_tensor_indices", json_pack("[ss]", names[0], names[1]));
+  int rc = tl_topi_emit(c, name, tag, "injective", 4, shape, ax, body, TL_RED_NONE, NULL, 0, 0, at, out);
+  json_decref(at);
+  return rc;
 }
 
 int tl_topi_conv2d_winograd_nhwc(tl_topi_call *c) {
@@ -98,11 +101,7 @@ int tl_topi_conv2d_winograd_nhwc(tl_topi_call *c) {
                           tl_mul(ir, th, tl_int(ir, m))};
     tl_ref body = tl_topi_wg_position_sum(dag, dt, ax[0], a, B, a, &lc);
     int64_t shape[4] = {a, a, P, CI};
-    json_t *at = transform_attrs("eps", "r_b");
-    rc = tl_topi_emit(c, "data_pack_rows", "winograd_nhwc_rows", "injective", 4, shape, ax, body, TL_RED_NONE,
-                      NULL, 0, 0, at, &T);
-    json_decref(at);
-    if (rc) goto done;
+    if ((rc = emit_transform(c, "data_pack_rows", "winograd_nhwc_rows", shape, names, ax, body, &T))) goto done;
   }
   /* V[e, u, p, ci] = sum_rb B[rb][u] T[e, rb, p, ci] */
   int V;
@@ -113,11 +112,7 @@ int tl_topi_conv2d_winograd_nhwc(tl_topi_call *c) {
     tl_topi_wg_load lc = {dag, T, 4, 1, {ax[0], 0, ax[2], ax[3]}, 0};
     tl_ref body = tl_topi_wg_position_sum(dag, dt, ax[1], a, B, a, &lc);
     int64_t shape[4] = {a, a, P, CI};
-    json_t *at = transform_attrs("eps", "nu");
-    rc = tl_topi_emit(c, "data_pack", "winograd_nhwc_data_pack", "injective", 4, shape, ax, body, TL_RED_NONE,
-                      NULL, 0, 0, at, &V);
-    json_decref(at);
-    if (rc) goto done;
+    if ((rc = emit_transform(c, "data_pack", "winograd_nhwc_data_pack", shape, names, ax, body, &V))) goto done;
   }
   /* M[e, u, p, co] = sum_ci V[e, u, p, ci] * U[e, u, ci, co] */
   int M;
@@ -142,11 +137,7 @@ int tl_topi_conv2d_winograd_nhwc(tl_topi_call *c) {
     tl_topi_wg_load lc = {dag, M, 4, 0, {0, ax[1], ax[2], ax[3]}, 0};
     tl_ref body = tl_topi_wg_position_sum(dag, dt, ax[0], (int)m, A, a, &lc);
     int64_t shape[4] = {m, a, P, CO};
-    json_t *at = transform_attrs("vh", "r_b");
-    rc = tl_topi_emit(c, "inverse_rows", "winograd_nhwc_inverse", "injective", 4, shape, ax, body, TL_RED_NONE,
-                      NULL, 0, 0, at, &R);
-    json_decref(at);
-    if (rc) goto done;
+    if ((rc = emit_transform(c, "inverse_rows", "winograd_nhwc_inverse", shape, names, ax, body, &R))) goto done;
   }
   /* Y[n, h, w, co] = sum_rb A[rb][w % m] R[h % m, rb, p(n, h / m, w / m), co] */
   {
