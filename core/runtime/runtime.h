@@ -198,6 +198,7 @@ typedef struct tl_time_work {
   void *arg;
   double warmup_s;
   int cache_flush;
+  void (*evict)(void *arg);       /* with cache_flush: evicts the work's own data too (or NULL) */
 } tl_time_work;
 
 int tl_time_eval(const tl_time_work *w, int number, int repeat, double min_repeat_ms,
@@ -205,7 +206,8 @@ int tl_time_eval(const tl_time_work *w, int number, int repeat, double min_repea
 
 /* The time evaluator on a raw CPU kernel (int32_t fn(void **dl, int32_t nargs)):
 ** a warm-up of at least 10 ms, then tl_time_eval's measurements, the caches
-** flushed before each with cache_flush. Seconds per call go to
+** flushed before each with cache_flush (and every argument but the first
+** evicted from all cores' caches). Seconds per call go to
 ** secs_out[0..repeat); -1 with *kcode set when the kernel returns a nonzero
 ** code. Used by tl_module_time, the measurement child and the RPC server. */
 int tl_kernel_time(void *fn, void **dl, int nargs, int number, int repeat, double min_repeat_ms,

@@ -33,15 +33,20 @@
 -- (tuning stops after about S seconds in all, shared evenly by the networks, or at --trials;
 -- the table's "records" column says how many trials each network's log holds),
 -- --min-task-trials N (64; 0: off) and --task-patience N (384; 0: off): see "tuning" below,
--- --cache-flush yes|no (no; CPU targets): each trial as 10 single runs, the caches flushed
--- before each (LocalRunner enable_cpu_cache_flush, TVM's x86 tutorial's setting) instead of
--- 3 runs of at least 50 ms on warm caches; tune a log with one setting throughout (the costs
--- of the two are not comparable),
+-- --cache-flush auto|yes|no (auto; CPU targets): yes: each trial as 10 single runs, the caches
+-- flushed and the kernel's arguments but the first evicted before each (LocalRunner
+-- enable_cpu_cache_flush, TVM's x86 tutorial's setting), instead of 3 runs of at least 50 ms
+-- on warm caches; auto: so for the tasks whose weights take 8 MiB or more (FLUSH_BYTES: in a
+-- network they arrive from memory, and the kernels that stream them best are not those that
+-- are fastest on warm caches; docs/auto_scheduler.md, "Cold weights"), warm for the others;
+-- tune a log with one setting throughout (a task's costs of the two are not comparable),
 -- --layout-rewrite yes|no|both (yes; CPU targets): trials and the auto-scheduled build store
 -- each weight in the order its kernel's loops read it (docs/auto_scheduler.md, "Layout
 -- rewriting"; the build does so for the records measured so); no: the weights as given in
 -- both; both: tune as yes, and add a column "auto-sched, weights as given" (the build with no
 -- rewrite: records measured with one run on the weights as given),
+-- --tasks N,N,...: tune only those tasks of each network (numbered as the task table prints them;
+-- e.g. to retune some tasks with --cache-flush yes into a log of their own),
 -- --profile N: after the table, each column's per-step profile (the least and the median of
 -- N runs of each step, ms), the auto-scheduled one beside the AutoTVM one, with the sums of
 -- the steps against the network's median.
@@ -73,13 +78,13 @@ local stats = require "tunelua.stats"
 local opts = { networks = "resnet-18,mobilenet", target = "llvm", trials = 0, per_round = 64, population = nil,
                log_dir = ".", autotvm_log = nil, threads = 2, ["repeat"] = 30, rounds = 5, image_size = nil,
                python = "/usr/bin/python3", markdown = nil, table = "yes", winograd = "auto",
-               min_task_trials = 64, task_patience = 384, profile = nil, cache_flush = "no",
+               min_task_trials = 64, task_patience = 384, profile = nil, cache_flush = "auto",
                layout_rewrite = "yes" }
 do
   local names = { ["--networks"] = "networks", ["--target"] = "target", ["--log-dir"] = "log_dir",
                   ["--autotvm-log"] = "autotvm_log", ["--python"] = "python", ["--markdown"] = "markdown",
                   ["--table"] = "table", ["--winograd"] = "winograd", ["--cache-flush"] = "cache_flush",
-                  ["--layout-rewrite"] = "layout_rewrite" }
+                  ["--layout-rewrite"] = "layout_rewrite", ["--tasks"] = "tasks" }
   local counts = { ["--trials"] = "trials", ["--per-round"] = "per_round", ["--population"] = "population",
                    ["--threads"] = "threads", ["--repeat"] = "repeat", ["--rounds"] = "rounds",
                    ["--image-size"] = "image_size", ["--tune-seconds"] = "tune_seconds",
@@ -110,7 +115,22 @@ end
 if opts.winograd ~= "auto" and opts.winograd ~= "always" and opts.winograd ~= "never" then
   error("ansor_network: --winograd expects auto, always or never, got " .. tostring(opts.winograd), 0)
 end
-for _, k in ipairs({ "table", "cache_flush" }) do
+local only                                       -- --tasks: the task numbers to tune (set)
+if opts.tasks then
+  only = {}
+  for w in tostring(opts.tasks):gmatch("[^,]+") do
+    local n = tonumber(w)
+    if not n or n < 1 or n % 1 ~= 0 then
+      error(string.format("ansor_network: --tasks expects task numbers (1, 2, ...) separated by commas, got %q",
+                          opts.tasks), 0)
+    end
+    only[n] = true
+  end
+end
+if opts.cache_flush ~= "auto" and opts.cache_flush ~= "yes" and opts.cache_flush ~= "no" then
+  error(string.format("ansor_network: --cache-flush expects auto, yes or no, got %q", opts.cache_flush), 0)
+end
+for _, k in ipairs({ "table" }) do
   if opts[k] ~= "yes" and opts[k] ~= "no" then
     error(string.format("ansor_network: --%s expects yes or no, got %q", k:gsub("_", "-"), opts[k]), 0)
   end
@@ -127,10 +147,15 @@ end
 if opts.target == "opencl" then opts.target = "opencl -device=mali" end
 local tgt = targets.parse(opts.target, 0)
 local on_gpu = tgt.kind == "opencl"
+if on_gpu and opts.cache_flush == "auto" then opts.cache_flush = "no" end
 if on_gpu and opts.cache_flush == "yes" then
   error("ansor_network: --cache-flush is for CPU targets (the OpenCL device has no CPU cache to flush)", 0)
 end
-local cold = opts.cache_flush == "yes"
+-- --cache-flush auto: the tasks whose constant arguments take this much are timed on flushed caches
+local FLUSH_BYTES = 8 * 2 ^ 20
+local function cold(task)
+  return opts.cache_flush == "yes" or (opts.cache_flush == "auto" and task:constant_bytes() >= FLUSH_BYTES)
+end
 if not on_gpu then tl.set_num_threads(opts.threads) end
 -- On several CPU groups the trials run on their groups with --threads threads (the
 -- measurement children take TUNELUA_NUM_THREADS), while the search, the cost model's features
@@ -185,6 +210,18 @@ for _, name in ipairs(list) do
       hp = auto_scheduler.hardware_params_of(opts.target, { device = targets.device_id(tgt) or 0 })
     end
     for _, t in ipairs(tasks) do if hp then rawset(t, "hardware_params", hp) end end
+    if only then
+      local keep_t, keep_w = {}, {}
+      for i, t in ipairs(tasks) do
+        if only[i] then keep_t[#keep_t + 1], keep_w[#keep_w + 1] = t, weights[i] end
+      end
+      for i in pairs(only) do
+        if not tasks[i] then
+          error(string.format("ansor_network: --tasks %d: %s has %d tasks", i, name, #tasks), 0)
+        end
+      end
+      tasks, weights = keep_t, keep_w
+    end
     local n = math.max(opts.trials, #tasks)
     print(string.format("tuning %s: %d tasks, %d trials in all into %s (%d records there)", name, #tasks, n, log,
                         count_lines(log)))
@@ -197,15 +234,25 @@ for _, name in ipairs(list) do
     local t0 = os.time()
     local share = opts.tune_seconds and math.max(1, math.floor(opts.tune_seconds / #list)) or nil
     local tuner
+    local flush_runner = ameasure.LocalRunner({ number = 1, ["repeat"] = 10, min_repeat_ms = 0, timeout = 10,
+                                          enable_cpu_cache_flush = true })
+    local warm_runner = ameasure.LocalRunner({ number = 3, ["repeat"] = 1, min_repeat_ms = on_gpu and 20 or 50, timeout = 10 })
+    local cold_names = {}
+    for _, t in ipairs(tasks) do
+      if cold(t) then cold_names[#cold_names + 1] = string.format("%s %.1f MiB", t.desc[1], t:constant_bytes() / 2 ^ 20) end
+    end
+    if #cold_names > 0 then
+      print(string.format("  timed on flushed caches (--cache-flush %s): %s of %d tasks%s", opts.cache_flush,
+                          #cold_names == #tasks and "all" or #cold_names, #tasks,
+                          #cold_names < #tasks and ": " .. table.concat(cold_names, ", ") or ""))
+    end
     local function tune(trials, per_round, seconds, extra)
       tuner = auto_scheduler.TaskScheduler(tasks, weights, { load_log_file = file.exists(log) and log or nil,
                                                              callbacks = {} })
       tuner:tune(auto_scheduler.TuningOptions{
         num_measure_trials = trials, num_measures_per_round = per_round, max_seconds = seconds,
         builder = ameasure.LocalBuilder({ timeout = 15 }),
-        runner = cold and ameasure.LocalRunner({ number = 1, ["repeat"] = 10, min_repeat_ms = 0, timeout = 10,
-                                                 enable_cpu_cache_flush = true })
-                 or ameasure.LocalRunner({ number = 3, ["repeat"] = 1, min_repeat_ms = on_gpu and 20 or 50, timeout = 10 }),
+        runner = function(task) return cold(task) and flush_runner or warm_runner end,
         measure_callbacks = { auto_scheduler.RecordToFile(log) },
       }, { program_cost_model = "xgb", seed = 1, params = opts.population and {
         evolutionary_search_population = opts.population,

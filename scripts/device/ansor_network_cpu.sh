@@ -23,7 +23,8 @@
 # REPEAT (30 timed runs of each build in the table), NETWORKS (resnet-18,mobilenet),
 # MIN_TASK_TRIALS (64) and TASK_PATIENCE (384): ansor_network.lua's --min-task-trials and
 # --task-patience, PROFILE (0; N: the table's columns profiled per step, the least and the median
-# of N runs), CACHE_FLUSH (no; yes: --cache-flush yes, trials timed on flushed caches; keep one
+# of N runs), CACHE_FLUSH (auto: the tasks whose weights take 8 MiB or more timed on flushed
+# caches, the others warm; yes: every task; no: none; ansor_network.lua's --cache-flush; keep one
 # setting per log), LAYOUT_REWRITE (yes; no or both: ansor_network.lua's --layout-rewrite).
 set -u
 secs=${1:?usage: ansor_network_cpu.sh SECONDS [table]}
@@ -42,7 +43,7 @@ timeout 590 sh scripts/device/run_h200.sh scripts/bench/ansor_network.lua \
   --per-round "${PER_ROUND:-64}" --population "${POPULATION:-2048}" --log-dir "$logs" \
   --python "$TUNELUA_PYTHON" --repeat "${REPEAT:-30}" --table "$table" \
   --min-task-trials "${MIN_TASK_TRIALS:-64}" --task-patience "${TASK_PATIENCE:-384}" \
-  --cache-flush "${CACHE_FLUSH:-no}" --layout-rewrite "${LAYOUT_REWRITE:-yes}" \
+  --cache-flush "${CACHE_FLUSH:-auto}" --layout-rewrite "${LAYOUT_REWRITE:-yes}" \
   $([ "${PROFILE:-0}" -gt 0 ] && echo --profile "$PROFILE") > "$out/ansor_network_cpu.txt" 2>&1
 echo "exit status $?" >> "$out/ansor_network_cpu.txt"
 tar czf "$out/logs.tgz" -C "$logs" .

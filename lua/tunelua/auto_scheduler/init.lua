@@ -92,6 +92,22 @@ function SearchTask:sample(n)
   return (self.policy or self.default_policy):sample(n)
 end
 
+--- task:constant_bytes() -> bytes of the task's constant arguments (a network's weights; 0 for a
+--- task that was not extracted from a network)
+function SearchTask:constant_bytes()
+  local g = rawget(self, "group")
+  if not g then return 0 end
+  local n = 0
+  for _, t in ipairs((group.layout_free(g))) do
+    local e = ffi.string(C.tl_dtype_name(C.tl_dag_tensor_dtype(g.dag, t)))
+    local bits = tonumber(e:match("(%d+)$")) or 32
+    local shape, k = C.tl_dag_tensor_shape(g.dag, t), math.floor((bits + 7) / 8)
+    for d = 0, C.tl_dag_tensor_ndim(g.dag, t) - 1 do k = k * tonumber(shape[d]) end
+    n = n + k
+  end
+  return n
+end
+
 --- SearchTask{compute_dag = dag | tensors, target = "llvm", hardware_params = hp}
 --- or SearchTask{func = fn, args = {...}, target = ...} (fn(unpack(args)) returns the output tensors)
 function auto_scheduler.SearchTask(o)

@@ -290,6 +290,9 @@ M.task_records = task_records
 --- since tune() began measuring (after a resumed log is loaded); the round in flight finishes and is logged, and a rerun with the same
 --- log resumes. Rounds stay num_measures_per_round long, so a time budget costs no search
 --- overhead per trial.
+--- runner may also be a function(task) -> runner (a tunelua extension): each task is measured
+--- with its own runner, e.g. on flushed caches where its weights are large (scripts/bench/
+--- ansor_network.lua --cache-flush auto).
 function M.TuningOptions(o)
   o = o or {}
   if type(o) ~= "table" then error("TuningOptions: expected a table", 2) end
@@ -305,6 +308,9 @@ function M.TuningOptions(o)
     measure_callbacks = o.measure_callbacks or {}, verbose = o.verbose or 1,
     max_seconds = o.max_seconds,
   }
+  if r.runner ~= nil and type(r.runner) ~= "table" and type(r.runner) ~= "function" then
+    error("TuningOptions: runner must be a runner or a function(task) -> runner, got " .. type(r.runner), 2)
+  end
   if r.max_seconds ~= nil and (type(r.max_seconds) ~= "number" or not (r.max_seconds > 0)) then
     error("TuningOptions: max_seconds must be a positive number of seconds, got " .. tostring(r.max_seconds), 2)
   end
@@ -342,6 +348,18 @@ local function measure_task(task, rewrite)
 end
 M.measure_task = measure_task
 
+--- task_runner(runner, task) -> the runner that measures the task: TuningOptions' runner, or
+--- what it returns for the task when it is a function (nil: none given)
+function M.task_runner(runner, task)
+  if type(runner) ~= "function" then return runner end
+  local r = runner(task)
+  if type(r) ~= "table" then
+    error("TuningOptions: the runner function returned " .. type(r) .. " for task " .. task.workload_key ..
+          ", expected a runner", 0)
+  end
+  return r
+end
+
 local function say(opts, ...) if (opts.verbose or 1) >= 1 then io.write(string.format(...)) io.flush() end end
 
 --- task:tune(TuningOptions{...}[, policy]) -> {best_cost, best_steps, trials, rounds, round_seconds,
@@ -353,7 +371,7 @@ function M.tune(task, opts, policy)
   task.policy = policy
   local ameasure = require "tunelua.autotvm.measure"
   local builder = opts.builder or ameasure.LocalBuilder()
-  local runner = opts.runner or ameasure.LocalRunner()
+  local runner = M.task_runner(opts.runner, task) or ameasure.LocalRunner()
   local option = ameasure.measure_option({ builder = builder, runner = runner })
   local mt = measure_task(task, not runner.check_correctness)
   local writers = {}

@@ -70,10 +70,12 @@ end
 --- -> one policy per task for TaskScheduler:tune
 function M.policies(tasks, tune_option, opts)
   opts = opts or {}
-  local option = ameasure.measure_option({ builder = tune_option.builder or ameasure.LocalBuilder(),
-                                           runner = tune_option.runner or ameasure.LocalRunner() })
+  local builder = tune_option.builder or ameasure.LocalBuilder()
   local list = {}
   for i, task in ipairs(tasks) do
+    -- the task's runner (TuningOptions' runner may be a function of the task)
+    local option = ameasure.measure_option({ builder = builder,
+                                             runner = search.task_runner(tune_option.runner, task) or ameasure.LocalRunner() })
     local model = (opts.program_cost_model or "xgb") == "xgb" and cost_model.XGBModel({ seed = (opts.seed or 1) + i })
                   or cost_model.RandomModel({ seed = (opts.seed or 1) + i })
     local policy = search.SketchPolicy(task, { program_cost_model = model, seed = (opts.seed or 1) + i,
