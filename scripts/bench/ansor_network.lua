@@ -45,8 +45,9 @@
 -- rewriting"; the build does so for the records measured so); no: the weights as given in
 -- both; both: tune as yes, and add a column "auto-sched, weights as given" (the build with no
 -- rewrite: records measured with one run on the weights as given),
--- --tasks N,N,...: tune only those tasks of each network (numbered as the task table prints them;
--- e.g. to retune some tasks with --cache-flush yes into a log of their own),
+-- --tasks 0,2,5-7: tune only those tasks of each network (IDs from 0 in extract_tasks' order, as
+-- tune_network_x86.lua prints them; e.g. to retune some tasks with --cache-flush yes into a log
+-- of their own),
 -- --profile N: after the table, each column's per-step profile (the least and the median of
 -- N runs of each step, ms), the auto-scheduled one beside the AutoTVM one, with the sums of
 -- the steps against the network's median.
@@ -115,25 +116,13 @@ end
 if opts.winograd ~= "auto" and opts.winograd ~= "always" and opts.winograd ~= "never" then
   error("ansor_network: --winograd expects auto, always or never, got " .. tostring(opts.winograd), 0)
 end
-local only                                       -- --tasks: the task numbers to tune (set)
-if opts.tasks then
-  only = {}
-  for w in tostring(opts.tasks):gmatch("[^,]+") do
-    local n = tonumber(w)
-    if not n or n < 1 or n % 1 ~= 0 then
-      error(string.format("ansor_network: --tasks expects task numbers (1, 2, ...) separated by commas, got %q",
-                          opts.tasks), 0)
-    end
-    only[n] = true
-  end
-end
+-- --tasks: the IDs of the tasks to tune (from 0, as extract_tasks orders them; flow.parse_ids)
+local only = opts.tasks and require("tunelua.auto_scheduler.flow").parse_ids(opts.tasks) or nil
 if opts.cache_flush ~= "auto" and opts.cache_flush ~= "yes" and opts.cache_flush ~= "no" then
   error(string.format("ansor_network: --cache-flush expects auto, yes or no, got %q", opts.cache_flush), 0)
 end
-for _, k in ipairs({ "table" }) do
-  if opts[k] ~= "yes" and opts[k] ~= "no" then
-    error(string.format("ansor_network: --%s expects yes or no, got %q", k:gsub("_", "-"), opts[k]), 0)
-  end
+if opts.table ~= "yes" and opts.table ~= "no" then
+  error(string.format("ansor_network: --table expects yes or no, got %q", opts.table), 0)
 end
 -- the CPU groups the trials are timed on (checked before any tuning; one group or none: nil)
 local pin = os.getenv("TUNELUA_MEASURE_CPUS")
@@ -212,13 +201,11 @@ for _, name in ipairs(list) do
     for _, t in ipairs(tasks) do if hp then rawset(t, "hardware_params", hp) end end
     if only then
       local keep_t, keep_w = {}, {}
-      for i, t in ipairs(tasks) do
-        if only[i] then keep_t[#keep_t + 1], keep_w[#keep_w + 1] = t, weights[i] end
-      end
-      for i in pairs(only) do
-        if not tasks[i] then
-          error(string.format("ansor_network: --tasks %d: %s has %d tasks", i, name, #tasks), 0)
+      for _, id in ipairs(only) do
+        if not tasks[id + 1] then
+          error(string.format("ansor_network: --tasks %d: %s has tasks 0-%d", id, name, #tasks - 1), 0)
         end
+        keep_t[#keep_t + 1], keep_w[#keep_w + 1] = tasks[id + 1], weights[id + 1]
       end
       tasks, weights = keep_t, keep_w
     end
