@@ -12,7 +12,6 @@
 local ffi = require "ffi"
 local tl = require "tunelua"
 local te = require "tunelua.te"
-local topi = require "tunelua.topi"
 local nd = require "tunelua.nd"
 local auto_scheduler = require "tunelua.auto_scheduler"
 local ameasure = require "tunelua.autotvm.measure"
@@ -41,14 +40,7 @@ assert(pool, "resnet-18 has a global average pool task")
 eq(pool:constant_bytes(), 0, "the global pool's constant bytes")
 
 -- 2. a runner per task
-local x = te.placeholder({ 1, 4, 6, 6 }, "float32", "data")
-local w = te.placeholder({ 4, 4, 3, 3 }, "float32", "kernel")
-local conv = topi.nn.conv2d(x, w, { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 })
-local a = te.placeholder({ 4, 16 }, "float32", "a")
-local b = te.placeholder({ 8, 16 }, "float32", "b")
-local dense = topi.nn.dense(a, b)
-local small = { auto_scheduler.SearchTask{ compute_dag = conv, target = "llvm" },
-                auto_scheduler.SearchTask{ compute_dag = dense, target = "llvm" } }
+local small = util.small_search_tasks()
 eq(small[1]:constant_bytes(), 0, "a task made from tensors has no constants")
 
 -- a runner that counts the trials it measured for each task, then measures them for real

@@ -6,19 +6,10 @@
 local auto_scheduler = require "tunelua.auto_scheduler"
 local ameasure = require "tunelua.autotvm.measure"
 local records = require "tunelua.auto_scheduler.records"
-local te = require "tunelua.te"
-local topi = require "tunelua.topi"
 local util = require "tests.lua.lib.util"
 
 local dir = util.tmpdir("task_scheduler_failed")
-local x = te.placeholder({ 1, 4, 6, 6 }, "float32", "data")
-local w = te.placeholder({ 4, 4, 3, 3 }, "float32", "kernel")
-local conv = topi.nn.conv2d(x, w, { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 })
-local a = te.placeholder({ 4, 16 }, "float32", "a")
-local b = te.placeholder({ 8, 16 }, "float32", "b")
-local dense = topi.nn.dense(a, b)
-local tasks = { auto_scheduler.SearchTask{ compute_dag = conv, target = "llvm" },
-                auto_scheduler.SearchTask{ compute_dag = dense, target = "llvm" } }
+local tasks = util.small_search_tasks()
 
 -- a runner whose first run call times out every trial, then a LocalRunner's
 local real = ameasure.LocalRunner({ number = 1, ["repeat"] = 1, min_repeat_ms = 0, timeout = 10 })

@@ -204,4 +204,19 @@ function M.lcg(seed)
   end
 end
 
+--- M.small_search_tasks() -> two small auto-scheduler tasks on llvm: a 4 -> 4 channel 3x3 conv
+--- (NCHW, 6x6) and a 4x16 by 8x16 dense; quick to search and to measure
+function M.small_search_tasks()
+  local te, topi = require "tunelua.te", require "tunelua.topi"
+  local auto_scheduler = require "tunelua.auto_scheduler"
+  local x = te.placeholder({ 1, 4, 6, 6 }, "float32", "data")
+  local w = te.placeholder({ 4, 4, 3, 3 }, "float32", "kernel")
+  local conv = topi.nn.conv2d(x, w, { strides = 1, padding = { 1, 1, 1, 1 }, dilation = 1 })
+  local a = te.placeholder({ 4, 16 }, "float32", "a")
+  local b = te.placeholder({ 8, 16 }, "float32", "b")
+  local dense = topi.nn.dense(a, b)
+  return { auto_scheduler.SearchTask{ compute_dag = conv, target = "llvm" },
+           auto_scheduler.SearchTask{ compute_dag = dense, target = "llvm" } }
+end
+
 return M
