@@ -36,7 +36,7 @@
 -- --cache-flush auto|yes|no (auto; CPU targets): yes: each trial as 10 single runs, the caches
 -- flushed and the kernel's arguments but the first evicted before each (LocalRunner
 -- enable_cpu_cache_flush, TVM's x86 tutorial's setting), instead of 3 runs of at least 50 ms
--- on warm caches; auto: so for the tasks whose weights take 8 MiB or more (FLUSH_BYTES: in a
+-- on warm caches; auto: so for the tasks whose weights take 8 MiB or more (flow.FLUSH_BYTES: in a
 -- network they arrive from memory, and the kernels that stream them best are not those that
 -- are fastest on warm caches; docs/auto_scheduler.md, "Cold weights"), warm for the others;
 -- tune a log with one setting throughout (a task's costs of the two are not comparable),
@@ -140,10 +140,10 @@ if on_gpu and opts.cache_flush == "auto" then opts.cache_flush = "no" end
 if on_gpu and opts.cache_flush == "yes" then
   error("ansor_network: --cache-flush is for CPU targets (the OpenCL device has no CPU cache to flush)", 0)
 end
--- --cache-flush auto: the tasks whose constant arguments take this much are timed on flushed caches
-local FLUSH_BYTES = 8 * 2 ^ 20
+-- --cache-flush auto: the tasks with flow.FLUSH_BYTES (8 MiB) of weights or more are timed on flushed caches
+local flow = require "tunelua.auto_scheduler.flow"
 local function cold(task)
-  return opts.cache_flush == "yes" or (opts.cache_flush == "auto" and task:constant_bytes() >= FLUSH_BYTES)
+  return opts.cache_flush == "yes" or (opts.cache_flush == "auto" and flow.flushed(task))
 end
 if not on_gpu then tl.set_num_threads(opts.threads) end
 -- On several CPU groups the trials run on their groups with --threads threads (the

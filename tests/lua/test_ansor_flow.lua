@@ -39,13 +39,23 @@ eq(table.concat(o.task_ids, ","), "0,2,5,6,7", "--tasks: sorted, ranges expanded
 eq(o.population, 64, "--population")
 eq(flow.parse_args({}, { target = "llvm" }).task_ids, nil, "every task by default")
 
--- --cache-flush: single runs on flushed caches (CPU targets only)
+-- --cache-flush: single runs on flushed caches for every task (CPU targets only); by default on
+-- CPU targets only the tasks with 8 MiB of weights or more (flow.flushed), none elsewhere;
+-- --warm-caches: none
 o = flow.parse_args({ "--cache-flush" }, { target = "llvm" })
-eq(o.cache_flush, true, "--cache-flush")
+eq(o.cache_flush, "yes", "--cache-flush")
 eq(o.number, 1, "--cache-flush: one run per measurement")
 eq(o.runner_repeat, 10, "--cache-flush: 10 measurements")
 eq(o.min_repeat_ms, 0, "--cache-flush: no minimum duration")
-eq(flow.parse_args({}, { target = "llvm" }).cache_flush, nil, "warm caches by default")
+o = flow.parse_args({}, { target = "llvm" })
+eq(o.cache_flush, "auto", "the large tasks on flushed caches by default")
+eq(o.number, 3, "default: the warm tasks' runs per measurement")
+eq(o.min_repeat_ms, 100, "default: the warm tasks' minimum duration")
+eq(flow.parse_args({ "--warm-caches" }, { target = "llvm" }).cache_flush, "no", "--warm-caches")
+eq(flow.parse_args({}, { target = "opencl -device=mali" }).cache_flush, "no", "no cache flush on OpenCL")
+eq(flow.FLUSH_BYTES, 8 * 2 ^ 20, "the default's threshold")
+eq(flow.flushed({ constant_bytes = function() return 8 * 2 ^ 20 end }), true, "8 MiB of weights: flushed")
+eq(flow.flushed({ constant_bytes = function() return 8 * 2 ^ 20 - 1 end }), false, "less: warm")
 local okf, errf = pcall(flow.parse_args, { "--cache-flush" }, { target = "opencl -device=mali" })
 assert(not okf and tostring(errf):find("--cache-flush: for CPU targets (llvm); the target is opencl", 1, true),
        tostring(errf))

@@ -18,6 +18,7 @@ flow.defaults = {
   log = nil, resume = false, tracker = nil, key = "rk3399", image_size = nil,
   strategy = "gradient", model = "xgb", seed = 1, winograd = "auto",
   number = 3, runner_repeat = 1, min_repeat_ms = 100, timeout = 10,
+  cache_flush = "auto",     -- "auto": flushed caches for tasks of 8 MiB of weights or more; "yes", "no"
   ["repeat"] = 3, bench_number = 10,
   -- --seed-settings: the seed's own (num_measure_trials = 200; RPCRunner repeat = 3,
   -- timeout = 50; the end-to-end time_evaluator repeat = 3, min_repeat_ms = 500)
@@ -49,9 +50,12 @@ usage: tunelua %s [options]
                       on CPU targets where the x86 rule by shape says it wins; default auto)
   --seed-settings     the seed's settings: 200 trials, RPCRunner repeat 3 and timeout 50, the
                       end-to-end time of repeat 3 x at least 500 ms (options given still win)
-  --cache-flush       CPU targets: time each trial as 10 single runs with the CPU caches
-                      flushed before each (as a layer reads its weights inside a network)
-                      instead of runs of at least 100 ms on warm caches; keep one setting per log
+  --cache-flush       CPU targets: time each trial of every task as 10 single runs with the
+                      CPU caches flushed and the weights evicted before each (as a layer reads
+                      its weights inside a network) instead of runs of at least 100 ms on warm
+                      caches; keep one setting per log. Default (CPU targets): so for the tasks
+                      with 8 MiB of weights or more, warm for the others
+  --warm-caches       CPU targets: every task's trials on warm caches
 ]]
 
 function flow.parse_args(argv, defaults, script)
@@ -80,7 +84,8 @@ function flow.parse_args(argv, defaults, script)
       i = i + 2
     elseif a == "--resume" then o.resume = true; i = i + 1
     elseif a == "--seed-settings" then seed = true; i = i + 1
-    elseif a == "--cache-flush" then o.cache_flush = true; i = i + 1
+    elseif a == "--cache-flush" then o.cache_flush = "yes"; i = i + 1
+    elseif a == "--warm-caches" then o.cache_flush = "no"; i = i + 1
     elseif a == "-h" or a == "--help" then
       io.write(string.format(flow.usage, script or "script.lua", o.network, o.layout, o.target, o.per_round,
         o.strategy, o.model, o.key, o["repeat"]))
@@ -104,15 +109,22 @@ function flow.parse_args(argv, defaults, script)
   if o.tasks then o.task_ids = flow.parse_ids(o.tasks) end
   local tgt, why = require("tunelua.target").try_parse(o.target)
   if not tgt then error("--target: " .. why, 0) end
-  if o.cache_flush then
+  if o.cache_flush == "yes" then
     if tgt.kind ~= "llvm" then
       error("--cache-flush: for CPU targets (llvm); the target is " .. tgt.kind, 0)
     end
     o.number, o.min_repeat_ms, o.runner_repeat = 1, 0, math.max(o.runner_repeat, 10)
+  elseif o.cache_flush == "auto" and tgt.kind ~= "llvm" then
+    o.cache_flush = "no"
   end
   o.log = o.log or string.format("%s-%s-B%d-%s.json", o.network, o.layout, o.batch_size, tgt.kind)
   return o
 end
+
+--- The weights from which a task's trials are timed on flushed caches by default (CPU targets;
+--- docs/auto_scheduler.md, "Cold weights"), and whether a task has that much.
+flow.FLUSH_BYTES = 8 * 2 ^ 20
+function flow.flushed(task) return task:constant_bytes() >= flow.FLUSH_BYTES end
 
 --- parse_ids("0,2,5-7") -> {0, 2, 5, 6, 7} (task IDs as extract_tasks prints them, from 0)
 function flow.parse_ids(text)
@@ -189,14 +201,28 @@ function flow.run(o)
   end
 
   local n_trial = o.n_trial or 2 * #tasks
-  local runner
-  if o.tracker then
-    local host, port = tracker_addr(o)
-    runner = tl.autotvm.RPCRunner(o.key, host, port, { number = o.number, ["repeat"] = o.runner_repeat,
-      min_repeat_ms = o.min_repeat_ms, timeout = o.timeout, enable_cpu_cache_flush = o.cache_flush or false })
-  else
-    runner = ameasure.LocalRunner({ number = o.number, ["repeat"] = o.runner_repeat, min_repeat_ms = o.min_repeat_ms,
-      timeout = o.timeout, enable_cpu_cache_flush = o.cache_flush or false })
+  -- the runner of a task: on flushed caches (--cache-flush: every task; the default on CPU
+  -- targets: those with FLUSH_BYTES of weights or more), else on warm caches
+  local function make_runner(flush)
+    local ro = { number = flush and 1 or o.number, ["repeat"] = flush and math.max(o.runner_repeat, 10) or o.runner_repeat,
+                 min_repeat_ms = flush and 0 or o.min_repeat_ms, timeout = o.timeout, enable_cpu_cache_flush = flush }
+    if o.tracker then
+      local host, port = tracker_addr(o)
+      return tl.autotvm.RPCRunner(o.key, host, port, ro)
+    end
+    return ameasure.LocalRunner(ro)
+  end
+  local runner = make_runner(o.cache_flush == "yes")
+  if o.cache_flush == "auto" then
+    local flushed, warm, names = make_runner(true), runner, {}
+    for _, task in ipairs(tasks) do
+      if flow.flushed(task) then names[#names + 1] = string.format("%s (%.1f MiB)", task.desc[1], task:constant_bytes() / 2 ^ 20) end
+    end
+    if #names > 0 then
+      print(string.format("Timed on flushed caches (weights of %d MiB or more): %s", flow.FLUSH_BYTES / 2 ^ 20,
+                          table.concat(names, ", ")))
+      runner = function(task) return flow.flushed(task) and flushed or warm end
+    end
   end
   print("Begin tuning...")
   local tuner = auto_scheduler.TaskScheduler(tasks, weights, { strategy = o.strategy,
