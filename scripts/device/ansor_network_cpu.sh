@@ -25,7 +25,8 @@
 # --task-patience, PROFILE (0; N: the table's columns profiled per step, the least and the median
 # of N runs), CACHE_FLUSH (auto: the tasks whose weights take 8 MiB or more timed on flushed
 # caches, the others warm; yes: every task; no: none; ansor_network.lua's --cache-flush; keep one
-# setting per log), LAYOUT_REWRITE (yes; no or both: ansor_network.lua's --layout-rewrite).
+# setting per log), LAYOUT_REWRITE (yes; no or both: ansor_network.lua's --layout-rewrite),
+# TASKS (every task; e.g. 18-20: ansor_network.lua's --tasks, tune only those task IDs).
 set -u
 secs=${1:?usage: ansor_network_cpu.sh SECONDS [table]}
 table=no
@@ -44,6 +45,7 @@ timeout 590 sh scripts/device/run_h200.sh scripts/bench/ansor_network.lua \
   --python "$TUNELUA_PYTHON" --repeat "${REPEAT:-30}" --table "$table" \
   --min-task-trials "${MIN_TASK_TRIALS:-64}" --task-patience "${TASK_PATIENCE:-384}" \
   --cache-flush "${CACHE_FLUSH:-auto}" --layout-rewrite "${LAYOUT_REWRITE:-yes}" \
+  $([ -n "${TASKS:-}" ] && echo --tasks "$TASKS") \
   $([ "${PROFILE:-0}" -gt 0 ] && echo --profile "$PROFILE") > "$out/ansor_network_cpu.txt" 2>&1
 echo "exit status $?" >> "$out/ansor_network_cpu.txt"
 tar czf "$out/logs.tgz" -C "$logs" .
