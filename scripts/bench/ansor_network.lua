@@ -74,6 +74,7 @@ local targets = require "tunelua.target"
 local networks = require "networks"
 local reference = require "networks.reference"
 local file = require "tunelua.file"
+local flow = require "tunelua.auto_scheduler.flow"
 local stats = require "tunelua.stats"
 
 local opts = { networks = "resnet-18,mobilenet", target = "llvm", trials = 0, per_round = 64, population = nil,
@@ -117,7 +118,7 @@ if opts.winograd ~= "auto" and opts.winograd ~= "always" and opts.winograd ~= "n
   error("ansor_network: --winograd expects auto, always or never, got " .. tostring(opts.winograd), 0)
 end
 -- --tasks: the IDs of the tasks to tune (from 0, as extract_tasks orders them; flow.parse_ids)
-local only = opts.tasks and require("tunelua.auto_scheduler.flow").parse_ids(opts.tasks) or nil
+local only = opts.tasks and flow.parse_ids(opts.tasks) or nil
 if opts.cache_flush ~= "auto" and opts.cache_flush ~= "yes" and opts.cache_flush ~= "no" then
   error(string.format("ansor_network: --cache-flush expects auto, yes or no, got %q", opts.cache_flush), 0)
 end
@@ -141,7 +142,6 @@ if on_gpu and opts.cache_flush == "yes" then
   error("ansor_network: --cache-flush is for CPU targets (the OpenCL device has no CPU cache to flush)", 0)
 end
 -- --cache-flush auto: the tasks with flow.FLUSH_BYTES (8 MiB) of weights or more are timed on flushed caches
-local flow = require "tunelua.auto_scheduler.flow"
 local function cold(task)
   return opts.cache_flush == "yes" or (opts.cache_flush == "auto" and flow.flushed(task))
 end
@@ -221,13 +221,9 @@ for _, name in ipairs(list) do
     local t0 = os.time()
     local share = opts.tune_seconds and math.max(1, math.floor(opts.tune_seconds / #list)) or nil
     local tuner
-    local flush_runner = ameasure.LocalRunner({ number = 1, ["repeat"] = 10, min_repeat_ms = 0, timeout = 10,
-                                          enable_cpu_cache_flush = true })
-    local warm_runner = ameasure.LocalRunner({ number = 3, ["repeat"] = 1, min_repeat_ms = on_gpu and 20 or 50, timeout = 10 })
-    local cold_names = {}
-    for _, t in ipairs(tasks) do
-      if cold(t) then cold_names[#cold_names + 1] = string.format("%s %.1f MiB", t.desc[1], t:constant_bytes() / 2 ^ 20) end
-    end
+    local runner, cold_names = flow.per_task_runner(tasks, cold,
+      ameasure.LocalRunner({ number = 1, ["repeat"] = 10, min_repeat_ms = 0, timeout = 10, enable_cpu_cache_flush = true }),
+      ameasure.LocalRunner({ number = 3, ["repeat"] = 1, min_repeat_ms = on_gpu and 20 or 50, timeout = 10 }))
     if #cold_names > 0 then
       print(string.format("  timed on flushed caches (--cache-flush %s): %s of %d tasks%s", opts.cache_flush,
                           #cold_names == #tasks and "all" or #cold_names, #tasks,
@@ -239,7 +235,7 @@ for _, name in ipairs(list) do
       tuner:tune(auto_scheduler.TuningOptions{
         num_measure_trials = trials, num_measures_per_round = per_round, max_seconds = seconds,
         builder = ameasure.LocalBuilder({ timeout = 15 }),
-        runner = function(task) return cold(task) and flush_runner or warm_runner end,
+        runner = runner,
         measure_callbacks = { auto_scheduler.RecordToFile(log) },
       }, { program_cost_model = "xgb", seed = 1, params = opts.population and {
         evolutionary_search_population = opts.population,

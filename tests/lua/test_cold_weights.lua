@@ -9,7 +9,6 @@
 -- 3. A time evaluator with cache_flush evicts the kernel's arguments after the first from the
 --    caches before each measurement: the kernel still computes what it should (the evicted
 --    lines are written back, not dropped).
-local ffi = require "ffi"
 local tl = require "tunelua"
 local te = require "tunelua.te"
 local nd = require "tunelua.nd"
@@ -44,22 +43,19 @@ local small = util.small_search_tasks()
 eq(small[1]:constant_bytes(), 0, "a task made from tensors has no constants")
 
 -- a runner that counts the trials it measured for each task, then measures them for real
-local function counting(name, o)
+local function counting(o)
   local real = ameasure.LocalRunner(o)
-  local r = { name = name, seen = {} }
-  function r:set_task(t)
-    self.task = t
-    if real.set_task then real:set_task(t) end
-  end
+  local r = { seen = {} }
+  function r:set_task(t) if real.set_task then real:set_task(t) end end
   function r:run(inputs, brs)
     self.seen[#self.seen + 1] = #inputs
     return real:run(inputs, brs)
   end
   return r
 end
-local flushed = counting("flushed", { number = 1, ["repeat"] = 3, min_repeat_ms = 0, timeout = 10,
-                                      enable_cpu_cache_flush = true })
-local warm = counting("warm", { number = 1, ["repeat"] = 1, min_repeat_ms = 0, timeout = 10 })
+local flushed = counting({ number = 1, ["repeat"] = 3, min_repeat_ms = 0, timeout = 10,
+                          enable_cpu_cache_flush = true })
+local warm = counting({ number = 1, ["repeat"] = 1, min_repeat_ms = 0, timeout = 10 })
 local asked = {}
 local function per_task(task)
   asked[#asked + 1] = task.workload_key

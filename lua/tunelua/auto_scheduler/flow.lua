@@ -126,6 +126,18 @@ end
 flow.FLUSH_BYTES = 8 * 2 ^ 20
 function flow.flushed(task) return task:constant_bytes() >= flow.FLUSH_BYTES end
 
+--- per_task_runner(tasks, cold, flush_runner, warm_runner) -> runner, names: TuningOptions'
+--- runner that measures the tasks for which cold(task) holds with flush_runner and the others
+--- with warm_runner (warm_runner itself when none is cold), and the cold tasks as "name (N MiB)"
+function flow.per_task_runner(tasks, cold, flush_runner, warm_runner)
+  local names = {}
+  for _, task in ipairs(tasks) do
+    if cold(task) then names[#names + 1] = string.format("%s (%.1f MiB)", task.desc[1], task:constant_bytes() / 2 ^ 20) end
+  end
+  if #names == 0 then return warm_runner, names end
+  return function(task) return cold(task) and flush_runner or warm_runner end, names
+end
+
 --- parse_ids("0,2,5-7") -> {0, 2, 5, 6, 7} (task IDs as extract_tasks prints them, from 0)
 function flow.parse_ids(text)
   local ids, seen = {}, {}
@@ -214,14 +226,11 @@ function flow.run(o)
   end
   local runner = make_runner(o.cache_flush == "yes")
   if o.cache_flush == "auto" then
-    local flushed, warm, names = make_runner(true), runner, {}
-    for _, task in ipairs(tasks) do
-      if flow.flushed(task) then names[#names + 1] = string.format("%s (%.1f MiB)", task.desc[1], task:constant_bytes() / 2 ^ 20) end
-    end
+    local names
+    runner, names = flow.per_task_runner(tasks, flow.flushed, make_runner(true), runner)
     if #names > 0 then
       print(string.format("Timed on flushed caches (weights of %d MiB or more): %s", flow.FLUSH_BYTES / 2 ^ 20,
                           table.concat(names, ", ")))
-      runner = function(task) return flow.flushed(task) and flushed or warm end
     end
   end
   print("Begin tuning...")

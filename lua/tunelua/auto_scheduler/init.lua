@@ -99,9 +99,7 @@ function SearchTask:constant_bytes()
   if not g then return 0 end
   local n = 0
   for _, t in ipairs((group.layout_free(g))) do
-    local e = ffi.string(C.tl_dtype_name(C.tl_dag_tensor_dtype(g.dag, t)))
-    local bits = tonumber(e:match("(%d+)$")) or 32
-    local shape, k = C.tl_dag_tensor_shape(g.dag, t), math.floor((bits + 7) / 8)
+    local shape, k = C.tl_dag_tensor_shape(g.dag, t), C.tl_dtype_bytes(C.tl_dag_tensor_dtype(g.dag, t))
     for d = 0, C.tl_dag_tensor_ndim(g.dag, t) - 1 do k = k * tonumber(shape[d]) end
     n = n + k
   end
