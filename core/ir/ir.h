@@ -371,6 +371,9 @@ typedef struct tl_lowered {
   const char *name;               /* C identifier of the entry point */
   int nargs;
   int *arg_bufs;                  /* buffer ids, in argument order */
+  tl_ref unpartitioned;           /* where loops were marked for partitioning: the body before
+                                  ** (core/te/partition.h), which layout rewriting analyses
+                                  ** (core/te/layout.c); else TL_NOREF */
 } tl_lowered;
 
 #endif

@@ -26,11 +26,15 @@
 ** new[a_0, ..., a_n-1] = old[offset + sum_j coef_j * a_j] (zero where that
 ** falls outside the old buffer: an index only a guarded load could form).
 **
+** A function whose loops were partitioned (core/te/partition.h) is analysed and rewritten
+** as it was before the partitioning, and then partitioned again.
+**
 ** The rewrite is skipped (no map, no error) when the analysis does not apply,
 ** when the new layout would be larger than the old buffer (atoms that revisit
 ** elements), or when it equals the old one.
 */
 #include "te.h"
+#include "partition.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -216,7 +220,10 @@ TL_EXPORT int tl_lowered_rewrite_layout(tl_ctx *ctx, tl_lowered *f, int arg, tl_
   memset(&s, 0, sizeof s);
   s.ir = ir;
   s.buf = buf;
-  tl_ir_visit(ir, f->body, scan_fn, &s);
+  /* a function with partitioned loops is analysed as it was before the partitioning (a
+  ** variable bound by several pieces of a loop would be ambiguous), then partitioned again */
+  tl_ref root = f->unpartitioned != TL_NOREF ? f->unpartitioned : f->body;
+  tl_ir_visit(ir, root, scan_fn, &s);
   term first[MAX_ATOMS];
   int nfirst = 0, ok = !s.bad && s.loads.n > 0;
   int64_t off_first = 0;
@@ -285,7 +292,12 @@ TL_EXPORT int tl_lowered_rewrite_layout(tl_ctx *ctx, tl_lowered *f, int arg, tl_
     m->coef[j] = sl[j].t.coef;
     a.idx = tl_add(ir, a.idx, tl_mul(ir, sl[j].t.atom, tl_int(ir, stride[j])));
   }
-  f->body = tl_ir_simplify(ir, tl_ir_mutate(ir, f->body, rewrite_fn, &a), NULL);
+  root = tl_ir_simplify(ir, tl_ir_mutate(ir, root, rewrite_fn, &a), NULL);
+  if (f->unpartitioned != TL_NOREF) {
+    f->unpartitioned = root;
+    root = tl_ir_simplify(ir, tl_partition_loops(ir, root), NULL);
+  }
+  f->body = root;
   tl_ref *shape = tl_arena_alloc(&ir->arena, sizeof(tl_ref) * (size_t)nfirst);
   for (int j = 0; j < nfirst; j++) shape[j] = tl_int(ir, sl[j].ext);
   bf = tl_ir_buffer(ir, buf);               /* building nodes may have grown the tables */

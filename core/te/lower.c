@@ -1091,7 +1091,14 @@ static int run(lw *L, const int *args, int nargs, const char *name, lowered_full
   compute_strides(L, &fs);
   body = tl_ir_mutate(ir, body, flatten_fn, &fs);
   apply_padding(L, &fs);
-  body = tl_partition_loops(ir, body);   /* loops marked "loop_partition" (partition.h) */
+  /* loops marked "loop_partition" (partition.h); the body before stays for layout.c, whose
+  ** analysis wants each loop variable bound by one loop */
+  out->pub.unpartitioned = TL_NOREF;
+  if (tl_partition_marked(ir, body)) {
+    body = tl_ir_simplify(ir, body, NULL);
+    out->pub.unpartitioned = body;
+    body = tl_partition_loops(ir, body);
+  }
   body = tl_ir_simplify(ir, body, NULL);
 #ifndef NDEBUG
   if ((rc = tl_ir_verify(L->ctx, ir, body, NULL, 0)) != 0) {

@@ -164,6 +164,12 @@ static tl_ref partition_for(part_st *P, tl_ref f, int each) {
       }
       result = tl_seq(ir, parts, np);
     }
+  } else if (each) {
+    /* no guard reads var (a reduction over channels inside the taps of a padded conv): the
+    ** guards that neither it nor the loops inside change are tested once, around it */
+    for (int i = 0; i < P->outer.n; i++)
+      tl_rangemap_set(&known, P->outer.v[i].var, P->outer.v[i].min, P->outer.v[i].extent);
+    result = unswitch(ir, f, &known, 2);
   }
   TL_VEC_FREE(a.atoms);
   tl_rangemap_free(&known);
@@ -274,4 +280,20 @@ tl_ref tl_partition_loops(tl_ir *ir, tl_ref root) {
   tl_ref out = part_stmt(&P, root);
   TL_VEC_FREE(P.outer);
   return out;
+}
+
+static int marked_fn(const tl_ir *ir, tl_ref node, void *ud) {
+  int *found = ud;
+  if (*found) return 0;
+  if (tl_ir_op(ir, node) == TL_IR_ATTR) {
+    const char *key = tl_ir_str(ir, (uint32_t)tl_ir_node(ir, node)->imm.u);
+    if (strcmp(key, PART_KEY) == 0 || strcmp(key, PART_EACH_KEY) == 0) *found = 1;
+  }
+  return !*found;
+}
+
+int tl_partition_marked(const tl_ir *ir, tl_ref root) {
+  int found = 0;
+  tl_ir_visit(ir, root, marked_fn, &found);
+  return found;
 }

@@ -24,4 +24,7 @@
 ** else the piece with c false (up to two such guards). */
 tl_ref tl_partition_loops(tl_ir *ir, tl_ref root);
 
+/* 1 when root holds a loop marked for partitioning, else 0. */
+int tl_partition_marked(const tl_ir *ir, tl_ref root);
+
 #endif
