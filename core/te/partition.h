@@ -21,7 +21,9 @@
 ** buf[i] = buf[i] + if_then_else(c, x, 0) * y whose c is proven false is dropped
 ** (it adds the padding), and a guard conjunct that no loop inside the piece
 ** changes and that is not proven is unswitched: IF (c) the piece with c true,
-** else the piece with c false (up to two such guards). */
+** else the piece with c false (up to two such guards). A loop so marked whose
+** variable no guard reads is unswitched the same way, as a whole: the channel
+** loop of a padded conv inside its taps tests the output row's guard once. */
 tl_ref tl_partition_loops(tl_ir *ir, tl_ref root);
 
 /* 1 when root holds a loop marked for partitioning, else 0. */
