@@ -17,35 +17,16 @@ local te = require "tunelua.te"
 local topi = require "tunelua.topi"
 local nd = require "tunelua.nd"
 local core = require "tunelua.core"
-local build = require "tunelua.build"
-local target = require "tunelua.target"
 local auto_scheduler = require "tunelua.auto_scheduler"
 local search = require "tunelua.auto_scheduler.search"
 local util = require "tests.lua.lib.util"
-local testing = require "tunelua.testing"
 
 local C, ctx = core.C, core.ctx
 local N = tonumber(os.getenv("TUNELUA_LAYOUT_N") or "") or 10
 
 local function ph(shape, name) return te.placeholder(shape, "float32", name) end
 
-local function close(a, b, what)
-  local big = 0
-  for _, v in ipairs(b:flat()) do big = math.max(big, math.abs(v)) end
-  assert(big > 0, what .. ": the reference output is all zeros; the check would prove nothing")
-  local ok, err = pcall(testing.assert_allclose, a, b, { rtol = 1e-4, atol = 1e-4 * math.max(1, big) })
-  if not ok then error(what .. ": " .. tostring(err), 2) end
-end
-
-local function rewrite(l, arg)
-  local mp = ffi.new("tl_layout_map *[1]")
-  assert(C.tl_lowered_rewrite_layout(ctx, l.handle, arg, mp) == 0, core.errmsg())
-  if mp[0] == nil then return nil end
-  local m = ffi.gc(mp[0], C.tl_layout_map_free)
-  local shape = {}
-  for j = 0, C.tl_layout_map_ndim(m) - 1 do shape[j + 1] = tonumber(C.tl_layout_map_extent(m, j)) end
-  return m, shape
-end
+local close, rewrite = util.close, util.rewrite_layout
 
 local function apply(m, shape, value)
   local out = nd.empty(shape)
@@ -53,13 +34,7 @@ local function apply(m, shape, value)
   return out
 end
 
-local function run(l, args)
-  local f = build.backends.c(l, target.parse("llvm"), { cflags = "-O1" }, 2)
-  local out = {}
-  for i, a in ipairs(args) do out[i] = a:copyto("cpu") end
-  f(unpack(out))
-  return out[#out]
-end
+local run = util.run_lowered
 
 -- ---- 1. random states: rewritten kernels on transformed weights ------------------------------
 local types = {

@@ -2,7 +2,8 @@
 -- a private temporary directory, reading a whole file, running a command for its output,
 -- checking an error message, a template task's knob names, a kernel's naive reference on
 -- random inputs, NCHW data blocked into NCHW[b]c, an OpenCL add template, a small
--- deterministic random index.
+-- deterministic random index, small search tasks, running a lowered function, comparing with a
+-- reference, a lowered function's layout rewrite.
 local file = require "tunelua.file"
 
 local M = {}
@@ -217,6 +218,41 @@ function M.small_search_tasks()
   local dense = topi.nn.dense(a, b)
   return { auto_scheduler.SearchTask{ compute_dag = conv, target = "llvm" },
            auto_scheduler.SearchTask{ compute_dag = dense, target = "llvm" } }
+end
+
+--- M.run_lowered(l, args) -> the last array after running lowered function l (C backend, -O1,
+--- 2 threads) on copies of args (so the inputs stay as they were)
+function M.run_lowered(l, args)
+  local build, target = require "tunelua.build", require "tunelua.target"
+  local f = build.backends.c(l, target.parse("llvm"), { cflags = "-O1" }, 2)
+  local out = {}
+  for i, a in ipairs(args) do out[i] = a:copyto("cpu") end
+  f(unpack(out))
+  return out[#out]
+end
+
+--- M.close(a, b, what): a equals the reference b within 1e-4 relative, 1e-4 of b's largest
+--- magnitude absolute (an error naming what otherwise; b all zeros proves nothing: an error)
+function M.close(a, b, what)
+  local big = 0
+  for _, v in ipairs(b:flat()) do big = math.max(big, math.abs(v)) end
+  assert(big > 0, what .. ": the reference output is all zeros; the check would prove nothing")
+  local ok, err = pcall(require("tunelua.testing").assert_allclose, a, b,
+                        { rtol = 1e-4, atol = 1e-4 * math.max(1, big) })
+  if not ok then error(what .. ": " .. tostring(err), 2) end
+end
+
+--- M.rewrite_layout(l, arg) -> the layout map of argument arg (0-based) of lowered function l
+--- and the rewritten argument's shape, or nil where the pass leaves it alone
+function M.rewrite_layout(l, arg)
+  local ffi, core = require "ffi", require "tunelua.core"
+  local mp = ffi.new("tl_layout_map *[1]")
+  assert(core.C.tl_lowered_rewrite_layout(core.ctx, l.handle, arg, mp) == 0, core.errmsg())
+  if mp[0] == nil then return nil end
+  local m = ffi.gc(mp[0], core.C.tl_layout_map_free)
+  local shape = {}
+  for j = 0, core.C.tl_layout_map_ndim(m) - 1 do shape[j + 1] = tonumber(core.C.tl_layout_map_extent(m, j)) end
+  return m, shape
 end
 
 return M
