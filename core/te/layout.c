@@ -222,7 +222,7 @@ TL_EXPORT int tl_lowered_rewrite_layout(tl_ctx *ctx, tl_lowered *f, int arg, tl_
   s.buf = buf;
   /* a function with partitioned loops is analysed as it was before the partitioning (a
   ** variable bound by several pieces of a loop would be ambiguous), then partitioned again */
-  tl_ref root = f->unpartitioned != TL_NOREF ? f->unpartitioned : f->body;
+  tl_ref root = f->unpartitioned != TL_NOREF ? tl_ir_simplify(ir, f->unpartitioned, NULL) : f->body;
   tl_ir_visit(ir, root, scan_fn, &s);
   term first[MAX_ATOMS];
   int nfirst = 0, ok = !s.bad && s.loads.n > 0;

@@ -1093,12 +1093,8 @@ static int run(lw *L, const int *args, int nargs, const char *name, lowered_full
   apply_padding(L, &fs);
   /* loops marked "loop_partition" (partition.h); the body before stays for layout.c, whose
   ** analysis wants each loop variable bound by one loop */
-  out->pub.unpartitioned = TL_NOREF;
-  if (tl_partition_marked(ir, body)) {
-    body = tl_ir_simplify(ir, body, NULL);
-    out->pub.unpartitioned = body;
-    body = tl_partition_loops(ir, body);
-  }
+  out->pub.unpartitioned = tl_partition_marked(ir, body) ? body : TL_NOREF;
+  body = tl_partition_loops(ir, body);
   body = tl_ir_simplify(ir, body, NULL);
 #ifndef NDEBUG
   if ((rc = tl_ir_verify(L->ctx, ir, body, NULL, 0)) != 0) {
