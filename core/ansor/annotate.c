@@ -27,6 +27,7 @@
 #include <stdlib.h>
 
 #include "search.h"
+#include "../te/partition.h"
 
 static const tl_te_op *op_of(const tl_sched *s, int st) {
   return &s->dag->ops.v[s->stages.v[st].op];
@@ -195,18 +196,6 @@ static tl_step *steps_copy(const tl_sched *s) {
 
 /* ---- init rules --------------------------------------------------------------------------- */
 
-/* e holds if_then_else(c, x, 0): a padding's guard. */
-static int zero_guard(const tl_ir *ir, tl_ref e) {
-  const tl_node *n = tl_ir_node(ir, e);
-  double d;
-  if (n->op == TL_IR_IF_THEN_ELSE && tl_ir_is_float(ir, tl_ir_kid(ir, e, 2), &d) && d == 0.0) return 1;
-  for (int i = 0; i < n->nkids; i++) {
-    tl_ref k = tl_ir_kid(ir, e, i);
-    if (k && zero_guard(ir, k)) return 1;
-  }
-  return 0;
-}
-
 /* CPU: the serial loops of a tiled reduction that reads a padded input (a producer holding
 ** an if_then_else(c, x, 0)), from the end of its first run of reduction loops in, marked
 ** "loop_partition_each". Where the padding is inlined into the reduction, its border
@@ -227,12 +216,13 @@ static int init_partition(tl_ctx *ctx, tl_sched *s) {
     for (int i = 0; i < op->ninputs && !padded; i++) {
       const tl_te_op *po = &s->dag->ops.v[s->dag->tensors.v[op->inputs[i]].op];
       for (int b = 0; po->kind != TL_OP_PLACEHOLDER && b < po->nout && !padded; b++)
-        padded = zero_guard(s->dag->ir, po->body[b]);
+        padded = tl_partition_zero_guard(s->dag->ir, po->body[b]);
     }
+    if (!padded) continue;
     int phase = 0, last_at = -1;  /* phase 0: before the first reduction loop, 1: in that run, 2: after */
     for (int i = 0; i < sg->leaves.n; i++)
       if (tl_sched_attached_at(s, st, sg->leaves.v[i]) >= 0) last_at = i;
-    for (int i = 0; padded && i < sg->leaves.n; i++) {
+    for (int i = 0; i < sg->leaves.n; i++) {
       const tl_iter *it = leaf_of(s, st, i);
       if (phase == 0 && it->kind == TL_ITER_REDUCE) phase = 1;
       else if (phase == 1 && it->kind != TL_ITER_REDUCE) phase = 2;

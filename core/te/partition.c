@@ -116,9 +116,9 @@ static tl_ref partition_for(part_st *P, tl_ref f, int each) {
   atoms_st a = {ir, var, {0}, &known};
   tl_ir_visit(ir, body, atoms_fn, &a);
   tl_ref result = f;
+  for (int i = 0; i < P->outer.n; i++)
+    tl_rangemap_set(&known, P->outer.v[i].var, P->outer.v[i].min, P->outer.v[i].extent);
   if (a.atoms.n) {
-    for (int i = 0; i < P->outer.n; i++)
-      tl_rangemap_set(&known, P->outer.v[i].var, P->outer.v[i].min, P->outer.v[i].extent);
     /* an atom that reads var only through an index the loop ranges reduce away
     ** (floormod(p, nW) of p = (row * nH + th) * nW + tw, for the row loop th) does not
     ** decide the cut: kept, it would fail on every value */
@@ -167,8 +167,6 @@ static tl_ref partition_for(part_st *P, tl_ref f, int each) {
   } else if (each) {
     /* no guard reads var (a reduction over channels inside the taps of a padded conv): the
     ** guards that neither it nor the loops inside change are tested once, around it */
-    for (int i = 0; i < P->outer.n; i++)
-      tl_rangemap_set(&known, P->outer.v[i].var, P->outer.v[i].min, P->outer.v[i].extent);
     result = unswitch(ir, f, &known, 2);
   }
   TL_VEC_FREE(a.atoms);
@@ -296,4 +294,14 @@ int tl_partition_marked(const tl_ir *ir, tl_ref root) {
   int found = 0;
   tl_ir_visit(ir, root, marked_fn, &found);
   return found;
+}
+
+int tl_partition_zero_guard(const tl_ir *ir, tl_ref e) {
+  const tl_node *n = tl_ir_node(ir, e);
+  if (n->op == TL_IR_IF_THEN_ELSE && is_fzero(ir, tl_ir_kid(ir, e, 2))) return 1;
+  for (int i = 0; i < n->nkids; i++) {
+    tl_ref k = tl_ir_kid(ir, e, i);
+    if (k && tl_partition_zero_guard(ir, k)) return 1;
+  }
+  return 0;
 }

@@ -29,4 +29,8 @@ tl_ref tl_partition_loops(tl_ir *ir, tl_ref root);
 /* 1 when root holds a loop marked for partitioning, else 0. */
 int tl_partition_marked(const tl_ir *ir, tl_ref root);
 
+/* 1 when expression e holds if_then_else(c, x, 0) (a padding's guarded load,
+** whose taps a partitioned border drops), else 0. */
+int tl_partition_zero_guard(const tl_ir *ir, tl_ref e);
+
 #endif
