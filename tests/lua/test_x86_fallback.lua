@@ -4,7 +4,8 @@
 --    kw unrolled around rows of up to 8; a 17-wide output (no divisor of 7-14) takes two
 --    vectors too, its rows in guarded tiles of 9 and 8 positions (3x3, 1x1 and stride-2 convs
 --    to 17 and 19 wide match the reference);
---    on 16 registers (AVX2) one 8-lane vector;
+--    on 16 registers (AVX2) one 8-lane vector, a 3x3 conv on rows of 7 positions with kw
+--    unrolled where the width is a multiple of 7 (and its input not the 3-channel image);
 --  * depthwise_conv2d_NCHWc.x86 in the same 32-channel block;
 --  * widths with no divisor from 4 to the register budget (primes) run in guarded tiles of
 --    8 positions: 3x3, 1x1 and strided convs of such widths match the reference;
@@ -35,7 +36,16 @@ do
   c = fallback("conv2d_NCHWc.x86", conv_args(768, 17, 192, 1, 1, 0), AVX512)
   has(c, "('tile_oc', [-1, 32]), ('tile_ow', [-1, 17])")
   c = fallback("conv2d_NCHWc.x86", conv_args(64, 56, 64, 3, 1, 1), AVX2)
-  has(c, "('tile_oc', [-1, 8]), ('tile_ow', [-1, 14])")
+  has(c, "('tile_oc', [-1, 8]), ('tile_ow', [-1, 7]), ('unroll_kw', True)")
+  c = fallback("conv2d_NCHWc.x86", conv_args(128, 28, 256, 3, 2, 1), AVX2)
+  has(c, "('tile_oc', [-1, 8]), ('tile_ow', [-1, 7]), ('unroll_kw', True)")
+  -- widths without a factor of 7, the 3-channel stem and 1x1 convs keep 14-position rows
+  c = fallback("conv2d_NCHWc.x86", conv_args(192, 17, 320, 3, 2, 0), AVX2)
+  has(c, "('tile_ow', [-1, 8]), ('unroll_kw', False)")
+  c = fallback("conv2d_NCHWc.x86", conv_args(3, 224, 32, 3, 2, 1), AVX2)
+  has(c, "('tile_ow', [-1, 14]), ('unroll_kw', False)")
+  c = fallback("conv2d_NCHWc.x86", conv_args(256, 28, 256, 1, 1, 0), AVX2)
+  has(c, "('tile_oc', [-1, 8]), ('tile_ow', [-1, 14]), ('tile_oh', 1)")
   local d = fallback("depthwise_conv2d_NCHWc.x86",
                      { T { 1, 64, 56, 56 }, T { 64, 1, 3, 3 }, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "float32" }, AVX512)
   has(d, "('tile_oc', [-1, 32]), ('tile_ow', [-1, 8])")
@@ -81,5 +91,9 @@ check(32, 14, 64, 3, 1, 1, target)    -- 14 wide, two vectors (where the host ha
 check(32, 17, 64, 1, 1, 0, target)    -- 1x1 on 17 wide: two vectors, tiles of 9 + 8 (32 registers)
 check(32, 35, 64, 3, 2, 0, target)    -- stride 2 to 17 wide
 check(32, 19, 64, 3, 1, 1, target)    -- 19 wide: tiles of 10 + 9
-if require("tunelua.target").parse(AVX2):check_host() then check(16, 39, 32, 3, 1, 0, AVX2) end
+if require("tunelua.target").parse(AVX2):check_host() then
+  check(16, 39, 32, 3, 1, 0, AVX2)
+  check(16, 28, 32, 3, 2, 1, AVX2)    -- stride 2 to 14 wide: rows of 7, kw unrolled
+  check(16, 14, 16, 3, 1, 1, AVX2)    -- 14 wide, stride 1
+end
 print("test_x86_fallback: ok")
