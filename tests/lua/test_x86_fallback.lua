@@ -9,7 +9,10 @@
 --  * depthwise_conv2d_NCHWc.x86 in the same 32-channel block;
 --  * widths with no divisor from 4 to the register budget (primes) run in guarded tiles of
 --    8 positions: 3x3, 1x1 and strided convs of such widths match the reference;
---  * dense_nopack.x86's fallback is deployed (no default-schedule dense in a network).
+--  * dense_nopack.x86's fallback is deployed (no default-schedule dense in a network);
+--  * a 1x1 conv over a large input with a small weight runs its parallel loop over rows only
+--    (the output-channel chunks inside it), others over chunks and rows; both match the
+--    reference inside a network.
 local tl = require "tunelua"
 local autotvm = require "tunelua.autotvm"
 local relay = require "tunelua.relay"
@@ -83,7 +86,30 @@ local function check(C, H, O, K, S, P, target)
   reference.assert_close(m:get_output(1), ref[2], { rtol = 1e-4 })
 end
 
+-- the parallel loops' extents in the C source of a blocked 1x1 conv's fallback kernel
+local function par_extents(C, H, O)
+  local task = autotvm.task.create("conv2d_NCHWc.x86", conv_args(C, H, O, 1, 1, 0), AVX512)
+  assert(task:set_blocked(true), "a blocked form")
+  local s, targs = task:instantiate(-1)
+  local t = {}
+  for n in tl.build(s, targs, "c"):get_source():gmatch("tlc_parallel%(%(int64_t%)%((%d+)%)") do
+    t[#t + 1] = tonumber(n)
+  end
+  assert(#t > 0, "no parallel loop in the 1x1 conv's kernel")
+  return t
+end
+for _, n in ipairs(par_extents(128, 56, 128)) do   -- 1.6 MB in, 64 KB weight: rows only
+  assert(n == 56, "128 -> 128 on 56x56: a parallel loop over the 56 rows, got " .. n)
+end
+for _, n in ipairs(par_extents(512, 14, 512)) do   -- 400 KB in: 16 chunks of 32 by 14 rows
+  assert(n == 16 * 14, "512 -> 512 on 14x14: a parallel loop over chunks and rows, got " .. n)
+end
+for _, n in ipairs(par_extents(1024, 56, 512)) do  -- 2 MB weight: chunks and rows
+  assert(n == 16 * 56, "1024 -> 512 on 56x56: a parallel loop over chunks and rows, got " .. n)
+end
+
 local target = "llvm"
+check(64, 56, 128, 1, 1, 0, target)   -- 1x1 over 0.8 MB: rows outside the channel chunks
 check(16, 39, 32, 3, 1, 0, target)    -- 37 wide: guarded tiles of 8
 check(16, 73, 48, 1, 1, 0, target)    -- 1x1 on 73 wide
 check(8, 141, 32, 3, 2, 1, target)    -- stride 2 to 71 wide
