@@ -165,15 +165,18 @@ static int fallback_has(tl_ctx *ctx, const char *tmpl, const char *args, const c
 
 /* Fallback configs keep their accumulators in registers: on AVX2 (16 ymm of 8
 ** floats) rows of one vector, at most 14 of them (a kernel vector and a
-** broadcast beside), on AVX-512 (32 zmm) rows of two vectors, at most 14. */
+** broadcast beside; a 3x3 conv over a width that is a multiple of 7: 7 of them,
+** kw unrolled), on AVX-512 (32 zmm) rows of two vectors, at most 14. */
 TL_TEST(atvm_fallback_register_budget) {
   tl_ctx *ctx = tl_ctx_new();
   const char *avx2 = "llvm -mcpu=core-avx2", *avx512 = "llvm -mcpu=skylake-avx512";
-  /* conv 3x3 over a 112-wide output: 14 rows on AVX2, 14 rows of two vectors on AVX-512 */
+  /* conv 3x3 over a 112-wide output: 7 rows with kw unrolled on AVX2, 14 rows of two
+  ** vectors on AVX-512 */
   const char *conv = "[[\"TENSOR\", [1, 64, 112, 112], \"float32\"], [\"TENSOR\", [64, 64, 3, 3], "
                      "\"float32\"], [1, 1], [1, 1, 1, 1], [1, 1], \"NCHW\", \"NCHW\", \"float32\"]";
   CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", conv, avx2, "[\"tile_oc\", \"sp\", [-1, 8]]"));
-  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", conv, avx2, "[\"tile_ow\", \"sp\", [-1, 14]]"));
+  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", conv, avx2, "[\"tile_ow\", \"sp\", [-1, 7]]"));
+  CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", conv, avx2, "[\"unroll_kw\", \"ot\", true]"));
   CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", conv, avx512, "[\"tile_oc\", \"sp\", [-1, 32]]"));
   CHECK(fallback_has(ctx, "conv2d_NCHWc.x86", conv, avx512, "[\"tile_ow\", \"sp\", [-1, 14]]"));
   /* a 7-wide output: AVX-512 takes two vectors of channels; on AVX2 7 rows of
