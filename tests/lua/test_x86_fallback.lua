@@ -30,25 +30,21 @@ local function has(s, pat) assert(s:find(pat, 1, true), s .. " lacks " .. pat) e
 
 local AVX512, AVX2 = "llvm -mcpu=skylake-avx512", "llvm -mcpu=core-avx2"
 do
-  local c = fallback("conv2d_NCHWc.x86", conv_args(64, 56, 64, 3, 1, 1), AVX512)
-  has(c, "('tile_ic', [-1, 32]), ('tile_oc', [-1, 32]), ('tile_ow', [-1, 14]), ('unroll_kw', False)")
-  c = fallback("conv2d_NCHWc.x86", conv_args(512, 7, 512, 3, 1, 1), AVX512)
-  has(c, "('tile_oc', [-1, 32]), ('tile_ow', [-1, 7]), ('unroll_kw', True)")
-  c = fallback("conv2d_NCHWc.x86", conv_args(64, 56, 128, 1, 2, 0), AVX512)
-  has(c, "('tile_oc', [-1, 32]), ('tile_ow', [-1, 14]), ('tile_oh', 1)")
-  c = fallback("conv2d_NCHWc.x86", conv_args(768, 17, 192, 1, 1, 0), AVX512)
-  has(c, "('tile_oc', [-1, 32]), ('tile_ow', [-1, 17])")
-  c = fallback("conv2d_NCHWc.x86", conv_args(64, 56, 64, 3, 1, 1), AVX2)
-  has(c, "('tile_oc', [-1, 8]), ('tile_ow', [-1, 7]), ('unroll_kw', True)")
-  c = fallback("conv2d_NCHWc.x86", conv_args(128, 28, 256, 3, 2, 1), AVX2)
-  has(c, "('tile_oc', [-1, 8]), ('tile_ow', [-1, 7]), ('unroll_kw', True)")
-  -- widths without a factor of 7, the 3-channel stem and 1x1 convs keep 14-position rows
-  c = fallback("conv2d_NCHWc.x86", conv_args(192, 17, 320, 3, 2, 0), AVX2)
-  has(c, "('tile_ow', [-1, 8]), ('unroll_kw', False)")
-  c = fallback("conv2d_NCHWc.x86", conv_args(3, 224, 32, 3, 2, 1), AVX2)
-  has(c, "('tile_ow', [-1, 14]), ('unroll_kw', False)")
-  c = fallback("conv2d_NCHWc.x86", conv_args(256, 28, 256, 1, 1, 0), AVX2)
-  has(c, "('tile_oc', [-1, 8]), ('tile_ow', [-1, 14]), ('tile_oh', 1)")
+  -- {conv args, target, what its fallback config holds}
+  local cases = {
+    { conv_args(64, 56, 64, 3, 1, 1), AVX512,
+      "('tile_ic', [-1, 32]), ('tile_oc', [-1, 32]), ('tile_ow', [-1, 14]), ('unroll_kw', False)" },
+    { conv_args(512, 7, 512, 3, 1, 1), AVX512, "('tile_oc', [-1, 32]), ('tile_ow', [-1, 7]), ('unroll_kw', True)" },
+    { conv_args(64, 56, 128, 1, 2, 0), AVX512, "('tile_oc', [-1, 32]), ('tile_ow', [-1, 14]), ('tile_oh', 1)" },
+    { conv_args(768, 17, 192, 1, 1, 0), AVX512, "('tile_oc', [-1, 32]), ('tile_ow', [-1, 17])" },
+    { conv_args(64, 56, 64, 3, 1, 1), AVX2, "('tile_oc', [-1, 8]), ('tile_ow', [-1, 7]), ('unroll_kw', True)" },
+    { conv_args(128, 28, 256, 3, 2, 1), AVX2, "('tile_oc', [-1, 8]), ('tile_ow', [-1, 7]), ('unroll_kw', True)" },
+    -- widths without a factor of 7, the 3-channel stem and 1x1 convs keep 14-position rows
+    { conv_args(192, 17, 320, 3, 2, 0), AVX2, "('tile_ow', [-1, 8]), ('unroll_kw', False)" },
+    { conv_args(3, 224, 32, 3, 2, 1), AVX2, "('tile_ow', [-1, 14]), ('unroll_kw', False)" },
+    { conv_args(256, 28, 256, 1, 1, 0), AVX2, "('tile_oc', [-1, 8]), ('tile_ow', [-1, 14]), ('tile_oh', 1)" },
+  }
+  for _, c in ipairs(cases) do has(fallback("conv2d_NCHWc.x86", c[1], c[2]), c[3]) end
   local d = fallback("depthwise_conv2d_NCHWc.x86",
                      { T { 1, 64, 56, 56 }, T { 64, 1, 3, 3 }, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "float32" }, AVX512)
   has(d, "('tile_oc', [-1, 32]), ('tile_ow', [-1, 8])")
