@@ -104,6 +104,45 @@ for _, n in ipairs(par_extents(1024, 56, 512)) do  -- 2 MB weight: chunks and ro
   assert(n == 16 * 56, "1024 -> 512 on 56x56: a parallel loop over chunks and rows, got " .. n)
 end
 
+-- the row order on other configs of the same task (two rows per tile, other blocks): a
+-- parallel loop over pairs of rows, the blocked kernel against the reference conv on random data
+do
+  local te, topi, util = tl.te, tl.topi, require "tests.lua.lib.util"
+  local C, H, O = 64, 56, 128
+  local task = autotvm.task.create("conv2d_NCHWc.x86", conv_args(C, H, O, 1, 1, 0), "llvm")
+  assert(task:set_blocked(true), "a blocked form")
+  local A = te.placeholder({ 1, C, H, H }, "float32", "A")
+  local W = te.placeholder({ O, C, 1, 1 }, "float32", "W")
+  local Out = topi.nn.conv2d(A, W, { strides = 1, padding = 0, dilation = 1 })
+  local ref_f = tl.build(topi.default_schedule({ Out }, "cpu"), { A, W, Out }, "c")
+  local a = tl.nd.random_uniform({ 1, C, H, H }, { seed = 5, low = -1, high = 1 })
+  local w = tl.nd.random_uniform({ O, C, 1, 1 }, { seed = 6, low = -1, high = 1 })
+  local ref = tl.nd.empty({ 1, O, H, H })
+  ref_f(a, w, ref)
+  local n, size = 0, #task.config_space
+  for index = 0, size - 1, 11 do
+    local cfg = tostring(task:config(index))
+    local ic = tonumber(cfg:match("%('tile_ic', %[%-1, (%d+)%]%)"))
+    local oc = tonumber(cfg:match("%('tile_oc', %[%-1, (%d+)%]%)"))
+    if cfg:find("('tile_oh', 2)", 1, true) and ic >= 8 and oc >= 8 and n < 4 then
+      n = n + 1
+      local s, targs, shapes = task:instantiate(index)
+      local f = tl.build(s, targs, "c")
+      for e in f:get_source():gmatch("tlc_parallel%(%(int64_t%)%((%d+)%)") do
+        assert(tonumber(e) == H / 2, cfg .. ": a parallel loop over row pairs expected, got " .. e)
+      end
+      local ab, wb, out, want = tl.nd.empty(shapes[1]), tl.nd.empty(shapes[2]), tl.nd.empty(shapes[3]),
+                                tl.nd.empty(shapes[3])
+      util.block_data(a, 1, C, H, H, shapes[1][5], ab)
+      util.block_kernel(w, O, C, 1, 1, shapes[2][5], wb)
+      f(ab, wb, out)
+      util.block_data(ref, 1, O, H, H, shapes[3][5], want)
+      tl.testing.assert_allclose(out, want, { rtol = 1e-4, atol = 1e-3 })
+    end
+  end
+  assert(n == 4, "expected 4 configs with two rows per tile, found " .. n)
+end
+
 local target = "llvm"
 check(64, 56, 128, 1, 1, 0, target)   -- 1x1 over 0.8 MB: rows outside the channel chunks
 check(16, 39, 32, 3, 1, 0, target)    -- 37 wide: guarded tiles of 8
