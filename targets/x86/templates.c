@@ -527,7 +527,7 @@ static int conv_nchwc_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   }
   /* 16 registers, a 3x3 conv whose width is a multiple of 7: rows of 7 positions with kw
   ** unrolled (7 accumulators, three kernel vectors, the broadcasts), not 14 accumulators
-  ** beside one kernel vector and a broadcast (all 16 ymm: GCC needs one more). AVX2 code on
+  ** beside one kernel vector and a broadcast (all 16 ymm). AVX2 code on
   ** the AVX-512 development machine, in resnet-18 between its neighbours: the 3x3 stride-2
   ** steps 0.78-0.84 -> 0.68-0.76 ms. Rows of 8 (8-wide outputs) and the 3-channel stem were
   ** slower so (0.54 -> 0.65, 0.21 -> 0.24 ms) and keep the 14-position rows. */
