@@ -18,6 +18,7 @@ local autotvm = require "tunelua.autotvm"
 local relay = require "tunelua.relay"
 local executor = require "tunelua.graph.executor"
 local reference = require "networks.reference"
+local util = require "tests.lua.lib.util"
 
 local function T(shape) return { "TENSOR", shape, "float32" } end
 local function fallback(name, args, target)
@@ -82,59 +83,52 @@ local function check(C, H, O, K, S, P, target)
   reference.assert_close(m:get_output(1), ref[2], { rtol = 1e-4 })
 end
 
--- the parallel loops' extents in the C source of a blocked 1x1 conv's fallback kernel
-local function par_extents(C, H, O)
-  local task = autotvm.task.create("conv2d_NCHWc.x86", conv_args(C, H, O, 1, 1, 0), AVX512)
-  assert(task:set_blocked(true), "a blocked form")
-  local s, targs = task:instantiate(-1)
+-- the extents of the parallel loops in a built kernel's C source
+local function par_extents(f)
   local t = {}
-  for n in tl.build(s, targs, "c"):get_source():gmatch("tlc_parallel%(%(int64_t%)%((%d+)%)") do
-    t[#t + 1] = tonumber(n)
-  end
-  assert(#t > 0, "no parallel loop in the 1x1 conv's kernel")
+  for n in f:get_source():gmatch("tlc_parallel%(%(int64_t%)%((%d+)%)") do t[#t + 1] = tonumber(n) end
+  assert(#t > 0, "no parallel loop in the kernel")
   return t
 end
-for _, n in ipairs(par_extents(128, 56, 128)) do   -- 1.6 MB in, 64 KB weight: rows only
-  assert(n == 56, "128 -> 128 on 56x56: a parallel loop over the 56 rows, got " .. n)
+-- every parallel loop of a blocked task's kernel (config index, -1: the fallback)
+-- runs want iterations; returns the kernel and its argument shapes
+local function expect_extents(task, index, want, what)
+  local s, targs, shapes = task:instantiate(index)
+  local f = tl.build(s, targs, "c")
+  for _, n in ipairs(par_extents(f)) do assert(n == want, what .. ": expected " .. want .. ", got " .. n) end
+  return f, shapes
 end
-for _, n in ipairs(par_extents(512, 14, 512)) do   -- 400 KB in: 16 chunks of 32 by 14 rows
-  assert(n == 16 * 14, "512 -> 512 on 14x14: a parallel loop over chunks and rows, got " .. n)
+local function task_1x1(C, H, O, target)
+  local task = autotvm.task.create("conv2d_NCHWc.x86", conv_args(C, H, O, 1, 1, 0), target)
+  assert(task:set_blocked(true), "a blocked form")
+  return task
 end
-for _, n in ipairs(par_extents(1024, 56, 512)) do  -- 2 MB weight: chunks and rows
-  assert(n == 16 * 56, "1024 -> 512 on 56x56: a parallel loop over chunks and rows, got " .. n)
-end
+expect_extents(task_1x1(128, 56, 128, AVX512), -1, 56,          -- 1.6 MB in, 64 KB weight
+               "128 -> 128 on 56x56: a parallel loop over the rows only")
+expect_extents(task_1x1(512, 14, 512, AVX512), -1, 16 * 14,     -- 400 KB in
+               "512 -> 512 on 14x14: a parallel loop over 16 chunks of 32 by 14 rows")
+expect_extents(task_1x1(1024, 56, 512, AVX512), -1, 16 * 56,    -- 2 MB weight
+               "1024 -> 512 on 56x56: a parallel loop over 16 chunks of 32 by 56 rows")
 
 -- the row order on other configs of the same task (two rows per tile, other blocks): a
 -- parallel loop over pairs of rows, the blocked kernel against the reference conv on random data
 do
-  local te, topi, util = tl.te, tl.topi, require "tests.lua.lib.util"
   local C, H, O = 64, 56, 128
-  local task = autotvm.task.create("conv2d_NCHWc.x86", conv_args(C, H, O, 1, 1, 0), "llvm")
-  assert(task:set_blocked(true), "a blocked form")
-  local A = te.placeholder({ 1, C, H, H }, "float32", "A")
-  local W = te.placeholder({ O, C, 1, 1 }, "float32", "W")
-  local Out = topi.nn.conv2d(A, W, { strides = 1, padding = 0, dilation = 1 })
-  local ref_f = tl.build(topi.default_schedule({ Out }, "cpu"), { A, W, Out }, "c")
-  local a = tl.nd.random_uniform({ 1, C, H, H }, { seed = 5, low = -1, high = 1 })
-  local w = tl.nd.random_uniform({ O, C, 1, 1 }, { seed = 6, low = -1, high = 1 })
-  local ref = tl.nd.empty({ 1, O, H, H })
-  ref_f(a, w, ref)
-  local n, size = 0, #task.config_space
-  for index = 0, size - 1, 11 do
+  local task = task_1x1(C, H, O, "llvm")
+  local ins, ref = util.reference("conv2d", { { 1, C, H, H }, { O, C, 1, 1 } },
+                                  { strides = { 1, 1 }, padding = { 0, 0, 0, 0 }, dilation = { 1, 1 } }, 5)
+  local n = 0
+  for index = 0, #task.config_space - 1, 11 do
     local cfg = tostring(task:config(index))
     local ic = tonumber(cfg:match("%('tile_ic', %[%-1, (%d+)%]%)"))
     local oc = tonumber(cfg:match("%('tile_oc', %[%-1, (%d+)%]%)"))
     if cfg:find("('tile_oh', 2)", 1, true) and ic >= 8 and oc >= 8 and n < 4 then
       n = n + 1
-      local s, targs, shapes = task:instantiate(index)
-      local f = tl.build(s, targs, "c")
-      for e in f:get_source():gmatch("tlc_parallel%(%(int64_t%)%((%d+)%)") do
-        assert(tonumber(e) == H / 2, cfg .. ": a parallel loop over row pairs expected, got " .. e)
-      end
+      local f, shapes = expect_extents(task, index, H / 2, cfg .. ": a parallel loop over row pairs")
       local ab, wb, out, want = tl.nd.empty(shapes[1]), tl.nd.empty(shapes[2]), tl.nd.empty(shapes[3]),
                                 tl.nd.empty(shapes[3])
-      util.block_data(a, 1, C, H, H, shapes[1][5], ab)
-      util.block_kernel(w, O, C, 1, 1, shapes[2][5], wb)
+      util.block_data(ins[1], 1, C, H, H, shapes[1][5], ab)
+      util.block_kernel(ins[2], O, C, 1, 1, shapes[2][5], wb)
       f(ab, wb, out)
       util.block_data(ref, 1, O, H, H, shapes[3][5], want)
       tl.testing.assert_allclose(out, want, { rtol = 1e-4, atol = 1e-3 })
