@@ -20,20 +20,24 @@
 **              the cut fused into the parallel loop),
 **              nu unrolled (the position its pass selects), the channel block
 **              vectorized; its rows pass computed there per tile (eps unrolled);
-**   output     par(n, k_chunk, oh/m) (rows_first: par(n, oh/m, k_chunk)),
+**   output     par(n, k_chunk, oh/m) (tile_order 1: par(n, oh/m, k_chunk); 2:
+**              par(n, k_chunk), oh/m),
 **              ow/m, oh%m, ow%m (unrolled), the block vectorized (the fused
 **              endings computed there, once per output vector);
-**   inverse_rows per row of tiles and block at the output's parallel loop
+**   inverse_rows per row of tiles and block at the output's parallel loop (tile_order
+**              2: per block, over every tile of the image)
 **              (vh unrolled), and inside it
-**   bgemm      for the row and block: eps, nu, p/tile_p, accumulated in
+**   bgemm      for the row (tile_order 2: the image) and block: eps, nu, p/tile_p, accumulated in
 **              registers (cache_write): ic_outer, ic_inner, tile_p rows
 **              (unrolled), ob (vectorized, in vectors of the target's width)
 **              -- the direct conv's FMA micro-kernel, a kernel vector per
 **              input channel and a broadcast V element per row.
 ** Knobs: tile_ic, tile_oc (the graph's blocks, as conv2d_NCHWc.x86's), tile_size
 ** (m: 2, 4, 6), tile_p (most register rows of the GEMM; the largest divisor of
-** the row's tile count up to it is taken), rows_first (the blocks of a row of
-** tiles one after the other, so the row's transformed input stays in cache).
+** the row's tile count up to it is taken), tile_order (0: the rows of a block
+** one after the other; 1: the blocks of a row one after the other, so the row's
+** transformed input stays in cache; 2: a block's GEMM over the whole image, so its
+** slab of the transformed weight is read once, not once per row).
 ** The NCHW form of the task (no blocked shapes) is the plain conv2d and has no
 ** schedule here: the template runs blocked only.
 */
@@ -82,7 +86,7 @@ static int wg_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
       tl_atvm_space_define_split(ctx, cfg->space, "tile_oc", ci.O, "factors", 2, 0, -1, NULL, 0) < 0 ||
       tl_atvm_space_define_knob(ctx, cfg->space, "tile_size", "[4, 2, 6]") < 0 ||
       tl_atvm_space_define_knob(ctx, cfg->space, "tile_p", "[8, 4, 6, 12, 14, 16, 24, 28]") < 0 ||
-      tl_atvm_space_define_knob(ctx, cfg->space, "rows_first", "[0, 1]") < 0)
+      tl_atvm_space_define_knob(ctx, cfg->space, "tile_order", "[0, 1, 2]") < 0)
     return tl_errcode(ctx);
   /* fallback: a block of one vector of output channels, the input block at most that;
   ** F(4x4) from 28x28 outputs up, else F(2x2) (measured on AVX-512, 1 thread: F(4x4) was
@@ -110,11 +114,19 @@ static int wg_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   TRY(tl_cfg_fallback_split(cfg, "tile_oc", s_oc, 2));
   tl_cfg_fallback_other(cfg, "tile_size", (double)m);
   tl_cfg_fallback_other(cfg, "tile_p", wide ? 14 : wide16 ? (double)((regs - 4) / 2) : regs >= 32 ? 16 : 12);
-  /* the blocks of a row of tiles one after the other (rows_first) when the transformed
-  ** input would not stay in cache whole (over 4 MB: 56x56x256, 112x112x128, 224x224x64
-  ** with F(4x4)) */
+  /* tile_order: 0 the rows of tiles of a block one after the other, each row's GEMM on its
+  ** own; 1 the blocks of a row one after the other, so the row's transformed input stays in
+  ** cache across them; 2 a block's GEMM over all the image's tiles at once, so its slab of
+  ** the transformed weight (a*a*C*ob floats) is read once instead of once per row.
+  ** The fallback: 2 where that slab would not stay in a core's cache (over 512 KB: C 256
+  ** with F(4x4), C 512 with F(2x2)) and the blocks give 8 parallel chunks; else 1 where the
+  ** transformed input would not stay in cache whole (over 4 MB: 112x112x128, 224x224x64
+  ** with F(4x4)); else 0 */
   int64_t al = m + 2, P = ci.N * ((ci.OH + m - 1) / m) * ((ci.OW + m - 1) / m);
-  tl_cfg_fallback_other(cfg, "rows_first", al * al * ci.C * P * 4 > ((int64_t)4 << 20));
+  int64_t slab = al * al * ci.C * oc_bn * 4, chunks = ci.N * (ci.O / oc_bn);
+  int order = slab > ((int64_t)512 << 10) && chunks >= 8 && (ci.OH + m - 1) / m > 1 ? 2
+              : al * al * ci.C * P * 4 > ((int64_t)4 << 20) ? 1 : 0;
+  tl_cfg_fallback_other(cfg, "tile_order", (double)order);
   return TL_OK;
 }
 
@@ -143,23 +155,26 @@ static int ann(tl_ctx *ctx, tl_sched *s, int st, int node, int a) {
   return tl_sched_annotate(ctx, s, st, p, a);
 }
 
-/* The output loops of stage O (n, k_chunk, oh, ow, ob): par(n, k_chunk, oh/m), ow/m,
-** oh%m, ow%m (unrolled: the position of the last transform pass), ob (vectorized);
-** rows: par(n, oh/m, k_chunk), ...: the blocks of a row of tiles one after the other
-** (on one thread), so the row's transformed input stays in cache across them.
+/* The output loops of stage O (n, k_chunk, oh, ow, ob) by tile_order:
+**   0: par(n, k_chunk, oh/m), ow/m, oh%m, ow%m (unrolled: the position of the last
+**      transform pass), ob (vectorized);
+**   1: par(n, oh/m, k_chunk), ...: the blocks of a row of tiles one after the other (on
+**      one thread), so the row's transformed input stays in cache across them;
+**   2: par(n, k_chunk), oh/m, ...: the parallel loop per block, so the GEMM and the
+**      inverse's rows pass computed there cover every tile of the image.
 ** *par: the parallel loop, *owo: the tile loop. */
-static int wg_output(tl_ctx *ctx, tl_sched *s, int O, int64_t m, int rows, int *par_out, int *owo_out) {
+static int wg_output(tl_ctx *ctx, tl_sched *s, int O, int64_t m, int order, int *par_out, int *owo_out) {
   int t[3];
   TRY(tl_atvm_split_node(ctx, s, O, 2, 1, &m, t));
   int oho = t[0], ohi = t[1];
   TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &m, t));
   int owo = t[0], owi = t[1];
-  int order[7] = {0, 1, oho, owo, ohi, owi, 4};
-  if (rows) order[1] = oho, order[2] = 1;   /* n, oh/m, k_chunk: a row of tiles for every block */
-  TRY(tl_atvm_reorder_nodes(ctx, s, O, order, 7));
+  int seq[7] = {0, 1, oho, owo, ohi, owi, 4};
+  if (order == 1) seq[1] = oho, seq[2] = 1;   /* n, oh/m, k_chunk: a row of tiles for every block */
+  TRY(tl_atvm_reorder_nodes(ctx, s, O, seq, 7));
   int par, f3[3] = {0, 1, oho};
-  if (rows) f3[1] = oho, f3[2] = 1;
-  TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, 3, &par));
+  if (order == 1) f3[1] = oho, f3[2] = 1;
+  TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, order == 2 ? 2 : 3, &par));
   TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
   *par_out = par, *owo_out = owo;
   TRY(ann(ctx, s, O, owi, TL_ANN_UNROLL));
@@ -203,7 +218,7 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
                   TMPL);
   int64_t m = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, M, 0))[0] - 2;
   int64_t rows = (int64_t)tl_cfg_other(cfg, "tile_p");
-  int rows_first = tl_cfg_other(cfg, "rows_first") != 0;
+  int order = (int)tl_cfg_other(cfg, "tile_order");
   int64_t lanes = cfg->hw->lanes > 0 ? cfg->hw->lanes : 16;
   int64_t ob = tl_dag_tensor_shape(dag, tl_sched_stage_tensor(s, M, 0))[4];
   char tname[128], vname[128], mname[128], rname[128], oname[128];
@@ -319,7 +334,7 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
     O = Y;
   }
   snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
-  TRY(wg_output(ctx, s, O, m, rows_first, &opar, &owo));
+  TRY(wg_output(ctx, s, O, m, order, &opar, &owo));
   /* the inverse's rows pass per row of tiles and block, at the output's parallel loop:
   ** p, vh (unrolled), r_b, k_block (vectorized) */
   (void)owo;

@@ -55,15 +55,21 @@ local function check_task(C, H, O, P, nconfigs, target)
   ref_f(a, w, ref)
   local tol = EPS32 * 9 * C * max_abs(a) * max_abs(w)
   local sp = task.config_space
-  local kt
-  for k, kb in ipairs(sp:knobs()) do if kb.name == "tile_size" then kt = k end end
-  assert(kt, "the space has a tile_size knob")
+  local kt, ko
+  for k, kb in ipairs(sp:knobs()) do
+    if kb.name == "tile_size" then kt = k end
+    if kb.name == "tile_order" then ko = k end
+  end
+  assert(kt and ko, "the space has tile_size and tile_order knobs")
   math.randomseed(C * 1000 + H)
   local seen = {}
   for ti = 0, 2 do
-    for c = 0, nconfigs do
-      local digits = sp:point2knob(c == 0 and sp:knob2point(sp:fallback_digits()) or math.random(0, #sp - 1))
+    -- the fallback with each tile size in each tile order (rows of a block, blocks of a row,
+    -- a block's GEMM over the whole image), then random configs
+    for c = -2, nconfigs do
+      local digits = sp:point2knob(c <= 0 and sp:knob2point(sp:fallback_digits()) or math.random(0, #sp - 1))
       digits[kt] = ti
+      if c <= 0 then digits[ko] = c + 2 end
       local idx = sp:knob2point(digits)
       local s, targs, shapes = task:instantiate(idx)
       local m = winograd.tile_size(task, idx)
@@ -96,6 +102,32 @@ check_task(8, 12, 16, 0, 1)               -- no padding: 10x10 output
 check_task(8, 74, 16, 1, 1)               -- rows of 37 (F(2)) and 19 (F(4)) tiles: padded to 40 and 24
 check_task(16, 10, 24, 1, 1, "llvm -mcpu=core-avx2")   -- 8-lane vectors, 16 registers
 check_task(16, 7, 32, 1, 1, "llvm -mcpu=core-avx2")    -- its fallback: two vectors by rows of 4 tiles
+
+-- the fallback's tile order (blocked task, AVX-512 target: 16 lanes, 32 registers): a block's
+-- GEMM over the whole image where its slab of the transformed weight (a*a*C*ob floats) is over
+-- 512 KB, the blocks of a row where the whole transformed input is over 4 MB, else the rows of
+-- a block
+local function fallback_order(C, H, O)
+  local args = { { "TENSOR", { 1, C, H, H }, "float32" }, { "TENSOR", { O, C, 3, 3 }, "float32" }, { 1, 1 },
+                 { 1, 1, 1, 1 }, { 1, 1 }, "NCHW", "NCHW", "float32" }
+  local task = autotvm.task.create(TEMPLATE, args, "llvm -mcpu=skylake-avx512")
+  assert(task:set_blocked(true) == true, "the winograd task has a blocked form")
+  local sp = task.config_space
+  return math.floor(task:config(sp:knob2point(sp:fallback_digits()))["tile_order"].val)
+end
+for _, c in ipairs({
+  { 512, 28, 512, 2, "F(4x4), 28x28x512: a 2.4 MB slab per block" },
+  { 256, 56, 256, 2, "F(4x4), 56x56x256: a 1.2 MB slab per block" },
+  { 512, 14, 512, 2, "F(2x2), 14x14x512: a 1 MB slab per block" },
+  { 128, 28, 128, 0, "F(4x4), 28x28x128: a 576 KB slab, but 4 blocks" },
+  { 256, 14, 256, 0, "F(2x2), 14x14x256: a 512 KB slab" },
+  { 64, 224, 64, 1, "F(4x4), 224x224x64: 29 MB of transformed input" },
+  { 128, 112, 128, 1, "F(4x4), 112x112x128: 14 MB of transformed input" },
+  { 64, 56, 64, 0, "F(4x4), 56x56x64" },
+}) do
+  local got = fallback_order(c[1], c[2], c[3])
+  assert(got == c[4], string.format("fallback tile_order of %s: want %d, got %d", c[5], c[4], got))
+end
 
 -- tuning: blocked configs measured and checked against references of their own blocks and tile
 do
