@@ -119,10 +119,12 @@ static tl_ref partition_for(part_st *P, tl_ref f, int each) {
   for (int i = 0; i < P->outer.n; i++)
     tl_rangemap_set(&known, P->outer.v[i].var, P->outer.v[i].min, P->outer.v[i].extent);
   if (a.atoms.n) {
-    /* an atom that reads var only through an index the loop ranges reduce away
-    ** (floormod(p, nW) of p = (row * nH + th) * nW + tw, for the row loop th) does not
+    /* an atom that reads var only through an index the loop ranges (var's own among them)
+    ** reduce away (floormod(p, nW) of p = (row * nH + th) * nW + tw, for the row loop th;
+    ** floordiv(row * nW + tw, nW), the row, for the tile loop tw of one row) does not
     ** decide the cut: kept, it would fail on every value */
     int na = 0;
+    tl_rangemap_set(&known, var, tl_int(ir, m0), tl_int(ir, ext));
     for (int i = 0; i < a.atoms.n; i++)
       if (tl_ir_uses_var(ir, tl_ir_simplify(ir, a.atoms.v[i], &known), var)) a.atoms.v[na++] = a.atoms.v[i];
     a.atoms.n = na;

@@ -647,7 +647,9 @@ static int step_storage_align(tl_ctx *ctx, tl_sched *s, const tl_step *t) {
   return 0;
 }
 
-/* 1 if stage `to` reads a tensor of `from`, directly or through inlined stages. */
+/* 1 if stage `to` reads a tensor of `from`, directly or through other stages (a stage
+** computed at a consumer's consumer: the lowering bounds its region from the accesses of
+** its readers inside the attach loop, and rejects a reader outside it). */
 static int reaches(const tl_sched *s, int from, int to) {
   int *cons = tl_malloc(sizeof(int) * (size_t)(s->dag->ops.n + 1));
   int *work = tl_malloc(sizeof(int) * (size_t)(s->dag->ops.n + 1));
@@ -660,7 +662,7 @@ static int reaches(const tl_sched *s, int from, int to) {
     for (int i = 0; i < nc; i++) {
       int c = cons[i];
       if (c == to) found = 1;
-      else if (!seen[c] && s->stages.v[c].compute_at == TL_CA_INLINED) {
+      else if (!seen[c]) {
         seen[c] = 1;
         work[nw++] = c;
       }

@@ -86,7 +86,7 @@ static int wg_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
       tl_atvm_space_define_split(ctx, cfg->space, "tile_oc", ci.O, "factors", 2, 0, -1, NULL, 0) < 0 ||
       tl_atvm_space_define_knob(ctx, cfg->space, "tile_size", "[4, 2, 6]") < 0 ||
       tl_atvm_space_define_knob(ctx, cfg->space, "tile_p", "[8, 4, 6, 12, 14, 16, 24, 28]") < 0 ||
-      tl_atvm_space_define_knob(ctx, cfg->space, "tile_order", "[0, 1, 2]") < 0)
+      tl_atvm_space_define_knob(ctx, cfg->space, "tile_order", "[0, 1, 2, 3]") < 0)
     return tl_errcode(ctx);
   /* fallback: a block of one vector of output channels, the input block at most that;
   ** F(4x4) from 28x28 outputs up, else F(2x2) (measured on AVX-512, 1 thread: F(4x4) was
@@ -117,15 +117,20 @@ static int wg_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   /* tile_order: 0 the rows of tiles of a block one after the other, each row's GEMM on its
   ** own; 1 the blocks of a row one after the other, so the row's transformed input stays in
   ** cache across them; 2 a block's GEMM over all the image's tiles at once, so its slab of
-  ** the transformed weight (a*a*C*ob floats) is read once instead of once per row.
-  ** The fallback: 2 where that slab would not stay in a core's cache (over 512 KB: C 256
-  ** with F(4x4), C 512 with F(2x2)) and the blocks give 8 parallel chunks; else 1 where the
-  ** transformed input would not stay in cache whole (over 4 MB: 112x112x128, 224x224x64
-  ** with F(4x4)); else 0 */
-  int64_t al = m + 2, P = ci.N * ((ci.OH + m - 1) / m) * ((ci.OW + m - 1) / m);
+  ** the transformed weight (a*a*C*ob floats) is read once instead of once per row; 3 the
+  ** rows in parallel, each row's input transform computed there and kept in cache for all
+  ** the blocks (no transformed input in memory).
+  ** The fallback (Xeon and EPYC, 2 threads, each order of the fallback timed alone): 2 where
+  ** the slab would not stay in a core's cache (over 512 KB: C 256 with F(4x4), C 512 with
+  ** F(2x2)), the blocks give 8 parallel chunks and the rows are few (at most 7: 28x28 with
+  ** F(4x4), 14x14 with F(2x2)); there 2 took 0.74-0.99x the time of 3. Else 3 where there
+  ** are at least 7 rows of tiles to share among the threads: 0.68-0.93x the time of the
+  ** best of 0 and 1 from 28x28 to 224x224 (64x56x56 0.396 -> 0.271 ms, 64x224x224 6.13 ->
+  ** 4.66 on the Xeon). Else 0. */
+  int64_t al = m + 2, rows_n = ci.N * ((ci.OH + m - 1) / m);
   int64_t slab = al * al * ci.C * oc_bn * 4, chunks = ci.N * (ci.O / oc_bn);
-  int order = slab > ((int64_t)512 << 10) && chunks >= 8 && (ci.OH + m - 1) / m > 1 ? 2
-              : al * al * ci.C * P * 4 > ((int64_t)4 << 20) ? 1 : 0;
+  int order = slab > ((int64_t)512 << 10) && chunks >= 8 && rows_n > 1 && rows_n <= 7 ? 2
+              : rows_n >= 7 ? 3 : 0;
   tl_cfg_fallback_other(cfg, "tile_order", (double)order);
   return TL_OK;
 }
@@ -170,11 +175,11 @@ static int wg_output(tl_ctx *ctx, tl_sched *s, int O, int64_t m, int order, int 
   TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &m, t));
   int owo = t[0], owi = t[1];
   int seq[7] = {0, 1, oho, owo, ohi, owi, 4};
-  if (order == 1) seq[1] = oho, seq[2] = 1;   /* n, oh/m, k_chunk: a row of tiles for every block */
+  if (order == 1 || order == 3) seq[1] = oho, seq[2] = 1;   /* n, oh/m, k_chunk: a row of tiles for every block */
   TRY(tl_atvm_reorder_nodes(ctx, s, O, seq, 7));
   int par, f3[3] = {0, 1, oho};
-  if (order == 1) f3[1] = oho, f3[2] = 1;
-  TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, order == 2 ? 2 : 3, &par));
+  if (order == 1 || order == 3) f3[1] = oho, f3[2] = 1;
+  TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, order == 2 || order == 3 ? 2 : 3, &par));
   TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
   *par_out = par, *owo_out = owo;
   TRY(ann(ctx, s, O, owi, TL_ANN_UNROLL));
@@ -258,7 +263,7 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   }
   /* data_pack at root: par(c_chunk, p), eps, nu (unrolled), c_block (vectorized); its rows
   ** pass T at the parallel loop: eps (unrolled), r_b, c_block (vectorized) */
-  {
+  if (order != 3) {
     V = stage_named(ctx, s, vname);
     if (V < 0) return tl_errcode(ctx);
     int vpar, vat, thi = -1, tw = -1;
@@ -335,12 +340,34 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
   }
   snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
   TRY(wg_output(ctx, s, O, m, order, &opar, &owo));
-  /* the inverse's rows pass per row of tiles and block, at the output's parallel loop:
-  ** p, vh (unrolled), r_b, k_block (vectorized) */
+  if (order == 3) {
+    /* data_pack per row of tiles at the output's parallel loop: c_chunk, p, eps, nu
+    ** (unrolled), c_block (vectorized); its rows pass at p */
+    V = stage_named(ctx, s, vname);
+    if (V < 0) return tl_errcode(ctx);
+    int vo[5] = {2, 3, 0, 1, 4};
+    TRY(tl_atvm_reorder_nodes(ctx, s, V, vo, 5));
+    TRY(tl_sched_compute_at(ctx, s, V, O, pos(s, O, opar)));
+    V = stage_named(ctx, s, vname);
+    O = stage_named(ctx, s, oname);
+    if (V < 0 || O < 0) return tl_errcode(ctx);
+    TRY(ann(ctx, s, V, 1, TL_ANN_UNROLL));
+    TRY(ann(ctx, s, V, 4, TL_ANN_VECTORIZE));
+    if (border) TRY(pragma(ctx, s, V, 3, "loop_partition_each"));
+    T = stage_named(ctx, s, tname);
+    if (T < 0) return tl_errcode(ctx);
+    TRY(tl_sched_compute_at(ctx, s, T, V, pos(s, V, 3)));
+    TRY(ann(ctx, s, T, 0, TL_ANN_UNROLL));
+    TRY(ann(ctx, s, T, 4, TL_ANN_VECTORIZE));
+    O = stage_named(ctx, s, oname);
+    if (O < 0) return tl_errcode(ctx);
+  }
+  /* the inverse's rows pass per row of tiles and block, at the output's parallel loop
+  ** (tile_order 3: at the block loop inside it): p, vh (unrolled), r_b, k_block (vectorized) */
   (void)owo;
   R = stage_named(ctx, s, rname);
   if (R < 0) return tl_errcode(ctx);
-  TRY(tl_sched_compute_at(ctx, s, R, O, pos(s, O, opar)));
+  TRY(tl_sched_compute_at(ctx, s, R, O, pos(s, O, order == 3 ? 1 : opar)));
   int rat = 0, t[3];
   TRY(ann(ctx, s, R, 2, TL_ANN_UNROLL));
   TRY(ann(ctx, s, R, 4, TL_ANN_VECTORIZE));
@@ -356,7 +383,15 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
     M = stage_named(ctx, s, mname);
     R = stage_named(ctx, s, rname);
     if (M < 0 || R < 0) return tl_errcode(ctx);
-    TRY(tl_sched_compute_at(ctx, s, M, R, pos(s, R, rat)));
+    if (order == 3) {
+      /* the whole row's GEMM (every block) at the output's parallel loop, before the blocks'
+      ** inverse transforms: no transform constants held in registers across the GEMM */
+      O = stage_named(ctx, s, oname);
+      if (O < 0) return tl_errcode(ctx);
+      TRY(tl_sched_compute_at(ctx, s, M, O, pos(s, O, opar)));
+    } else {
+      TRY(tl_sched_compute_at(ctx, s, M, R, pos(s, R, rat)));
+    }
     TRY(tl_atvm_split_node(ctx, s, M, 3, 1, &rp, t));
     int po = t[0], pi = t[1];
     int order[6] = {2, 0, 1, po, pi, 4};
