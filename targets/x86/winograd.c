@@ -120,17 +120,14 @@ static int wg_define(tl_atvm_cfg *cfg, const tl_atvm_args *a) {
   ** the transformed weight (a*a*C*ob floats) is read once instead of once per row; 3 the
   ** rows in parallel, each row's input transform computed there and kept in cache for all
   ** the blocks (no transformed input in memory).
-  ** The fallback (Xeon and EPYC, 2 threads, each order of the fallback timed alone): 2 where
-  ** the slab would not stay in a core's cache (over 512 KB: C 256 with F(4x4), C 512 with
-  ** F(2x2)), the blocks give 8 parallel chunks and the rows are few (at most 7: 28x28 with
-  ** F(4x4), 14x14 with F(2x2)); there 2 took 0.74-0.99x the time of 3. Else 3 where there
-  ** are at least 7 rows of tiles to share among the threads: 0.68-0.93x the time of the
-  ** best of 0 and 1 from 28x28 to 224x224 (64x56x56 0.396 -> 0.271 ms, 64x224x224 6.13 ->
-  ** 4.66 on the Xeon). Else 0. */
-  int64_t al = m + 2, rows_n = ci.N * ((ci.OH + m - 1) / m);
-  int64_t slab = al * al * ci.C * oc_bn * 4, chunks = ci.N * (ci.O / oc_bn);
-  int order = slab > ((int64_t)512 << 10) && chunks >= 8 && rows_n > 1 && rows_n <= 7 ? 2
-              : rows_n >= 7 ? 3 : 0;
+  ** The fallback (each order of the fallback config timed alone on the Xeon and the EPYC,
+  ** 2 threads, AVX-512 and AVX2): 3 from 8 rows of tiles (56x56 F(4x4): 0.285 against 0.401
+  ** ms for 0 at 64 channels, 0.630 against 1.187 as AVX2 code); 2 on 2-7 rows (28x28 F(4x4),
+  ** 14x14 and 7x7 F(2x2)) where the blocks give at least 4 parallel chunks (0.62-0.90x the
+  ** time of 0 on AVX-512, where 3 leaves 7 rows to share and took 0.96-1.34x the time of
+  ** 2); else 0. */
+  int64_t rows_n = ci.N * ((ci.OH + m - 1) / m), chunks = ci.N * (ci.O / oc_bn);
+  int order = rows_n >= 8 ? 3 : rows_n >= 2 && chunks >= 4 ? 2 : 0;
   tl_cfg_fallback_other(cfg, "tile_order", (double)order);
   return TL_OK;
 }

@@ -103,11 +103,10 @@ check_task(8, 74, 16, 1, 1)               -- rows of 37 (F(2)) and 19 (F(4)) til
 check_task(16, 10, 24, 1, 1, "llvm -mcpu=core-avx2")   -- 8-lane vectors, 16 registers
 check_task(16, 7, 32, 1, 1, "llvm -mcpu=core-avx2")    -- its fallback: two vectors by rows of 4 tiles
 
--- the fallback's tile order (blocked task, AVX-512 target: 16 lanes, 32 registers): a block's
--- GEMM over the whole image (2) where its slab of the transformed weight (a*a*C*ob floats) is
--- over 512 KB, the blocks 8 or more and the rows of tiles at most 7; else the rows in parallel
--- with each row's input transform kept in cache (3) from 7 rows of tiles; else the rows of a
--- block one after the other (0)
+-- the fallback's tile order (blocked task, AVX-512 target: 16 lanes, 32 registers): the rows
+-- of tiles in parallel with each row's input transform kept in cache (3) from 8 rows of tiles;
+-- a block's GEMM over the whole image (2) on 2-7 rows where the blocks give at least 4
+-- parallel chunks; else the rows of a block one after the other (0)
 local function fallback_order(C, H, O, target)
   local args = { { "TENSOR", { 1, C, H, H }, "float32" }, { "TENSOR", { O, C, 3, 3 }, "float32" }, { 1, 1 },
                  { 1, 1, 1, 1 }, { 1, 1 }, "NCHW", "NCHW", "float32" }
@@ -117,21 +116,20 @@ local function fallback_order(C, H, O, target)
   return math.floor(task:config(sp:knob2point(sp:fallback_digits()))["tile_order"].val)
 end
 for _, c in ipairs({
-  { 512, 28, 512, 2, "F(4x4), 28x28x512: a 2.4 MB slab per block, 7 rows" },
-  { 256, 28, 512, 2, "F(4x4), 28x28x256 -> 512: a 1.2 MB slab per block, 7 rows" },
-  { 512, 14, 512, 2, "F(2x2), 14x14x512: a 1 MB slab per block, 7 rows" },
-  { 256, 56, 256, 3, "F(4x4), 56x56x256: a 1.2 MB slab, but 14 rows" },
-  { 128, 28, 128, 3, "F(4x4), 28x28x128: 7 rows" },
-  { 256, 14, 256, 3, "F(2x2), 14x14x256: a 512 KB slab, 7 rows" },
   { 64, 224, 64, 3, "F(4x4), 224x224x64: 56 rows" },
+  { 256, 56, 256, 3, "F(4x4), 56x56x256: 14 rows" },
   { 64, 56, 64, 3, "F(4x4), 56x56x64: 14 rows" },
-  { 64, 12, 64, 0, "F(2x2), 12x12: 6 rows" },
-  { 64, 8, 64, 0, "F(2x2), 8x8: 4 rows" },
+  { 96, 35, 96, 3, "F(4x4), 35x35x96: 9 rows" },
+  { 512, 28, 512, 2, "F(4x4), 28x28x512: 7 rows, 16 blocks" },
+  { 128, 28, 128, 2, "F(4x4), 28x28x128: 7 rows, 4 blocks" },
+  { 256, 14, 256, 2, "F(2x2), 14x14x256: 7 rows, 8 blocks" },
+  { 64, 14, 64, 0, "F(2x2), 14x14x64: 7 rows, 2 blocks" },
+  { 64, 2, 64, 0, "F(2x2), 2x2: 1 row" },
 }) do
   local got = fallback_order(c[1], c[2], c[3])
   assert(got == c[4], string.format("fallback tile_order of %s: want %d, got %d", c[5], c[4], got))
 end
-assert(fallback_order(512, 7, 512, "llvm -mcpu=core-avx2") == 0, "AVX2, F(2x2), 7x7x512: 4 rows, a 512 KB slab (two vectors of 8)")
+assert(fallback_order(512, 7, 512, "llvm -mcpu=core-avx2") == 2, "AVX2, F(2x2), 7x7x512: 4 rows, 32 blocks of 16")
 
 -- tuning: blocked configs measured and checked against references of their own blocks and tile
 do

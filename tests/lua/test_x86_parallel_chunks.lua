@@ -5,9 +5,10 @@
 --     channels), a cut that does not divide them: 10 parallel iterations, not 5 (3 against
 --     2 on two threads); an even count of channel blocks (6) keeps its loop of 6, and a
 --     divisor that gives 8 chunks is still taken (56x56 on 2 blocks: 2 x 4 chunks of 14 rows);
---   * conv2d_NCHWc_winograd.x86's input transform on one block of channels and a prime count
---     of tile rows (147x147: 37 rows of 4x4 tiles) cuts the tiles of a row too: a parallel
---     loop of 8, where it was one serial pass;
+--   * conv2d_NCHWc_winograd.x86 on one block of channels and a prime count of tile rows
+--     (147x147: 37 rows of 4x4 tiles): the fallback runs the 37 rows in parallel; in
+--     tile_order 0 the input transform cuts the tiles of a row too: a parallel loop of 8,
+--     where it was one serial pass;
 --   * numerics of both against topi's conv2d on random data (the cut's last chunk is short).
 local tl = require "tunelua"
 local te, topi = tl.te, tl.topi
@@ -27,8 +28,8 @@ local function task_of(tmpl, C, H, O, KH, KW, P)
 end
 
 -- the extents of the lowered function's parallel loops, in order
-local function parallel_extents(task)
-  local s, targs = task:instantiate(-1)
+local function parallel_extents(task, index)
+  local s, targs = task:instantiate(index or -1)
   local text = tl.lower(s, targs):text()
   local ext = {}
   for e in text:gmatch("parallel %([^,]+, 0, (%d+)%)") do ext[#ext + 1] = tonumber(e) end
@@ -39,8 +40,9 @@ local function numel(sh) local n = 1; for _, d in ipairs(sh) do n = n * d end; r
 
 -- [O, C, KH, KW] -> [O/ob, C, KH, KW, ob]
 
--- the task's fallback config on random data against topi's conv2d; max |error| <= tol
-local function check_numerics(task, what, C, H, O, KH, KW, P, wino)
+-- the task's config index (nil: the fallback) on random data against topi's conv2d; max |error| <= tol
+local function check_numerics(task, what, C, H, O, KH, KW, P, wino, index)
+  index = index or -1
   local OH, OW = H + P[1] + P[3] - KH + 1, H + P[2] + P[4] - KW + 1
   local A = te.placeholder({ 1, C, H, H }, "float32", "A")
   local Wt = te.placeholder({ O, C, KH, KW }, "float32", "W")
@@ -50,14 +52,14 @@ local function check_numerics(task, what, C, H, O, KH, KW, P, wino)
   local w = tl.nd.random_uniform({ O, C, KH, KW }, { low = -1, high = 1, seed = 12 })
   local ref = tl.nd.empty({ 1, O, OH, OW })
   ref_f(a, w, ref)
-  local s, targs, shapes = task:instantiate(-1)
+  local s, targs, shapes = task:instantiate(index)
   local f = tl.build(s, targs, AVX512)
   local ib, ob = shapes[1][5], shapes[#shapes][5]
   local ab = tl.nd.empty(shapes[1])
   block_data(a, 1, C, H, H, ib, ab)
   local wb
   if wino then
-    wb = winograd.weight(w, winograd.tile_size(task, -1), ob)
+    wb = winograd.weight(w, winograd.tile_size(task, index), ob)
   else
     wb = tl.nd.empty(shapes[2])
     block_kernel(w, O, C, KH, KW, ob, wb)
@@ -102,15 +104,29 @@ do
          table.concat(ext, ", ") .. "}")
 end
 
--- Winograd 32 -> 32 on 147x147 (inception_v3): the input transform's loop is parallel, 8 wide
+-- Winograd 32 -> 32 on 147x147 (inception_v3): 37 rows of 4x4 tiles, a prime, on one block.
+-- The fallback (tile_order 3) runs the rows in parallel, each with its input transform: one
+-- loop of 37. In tile_order 0 the input transform runs at root and cuts the tiles of a row
+-- too: its parallel loop is 8 wide, then the output's.
 do
   local P = { 1, 1, 1, 1 }
   local task = task_of("conv2d_NCHWc_winograd.x86", 32, 147, 32, 3, 3, P)
   local ext, text = parallel_extents(task)
-  assert(#ext == 2 and ext[1] == 8,
-         "Winograd 32 -> 32 on 147x147: expected the input transform's parallel loop of 8 and the output's, got {" ..
+  assert(#ext == 1 and ext[1] == 37,
+         "Winograd 32 -> 32 on 147x147, fallback: expected one parallel loop of 37 rows of tiles, got {" ..
          table.concat(ext, ", ") .. "}:\n" .. text)
   check_numerics(task, "Winograd 32 -> 32 147x147", 32, 147, 32, 3, 3, P, true)
+  local sp, ko = task.config_space
+  for k, kb in ipairs(sp:knobs()) do if kb.name == "tile_order" then ko = k end end
+  local digits = sp:fallback_digits()
+  digits[ko] = 0
+  local index = sp:knob2point(digits)
+  assert(math.floor(task:config(index)["tile_order"].val) == 0, "the config runs tile_order 0")
+  ext, text = parallel_extents(task, index)
+  assert(#ext == 2 and ext[1] == 8,
+         "Winograd 32 -> 32 on 147x147, tile_order 0: expected the input transform's parallel loop of 8 and the " ..
+         "output's, got {" .. table.concat(ext, ", ") .. "}:\n" .. text)
+  check_numerics(task, "Winograd 32 -> 32 147x147, tile_order 0", 32, 147, 32, 3, 3, P, true, index)
 end
 
 print("test_x86_parallel_chunks: ok")
