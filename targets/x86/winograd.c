@@ -12,7 +12,10 @@
 **   data_pad   on 32 registers inlined: the rows pass loads the unpadded
 **              blocked input through guards (no padded copy); on 16 at root,
 **              (n, c_chunk, h) fused and parallel, the channel block vectorized;
-**   data_pack  at root, (c_chunk, p) fused and parallel (32 registers: p as
+**   data_pack  at root (tile_order 3: per row of tiles at the output's parallel
+**              loop, c_chunk, p, the row's first and last tiles and the image's
+**              first and last rows split off so the interior loads unguarded),
+**              (c_chunk, p) fused and parallel (32 registers: p as
 **              (n, tile row, tile column), par(c_chunk, n, rows / chunk), the
 **              rows of a chunk partitioned one border row at a time and the
 **              tiles of a row partitioned, so interior tiles load unguarded; where
@@ -21,13 +24,15 @@
 **              nu unrolled (the position its pass selects), the channel block
 **              vectorized; its rows pass computed there per tile (eps unrolled);
 **   output     par(n, k_chunk, oh/m) (tile_order 1: par(n, oh/m, k_chunk); 2:
-**              par(n, k_chunk), oh/m),
+**              par(n, k_chunk), oh/m; 3: par(n, oh/m), k_chunk),
 **              ow/m, oh%m, ow%m (unrolled), the block vectorized (the fused
 **              endings computed there, once per output vector);
 **   inverse_rows per row of tiles and block at the output's parallel loop (tile_order
-**              2: per block, over every tile of the image)
+**              2: per block, over every tile of the image; 3: at the block loop)
 **              (vh unrolled), and inside it
-**   bgemm      for the row (tile_order 2: the image) and block: eps, nu, p/tile_p, accumulated in
+**   bgemm      for the row (tile_order 2: the image) and block (tile_order 3: the
+**              row and every block, at the output's parallel loop before the
+**              blocks' inverse transforms): eps, nu, p/tile_p, accumulated in
 **              registers (cache_write): ic_outer, ic_inner, tile_p rows
 **              (unrolled), ob (vectorized, in vectors of the target's width)
 **              -- the direct conv's FMA micro-kernel, a kernel vector per
@@ -37,7 +42,8 @@
 ** the row's tile count up to it is taken), tile_order (0: the rows of a block
 ** one after the other; 1: the blocks of a row one after the other, so the row's
 ** transformed input stays in cache; 2: a block's GEMM over the whole image, so its
-** slab of the transformed weight is read once, not once per row).
+** slab of the transformed weight is read once, not once per row; 3: the rows in
+** parallel, each row's input transform and GEMM kept in cache for all the blocks).
 ** The NCHW form of the task (no blocked shapes) is the plain conv2d and has no
 ** schedule here: the template runs blocked only.
 */
@@ -157,7 +163,8 @@ static int ann(tl_ctx *ctx, tl_sched *s, int st, int node, int a) {
   return tl_sched_annotate(ctx, s, st, p, a);
 }
 
-/* The output loops of stage O (n, k_chunk, oh, ow, ob) by tile_order:
+/* The output loops of stage O (n, k_chunk, oh, ow, ob) by tile_order (3 as 1, with the
+** parallel loop over (n, oh/m) only: the blocks of a row a serial loop inside it):
 **   0: par(n, k_chunk, oh/m), ow/m, oh%m, ow%m (unrolled: the position of the last
 **      transform pass), ob (vectorized);
 **   1: par(n, oh/m, k_chunk), ...: the blocks of a row of tiles one after the other (on
@@ -391,8 +398,8 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
     }
     TRY(tl_atvm_split_node(ctx, s, M, 3, 1, &rp, t));
     int po = t[0], pi = t[1];
-    int order[6] = {2, 0, 1, po, pi, 4};
-    TRY(tl_atvm_reorder_nodes(ctx, s, M, order, 6));
+    int mo[6] = {2, 0, 1, po, pi, 4};
+    TRY(tl_atvm_reorder_nodes(ctx, s, M, mo, 6));
     TRY(ann(ctx, s, M, 4, TL_ANN_VECTORIZE));
     TRY(tl_sched_compute_at(ctx, s, CC, M, pos(s, M, po)));
     /* CC: eps nu k_chunk p k_block | ic_outer ic_inner */
