@@ -65,11 +65,12 @@ local function check_task(C, H, O, P, nconfigs, target)
   local seen = {}
   for ti = 0, 2 do
     -- the fallback with each tile size in each tile order (rows of a block, blocks of a row,
-    -- a block's GEMM over the whole image), then random configs
-    for c = -2, nconfigs do
+    -- a block's GEMM over the whole image, rows in parallel with their transforms), then
+    -- random configs
+    for c = -3, nconfigs do
       local digits = sp:point2knob(c <= 0 and sp:knob2point(sp:fallback_digits()) or math.random(0, #sp - 1))
       digits[kt] = ti
-      if c <= 0 then digits[ko] = c + 2 end
+      if c <= 0 then digits[ko] = c + 3 end
       local idx = sp:knob2point(digits)
       local s, targs, shapes = task:instantiate(idx)
       local m = winograd.tile_size(task, idx)
