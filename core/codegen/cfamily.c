@@ -538,6 +538,10 @@ void tl_cf_for(tl_cf *c, tl_ref loop) {
   tl_ref var = tl_ir_kid(ir, loop, 0), min = tl_ir_kid(ir, loop, 1), ext = tl_ir_kid(ir, loop, 2);
   tl_type vt = tl_ir_type(ir, var);
   c->h->decl_type(c, vt, ty);
+  if (c->h->wide_loop_var && vt.lanes == 1 && vt.code == TL_TC_INT && vt.bits < 64) {
+    snprintf(ty, sizeof ty, "%s", c->h->wide_loop_var);
+    vt.bits = 64;
+  }
   int64_t kmin = 0, kext = 0;
   int cmin = tl_ir_is_int(ir, min, &kmin), cext = tl_ir_is_int(ir, ext, &kext);
   int nn = tl_cf_nonneg(c, min);

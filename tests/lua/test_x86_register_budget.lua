@@ -76,5 +76,48 @@ for _, m in ipairs(machines) do
   end
 end
 
+-- The 1x1 conv's FMA loop (28 accumulators, 14 positions of a row) addresses its inputs as one
+-- base with constant offsets: no stack access and no indexed broadcast among its FMAs. With
+-- int32 loop variables GCC kept each unrolled position's input index in its own register,
+-- sign-extended, and reloaded some from the stack (512 -> 512 at 14x14 on skylake-avx512: 7
+-- stack accesses and 13 indexed broadcasts among the loop's 28 FMAs); the C backend declares
+-- loop variables int64_t.
+-- the innermost loop (a label to the first jump back to it; of those with the most FMAs, the
+-- shortest) with the most FMAs: its FMAs, stack accesses and indexed broadcasts
+local function fma_block_stats(asm)
+  local lines = {}
+  for line in asm:gmatch("[^\n]+") do lines[#lines + 1] = line end
+  local best = { fmas = 0, stack = 0, indexed = 0, n = 0 }
+  for i, line in ipairs(lines) do
+    local label = line:match("^([%.%w_]+):")
+    if label then
+      local cur = { fmas = 0, stack = 0, indexed = 0, n = 0 }
+      for k = i + 1, #lines do
+        local l = lines[k]
+        local target = l:match("^%s*j%a+%s+([%.%w_]+)%s*$")
+        if target == label then
+          if cur.fmas > best.fmas or (cur.fmas == best.fmas and cur.n < best.n) then best = cur end
+          break
+        end
+        cur.n = cur.n + 1
+        if l:match("^%s*vfn?m[as][du][db]") then cur.fmas = cur.fmas + 1 end
+        if l:match("%(%%r[sb]p") then cur.stack = cur.stack + 1 end
+        if l:match("^%s*vbroadcastss%s+%-?%d*%(%%%w+,%%%w+") then cur.indexed = cur.indexed + 1 end
+      end
+    end
+  end
+  return best
+end
+for _, c in ipairs({ { 512, 14, 512 }, { 128, 56, 128 }, { 256, 28, 256 } }) do
+  local task = autotvm.task.create("conv2d_NCHWc.x86", conv(c[1], c[2], c[3], 1, 1, 0), "llvm -mcpu=skylake-avx512")
+  task:set_blocked(true)
+  local st = fma_block_stats(util.asm(measure.source_of(task:lower(-1)), "skylake-avx512", dir, "pw" .. c[1]))
+  local what = string.format("1x1 %d -> %d at %dx%d (blocked, skylake-avx512)", c[1], c[3], c[2], c[2])
+  assert(st.fmas >= 14, what .. ": expected an FMA loop, got " .. st.fmas .. " FMAs in the widest block")
+  assert(st.stack == 0 and st.indexed == 0,
+         string.format("%s: %d stack accesses and %d indexed broadcasts among %d FMAs", what, st.stack, st.indexed,
+                       st.fmas))
+end
+
 util.cleanup(dir)
 print("test_x86_register_budget: ok")
