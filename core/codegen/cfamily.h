@@ -30,7 +30,7 @@ typedef struct tl_cf_lang {
   int (*reserved_prefix)(const char *base);   /* 1: base needs a v_ prefix */
   /* types: the declared type of a scalar or vector value (buf: 32 bytes) */
   const char *(*decl_type)(tl_cf *c, tl_type t, char *buf);
-  /* the declared type of a loop variable of a narrower scalar integer type (NULL: its own
+  /* the declared type of a loop variable of a narrower signed integer type (NULL: its own
   ** type). The C backend declares them int64_t, so an index such as
   ** (ic * 6272 + oh * 448) + ow * 32 + c is computed at pointer width: with int32 the
   ** compiler keeps each unrolled position's index in its own register, sign-extended,
