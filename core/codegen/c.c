@@ -1029,8 +1029,7 @@ static void print_parallel(cg *c, tl_ref loop) {
                tl_calloc((size_t)c->b.nbufs + 1, 1), tl_calloc((size_t)c->b.nbufs + 1, 1)};
   tl_ir_visit(ir, body, free_fn, &f);
   f.used[var_id(c, var)] = 0;
-  tl_type vt = tl_ir_type(ir, var);
-  if (vt.lanes == 1 && vt.code == TL_TC_INT && vt.bits < 64) vt.bits = 64;   /* c_lang.wide_loop_var */
+  tl_type vt = tl_cf_loop_type(&c->b, tl_ir_type(ir, var));
   const char *vtype = ctype(c, vt);
 
   /* the call site */
@@ -1633,7 +1632,7 @@ static const tl_cf_lang c_lang = {
   .nreserved = (int)TL_ARRAY_SIZE(reserved_words),
   .reserved_prefix = h_reserved_prefix,
   .decl_type = h_decl_type,
-  .wide_loop_var = "int64_t",
+  .wide_loop_var = 1,
   .bool_lit = {"0", "1"},
   .int64_fmt = "INT64_C(%lld)",
   .int64_min = "(-INT64_C(9223372036854775807) - 1)",

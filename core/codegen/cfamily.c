@@ -532,16 +532,17 @@ int tl_cf_loop_var_ok(tl_cf *c, tl_ref loop) {
   return 1;
 }
 
+tl_type tl_cf_loop_type(const tl_cf *c, tl_type t) {
+  if (c->h->wide_loop_var && t.lanes == 1 && t.code == TL_TC_INT && t.bits < 64) t.bits = 64;
+  return t;
+}
+
 void tl_cf_for(tl_cf *c, tl_ref loop) {
   tl_ir *ir = c->ir;
   char ty[32];
   tl_ref var = tl_ir_kid(ir, loop, 0), min = tl_ir_kid(ir, loop, 1), ext = tl_ir_kid(ir, loop, 2);
-  tl_type vt = tl_ir_type(ir, var);
+  tl_type vt = tl_cf_loop_type(c, tl_ir_type(ir, var));
   c->h->decl_type(c, vt, ty);
-  if (c->h->wide_loop_var && vt.lanes == 1 && vt.code == TL_TC_INT && vt.bits < 64) {
-    snprintf(ty, sizeof ty, "%s", c->h->wide_loop_var);
-    vt.bits = 64;
-  }
   int64_t kmin = 0, kext = 0;
   int cmin = tl_ir_is_int(ir, min, &kmin), cext = tl_ir_is_int(ir, ext, &kext);
   int nn = tl_cf_nonneg(c, min);

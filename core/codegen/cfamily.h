@@ -30,12 +30,12 @@ typedef struct tl_cf_lang {
   int (*reserved_prefix)(const char *base);   /* 1: base needs a v_ prefix */
   /* types: the declared type of a scalar or vector value (buf: 32 bytes) */
   const char *(*decl_type)(tl_cf *c, tl_type t, char *buf);
-  /* the declared type of a loop variable of a narrower signed integer type (NULL: its own
-  ** type). The C backend declares them int64_t, so an index such as
+  /* 1: loop variables of a narrower signed integer type are declared 64-bit
+  ** (tl_cf_loop_type). The C backend does, so an index such as
   ** (ic * 6272 + oh * 448) + ow * 32 + c is computed at pointer width: with int32 the
   ** compiler keeps each unrolled position's index in its own register, sign-extended,
   ** instead of one base address with constant offsets */
-  const char *wide_loop_var;
+  int wide_loop_var;
   /* literals */
   const char *bool_lit[2];        /* false, true */
   const char *int64_fmt;          /* an int64 from %lld */
@@ -112,6 +112,9 @@ int tl_cf_nonneg(tl_cf *c, tl_ref e);            /* known >= 0 (conservative) */
 ** integer (returns 0). */
 int tl_cf_loop_var_ok(tl_cf *c, tl_ref loop);
 void tl_cf_for(tl_cf *c, tl_ref loop);
+/* The type a loop variable of type t is declared with: 64-bit where the backend widens
+** narrower signed ones (tl_cf_lang.wide_loop_var), else t. */
+tl_type tl_cf_loop_type(const tl_cf *c, tl_type t);
 
 /* Print expression e; lane >= 0 prints that lane of a vector as a scalar.
 ** Every operation is fully parenthesized. The shared forms: literals (from

@@ -163,6 +163,17 @@ static int ann(tl_ctx *ctx, tl_sched *s, int st, int node, int a) {
   return tl_sched_annotate(ctx, s, st, p, a);
 }
 
+/* The input transform's annotations where it is computed: data_pack V's nu unrolled (the
+** position its pass selects) and channel block vectorized, its rows pass T at V's node
+** vat, eps unrolled and the channel block vectorized. */
+static int wg_pack(tl_ctx *ctx, tl_sched *s, int V, int T, int vat) {
+  TRY(ann(ctx, s, V, 1, TL_ANN_UNROLL));
+  TRY(ann(ctx, s, V, 4, TL_ANN_VECTORIZE));
+  TRY(tl_sched_compute_at(ctx, s, T, V, pos(s, V, vat)));
+  TRY(ann(ctx, s, T, 0, TL_ANN_UNROLL));
+  return ann(ctx, s, T, 4, TL_ANN_VECTORIZE);
+}
+
 /* The output loops of stage O (n, k_chunk, oh, ow, ob) by tile_order (3 as 1, with the
 ** parallel loop over (n, oh/m) only: the blocks of a row a serial loop inside it):
 **   0: par(n, k_chunk, oh/m), ow/m, oh%m, ow%m (unrolled: the position of the last
@@ -171,21 +182,21 @@ static int ann(tl_ctx *ctx, tl_sched *s, int st, int node, int a) {
 **      one thread), so the row's transformed input stays in cache across them;
 **   2: par(n, k_chunk), oh/m, ...: the parallel loop per block, so the GEMM and the
 **      inverse's rows pass computed there cover every tile of the image.
-** *par: the parallel loop, *owo: the tile loop. */
-static int wg_output(tl_ctx *ctx, tl_sched *s, int O, int64_t m, int order, int *par_out, int *owo_out) {
+** *par: the parallel loop. */
+static int wg_output(tl_ctx *ctx, tl_sched *s, int O, int64_t m, int order, int *par_out) {
   int t[3];
   TRY(tl_atvm_split_node(ctx, s, O, 2, 1, &m, t));
   int oho = t[0], ohi = t[1];
   TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &m, t));
   int owo = t[0], owi = t[1];
+  int rows_first = order == 1 || order == 3;   /* n, oh/m, k_chunk: a row of tiles for every block */
   int seq[7] = {0, 1, oho, owo, ohi, owi, 4};
-  if (order == 1 || order == 3) seq[1] = oho, seq[2] = 1;   /* n, oh/m, k_chunk: a row of tiles for every block */
+  if (rows_first) seq[1] = oho, seq[2] = 1;
   TRY(tl_atvm_reorder_nodes(ctx, s, O, seq, 7));
-  int par, f3[3] = {0, 1, oho};
-  if (order == 1 || order == 3) f3[1] = oho, f3[2] = 1;
-  TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, order == 2 || order == 3 ? 2 : 3, &par));
+  int par;
+  TRY(tl_atvm_fuse_nodes(ctx, s, O, seq, order >= 2 ? 2 : 3, &par));
   TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
-  *par_out = par, *owo_out = owo;
+  *par_out = par;
   TRY(ann(ctx, s, O, owi, TL_ANN_UNROLL));
   return ann(ctx, s, O, 4, TL_ANN_VECTORIZE);
 }
@@ -319,22 +330,18 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
       vat = vpar;
     }
     TRY(ann(ctx, s, V, vpar, TL_ANN_PARALLEL));
-    TRY(ann(ctx, s, V, 1, TL_ANN_UNROLL));
-    TRY(ann(ctx, s, V, 4, TL_ANN_VECTORIZE));
     if (border) {
       TRY(pragma(ctx, s, V, thi, "loop_partition_each"));
       TRY(pragma(ctx, s, V, tw, "loop_partition"));
     }
     T = stage_named(ctx, s, tname);
     if (T < 0) return tl_errcode(ctx);
-    TRY(tl_sched_compute_at(ctx, s, T, V, pos(s, V, vat)));
-    TRY(ann(ctx, s, T, 0, TL_ANN_UNROLL));
-    TRY(ann(ctx, s, T, 4, TL_ANN_VECTORIZE));
+    TRY(wg_pack(ctx, s, V, T, vat));
   }
   /* the output transform (with the fused endings): O */
   last = tl_sched_num_stages(s) - 1;
   Y = tl_atvm_stage_by_tag(s, "conv2d_NCHWc_winograd");
-  int O = last, opar, owo;
+  int O = last, opar;
   if (Y >= 0 && Y != last && tl_sched_stage_compute_at(s, Y, NULL, NULL) == TL_CA_ROOT) {
     /* a last stage of another shape: its outer loops in parallel, Y at root */
     int f[2] = {0, 1};
@@ -343,32 +350,21 @@ static int wg_schedule(tl_atvm_cfg *cfg, const tl_atvm_args *a, tl_sched *s) {
     O = Y;
   }
   snprintf(oname, sizeof oname, "%s", tl_sched_stage_name(s, O));
-  TRY(wg_output(ctx, s, O, m, order, &opar, &owo));
+  TRY(wg_output(ctx, s, O, m, order, &opar));
   if (order == 3) {
     /* data_pack per row of tiles at the output's parallel loop: c_chunk, p, eps, nu
     ** (unrolled), c_block (vectorized); its rows pass at p */
     V = stage_named(ctx, s, vname);
-    if (V < 0) return tl_errcode(ctx);
+    T = stage_named(ctx, s, tname);
+    if (V < 0 || T < 0) return tl_errcode(ctx);
     int vo[5] = {2, 3, 0, 1, 4};
     TRY(tl_atvm_reorder_nodes(ctx, s, V, vo, 5));
     TRY(tl_sched_compute_at(ctx, s, V, O, pos(s, O, opar)));
-    V = stage_named(ctx, s, vname);
-    O = stage_named(ctx, s, oname);
-    if (V < 0 || O < 0) return tl_errcode(ctx);
-    TRY(ann(ctx, s, V, 1, TL_ANN_UNROLL));
-    TRY(ann(ctx, s, V, 4, TL_ANN_VECTORIZE));
     if (border) TRY(pragma(ctx, s, V, 3, "loop_partition_each"));
-    T = stage_named(ctx, s, tname);
-    if (T < 0) return tl_errcode(ctx);
-    TRY(tl_sched_compute_at(ctx, s, T, V, pos(s, V, 3)));
-    TRY(ann(ctx, s, T, 0, TL_ANN_UNROLL));
-    TRY(ann(ctx, s, T, 4, TL_ANN_VECTORIZE));
-    O = stage_named(ctx, s, oname);
-    if (O < 0) return tl_errcode(ctx);
+    TRY(wg_pack(ctx, s, V, T, 3));
   }
   /* the inverse's rows pass per row of tiles and block, at the output's parallel loop
   ** (tile_order 3: at the block loop inside it): p, vh (unrolled), r_b, k_block (vectorized) */
-  (void)owo;
   R = stage_named(ctx, s, rname);
   if (R < 0) return tl_errcode(ctx);
   TRY(tl_sched_compute_at(ctx, s, R, O, pos(s, O, order == 3 ? 1 : opar)));
