@@ -146,6 +146,64 @@ TL_TEST(pool_uses_workers) {
   tl_pool_free(p);
 }
 
+/* Each thread starts on its own share, in slot order: the caller at index 0, a pool of 3's
+** workers at n/3 and 2n/3 (here 33 and 66 of 99), so consecutive loops give a thread the same
+** part of their index spaces. The shares' first indices wait until both workers have started,
+** which keeps a thread from stealing another's share before its owner starts. */
+typedef struct {
+  pthread_t caller;
+  atomic_int started;            /* workers that ran their first index */
+  atomic_llong first[2];         /* each worker's first index, -1 before */
+  atomic_int nworker;
+  int gen;                       /* unique per loop: a thread registers once per loop */
+  int timed_out;
+} shares;
+
+static _Thread_local int tls_gen;
+
+static void shares_body(int64_t i, void *arg) {
+  shares *s = arg;
+  if (!pthread_equal(pthread_self(), s->caller) && tls_gen != s->gen) {
+    tls_gen = s->gen;
+    int k = atomic_fetch_add(&s->nworker, 1);
+    if (k < 2) atomic_store(&s->first[k], i);
+    atomic_fetch_add(&s->started, 1);
+  }
+  /* the first index of each thread waits for both workers: none steals a share before its
+  ** owner has started */
+  if (i == 0 || i == 33 || i == 66) {
+    double t = tl_now();
+    while (atomic_load(&s->started) < 2)
+      if (tl_now() - t > 10.0) {
+        s->timed_out = 1;
+        break;
+      }
+  }
+}
+
+TL_TEST(pool_shares_in_slot_order) {
+  tl_pool *p = tl_pool_new(3);
+  if (tl_pool_size(p) < 3) {
+    tl_pool_free(p);
+    return;
+  }
+  for (int rep = 0; rep < 5; rep++) {
+    shares s;
+    memset(&s, 0, sizeof s);
+    s.caller = pthread_self();
+    atomic_store(&s.first[0], -1);
+    atomic_store(&s.first[1], -1);
+    s.gen = rep + 1;
+    tl_pool_for(p, 99, shares_body, &s);
+    CHECK_MSG(!s.timed_out, "the workers of a pool of 3 did not start within 10 s");
+    if (s.timed_out) break;
+    long long a = atomic_load(&s.first[0]), b = atomic_load(&s.first[1]);
+    CHECK_MSG((a == 33 && b == 66) || (a == 66 && b == 33),
+              "the workers started at %lld and %lld, expected 33 and 66", a, b);
+  }
+  tl_pool_free(p);
+}
+
 /* ---- nesting and concurrency ---------------------------------------------------- */
 
 typedef struct {
