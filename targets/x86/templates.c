@@ -388,6 +388,12 @@ static int dw_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *s
   int64_t rows2 = 2;
   int two = ci->stride[0] == 2 && ci->KH > 1 && oh_f % 2 == 0 &&
             2 * reg_n + ci->KH * ci->KW + ci->KW + 2 <= SIMD_REGS;
+  if (two && x > 1) {
+    /* rows cut into chunks: the chunk edge's guards need registers too -- 64x112's
+    ** 2 x 8 positions reloaded 9 vectors from the stack (GCC, AVX-512), 2 x 7 none */
+    int64_t cap = (SIMD_REGS - 3 - ci->KH * ci->KW - ci->KW - 2) / 2;
+    if (reg_n > cap && cap >= 4) reg_n = tl_atvm_largest_divisor(ci->OW, cap);
+  }
   int oho = 2, ohi, owo, owi, ohp = -1, ohq = -1;
   TRY(tl_atvm_split_node(ctx, s, O, 2, 1, &oh_f, t)); oho = t[0], ohi = t[1];
   if (two) { TRY(tl_atvm_split_node(ctx, s, O, ohi, 1, &rows2, t)); ohp = t[0], ohq = t[1]; }
@@ -397,7 +403,13 @@ static int dw_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *s
     int64_t l = SIMD_LANES;
     TRY(tl_atvm_split_node(ctx, s, O, 4, 1, &l, t)); Obo = t[0], Obi = t[1];
   }
+  /* Rows cut into chunks (x > 1): the row chunks outside the channel chunks in the parallel
+  ** loop, so each thread's share is a band of rows across all channels -- the share the
+  ** 1x1 convs around it (rows outside their output-channel chunks on large inputs) write
+  ** and read on the same thread (core/base/pool.c gives consecutive loops the same shares),
+  ** not one channel chunk's rows written by the other core. */
   int order[12] = {0, 1, oho, ohi, owo, owi, 4}, no = 7;
+  if (x > 1) order[1] = oho, order[2] = 1;
   if (two) {
     no = 3;
     order[no++] = ohp, order[no++] = owo;
@@ -405,7 +417,7 @@ static int dw_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *s
     order[no++] = ohq, order[no++] = owi, order[no++] = Obi;
   }
   TRY(tl_atvm_reorder_nodes(ctx, s, O, order, no));
-  int par, f3[3] = {0, 1, oho};
+  int par, f3[3] = {0, order[1], order[2]};
   TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, 3, &par));
   TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
   TRY(ann(ctx, s, O, Obi, TL_ANN_VECTORIZE));
