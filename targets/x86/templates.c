@@ -357,7 +357,8 @@ static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched 
 ** core/te/partition.h): the guards stay on the border rows and columns only,
 ** the interior runs the unguarded FMA loop on the input as the previous layer
 ** wrote it (no padded copy). oh_f = OH unless the (n, c_chunk) chunks are too
-** few to keep the threads busy (then OH is cut into at least 8 chunks in all).
+** few to keep the threads busy (then OH is cut into at least 8 chunks in all, and
+** the parallel loop is par(n, oh/oh_f, c_chunk): a thread's share is a band of rows).
 ** Stride 2 with an even oh_f: oh_f as oh_f/2, ow/reg_n, [b/lanes,] 2, reg_n, b and
 ** the accumulation over kh, kw, the 2 rows (all unrolled), reg_n, b. */
 static int dw_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched *s, int CV) {
