@@ -216,6 +216,43 @@ for _, case in ipairs(cases) do
   compare(case[1], ins, outs, case[3])
 end
 
+-- ---- a blocked layout read back, batch 1 ------------------------------------------------------
+
+-- NCHW16c -> NCHW: the channel axis split by the block, its inner part inside the row loop (one
+-- block row serves the block's 16 channels from cache; in the output's own order each channel
+-- re-read its chunk's whole block), the outer loop parallel
+do
+  local X = ph({ 1, 8, 24, 32, 16 })
+  local Y = topi.layout_transform(X, "NCHW16c", "NCHW")
+  local sd = compare("layout_transform NCHW16c -> NCHW", { X }, { Y })
+  local text = tostring(tl.lower(sd, { X, Y }))
+  local rows, inner = text:find("for (i2, 0, 24)", 1, true), text:find("for (i1.inner, 0, 16)", 1, true)
+  assert(text:find("parallel (", 1, true), "the outer loop of the transform is parallel:\n" .. text)
+  assert(rows and inner and rows < inner, "the block's inner channels inside the row loop:\n" .. text)
+end
+-- one block (32 channels, no split) and NHWC -> NCHW: the channel axis moved inside the rows
+-- (the rows fused into the parallel loop; the channel loop just outside the vectorized one)
+for _, case in ipairs({ { { 1, 1, 40, 48, 32 }, "NCHW32c" }, { { 1, 40, 48, 32 }, "NHWC" } }) do
+  local X = ph(case[1])
+  local Y = topi.layout_transform(X, case[2], "NCHW")
+  local sd = compare("layout_transform " .. case[2] .. " -> NCHW", { X }, { Y })
+  local text = tostring(tl.lower(sd, { X, Y }))
+  local par, chans, vec = text:find("parallel (i0.i2.fused, 0, 40)", 1, true), text:find("for (i1, 0, 32)", 1, true),
+                          text:find("vectorized (i3.inner", 1, true)
+  assert(par and chans and vec and par < chans and chans < vec,
+         case[2] .. " -> NCHW: the rows parallel, the channels just outside the vector loop:\n" .. text)
+end
+
+-- batch 1 with less than a chunk of work per channel (64 x 56 x 56): the batch and channel
+-- axes fused into one parallel loop (the batch alone, one iteration, ran serially)
+do
+  local X = ph({ 1, 64, 56, 56 })
+  local Y = topi.nn.relu(X)
+  local sd = compare("relu on 1x64x56x56", { X }, { Y })
+  local anns = ann_of(sd, Y.op.name)
+  assert(anns[1] == C.TL_ANN_PARALLEL, "the fused outer loop of a batch-1 relu is parallel:\n" .. tostring(sd))
+end
+
 -- ---- targets ------------------------------------------------------------------------------------
 
 do
