@@ -20,9 +20,10 @@
 **   tl_path_remove   rm -rf that never follows a symbolic link: a link is
 **                    removed, never its target.
 **   tl_tmpdir_make   a private directory <base>/<prefix>-<pid>-XXXXXX (mkdtemp,
-**                    mode 0700); the first call of a process first removes
-**                    that prefix's directories left by dead processes of the
-**                    same user (a tuner killed with SIGKILL cannot clean up).
+**                    mode 0700); the first call of a process for a base and
+**                    prefix first removes that prefix's directories left by
+**                    dead processes of the same user (a tuner killed with
+**                    SIGKILL cannot clean up).
 */
 #define _GNU_SOURCE
 #include "base.h"
@@ -31,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,13 +324,32 @@ static void sweep_stale(const char *base, const char *prefix) {
   closedir(d);
 }
 
+/* 1 the first time this process asks for (base, prefix): a resumed tuner that made another
+** kind of directory first (its log's, a test's) still removes what a killed tuner left under
+** the measurement prefix. Remembers up to 64 pairs, then sweeps every time. */
+static int first_use(const char *base, const char *prefix) {
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  static uint64_t seen[64];
+  static int nseen;
+  uint64_t h = 1469598103934665603ull;
+  for (const char *p = base; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  h = (h ^ 0xffu) * 1099511628211ull;              /* a byte no path holds: base / prefix */
+  for (const char *p = prefix; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  int first = 1;
+  pthread_mutex_lock(&mu);
+  for (int i = 0; i < nseen && first; i++)
+    if (seen[i] == h) first = 0;
+  if (first && nseen < 64) seen[nseen++] = h;
+  pthread_mutex_unlock(&mu);
+  return first;
+}
+
 TL_EXPORT int tl_tmpdir_make(tl_ctx *ctx, const char *base, const char *prefix, char *out, size_t cap) {
   if (!base || !*base || !prefix || !*prefix || strchr(prefix, '/') || !out)
     return tl_err(ctx, TL_E_ARG, "tl_tmpdir_make: expected a base directory and a prefix");
   int rc = tl_mkdirs(ctx, base);
   if (rc) return rc;
-  static int swept;
-  if (!__atomic_exchange_n(&swept, 1, __ATOMIC_ACQ_REL)) sweep_stale(base, prefix);
+  if (first_use(base, prefix)) sweep_stale(base, prefix);
   char *t = tl_sprintf("%s/%s-%d-XXXXXX", base, prefix, (int)getpid());
   if (strlen(t) + 1 > cap) {
     free(t);

@@ -80,6 +80,11 @@ assert(sum[1].trials == 3 and #new == 3, sum[1].trials)
 for _, i in ipairs(new) do assert(not done[i], "config " .. i .. " measured twice") end
 assert(#record.load_from_file(log) == 1)
 assert(io.open(tmp) == nil)
+-- the killed child's measurement directory (under TMPDIR or /tmp) was removed by the resumed
+-- tuner, though this process had made another kind of directory first
+local mbase = os.getenv("TUNELUA_MEASURE_DIR") or os.getenv("TMPDIR") or "/tmp"
+local stale = io.popen("ls -d " .. mbase .. "/tunelua-measure-" .. pid .. "-* 2>/dev/null"):read("*a")
+assert(stale == "", "the killed tuner's measurement directory is left: " .. stale)
 os.remove(log)
 os.remove(script)
 local left = io.popen("ls -A " .. dir):read("*a")
