@@ -433,7 +433,7 @@ static tl_pool *pool_create(int nthreads, int global) {
     if (bind) bind_worker(p->threads[p->nworkers], i, nthreads, &set);
 #ifdef __GLIBC__
     char name[16];
-    snprintf(name, sizeof name, "tl-pool-%d", i + 1);
+    snprintf(name, sizeof name, "tl-pool-%d", (i + 1) % 10000);   /* at most POOL_MAX_THREADS */
     pthread_setname_np(p->threads[p->nworkers], name);
 #endif
     p->nworkers++;
