@@ -156,7 +156,7 @@ typedef struct {
   atomic_llong first[2];         /* each worker's first index, -1 before */
   atomic_int nworker;
   int gen;                       /* unique per loop: a thread registers once per loop */
-  int timed_out;
+  atomic_int timed_out;
 } shares;
 
 static _Thread_local int tls_gen;
@@ -175,7 +175,7 @@ static void shares_body(int64_t i, void *arg) {
     double t = tl_now();
     while (atomic_load(&s->started) < 2)
       if (tl_now() - t > 10.0) {
-        s->timed_out = 1;
+        atomic_store(&s->timed_out, 1);
         break;
       }
   }
@@ -195,8 +195,9 @@ TL_TEST(pool_shares_in_slot_order) {
     atomic_store(&s.first[1], -1);
     s.gen = rep + 1;
     tl_pool_for(p, 99, shares_body, &s);
-    CHECK_MSG(!s.timed_out, "the workers of a pool of 3 did not start within 10 s");
-    if (s.timed_out) break;
+    int timed_out = atomic_load(&s.timed_out);
+    CHECK_MSG(!timed_out, "the workers of a pool of 3 did not start within 10 s");
+    if (timed_out) break;
     long long a = atomic_load(&s.first[0]), b = atomic_load(&s.first[1]);
     CHECK_MSG((a == 33 && b == 66) || (a == 66 && b == 33),
               "the workers started at %lld and %lld, expected 33 and 66", a, b);
