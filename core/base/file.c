@@ -32,7 +32,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,20 +327,18 @@ static void sweep_stale(const char *base, const char *prefix) {
 ** kind of directory first (its log's, a test's) still removes what a killed tuner left under
 ** the measurement prefix. Remembers up to 64 pairs, then sweeps every time. */
 static int first_use(const char *base, const char *prefix) {
-  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  /* lock-free (a forked child must not find a lock held): two threads asking at once may
+  ** both sweep, which is harmless */
   static uint64_t seen[64];
   static int nseen;
-  uint64_t h = 1469598103934665603ull;
-  for (const char *p = base; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  h = (h ^ 0xffu) * 1099511628211ull;              /* a byte no path holds: base / prefix */
-  for (const char *p = prefix; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  int first = 1;
-  pthread_mutex_lock(&mu);
-  for (int i = 0; i < nseen && first; i++)
-    if (seen[i] == h) first = 0;
-  if (first && nseen < 64) seen[nseen++] = h;
-  pthread_mutex_unlock(&mu);
-  return first;
+  uint64_t h = tl_hash_bytes(prefix, strlen(prefix), tl_hash_bytes(base, strlen(base) + 1, 0));
+  int n = __atomic_load_n(&nseen, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n && i < 64; i++)
+    if (__atomic_load_n(&seen[i], __ATOMIC_RELAXED) == h) return 0;
+  if (n >= 64) return 1;
+  int k = __atomic_fetch_add(&nseen, 1, __ATOMIC_ACQ_REL);
+  if (k < 64) __atomic_store_n(&seen[k], h, __ATOMIC_RELEASE);
+  return 1;
 }
 
 TL_EXPORT int tl_tmpdir_make(tl_ctx *ctx, const char *base, const char *prefix, char *out, size_t cap) {

@@ -118,7 +118,6 @@ struct tl_pool {
   ** 0 (closed, nobody joined); read only by workers that have joined. */
   void (*fn)(int64_t i, void *arg);
   void *arg;
-  int64_t n;                   /* indices [0, n) */
 
   /* 0: free; 1: a tl_pool_for owns the workers (or the pool was retired,
   ** in which case it stays 1 forever and every loop runs serially). */
@@ -323,7 +322,6 @@ TL_EXPORT void tl_pool_for(tl_pool *pool, int64_t n, void (*fn)(int64_t i, void 
   tl_pool *p = pool;
   p->fn = fn;
   p->arg = arg;
-  p->n = n;
   /* Shares in slot order, sizes differing by at most one index. */
   int64_t t = p->nthreads, q = n / t, r = n % t;
   for (int64_t k = 0, b = 0; k < t; k++) {
