@@ -148,6 +148,11 @@ do
   expect_error("LocalRunner: target 'llvm -mcpu=skylake-avx512' needs AVX-512", function()
     return measure.LocalRunner({ number = 1, ["repeat"] = 1 }):run(inputs, brs)
   end)
+  -- the build's directory under TMPDIR goes with it (the runner refused it, so nothing else
+  -- removes it)
+  local dir = brs[1].dir
+  measure.cleanup(brs)
+  eq(require("tunelua.file").exists(dir), false, "the refused build's directory is removed")
   ffi.C.unsetenv("TUNELUA_HOST_CPU_FLAGS")
   eq(target.parse("llvm -mcpu=core-avx2"):check_host(), true, "the hook unset")
 end
