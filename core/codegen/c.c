@@ -1240,6 +1240,69 @@ static void print_for(cg *c, tl_ref loop) {
   tl_cf_for(&c->b, loop);
 }
 
+/* ---- a loop's last iteration apart, its vector operands read at each use -------------
+** pragma "peel_reread" on a loop of constant bounds: the loop runs all but its last
+** iteration, and the last follows it in a block where each kernel argument the body reads
+** in vectors is reached through a copy of its pointer that an empty asm statement marks
+** changed. The compiler cannot keep those vectors from the iterations before (or from an
+** earlier copy of the block, once unrolled around it) in registers: it reads each at its use,
+** as an FMA's memory operand. The 1x1 conv's paired tiles on 32 registers
+** (targets/x86/templates.c) hold 28 accumulators, a broadcast and three of their four
+** kernel vectors; with the fourth hoisted too, GCC kept an accumulator on the stack instead
+** (a load and a store per input channel). */
+typedef struct { int nbufs; char *vec; } reread_scan;
+
+static int reread_fn(const tl_ir *ir, tl_ref r, void *ud) {
+  reread_scan *s = ud;
+  const tl_node *n = tl_ir_node(ir, r);
+  if (n->op == TL_IR_LOAD && n->type.lanes > 1 && n->imm.u < (uint64_t)s->nbufs &&
+      tl_ir_buffer(ir, (int)n->imm.u)->arg >= 0)
+    s->vec[n->imm.u] = 1;
+  return 1;
+}
+
+static void print_peel_reread(cg *c, tl_ref loop) {
+  tl_ir *ir = c->b.ir;
+  tl_ref var = tl_ir_kid(ir, loop, 0), body = tl_ir_kid(ir, loop, 3);
+  int kind = tl_for_kind(ir, loop);
+  int64_t kmin, kext;
+  if (!tl_ir_is_int(ir, tl_ir_kid(ir, loop, 1), &kmin) || !tl_ir_is_int(ir, tl_ir_kid(ir, loop, 2), &kext) ||
+      kext < 2 || (kind != TL_FOR_SERIAL && kind != TL_FOR_UNROLLED) || tl_for_tag(ir, loop) != TL_TAG_NONE) {
+    print_for(c, loop);
+    return;
+  }
+  if (!tl_cf_loop_var_ok(&c->b, loop)) return;
+  if (kind == TL_FOR_UNROLLED && kext > 2) {
+    int64_t f = unroll_factor(ir, body, kext - 1);
+    if (f > 1) line(c, "#pragma GCC unroll %lld", (long long)f);
+  }
+  tl_cf_for_upto(&c->b, loop, kext - 1);
+  line(c, "{");
+  c->b.ind++;
+  char ty[32];
+  tl_type vt = tl_cf_loop_type(&c->b, tl_ir_type(ir, var));
+  decl_type(c, vt, ty);
+  indent(c);
+  PF(c, "const %s %s = ", ty, var_bind(c, var, kmin >= 0));
+  put_int(c, vt, kmin + kext - 1);
+  P(c, ";\n");
+  reread_scan sc = {c->b.nbufs, tl_calloc((size_t)(c->b.nbufs > 0 ? c->b.nbufs : 1), 1)};
+  tl_ir_visit(ir, body, reread_fn, &sc);
+  for (int b = 0; b < c->b.nbufs; b++) {
+    if (!sc.vec[b] || !c->b.bscope[b] || !c->b.bname[b]) continue;
+    const char *et = ctype(c, storage_type(tl_ir_buffer(ir, b)->dtype));
+    const char *tmp = fresh_name(c, "tlc_rr");
+    line(c, "%s *%s = %s;", et, tmp, c->b.bname[b]);
+    line(c, "__asm__ __volatile__(\"\" : \"+r\"(%s));", tmp);
+    line(c, "%s *restrict %s = %s;", et, c->b.bname[b], tmp);
+  }
+  free(sc.vec);
+  ps(c, body);
+  var_unbind(c, var);
+  c->b.ind--;
+  line(c, "}");
+}
+
 static void print_store(cg *c, tl_ref s) {
   tl_cf_store st0;
   if (!tl_cf_store_begin(&c->b, s, &st0)) return;
@@ -1362,6 +1425,10 @@ static void ps(cg *c, tl_ref s) {
       c->unroll_max = v;
       ps(c, tl_ir_kid(ir, s, 1));
       c->unroll_max = saved;
+      return;
+    }
+    if (strcmp(key, "pragma_peel_reread") == 0 && tl_ir_op(ir, tl_ir_kid(ir, s, 1)) == TL_IR_FOR) {
+      print_peel_reread(c, tl_ir_kid(ir, s, 1));
       return;
     }
     ps(c, tl_ir_kid(ir, s, 1));   /* other attributes (pragma_unroll_explicit): hints only */

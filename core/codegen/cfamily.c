@@ -537,7 +537,9 @@ tl_type tl_cf_loop_type(const tl_cf *c, tl_type t) {
   return t;
 }
 
-void tl_cf_for(tl_cf *c, tl_ref loop) {
+void tl_cf_for(tl_cf *c, tl_ref loop) { tl_cf_for_upto(c, loop, -1); }
+
+void tl_cf_for_upto(tl_cf *c, tl_ref loop, int64_t n) {
   tl_ir *ir = c->ir;
   char ty[32];
   tl_ref var = tl_ir_kid(ir, loop, 0), min = tl_ir_kid(ir, loop, 1), ext = tl_ir_kid(ir, loop, 2);
@@ -546,6 +548,13 @@ void tl_cf_for(tl_cf *c, tl_ref loop) {
   int64_t kmin = 0, kext = 0;
   int cmin = tl_ir_is_int(ir, min, &kmin), cext = tl_ir_is_int(ir, ext, &kext);
   int nn = tl_cf_nonneg(c, min);
+  if (n >= 0) {
+    if (!cmin || !cext || n > kext) {
+      tl_cf_err(c, TL_E_INTERNAL, "a loop's first %lld iterations: its bounds are not constants", (long long)n);
+      return;
+    }
+    kext = n;
+  }
   tl_cf_indent(c);
   if (cmin && cext) {
     const char *vn = tl_cf_var_bind(c, var, nn);

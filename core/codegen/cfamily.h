@@ -109,9 +109,11 @@ int tl_cf_nonneg(tl_cf *c, tl_ref e);            /* known >= 0 (conservative) */
 /* A serial loop: `for (ty v = min, ...; v < ...; ++v) {`, the body one level
 ** deeper and `}`; constant bounds inline, others evaluated once into v and
 ** v_end. tl_cf_loop_var_ok reports a loop variable that is not a scalar
-** integer (returns 0). */
+** integer (returns 0). tl_cf_for_upto prints a loop of constant bounds over its first
+** n iterations only. */
 int tl_cf_loop_var_ok(tl_cf *c, tl_ref loop);
 void tl_cf_for(tl_cf *c, tl_ref loop);
+void tl_cf_for_upto(tl_cf *c, tl_ref loop, int64_t n);
 /* The type a loop variable of type t is declared with: 64-bit where the backend widens
 ** narrower signed ones (tl_cf_lang.wide_loop_var), else t. */
 tl_type tl_cf_loop_type(const tl_cf *c, tl_type t);

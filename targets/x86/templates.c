@@ -235,6 +235,23 @@ int64_t tl_x86_border_rows(int64_t OH, int uneven, int64_t chunks) {
   return rows;
 }
 
+/* Paired tiles of a 1x1 conv on 32 registers: where a tile is one row of 6 or 7 positions by
+** one chunk of two vectors of output channels (14 accumulators: the fallback's on 7- and
+** 35-wide rows, which have no second row to pair with), the tile takes two chunks of output channels, four vectors (28
+** accumulators at 7): each broadcast feeds four FMAs, each kernel vector 7. The second
+** chunk's second kernel vector is read at each use (pragma "peel_reread", core/codegen/c.c):
+** 28 accumulators, three kernel vectors and the broadcast fill the 32 registers. On the
+** Xeon (AVX-512, two FMA units), mobilenet's 7x7 layers as the network runs them, three
+** rounds alternated: 512 -> 1024 0.29-0.34 -> 0.19-0.27 ms, 1024 -> 1024 0.58-0.73 ->
+** 0.47-0.56 ms. Where 14 positions fit (14-, 28-, 56-wide rows) the fallback keeps 14 by one
+** chunk: 7 by two chunks streams twice the kernel per FMA and measured no faster in the
+** network (docs/performance.md). */
+static int pair_1x1(tl_atvm_cfg *cfg, const conv_info *ci, int64_t oc_bn, int64_t reg_n, int64_t oh_f) {
+  return SIMD_REGS >= 32 && ci->KH == 1 && ci->KW == 1 && oc_bn == 2 * SIMD_LANES && oh_f == 1 &&
+         reg_n >= 6 && reg_n * 4 <= SIMD_REGS - 4 && ci->OW % reg_n == 0 && ci->O % (2 * oc_bn) == 0 &&
+         ci->pad[0] == 0 && ci->pad[1] == 0 && ci->pad[2] == 0 && ci->pad[3] == 0;
+}
+
 /* The NCHW[x]c conv: O (n, oc_chunk, oh, ow, ob) -> par(n, oc_chunk, oh/oh_f), ow/reg_n,
 ** [oh_f,] reg_n, ob (vectorized); the accumulation computed at ow/reg_n as
 ** ic_outer, kh, kw, ic_inner (unroll_kw: kh, ic_inner, kw; 1x1: ic_inner, kh, kw),
@@ -286,6 +303,11 @@ static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched 
     TRY(tl_atvm_split_node(ctx, s, O, 2, 1, &rows, t)); oho = t[0], ohi = t[1];
   }
   TRY(tl_atvm_split_node(ctx, s, O, 3, 1, &reg_n, t)); owo = t[0], owi = t[1];
+  int pair = !border && pair_1x1(cfg, ci, ob, reg_n, oh_f), occ = 1, occi = -1;
+  if (pair) {
+    int64_t two = 2;
+    TRY(tl_atvm_split_node(ctx, s, O, 1, 1, &two, t)); occ = t[0], occi = t[1];
+  }
   /* A 1x1 conv over a large input with a small weight (mobilenet's and resnet-50's 56x56 and
   ** 112x112 layers): the rows outside the output-channel chunks in the parallel loop, so a
   ** row of input is read from memory once and then from cache by every chunk, instead of
@@ -295,15 +317,16 @@ static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched 
   int rows_outer = is1x1 && !border && in_bytes > ((int64_t)512 << 10) && w_bytes <= ((int64_t)256 << 10);
   int order[12], no = 0;
   order[no++] = 0;
-  if (rows_outer) order[no++] = oho, order[no++] = 1;
-  else order[no++] = 1, order[no++] = oho;
+  if (rows_outer) order[no++] = oho, order[no++] = occ;
+  else order[no++] = occ, order[no++] = oho;
   if (border) order[no++] = ohi;
   order[no++] = owo;
   if (ohi >= 0 && !border) order[no++] = ohi;
+  if (occi >= 0) order[no++] = occi;
   order[no++] = owi, order[no++] = 4;
   TRY(tl_atvm_reorder_nodes(ctx, s, O, order, no));
-  int par, f3[3] = {0, 1, oho};
-  if (rows_outer) f3[1] = oho, f3[2] = 1;
+  int par, f3[3] = {0, occ, oho};
+  if (rows_outer) f3[1] = oho, f3[2] = occ;
   TRY(tl_atvm_fuse_nodes(ctx, s, O, f3, rows_outer ? 2 : 3, &par));
   TRY(ann(ctx, s, O, par, TL_ANN_PARALLEL));
   TRY(ann(ctx, s, O, 4, TL_ANN_VECTORIZE));
@@ -321,16 +344,28 @@ static int conv_nchwc5_schedule(tl_atvm_cfg *cfg, const conv_info *ci, tl_sched 
     int64_t l = SIMD_LANES;
     TRY(tl_atvm_split_node(ctx, s, CC, 4, 1, &l, t)); obo = t[0], obi = t[1];
   }
+  occ = 1, occi = -1;
+  if (pair) {
+    int64_t two = 2;
+    TRY(tl_atvm_split_node(ctx, s, CC, 1, 1, &two, t)); occ = t[0], occi = t[1];
+  }
   no = 0;
-  order[no++] = 0, order[no++] = 1, order[no++] = oho, order[no++] = owo, order[no++] = rco;
+  order[no++] = 0, order[no++] = occ, order[no++] = oho, order[no++] = owo, order[no++] = rco;
   if (is1x1) order[no++] = rci, order[no++] = ry, order[no++] = rx;
   else if (unroll_kw) order[no++] = ry, order[no++] = rci, order[no++] = rx;
   else order[no++] = ry, order[no++] = rx, order[no++] = rci;
   if (ohi >= 0) order[no++] = ohi;
   order[no++] = owi;
+  if (occi >= 0) order[no++] = occi;
   if (obo >= 0) order[no++] = obo;
   order[no++] = obi;
   TRY(tl_atvm_reorder_nodes(ctx, s, CC, order, no));
+  if (pair) {
+    /* the tile's four kernel vectors as one unrolled loop, its last read at each use */
+    int f2[2] = {occi, obo};
+    TRY(tl_atvm_fuse_nodes(ctx, s, CC, f2, 2, &obo));
+    TRY(pragma(ctx, s, CC, obo, "peel_reread"));
+  }
   if (unroll_kw) TRY(ann(ctx, s, CC, rx, TL_ANN_UNROLL));
   if (ohi >= 0) TRY(ann(ctx, s, CC, ohi, TL_ANN_UNROLL));
   if (obo >= 0) TRY(ann(ctx, s, CC, obo, TL_ANN_UNROLL));

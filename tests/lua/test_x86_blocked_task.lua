@@ -68,6 +68,18 @@ local conv = check_task("conv2d_NCHWc.x86", 16, 9, 32, 3, 1, 1, false, 6)
 check_task("conv2d_NCHWc.x86", 8, 8, 16, 1, 2, 0, false, 4)
 check_task("depthwise_conv2d_NCHWc.x86", 32, 10, 32, 3, 2, 1, true, 5)
 
+-- a 1x1 conv over 7-wide rows: on 32 vector registers its fallback tile takes two chunks of
+-- output channels (targets/x86/templates.c, paired tiles; the second chunk's last kernel
+-- vector read at each use), checked here against the reference where the host runs it
+do
+  local paired = check_task("conv2d_NCHWc.x86", 64, 7, 128, 1, 1, 0, false, 3)
+  local src = require("tunelua.autotvm.measure").source_of(paired:lower(-1))
+  local regs = require("tunelua.target").parse("llvm").registers
+  assert((src:find("__asm__ __volatile__", 1, true) ~= nil) == (regs >= 32),
+         string.format("a 1x1 conv over 7-wide rows on %d vector registers: the paired tile's reread %s", regs,
+                       regs >= 32 and "is missing" or "should not be there"))
+end
+
 -- a dtype the blocked form does not take keeps the NCHW form
 do
   local t = autotvm.task.create("conv2d_NCHWc.x86", { { "TENSOR", { 1, 8, 6, 6 }, "float32" },

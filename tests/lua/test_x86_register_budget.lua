@@ -41,6 +41,9 @@ local cases = {
   { "conv2d_NCHWc.x86", conv(64, 56, 64, 3, 1, 1), "3x3 56" },
   { "conv2d_NCHWc.x86", conv(512, 7, 512, 3, 1, 1), "3x3 7" },
   { "conv2d_NCHWc.x86", conv(128, 28, 256, 1, 1, 0), "1x1 28" },
+  -- 7 wide on 32 registers: paired tiles, 7 positions by four vectors (28 accumulators, three
+  -- kernel vectors, the broadcast; the fourth kernel vector read at each use)
+  { "conv2d_NCHWc.x86", conv(512, 7, 1024, 1, 1, 0), "1x1 7" },
   -- the 3-channel stem: on AVX-512 its blocked form's border partitions (the first and last
   -- kw taps of the left columns, 3-step loops over the input channels with 26 of the 28
   -- accumulators) keep two accumulators on the stack (12 reloads); its interior, the loops
@@ -83,15 +86,16 @@ end
 -- stack accesses and 13 indexed broadcasts among the loop's 28 FMAs); the C backend declares
 -- loop variables int64_t.
 -- the innermost loop (a label to the first jump back to it; of those with the most FMAs, the
--- shortest) with the most FMAs: its FMAs, stack accesses and indexed broadcasts
+-- shortest) with the most FMAs: its FMAs, those with a memory operand, stack accesses and
+-- indexed broadcasts
 local function fma_block_stats(asm)
   local lines = {}
   for line in asm:gmatch("[^\n]+") do lines[#lines + 1] = line end
-  local best = { fmas = 0, stack = 0, indexed = 0, n = 0 }
+  local best = { fmas = 0, stack = 0, indexed = 0, memfma = 0, n = 0 }
   for i, line in ipairs(lines) do
     local label = line:match("^([%.%w_]+):")
     if label then
-      local cur = { fmas = 0, stack = 0, indexed = 0, n = 0 }
+      local cur = { fmas = 0, stack = 0, indexed = 0, memfma = 0, n = 0 }
       for k = i + 1, #lines do
         local l = lines[k]
         local target = l:match("^%s*j%a+%s+([%.%w_]+)%s*$")
@@ -100,7 +104,10 @@ local function fma_block_stats(asm)
           break
         end
         cur.n = cur.n + 1
-        if l:match("^%s*vfn?m[as][du][db]") then cur.fmas = cur.fmas + 1 end
+        if l:match("^%s*vfn?m[as][du][db]") then
+          cur.fmas = cur.fmas + 1
+          if l:match("%(") then cur.memfma = cur.memfma + 1 end
+        end
         if l:match("%(%%r[sb]p") then cur.stack = cur.stack + 1 end
         if l:match("^%s*vbroadcastss%s+%-?%d*%(%%%w+,%%%w+") then cur.indexed = cur.indexed + 1 end
       end
@@ -108,7 +115,7 @@ local function fma_block_stats(asm)
   end
   return best
 end
-for _, c in ipairs({ { 512, 14, 512 }, { 128, 56, 128 }, { 256, 28, 256 } }) do
+for _, c in ipairs({ { 512, 14, 512 }, { 128, 56, 128 }, { 256, 28, 256 }, { 1024, 7, 1024 } }) do
   local task = autotvm.task.create("conv2d_NCHWc.x86", conv(c[1], c[2], c[3], 1, 1, 0), "llvm -mcpu=skylake-avx512")
   task:set_blocked(true)
   local st = fma_block_stats(util.asm(measure.source_of(task:lower(-1)), "skylake-avx512", dir, "pw" .. c[1]))
@@ -117,6 +124,12 @@ for _, c in ipairs({ { 512, 14, 512 }, { 128, 56, 128 }, { 256, 28, 256 } }) do
   assert(st.stack == 0 and st.indexed == 0,
          string.format("%s: %d stack accesses and %d indexed broadcasts among %d FMAs", what, st.stack, st.indexed,
                        st.fmas))
+  -- 7 wide: the paired tile's loop, 28 FMAs, of which the fourth vector's 7 read the kernel
+  if c[2] == 7 then
+    assert(st.fmas == 28 and st.memfma == 7,
+           string.format("%s: expected 28 FMAs, 7 with a kernel operand in memory, got %d and %d", what, st.fmas,
+                         st.memfma))
+  end
 end
 
 util.cleanup(dir)
