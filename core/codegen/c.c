@@ -47,7 +47,9 @@
 ** loop variable with a non-zero constant coefficient and each stored buffer
 ** is accessed through one index) and `#pragma GCC unroll`; inside an attr
 ** "pragma_auto_unroll_max_step" = N, serial loops whose unrolled body
-** would hold at most N statements are unrolled as well. A PARALLEL loop is
+** would hold at most N statements are unrolled as well; a loop under an attr
+** "pragma_peel_reread" runs all but its last iteration, which follows with the arguments it
+** reads in vectors re-read at each use (print_peel_reread). A PARALLEL loop is
 ** outlined into a static function of the iteration number and a closure
 ** struct holding every variable and buffer pointer the body uses, run by
 ** tl_pool_for on the global pool (serially when the process does not export
