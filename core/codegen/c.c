@@ -104,6 +104,8 @@ typedef struct cg {
   int64_t unroll_max;             /* from pragma_auto_unroll_max_step; 0 = none */
   tl_ref pf_body;                 /* the loop body that prefetches the next block (0: none) */
   int64_t pf_lines;               /* cache lines it prefetches per iteration */
+  const char *reread;             /* per buffer: its contiguous vector loads re-read at each use
+                                  ** (the last iteration of a "peel_reread" loop), or NULL */
 } cg;
 
 /* P, PF, cg_err, line, var_bind, ...: the shorthands of cfamily.h */
@@ -560,14 +562,24 @@ static void put_addr(cg *c, const char *bn, tl_ref base) {
 ** on buffer bn at vector index ix, up to its last argument: contiguous
 ** (vload/vstore: the address), strided (vloads/vstores: the address and
 ** stride) or any other (gather/scatter: bn and the index as int32 or int64). */
-static void put_vaccess(cg *c, int store, tl_type st, const char *sv, const char *bn, tl_ref ix) {
+static void put_vaccess(cg *c, int store, tl_type st, const char *sv, const char *bn, tl_ref ix, int reread) {
   const tl_ir *ir = c->b.ir;
   tl_type it = tl_ir_type(ir, ix);
   int64_t k = 0;
   if (tl_ir_op(ir, ix) == TL_IR_RAMP && tl_ir_is_int(ir, tl_ir_kid(ir, ix, 1), &k) && k == 1) {
     need(c, store ? H_VSTORE : H_VLOAD, st);
     PF(c, "tlc_%s_%s(", store ? "vstore" : "vload", sv);
-    put_addr(c, bn, tl_ir_kid(ir, ix, 0));
+    if (reread) {
+      /* the address through a copy an empty asm marks changed: read here, not kept from
+      ** an earlier load of it (print_peel_reread) */
+      P(c, "({ __typeof__(");
+      put_addr(c, bn, tl_ir_kid(ir, ix, 0));
+      P(c, ") tlc_q = ");
+      put_addr(c, bn, tl_ir_kid(ir, ix, 0));
+      P(c, "; __asm__ __volatile__(\"\" : \"+r\"(tlc_q)); tlc_q; })");
+    } else {
+      put_addr(c, bn, tl_ir_kid(ir, ix, 0));
+    }
   } else if (tl_ir_op(ir, ix) == TL_IR_RAMP) {
     need(c, store ? H_VSTORES : H_VLOADS, st);
     PF(c, "tlc_%s_%s(", store ? "vstores" : "vloads", sv);
@@ -604,7 +616,8 @@ static void h_vec_load(tl_cf *b0, tl_ref e, const char *bn, tl_ref ix) {
   vtn(c, st, sv);
   int isbool = tl_type_is_bool(t);
   if (isbool) P(c, "__builtin_convertvector(");
-  put_vaccess(c, 0, st, sv, bn, ix);
+  int b = (int)tl_ir_node(ir, e)->imm.u;
+  put_vaccess(c, 0, st, sv, bn, ix, c->reread && b >= 0 && b < c->b.nbufs && c->reread[b]);
   P(c, ")");
   if (isbool) PF(c, " != (%s){0}, %s)", sv, vtn(c, tl_type_make(TL_TC_INT, 32, t.lanes), mt));
 }
@@ -1244,11 +1257,11 @@ static void print_for(cg *c, tl_ref loop) {
 
 /* ---- a loop's last iteration apart, its vector operands read at each use -------------
 ** pragma "peel_reread" on a loop of constant bounds: the loop runs all but its last
-** iteration, and the last follows it in a block where each kernel argument the body reads
-** in vectors is reached through a copy of its pointer that an empty asm statement marks
+** iteration, and the last follows it in a block where each contiguous vector load of a
+** kernel argument takes its address through a copy that an empty asm statement marks
 ** changed. The compiler cannot keep those vectors from the iterations before (or from an
 ** earlier copy of the block, once unrolled around it) in registers: it reads each at its use,
-** as an FMA's memory operand. The 1x1 conv's paired tiles on 32 registers
+** as an FMA's memory operand (base-only addressing, so the load stays fused with the FMA). The 1x1 conv's paired tiles on 32 registers
 ** (targets/x86/templates.c) hold 28 accumulators, a broadcast and three of their four
 ** kernel vectors; with the fourth hoisted too, GCC kept an accumulator on the stack instead
 ** (a load and a store per input channel). */
@@ -1290,16 +1303,11 @@ static void print_peel_reread(cg *c, tl_ref loop) {
   P(c, ";\n");
   reread_scan sc = {c->b.nbufs, tl_calloc((size_t)(c->b.nbufs > 0 ? c->b.nbufs : 1), 1)};
   tl_ir_visit(ir, body, reread_fn, &sc);
-  for (int b = 0; b < c->b.nbufs; b++) {
-    if (!sc.vec[b] || !c->b.bscope[b] || !c->b.bname[b]) continue;
-    const char *et = ctype(c, storage_type(tl_ir_buffer(ir, b)->dtype));
-    const char *tmp = fresh_name(c, "tlc_rr");
-    line(c, "%s *%s = %s;", et, tmp, c->b.bname[b]);
-    line(c, "__asm__ __volatile__(\"\" : \"+r\"(%s));", tmp);
-    line(c, "%s *restrict %s = %s;", et, c->b.bname[b], tmp);
-  }
-  free(sc.vec);
+  const char *saved = c->reread;
+  c->reread = sc.vec;
   ps(c, body);
+  c->reread = saved;
+  free(sc.vec);
   var_unbind(c, var);
   c->b.ind--;
   line(c, "}");
@@ -1315,7 +1323,7 @@ static void print_store(cg *c, tl_ref s) {
   tl_type st = storage_type(tl_type_lanes(bt, vt.lanes));
   char sv[32];
   vtn(c, st, sv);
-  put_vaccess(c, 1, st, sv, bn, ix);
+  put_vaccess(c, 1, st, sv, bn, ix, 0);
   P(c, ", ");
   if (tl_type_is_bool(bt)) {
     P(c, "__builtin_convertvector(-(");

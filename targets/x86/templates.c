@@ -244,8 +244,9 @@ int64_t tl_x86_border_rows(int64_t OH, int uneven, int64_t chunks) {
 ** Xeon (AVX-512, two FMA units), mobilenet's 7x7 layers as the network runs them, three
 ** rounds alternated: 512 -> 1024 0.29-0.34 -> 0.19-0.27 ms, 1024 -> 1024 0.58-0.73 ->
 ** 0.47-0.56 ms. Where 14 positions fit (14-, 28-, 56-wide rows) the fallback keeps 14 by one
-** chunk: 7 by two chunks streams twice the kernel per FMA and measured no faster in the
-** network (docs/performance.md). */
+** chunk: paired there, mobilenet's 14x14 512 -> 512 steps took 0.43-0.45 ms against
+** 0.40-0.42 (four builds in one process, alternated), and resnet-50 2% more in all
+** (docs/performance.md). */
 static int pair_1x1(tl_atvm_cfg *cfg, const conv_info *ci, int64_t oc_bn, int64_t reg_n, int64_t oh_f) {
   return SIMD_REGS >= 32 && ci->KH == 1 && ci->KW == 1 && oc_bn == 2 * SIMD_LANES && oh_f == 1 &&
          reg_n >= 6 && reg_n * 4 <= SIMD_REGS - 4 && ci->OW % reg_n == 0 && ci->O % (2 * oc_bn) == 0 &&
