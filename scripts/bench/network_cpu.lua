@@ -41,7 +41,8 @@
 -- --cycles N (1): the tunelua columns, PyTorch and ONNX Runtime measured N times in turn per
 -- network; figures are medians over the cycles and each ratio the median of the cycles' own
 -- ratios (their range printed under the table), so a host whose speed drifts moves every
--- column of a cycle alike.
+-- column of a cycle alike. Each peer is one process per network (torch_peer.py --serve),
+-- set up before the first cycle and asked for --repeat runs right after tunelua's in each.
 -- --profile N: after the table, each network's tunelua columns profiled (N runs of the
 -- executor's per-step profile, mean ms per step): time per kind of step (the fused
 -- function's name without its number: convs, layout transforms, pools, dense, softmax...)
@@ -59,6 +60,7 @@
 -- by kind (conv, pool, dense, concat, softmax, other) and logical output shape (NCHW[x]c as
 -- NCHW), mean ms of each side and the ratio ORT / tunelua (> 1: tunelua faster).
 local tl = require "tunelua"
+local ffi = require "ffi"
 local autotvm = require "tunelua.autotvm"
 local relay = require "tunelua.relay"
 local executor = require "tunelua.graph.executor"
@@ -147,6 +149,61 @@ local function peer_ms(name, runtime, extra)
   if not med then return nil, out:gsub("\n", " ") end
   local isa = out:match('"isa": "([^"]+)"')
   return tonumber(med), isa and string.format("%s (%s)", ver, isa) or ver
+end
+
+-- A persistent peer (torch_peer.py --serve) for one network and runtime: set up once, then
+-- asked for runs between tunelua's, so that both sides of a ratio are timed seconds apart on
+-- a host whose speed drifts (one process per figure put a model export and a session setup,
+-- half a minute, between them). Its stdin and stdout are FIFOs in a directory of its own.
+-- peer_start -> peer, or nil and the reason; peer_runs(peer, n) -> median ms, or nil and the
+-- reason; peer_stop(peer) ends it and removes the directory.
+pcall(ffi.cdef, [[
+int mkfifo(const char *path, unsigned int mode);
+typedef void (*tl_bench_sighandler)(int);
+tl_bench_sighandler signal(int signum, tl_bench_sighandler handler);
+]])
+ffi.C.signal(13, ffi.cast("tl_bench_sighandler", 1))   -- SIGPIPE ignored: a dead peer is an error
+
+local function peer_stop(p)
+  if p.w then p.w:write("quit\n"); p.w:close() end
+  if p.r then p.r:close() end
+  if p.proc then p.proc:close() end
+  file.remove(p.dir)
+end
+
+local function peer_start(name, runtime)
+  local dir = file.tmpdir(os.getenv("TMPDIR") or "/tmp", "tunelua-bench-peer")
+  local p = { dir = dir }
+  local fin, fout, ferr = dir .. "/in", dir .. "/out", dir .. "/err"
+  if ffi.C.mkfifo(fin, 384) ~= 0 or ffi.C.mkfifo(fout, 384) ~= 0 then
+    peer_stop(p)
+    return nil, "cannot make the peer's FIFOs in " .. dir
+  end
+  p.proc = io.popen(string.format("%s%s %s/torch_peer.py --serve --network %s --threads %d --runtime %s " ..
+                                  "< %s > %s 2> %s", peer_env, opts.python, script_dir(), name, opts.threads,
+                                  runtime, fin, fout, ferr))
+  -- the shell opens the peer's stdin, then its stdout: the same order here
+  p.w, p.r = io.open(fin, "w"), io.open(fout, "r")
+  local line = p.r and p.r:read("*l")
+  if not line or not line:find('"ready": true', 1, true) then
+    local ef = io.open(ferr, "r")
+    local err = ef and ef:read("*a") or ""
+    if ef then ef:close() end
+    peer_stop(p)
+    local why = ((line and line .. " " or "") .. err):gsub("%s+", " "):gsub("^ ", ""):gsub(" $", "")
+    return nil, why
+  end
+  local ver, isa = line:match('"version": "([^"]+)"'), line:match('"isa": "([^"]+)"')
+  p.ver = isa and string.format("%s (%s)", ver, isa) or ver
+  return p
+end
+
+local function peer_runs(p, n)
+  local ok = p.w:write("run ", n, "\n") and p.w:flush()
+  local line = ok and p.r:read("*l")
+  local med = line and line:match('"median_ms": ([%d%.e%-]+)')
+  if not med then return nil, "the peer stopped answering" .. (line and (": " .. line) or "") end
+  return tonumber(med)
 end
 
 local function build(mod, params, history, tophub, layouts)
@@ -362,6 +419,19 @@ for name in opts.networks:gmatch("[^,]+") do
   -- (a peer that gave no figure is not asked again: its reason is printed once)
   local peers = { { runtime = "torch", label = "PyTorch", ms = {}, x = {} },
                   { runtime = "onnxruntime", label = "ONNX Runtime", ms = {}, x = {} } }
+  if opts.ort_profile then
+    -- ONNX Runtime's per-node profile: a run of its own (its figure is not a cycle's)
+    local ms, info = peer_ms(name, "onnxruntime", " --ort-profile " .. ort_profile_path(name))
+    if not ms then io.stderr:write("network_cpu: ONNX Runtime profile: ", tostring(info), "\n") end
+  end
+  for _, p in ipairs(peers) do
+    local proc, why = peer_start(name, p.runtime)
+    if proc then p.proc, p.ver = proc, proc.ver
+    else
+      p.failed = true
+      io.stderr:write("network_cpu: ", p.label, " peer: ", tostring(why), "\n")
+    end
+  end
   local ts = {}
   for c = 1, opts.cycles do
     local tc = time_all(cols)
@@ -369,20 +439,19 @@ for name in opts.networks:gmatch("[^,]+") do
     for _, v in pairs(tc) do best = math.min(best, v) end
     for _, p in ipairs(peers) do
       if not p.failed then
-        local extra
-        if c == 1 and p.runtime == "onnxruntime" and opts.ort_profile then
-          extra = " --ort-profile " .. ort_profile_path(name)
-        end
-        local ms, info = peer_ms(name, p.runtime, extra)
+        local ms, why = peer_runs(p.proc, opts["repeat"])
         if ms then
-          p.ms[#p.ms + 1], p.x[#p.x + 1], p.ver = ms, ms / best, p.ver or info
+          p.ms[#p.ms + 1], p.x[#p.x + 1] = ms, ms / best
         else
           p.failed = true
-          io.stderr:write("network_cpu: ", p.label, " peer: ", tostring(info), "\n")
+          io.stderr:write("network_cpu: ", p.label, " peer: ", tostring(why), "\n")
         end
       end
     end
     ts[c] = tc
+  end
+  for _, p in ipairs(peers) do
+    if p.proc then peer_stop(p.proc) end
   end
   local t = {}
   for _, col in ipairs(cols) do

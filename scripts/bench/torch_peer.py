@@ -27,6 +27,12 @@ optimizations, e.g. FusedConv; shape: its first output's; mean_us: the mean over
 profiled runs, the warm-up runs left out). scripts/bench/network_cpu.lua --ort-profile
 DIR sets it and prints the per-layer comparison with tunelua's per-step profile.
 
+--serve: the model is set up once (exported to ONNX once), then timed on request: each
+line "run N" on stdin answers one JSON line {"median_ms", "times_ms"} (N runs after one
+warm-up run), "quit" ends. Its first line, once set up, is {"ready": true, "version"} (and
+"isa" for torch). scripts/bench/network_cpu.lua keeps one such peer per runtime while it
+measures a network, asking it for runs between its own.
+
 --device cuda times the same model on the first CUDA device instead (scripts/bench/
 ansor_network.lua --target opencl): fp32 with TF32 off for cuDNN and matmul, cuDNN's
 benchmark mode on; a run is `number` back-to-back forward calls between two CUDA events
@@ -161,8 +167,8 @@ def build(name):
     raise SystemExit("torch_peer: unknown network %r" % name)
 
 
-def time_runs(fn, repeat):
-    for _ in range(3):
+def time_runs(fn, repeat, warmup=3):
+    for _ in range(warmup):
         fn()
     times = []
     for _ in range(repeat):
@@ -392,6 +398,28 @@ def torch_isa():
     return isa
 
 
+def serve(a, fn, version):
+    """--serve: the model is set up once; then each line "run N" on stdin times N runs (after
+    one warm-up run) and answers one JSON line {"median_ms", "times_ms"}; "quit" or the end of
+    stdin ends it. The first line out, once set up: {"ready": true, "version"[, "isa"]}."""
+    ready = {"ready": True, "version": version}
+    if a.runtime == "torch":
+        ready["isa"] = torch_isa()
+    print(json.dumps(ready), flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "quit":
+            break
+        if words[0] == "run" and len(words) == 2 and words[1].isdigit() and int(words[1]) > 0:
+            times = time_runs(fn, int(words[1]), warmup=1)
+            print(json.dumps({"median_ms": statistics.median(times), "times_ms": times}), flush=True)
+        else:
+            print(json.dumps({"error": "expected 'run N' (N > 0) or 'quit', got %r" % line.strip()}),
+                  flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--network", default="resnet-18")
@@ -403,9 +431,12 @@ def main():
     ap.add_argument("--min-ms", type=float, default=1.0)
     ap.add_argument("--memory", action="store_true")
     ap.add_argument("--ort-profile", default=None, metavar="FILE")
+    ap.add_argument("--serve", action="store_true")
     a = ap.parse_args()
     if a.ort_profile and a.runtime != "onnxruntime":
         ap.error("--ort-profile FILE needs --runtime onnxruntime")
+    if a.serve and (a.ort_profile or a.memory or a.device != "cpu"):
+        ap.error("--serve times the CPU runtime only (no --ort-profile, --memory or --device cuda)")
     if a.device == "cuda":
         return main_cuda(a)
     if a.memory:
@@ -420,6 +451,8 @@ def main():
             fn, version, psess = onnxruntime_runner(model, x, a.threads, bool(a.ort_profile))
         else:
             fn, version = (lambda: model(x)), torch.__version__
+        if a.serve:
+            return serve(a, fn, version)
         times = time_runs(fn, a.repeat)
         if psess is not None:
             feed = {psess.get_inputs()[0].name: x.numpy()}

@@ -4,6 +4,8 @@
 #     "<node>_kernel_time" events of category Node per node, in execution order, with the op
 #     type and first output shape of the event, the warm-up runs left out of the mean; fence
 #     and session events ignored; the trace as a list or as {"traceEvents": [...]};
+#   * torch_peer.py --serve: ready once set up, one JSON answer per "run N", a bad request
+#     named, nothing after "quit";
 #   * network_cpu.lua's checks of --scaling and --ort-profile (bad values named, before any
 #     network is built).
 . "$(dirname "$0")/lib_check.sh" "${1:-build/tunelua}"
@@ -39,6 +41,16 @@ EOF
   check "ort_node_summary" 0 "summary ok" "$rc" "$out"
   out=$("$PY" -B "$SRC/scripts/bench/torch_peer.py" --ort-profile "$tmp/x.json" 2>&1); rc=$?
   check "--ort-profile needs onnxruntime" 2 "--ort-profile FILE needs --runtime onnxruntime" "$rc" "$out"
+  # --serve: ready once set up, then one answer per request, a bad request named, quit
+  out=$(printf 'run 2\nrun zero\nquit\nrun 1\n' |
+        "$PY" -B "$SRC/scripts/bench/torch_peer.py" --serve --network mobilenet --threads 1 2>"$tmp/serve.err"); rc=$?
+  check "--serve ready" 0 '{"ready": true, "version": ' "$rc" "$(echo "$out" | sed -n 1p)"
+  check "--serve answers run 2" 0 '"median_ms": ' "$rc" "$(echo "$out" | sed -n 2p)"
+  n=$(echo "$out" | sed -n 2p | "$PY" -c 'import json, sys; print(len(json.load(sys.stdin)["times_ms"]))')
+  check "--serve times 2 runs" 0 "2" "$rc" "$n"
+  check "--serve names a bad request" 0 "expected 'run N' (N > 0) or 'quit', got 'run zero'" "$rc" \
+        "$(echo "$out" | sed -n 3p)"
+  check "--serve stops at quit" 0 "3" "$rc" "$(echo "$out" | wc -l | tr -d ' ')"
 else
   echo "test_bench_profiles: $PY has no torch: torch_peer.py checks skipped"
 fi
