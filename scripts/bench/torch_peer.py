@@ -399,9 +399,11 @@ def torch_isa():
 
 
 def serve(a, fn, version):
-    """--serve: the model is set up once; then each line "run N" on stdin times N runs (after
+    """--serve: the model is set up once and run 3 times; then each line "run N" on stdin times N runs (after
     one warm-up run) and answers one JSON line {"median_ms", "times_ms"}; "quit" or the end of
     stdin ends it. The first line out, once set up: {"ready": true, "version"[, "isa"]}."""
+    for _ in range(3):      # first runs set up lazily (ONNX Runtime's allocations)
+        fn()
     ready = {"ready": True, "version": version}
     if a.runtime == "torch":
         ready["isa"] = torch_isa()
