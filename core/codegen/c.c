@@ -1264,15 +1264,16 @@ static void print_for(cg *c, tl_ref loop) {
 ** as an FMA's memory operand (base-only addressing, so the load stays fused with the FMA). The 1x1 conv's paired tiles on 32 registers
 ** (targets/x86/templates.c) hold 28 accumulators, a broadcast and three of their four
 ** kernel vectors; with the fourth hoisted too, GCC kept an accumulator on the stack instead
-** (a load and a store per input channel). */
-typedef struct { int nbufs; char *vec; } reread_scan;
+** (a load and a store per input channel). A marked loop that reads no argument in vectors
+** (the tile's init) prints as any other. */
+typedef struct { int nbufs, any; char *vec; } reread_scan;
 
 static int reread_fn(const tl_ir *ir, tl_ref r, void *ud) {
   reread_scan *s = ud;
   const tl_node *n = tl_ir_node(ir, r);
   if (n->op == TL_IR_LOAD && n->type.lanes > 1 && n->imm.u < (uint64_t)s->nbufs &&
       tl_ir_buffer(ir, (int)n->imm.u)->arg >= 0)
-    s->vec[n->imm.u] = 1;
+    s->vec[n->imm.u] = 1, s->any = 1;
   return 1;
 }
 
@@ -1286,7 +1287,17 @@ static void print_peel_reread(cg *c, tl_ref loop) {
     print_for(c, loop);
     return;
   }
-  if (!tl_cf_loop_var_ok(&c->b, loop)) return;
+  reread_scan sc = {c->b.nbufs, 0, tl_calloc((size_t)(c->b.nbufs > 0 ? c->b.nbufs : 1), 1)};
+  tl_ir_visit(ir, body, reread_fn, &sc);
+  if (!sc.any) {                          /* nothing to re-read (the tile's init loop): as it is */
+    free(sc.vec);
+    print_for(c, loop);
+    return;
+  }
+  if (!tl_cf_loop_var_ok(&c->b, loop)) {
+    free(sc.vec);
+    return;
+  }
   if (kind == TL_FOR_UNROLLED && kext > 2) {
     int64_t f = unroll_factor(ir, body, kext - 1);
     if (f > 1) line(c, "#pragma GCC unroll %lld", (long long)f);
@@ -1301,8 +1312,6 @@ static void print_peel_reread(cg *c, tl_ref loop) {
   PF(c, "const %s %s = ", ty, var_bind(c, var, kmin >= 0));
   put_int(c, vt, kmin + kext - 1);
   P(c, ";\n");
-  reread_scan sc = {c->b.nbufs, tl_calloc((size_t)(c->b.nbufs > 0 ? c->b.nbufs : 1), 1)};
-  tl_ir_visit(ir, body, reread_fn, &sc);
   const char *saved = c->reread;
   c->reread = sc.vec;
   ps(c, body);

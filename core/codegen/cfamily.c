@@ -550,7 +550,8 @@ void tl_cf_for_upto(tl_cf *c, tl_ref loop, int64_t n) {
   int nn = tl_cf_nonneg(c, min);
   if (n >= 0) {
     if (!cmin || !cext || n > kext) {
-      tl_cf_err(c, TL_E_INTERNAL, "a loop's first %lld iterations: its bounds are not constants", (long long)n);
+      tl_cf_err(c, TL_E_INTERNAL, "a loop's first %lld iterations: its bounds are not constants "
+                "or it has fewer", (long long)n);
       return;
     }
     kext = n;

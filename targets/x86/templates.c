@@ -237,20 +237,20 @@ int64_t tl_x86_border_rows(int64_t OH, int uneven, int64_t chunks) {
 
 /* Paired tiles of a 1x1 conv on 32 registers: where a tile is one row of 6 or 7 positions by
 ** one chunk of two vectors of output channels (14 accumulators: the fallback's on 7- and
-** 35-wide rows, which have no second row to pair with), the tile takes two chunks of output channels, four vectors (28
-** accumulators at 7): each broadcast feeds four FMAs, each kernel vector 7. The second
-** chunk's second kernel vector is read at each use (pragma "peel_reread", core/codegen/c.c):
-** 28 accumulators, three kernel vectors and the broadcast fill the 32 registers. On the
-** Xeon (AVX-512, two FMA units), mobilenet's 7x7 layers as the network runs them, three
-** rounds alternated: 512 -> 1024 0.29-0.34 -> 0.19-0.27 ms, 1024 -> 1024 0.58-0.73 ->
-** 0.47-0.56 ms. Where 14 positions fit (14-, 28-, 56-wide rows) the fallback keeps 14 by one
-** chunk: paired there, mobilenet's 14x14 512 -> 512 steps took 0.43-0.45 ms against
-** 0.40-0.42 (four builds in one process, alternated), and resnet-50 2% more in all
-** (docs/performance.md). */
+** 35-wide rows, which have no second row to pair with), the tile takes two chunks of output
+** channels, four vectors (28 accumulators at 7): each broadcast feeds four FMAs, each kernel
+** vector 7. The second chunk's second kernel vector is read at each use (pragma
+** "peel_reread", core/codegen/c.c): 28 accumulators, three kernel vectors and the broadcast
+** fill the 32 registers. On the Xeon (AVX-512, two FMA units), mobilenet's 7x7 layers as the
+** network runs them, three rounds alternated: 512 -> 1024 0.29-0.34 -> 0.19-0.27 ms, 1024 ->
+** 1024 0.58-0.73 -> 0.47-0.56 ms. Where 14 positions fit (14-, 28-, 56-wide rows) the
+** fallback keeps 14 by one chunk: paired there, mobilenet's 14x14 512 -> 512 steps took
+** 0.43-0.45 ms against 0.40-0.42 (four builds in one process, alternated), and resnet-50 2%
+** more in all (docs/performance.md). A padded 1x1 conv reads its border through guards
+** (border in conv_nchwc5_schedule) and is not paired. */
 static int pair_1x1(tl_atvm_cfg *cfg, const conv_info *ci, int64_t oc_bn, int64_t reg_n, int64_t oh_f) {
   return SIMD_REGS >= 32 && ci->KH == 1 && ci->KW == 1 && oc_bn == 2 * SIMD_LANES && oh_f == 1 &&
-         reg_n >= 6 && reg_n * 4 <= SIMD_REGS - 4 && ci->OW % reg_n == 0 && ci->O % (2 * oc_bn) == 0 &&
-         ci->pad[0] == 0 && ci->pad[1] == 0 && ci->pad[2] == 0 && ci->pad[3] == 0;
+         reg_n >= 6 && reg_n * 4 <= SIMD_REGS - 4 && ci->OW % reg_n == 0 && ci->O % (2 * oc_bn) == 0;
 }
 
 /* The NCHW[x]c conv: O (n, oc_chunk, oh, ow, ob) -> par(n, oc_chunk, oh/oh_f), ow/reg_n,
